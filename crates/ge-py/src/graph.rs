@@ -9,6 +9,7 @@ use es_core::{Graph, InPort, NodeId, OutPort, TensorDesc};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub struct GraphState {
@@ -19,6 +20,27 @@ pub struct GraphState {
 
 pub struct GraphCell {
     pub state: RwLock<GraphState>,
+    /// Set when a view handed to a pass outlives its run: every access then fails with
+    /// "graph handle has expired".
+    pub expired: AtomicBool,
+}
+
+impl GraphCell {
+    pub fn new(graph: Graph) -> Arc<GraphCell> {
+        Arc::new(GraphCell {
+            state: RwLock::new(GraphState {
+                graph,
+                moved_to: None,
+            }),
+            expired: AtomicBool::new(false),
+        })
+    }
+    pub fn check(&self) -> PyResult<()> {
+        if self.expired.load(Ordering::Acquire) {
+            return Err(PyRuntimeError::new_err("graph handle has expired"));
+        }
+        Ok(())
+    }
 }
 
 /// What a view reads from: a built graph, or a builder's graph under construction.
@@ -58,6 +80,7 @@ impl GraphSource {
     pub fn read<R>(&self, path: &Path, f: impl FnOnce(&Graph) -> PyResult<R>) -> PyResult<R> {
         match self {
             GraphSource::Cell(c) => {
+                c.check()?;
                 let st = c
                     .state
                     .read()
@@ -79,6 +102,7 @@ impl GraphSource {
     ) -> PyResult<R> {
         match self {
             GraphSource::Cell(c) => {
+                c.check()?;
                 let mut st = c
                     .state
                     .write()
@@ -98,7 +122,7 @@ impl GraphSource {
         }
     }
 
-    fn same(&self, o: &GraphSource) -> bool {
+    pub fn same(&self, o: &GraphSource) -> bool {
         match (self, o) {
             (GraphSource::Cell(a), GraphSource::Cell(b)) => Arc::ptr_eq(a, b),
             (GraphSource::Builder(a), GraphSource::Builder(b)) => Arc::ptr_eq(a, b),
@@ -162,12 +186,7 @@ impl PyGraph {
         Py::new(
             py,
             PyGraph {
-                src: GraphSource::Cell(Arc::new(GraphCell {
-                    state: RwLock::new(GraphState {
-                        graph: g,
-                        moved_to: None,
-                    }),
-                })),
+                src: GraphSource::Cell(GraphCell::new(g)),
                 path: Vec::new(),
             },
         )
@@ -185,6 +204,7 @@ impl PyGraph {
         }
         match &g.src {
             GraphSource::Cell(c) => {
+                c.check()?;
                 let st = c
                     .state
                     .read()
@@ -364,12 +384,7 @@ impl PyGraph {
                 .map_err(|_| PyTypeError::new_err("Graph name must be a string"))?,
         };
         Ok(PyGraph {
-            src: GraphSource::Cell(Arc::new(GraphCell {
-                state: RwLock::new(GraphState {
-                    graph: Graph::new(name),
-                    moved_to: None,
-                }),
-            })),
+            src: GraphSource::Cell(GraphCell::new(Graph::new(name))),
             path: Vec::new(),
         })
     }

@@ -6,6 +6,7 @@ mod convert;
 mod errors;
 mod graph;
 mod ops;
+mod passes;
 mod regop;
 mod tensor;
 
@@ -40,6 +41,7 @@ fn _ops_version() -> String {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    passes::register(m)?;
     m.add_class::<builder::PyBuilder>()?;
     m.add_class::<builder::PyTensorHolder>()?;
     m.add_class::<graph::PyGraph>()?;

@@ -302,3 +302,79 @@ pub fn bind_types<'a>(proto: &'a OpProto, slots: &[InputSlot]) -> Result<Vec<(&'
     }
     Ok(bound.into_iter().map(|(k, t, _)| (k, t)).collect())
 }
+
+/// Re-infers one node of a graph: copies each connected input's description from its producer,
+/// checks the input dtypes, runs the node's rule and writes the output descriptions. Data-like
+/// nodes, constants and ops without a prototype in the global library keep their descriptions.
+pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> Result<()> {
+    let reg = crate::ops::global_registry();
+    let (op_type, sources) = {
+        let n = graph.node(id)?;
+        let sources: Vec<Option<crate::graph::OutPort>> =
+            n.inputs.iter().map(|i| i.source).collect();
+        (n.op_type.clone(), sources)
+    };
+    if crate::graph::is_data_op(&op_type) || op_type == "Const" || op_type == "Constant" {
+        return Ok(());
+    }
+    let Some(proto) = reg.get(&op_type) else {
+        return Ok(());
+    };
+    let mut descs = Vec::with_capacity(sources.len());
+    for s in &sources {
+        descs.push(match s {
+            Some(p) => Some(graph.out_desc(*p)?.clone()),
+            None => None,
+        });
+    }
+    {
+        let n = graph.node_mut(id)?;
+        for (slot, d) in n.inputs.iter_mut().zip(descs) {
+            if let Some(d) = d {
+                slot.desc = d;
+            }
+        }
+    }
+    let n = graph.node(id)?;
+    let bound = bind_types(proto, &n.inputs)?;
+    let consts: Vec<Option<&Tensor>> = n
+        .inputs
+        .iter()
+        .map(|s| {
+            s.source
+                .and_then(|src| graph.node(src.node).ok())
+                .and_then(crate::graph::Node::const_value)
+        })
+        .collect();
+    let mut attrs = n.attrs.clone();
+    for a in &proto.attrs {
+        if let (false, Some(v)) = (attrs.contains_key(a.name.as_str()), a.default.as_ref()) {
+            attrs.insert(a.name.clone(), v.clone());
+        }
+    }
+    let ctx = InferCtx {
+        proto,
+        node_name: &n.name,
+        attrs: &attrs,
+        inputs: n.inputs.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
+        input_ir: n.inputs.iter().map(|s| s.ir_index).collect(),
+        consts,
+        output_ir: n.outputs.iter().map(|o| o.ir_index).collect(),
+        bound,
+    };
+    let out = infer(&ctx)?;
+    drop(ctx);
+    let n = graph.node_mut(id)?;
+    for (slot, d) in n.outputs.iter_mut().zip(out) {
+        slot.desc = d;
+    }
+    Ok(())
+}
+
+/// Re-infers every node of a graph in topological order (see [`infer_node`]).
+pub fn infer_graph(graph: &mut crate::graph::Graph) -> Result<()> {
+    for id in graph.topo_order()? {
+        infer_node(graph, id)?;
+    }
+    Ok(())
+}

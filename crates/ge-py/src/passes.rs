@@ -1,0 +1,1529 @@
+//! `ge.passes` glue: the native classes of GE's pass API (`Pattern`, `MatchResult`,
+//! `PassContext`, `PatternMatcherConfig(Builder)`, `SubgraphInput/Output/Boundary`,
+//! `SubgraphRewriter`, `can_fuse`, `report_fuse`, `infer_shape`), the adapters that run Python
+//! pass classes through pass-bridge's executor, and the process-wide pass registry.
+//!
+//! Views handed to a pass (graph, nodes, match results, context) point at a per-run
+//! [`GraphCell`]; the graph is swapped into that cell only while a Python hook runs, and the
+//! cell is marked expired when the run ends, so a view kept past its run raises
+//! `RuntimeError("graph handle has expired")`. The GIL is released while the executor matches
+//! and rewrites, and taken only around Python hooks.
+
+use crate::builder::PyTensorHolder;
+use crate::errors::{IntoPyResult, PassError as PyPassError};
+use crate::graph::{GraphCell, GraphSource, PyGraph, PyNode};
+use es_core::pattern::{MatchResult, Pattern, PatternMatcherConfig, SubgraphBoundary};
+use es_core::{Graph, InPort, NodeId, OutPort};
+use pass_bridge::{
+    DecomposePass, FusionPass, HookError, HookResult, PassContext, PassDescriptor, PassInstance,
+    PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLockWriteGuard};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write_cell(c: &GraphCell) -> RwLockWriteGuard<'_, crate::graph::GraphState> {
+    c.state.write().unwrap_or_else(|p| p.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exceptions raised by pass code
+// ---------------------------------------------------------------------------------------------
+
+static SKIP_EXC: GILOnceCell<PyObject> = GILOnceCell::new();
+static FATAL_EXC: GILOnceCell<PyObject> = GILOnceCell::new();
+static NODE_IO: GILOnceCell<PyObject> = GILOnceCell::new();
+
+fn passes_attr<'py>(
+    py: Python<'py>,
+    cell: &'static GILOnceCell<PyObject>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let o = cell.get_or_try_init(py, || -> PyResult<PyObject> {
+        Ok(py.import(module)?.getattr(name)?.unbind())
+    })?;
+    Ok(o.bind(py).clone())
+}
+
+/// The last Python exception that failed a pass, chained as `__cause__` of the `PassError`.
+static LAST_FAILURE: Mutex<Option<PyErr>> = Mutex::new(None);
+
+/// A Python exception from a hook → how the executor treats it.
+fn classify(py: Python<'_>, e: PyErr) -> HookError {
+    let is = |cell: &'static GILOnceCell<PyObject>, name: &str| {
+        passes_attr(py, cell, "ge.passes.errors", name)
+            .map(|t| e.is_instance(py, &t))
+            .unwrap_or(false)
+    };
+    let msg = e.value(py).to_string();
+    if is(&SKIP_EXC, "PassSkipException") {
+        return HookError::Skip(msg);
+    }
+    if is(&FATAL_EXC, "PassFatalError") {
+        return HookError::Fatal(msg);
+    }
+    let text = py
+        .import("traceback")
+        .and_then(|tb| {
+            tb.call_method1(
+                "format_exception",
+                (e.get_type(py), e.value(py), e.traceback(py)),
+            )
+        })
+        .and_then(|lines| lines.extract::<Vec<String>>())
+        .map(|l| l.concat())
+        .unwrap_or_else(|_| format!("{}: {msg}", e.get_type(py)));
+    *lock(&LAST_FAILURE) = Some(e);
+    HookError::Failed(text.trim_end().to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// PassContext
+// ---------------------------------------------------------------------------------------------
+
+/// GE's `PassContext`: the pass name, an error message, and the compile options.
+#[pyclass(name = "PassContext", module = "ge._native", frozen)]
+pub struct PyPassContext {
+    inner: Mutex<PassContext>,
+    expired: AtomicBool,
+}
+
+impl PyPassContext {
+    fn with<R>(&self, f: impl FnOnce(&mut PassContext) -> R) -> PyResult<R> {
+        if self.expired.load(Ordering::Acquire) {
+            return Err(PyRuntimeError::new_err("pass context has expired"));
+        }
+        Ok(f(&mut lock(&self.inner)))
+    }
+}
+
+#[pymethods]
+impl PyPassContext {
+    /// A context for calling a pass by hand (in tests); the executor makes its own.
+    #[new]
+    #[pyo3(signature = (pass_name = String::new(), options = None))]
+    fn py_new(pass_name: String, options: Option<BTreeMap<String, String>>) -> Self {
+        PyPassContext {
+            inner: Mutex::new(PassContext::new(pass_name, options.unwrap_or_default())),
+            expired: AtomicBool::new(false),
+        }
+    }
+    fn get_pass_name(&self) -> PyResult<String> {
+        self.with(|c| c.pass_name().to_string())
+    }
+    fn set_pass_name(&self, name: String) -> PyResult<()> {
+        self.with(|c| c.set_pass_name(name))
+    }
+    fn get_error_message(&self) -> PyResult<String> {
+        self.with(|c| c.error_message().to_string())
+    }
+    fn set_error_message(&self, message: String) -> PyResult<()> {
+        self.with(|c| c.set_error_message(message))
+    }
+    /// The value of a compile option; RuntimeError when it is not set.
+    fn get_option_value(&self, key: &str) -> PyResult<String> {
+        self.with(|c| c.option(key).map(str::to_string))?
+            .ok_or_else(|| PyRuntimeError::new_err(format!("option '{key}' is not set")))
+    }
+    /// The fusions reported so far, as (names before, names after) pairs.
+    fn get_fusion_reports(&self) -> PyResult<Vec<(Vec<String>, Vec<String>)>> {
+        self.with(|c| {
+            c.fusion_reports()
+                .iter()
+                .map(|r| (r.before.clone(), r.after.clone()))
+                .collect()
+        })
+    }
+    fn __repr__(&self) -> PyResult<String> {
+        self.with(|c| format!("PassContext(pass_name={:?})", c.pass_name()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PatternMatcherConfig(Builder)
+// ---------------------------------------------------------------------------------------------
+
+/// GE's `PatternMatcherConfig`. GE's default matches neither const values nor IR attributes;
+/// commutative matching (beyond GE) is off unless enabled.
+#[pyclass(name = "PatternMatcherConfig", module = "ge._native", frozen)]
+#[derive(Clone)]
+pub struct PyPatternMatcherConfig {
+    cfg: PatternMatcherConfig,
+}
+
+fn ge_default_config() -> PatternMatcherConfig {
+    PatternMatcherConfig {
+        const_value_match: false,
+        ir_attr_match: false,
+        commutative: false,
+    }
+}
+
+#[pymethods]
+impl PyPatternMatcherConfig {
+    #[new]
+    fn py_new() -> Self {
+        PyPatternMatcherConfig {
+            cfg: ge_default_config(),
+        }
+    }
+    fn is_enable_const_value_match(&self) -> bool {
+        self.cfg.const_value_match
+    }
+    fn is_enable_ir_attr_match(&self) -> bool {
+        self.cfg.ir_attr_match
+    }
+    fn is_enable_commutative_match(&self) -> bool {
+        self.cfg.commutative
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "PatternMatcherConfig(const_value_match={}, ir_attr_match={}, commutative_match={})",
+            self.cfg.const_value_match, self.cfg.ir_attr_match, self.cfg.commutative
+        )
+    }
+}
+
+/// GE's fluent `PatternMatcherConfigBuilder`.
+#[pyclass(name = "PatternMatcherConfigBuilder", module = "ge._native", frozen)]
+pub struct PyPatternMatcherConfigBuilder {
+    cfg: Mutex<PatternMatcherConfig>,
+}
+
+#[pymethods]
+impl PyPatternMatcherConfigBuilder {
+    #[new]
+    fn py_new() -> Self {
+        PyPatternMatcherConfigBuilder {
+            cfg: Mutex::new(ge_default_config()),
+        }
+    }
+    fn enable_const_value_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+        lock(&slf.get().cfg).const_value_match = true;
+        slf.clone_ref(py)
+    }
+    fn enable_ir_attr_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+        lock(&slf.get().cfg).ir_attr_match = true;
+        slf.clone_ref(py)
+    }
+    /// Beyond GE: two-input ops the library marks commutative also match with swapped inputs.
+    fn enable_commutative_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+        lock(&slf.get().cfg).commutative = true;
+        slf.clone_ref(py)
+    }
+    fn build(&self) -> PyPatternMatcherConfig {
+        PyPatternMatcherConfig {
+            cfg: *lock(&self.cfg),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pattern
+// ---------------------------------------------------------------------------------------------
+
+/// Captured tensors of a pattern: (pattern node, output index), in capture order.
+type Captures = Vec<(NodeId, u32)>;
+
+struct PatternState {
+    pattern: Pattern,
+    /// Captured tensors: (pattern node, output index), in capture order.
+    captures: Vec<(NodeId, u32)>,
+    released: bool,
+}
+
+/// GE's `Pattern`: a pattern graph plus the tensors captured for `MatchResult`.
+#[pyclass(name = "Pattern", module = "ge._native", frozen)]
+pub struct PyPattern {
+    /// The pattern graph, for the node views of `get_captured_tensors`.
+    cell: Arc<GraphCell>,
+    state: Mutex<PatternState>,
+}
+
+impl PyPattern {
+    fn from_graph(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let g = PyGraph::extract_graph_obj(graph).map_err(|e| {
+            if e.is_instance_of::<PyTypeError>(graph.py()) {
+                PyTypeError::new_err("Pattern() needs a ge.graph.Graph")
+            } else {
+                e
+            }
+        })?;
+        let pattern = Pattern::new(g.clone()).py()?;
+        PyGraph::mark_moved(graph, &format!("pattern '{}'", pattern.name()))?;
+        Ok(PyPattern {
+            cell: GraphCell::new(g),
+            state: Mutex::new(PatternState {
+                pattern,
+                captures: Vec::new(),
+                released: false,
+            }),
+        })
+    }
+
+    /// The pattern and its captures, for the executor.
+    fn take(&self) -> (Pattern, Vec<(NodeId, u32)>) {
+        let mut st = lock(&self.state);
+        st.released = true;
+        (st.pattern.clone(), st.captures.clone())
+    }
+}
+
+/// (node id, output index) of a TensorHolder, Node or NodeIo-like object.
+fn port_of(source: &Bound<'_, PyAny>, index: Option<i64>, what: &str) -> PyResult<(NodeId, u32)> {
+    let idx = |default: u32| -> PyResult<u32> {
+        match index {
+            None => Ok(default),
+            Some(i) => u32::try_from(i)
+                .map_err(|_| PyValueError::new_err(format!("{what}: bad output index {i}"))),
+        }
+    };
+    if let Ok(t) = source.downcast::<PyTensorHolder>() {
+        let p = t.get().port;
+        return Ok((p.node, idx(p.index)?));
+    }
+    if let Ok(n) = source.downcast::<PyNode>() {
+        return Ok((n.get().id, idx(0)?));
+    }
+    if let (Ok(node), Ok(i)) = (source.getattr("node"), source.getattr("index")) {
+        if index.is_some() {
+            return Err(PyValueError::new_err(format!(
+                "{what}: pass no index with a NodeIo"
+            )));
+        }
+        let n = node
+            .downcast::<PyNode>()
+            .map_err(|_| PyTypeError::new_err(format!("{what}: NodeIo.node must be a Node")))?;
+        let i: u32 = i.extract()?;
+        return Ok((n.get().id, i));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what}: expected a TensorHolder, a Node or a NodeIo, got {}",
+        source.get_type().name()?
+    )))
+}
+
+fn node_io(py: Python<'_>, src: &GraphSource, port: OutPort) -> PyResult<PyObject> {
+    let cls = passes_attr(py, &NODE_IO, "ge.passes.pattern", "NodeIo")?;
+    let node = Py::new(py, PyNode::new(src.clone(), port.node))?;
+    Ok(cls.call1((node, port.index))?.unbind())
+}
+
+#[pymethods]
+impl PyPattern {
+    /// Moves `graph` into the pattern: the graph object can be read but no longer changed.
+    #[new]
+    fn py_new(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
+        PyPattern::from_graph(graph)
+    }
+
+    /// Captures a tensor of the pattern graph (a TensorHolder or Node of it, with an output
+    /// index, or a NodeIo); `MatchResult.get_captured_tensor(i)` returns the i-th capture's
+    /// match. Returns the pattern, for chaining.
+    #[pyo3(signature = (source, index = None))]
+    fn capture_tensor(
+        slf: Py<Self>,
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        index: Option<i64>,
+    ) -> PyResult<Py<Self>> {
+        let (node, out) = port_of(source, index, "capture_tensor")?;
+        {
+            let this = slf.get();
+            let mut st = lock(&this.state);
+            if st.released {
+                return Err(PyRuntimeError::new_err("the pattern has been released"));
+            }
+            let g = st.pattern.graph();
+            let n = g.node(node).map_err(|_| {
+                PyValueError::new_err(
+                    "capture_tensor: the tensor does not belong to this pattern's graph",
+                )
+            })?;
+            if out as usize >= n.outputs.len() {
+                return Err(PyValueError::new_err(format!(
+                    "capture_tensor: node '{}' has {} outputs, no output {out}",
+                    n.name,
+                    n.outputs.len()
+                )));
+            }
+            st.captures.push((node, out));
+        }
+        Ok(slf.clone_ref(py))
+    }
+
+    fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        let caps = lock(&self.state).captures.clone();
+        let src = GraphSource::Cell(self.cell.clone());
+        caps.into_iter()
+            .map(|(n, i)| node_io(py, &src, OutPort { node: n, index: i }))
+            .collect()
+    }
+
+    fn is_valid(&self) -> bool {
+        !lock(&self.state).released
+    }
+
+    /// Hands the pattern to the executor (GE's bridge calls this; pass code need not). Returns
+    /// an opaque handle; afterwards `is_valid()` is False.
+    fn release(&self) -> PyResult<u64> {
+        let mut st = lock(&self.state);
+        if st.released {
+            return Err(PyRuntimeError::new_err(
+                "the pattern has already been released",
+            ));
+        }
+        st.released = true;
+        Ok(Arc::as_ptr(&self.cell) as u64)
+    }
+
+    /// The pattern graph's name.
+    #[getter]
+    fn name(&self) -> String {
+        lock(&self.state).pattern.name().to_string()
+    }
+
+    /// Beyond GE: why this pattern does (not) match with `node` as its anchor (the node of its
+    /// first output). Returns the match text or the reason.
+    #[pyo3(signature = (node, config = None))]
+    fn explain(
+        &self,
+        node: &Bound<'_, PyAny>,
+        config: Option<PyRef<'_, PyPatternMatcherConfig>>,
+    ) -> PyResult<String> {
+        let n = node
+            .downcast::<PyNode>()
+            .map_err(|_| PyTypeError::new_err("explain: node must be a Node"))?;
+        let n = n.get();
+        let cfg = config.map(|c| c.cfg).unwrap_or_else(ge_default_config);
+        let pattern = lock(&self.state).pattern.clone();
+        n.src.read(&n.path, |g| {
+            match es_core::pattern::explain_match(g, &pattern, cfg, n.id).py()? {
+                es_core::pattern::MatchExplanation::Matched(m) => Ok(m.to_text(g)),
+                es_core::pattern::MatchExplanation::NoMatch(r) => Ok(format!("no match: {r}")),
+            }
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let st = lock(&self.state);
+        format!(
+            "Pattern(name={:?}, captures={}, valid={})",
+            st.pattern.name(),
+            st.captures.len(),
+            !st.released
+        )
+    }
+}
+
+/// `patterns()` item → (pattern, captures).
+fn to_pattern(item: &Bound<'_, PyAny>) -> PyResult<(Pattern, Vec<(NodeId, u32)>)> {
+    if let Ok(p) = item.downcast::<PyPattern>() {
+        return Ok(p.get().take());
+    }
+    if item.downcast::<PyGraph>().is_ok() {
+        let p = PyPattern::from_graph(item)?;
+        return Ok(p.take());
+    }
+    Err(PyTypeError::new_err(format!(
+        "patterns() must return Pattern or Graph objects, got {}",
+        item.get_type().name()?
+    )))
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatchResult
+// ---------------------------------------------------------------------------------------------
+
+/// GE's `MatchResult`: one match, valid during the hook it is passed to.
+#[pyclass(name = "MatchResult", module = "ge._native", frozen)]
+pub struct PyMatchResult {
+    m: MatchResult,
+    /// Captured (pattern node, output index), in capture order.
+    captures: Vec<(NodeId, u32)>,
+    /// Pattern inputs (Data nodes) in input-index order.
+    pattern_inputs: Vec<NodeId>,
+    cell: Arc<GraphCell>,
+    valid: AtomicBool,
+}
+
+impl PyMatchResult {
+    fn check(&self) -> PyResult<()> {
+        if !self.valid.load(Ordering::Acquire) {
+            return Err(PyRuntimeError::new_err("graph handle has expired"));
+        }
+        self.cell.check()
+    }
+    fn src(&self) -> GraphSource {
+        GraphSource::Cell(self.cell.clone())
+    }
+    fn capture_port(&self, i: usize) -> PyResult<OutPort> {
+        let (pn, idx) = *self.captures.get(i).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "capture index {i} out of range: the pattern captured {} tensors",
+                self.captures.len()
+            ))
+        })?;
+        if let Some(k) = self.pattern_inputs.iter().position(|&d| d == pn) {
+            return self
+                .m
+                .inputs
+                .get(k)
+                .copied()
+                .ok_or_else(|| PyRuntimeError::new_err("the match lacks a pattern input"));
+        }
+        let node = self
+            .m
+            .target_of(pn)
+            .ok_or_else(|| PyRuntimeError::new_err("the captured node is not in the match"))?;
+        Ok(OutPort { node, index: idx })
+    }
+}
+
+#[pymethods]
+impl PyMatchResult {
+    /// The matched nodes of the target graph, in pattern order.
+    fn get_matched_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
+        self.check()?;
+        self.m
+            .target_nodes()
+            .into_iter()
+            .map(|id| Py::new(py, PyNode::new(self.src(), id)))
+            .collect()
+    }
+    /// The target tensor of the `capture_index`-th captured tensor, as a NodeIo.
+    fn get_captured_tensor(&self, py: Python<'_>, capture_index: usize) -> PyResult<PyObject> {
+        self.check()?;
+        let p = self.capture_port(capture_index)?;
+        node_io(py, &self.src(), p)
+    }
+    /// Beyond GE: every captured tensor, in capture order.
+    fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        self.check()?;
+        (0..self.captures.len())
+            .map(|i| node_io(py, &self.src(), self.capture_port(i)?))
+            .collect()
+    }
+    /// How many inputs the match has (the pattern's Data nodes).
+    fn _num_inputs(&self) -> usize {
+        self.m.inputs.len()
+    }
+    fn get_pattern_graph_name(&self) -> PyResult<String> {
+        self.check()?;
+        Ok(self.m.pattern_name.clone())
+    }
+    /// The match as a `SubgraphBoundary` (its inputs and outputs, in pattern order).
+    fn to_boundary(&self, py: Python<'_>) -> PyResult<PySubgraphBoundary> {
+        self.check()?;
+        let b = self.m.to_boundary();
+        let src = self.src();
+        let inputs = self
+            .cell
+            .state
+            .read()
+            .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
+        boundary_from_es(py, &inputs.graph, &src, &b)
+    }
+    /// GE's bridge invalidates a match after the hook; pass code should not call this.
+    fn _invalidate(&self) {
+        self.valid.store(false, Ordering::Release);
+    }
+    fn __str__(&self) -> PyResult<String> {
+        self.check()?;
+        GraphSource::Cell(self.cell.clone()).read(&Vec::new(), |g| Ok(self.m.to_text(g)))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SubgraphInput / SubgraphOutput / SubgraphBoundary / SubgraphRewriter
+// ---------------------------------------------------------------------------------------------
+
+/// One anchor: a node view and a port index.
+struct Anchor {
+    node: Py<PyNode>,
+    index: u32,
+}
+
+impl Anchor {
+    fn clone_ref(&self, py: Python<'_>) -> Anchor {
+        Anchor {
+            node: self.node.clone_ref(py),
+            index: self.index,
+        }
+    }
+}
+
+fn anchor(node: &Bound<'_, PyAny>, index: i64, what: &str) -> PyResult<Anchor> {
+    let n = node
+        .downcast::<PyNode>()
+        .map_err(|_| PyTypeError::new_err(format!("{what}: expected a Node")))?;
+    let index = u32::try_from(index)
+        .map_err(|_| PyValueError::new_err(format!("{what}: bad index {index}")))?;
+    Ok(Anchor {
+        node: n.clone().unbind(),
+        index,
+    })
+}
+
+/// GE's `SubgraphInput`: one logical input of a boundary, as the input anchors (node, input
+/// index) inside the boundary that it feeds; all must be fed by one producer.
+#[pyclass(name = "SubgraphInput", module = "ge._native", frozen)]
+pub struct PySubgraphInput {
+    anchors: Mutex<Vec<Anchor>>,
+}
+
+#[pymethods]
+impl PySubgraphInput {
+    #[new]
+    #[pyo3(signature = (node_inputs = None))]
+    fn py_new(node_inputs: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let mut anchors = Vec::new();
+        if let Some(items) = node_inputs {
+            for item in items.try_iter()? {
+                let item = item?;
+                let t = item.downcast::<PyTuple>().map_err(|_| {
+                    PyRuntimeError::new_err(
+                        "SubgraphInput: each item must be a (node, index) tuple",
+                    )
+                })?;
+                if t.len() != 2 {
+                    return Err(PyRuntimeError::new_err(
+                        "SubgraphInput: each item must be a (node, index) tuple",
+                    ));
+                }
+                anchors.push(anchor(
+                    &t.get_item(0)?,
+                    t.get_item(1)?.extract()?,
+                    "SubgraphInput",
+                )?);
+            }
+        }
+        Ok(PySubgraphInput {
+            anchors: Mutex::new(anchors),
+        })
+    }
+    /// Adds an input anchor (a node inside the boundary and one of its input indexes); returns
+    /// 0.
+    fn add_input(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
+        lock(&self.anchors).push(anchor(node, index, "SubgraphInput.add_input")?);
+        Ok(0)
+    }
+}
+
+/// GE's `SubgraphOutput`: one output of a boundary, a (node, output index) inside it.
+#[pyclass(name = "SubgraphOutput", module = "ge._native", frozen)]
+pub struct PySubgraphOutput {
+    anchor: Mutex<Option<Anchor>>,
+}
+
+#[pymethods]
+impl PySubgraphOutput {
+    #[new]
+    #[pyo3(signature = (node = None, index = 0))]
+    fn py_new(node: Option<&Bound<'_, PyAny>>, index: i64) -> PyResult<Self> {
+        let a = match node {
+            Some(n) => Some(anchor(n, index, "SubgraphOutput")?),
+            None => None,
+        };
+        Ok(PySubgraphOutput {
+            anchor: Mutex::new(a),
+        })
+    }
+    fn set_output(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
+        *lock(&self.anchor) = Some(anchor(node, index, "SubgraphOutput.set_output")?);
+        Ok(0)
+    }
+}
+
+/// GE's `SubgraphBoundary`: logical input and output slots, in replacement-graph order.
+#[pyclass(name = "SubgraphBoundary", module = "ge._native", frozen)]
+pub struct PySubgraphBoundary {
+    inputs: Mutex<BTreeMap<u32, Vec<Anchor>>>,
+    outputs: Mutex<BTreeMap<u32, Anchor>>,
+}
+
+fn slot(index: i64, what: &str) -> PyResult<u32> {
+    u32::try_from(index).map_err(|_| PyValueError::new_err(format!("{what}: bad slot {index}")))
+}
+
+#[pymethods]
+impl PySubgraphBoundary {
+    #[new]
+    fn py_new() -> Self {
+        PySubgraphBoundary {
+            inputs: Mutex::new(BTreeMap::new()),
+            outputs: Mutex::new(BTreeMap::new()),
+        }
+    }
+    #[pyo3(signature = (index, input))]
+    fn add_input(
+        &self,
+        py: Python<'_>,
+        index: i64,
+        input: PyRef<'_, PySubgraphInput>,
+    ) -> PyResult<u32> {
+        let i = slot(index, "SubgraphBoundary.add_input")?;
+        let anchors: Vec<Anchor> = lock(&input.anchors)
+            .iter()
+            .map(|a| a.clone_ref(py))
+            .collect();
+        if anchors.is_empty() {
+            return Err(PyValueError::new_err(
+                "SubgraphBoundary.add_input: the SubgraphInput has no anchor",
+            ));
+        }
+        lock(&self.inputs).insert(i, anchors);
+        Ok(0)
+    }
+    #[pyo3(signature = (index, output))]
+    fn add_output(
+        &self,
+        py: Python<'_>,
+        index: i64,
+        output: PyRef<'_, PySubgraphOutput>,
+    ) -> PyResult<u32> {
+        let i = slot(index, "SubgraphBoundary.add_output")?;
+        let a = lock(&output.anchor)
+            .as_ref()
+            .map(|a| a.clone_ref(py))
+            .ok_or_else(|| {
+                PyValueError::new_err("SubgraphBoundary.add_output: the SubgraphOutput is not set")
+            })?;
+        lock(&self.outputs).insert(i, a);
+        Ok(0)
+    }
+}
+
+/// A boundary from a match (for `MatchResult.to_boundary`): input slot i is every anchor inside
+/// the match fed by the match's input i.
+fn boundary_from_es(
+    py: Python<'_>,
+    g: &Graph,
+    src: &GraphSource,
+    b: &SubgraphBoundary,
+) -> PyResult<PySubgraphBoundary> {
+    let inside: FxHashSet<NodeId> = b.nodes.iter().copied().collect();
+    let mut inputs = BTreeMap::new();
+    for (i, p) in b.inputs.iter().enumerate() {
+        let mut anchors = Vec::new();
+        for c in &g.node(p.node).py()?.outputs[p.index as usize].consumers {
+            if inside.contains(&c.node) {
+                anchors.push(Anchor {
+                    node: Py::new(py, PyNode::new(src.clone(), c.node))?,
+                    index: c.index,
+                });
+            }
+        }
+        inputs.insert(i as u32, anchors);
+    }
+    let mut outputs = BTreeMap::new();
+    for (j, p) in b.outputs.iter().enumerate() {
+        outputs.insert(
+            j as u32,
+            Anchor {
+                node: Py::new(py, PyNode::new(src.clone(), p.node))?,
+                index: p.index,
+            },
+        );
+    }
+    Ok(PySubgraphBoundary {
+        inputs: Mutex::new(inputs),
+        outputs: Mutex::new(outputs),
+    })
+}
+
+/// The graph source shared by every node of a boundary.
+fn common_source<'a>(nodes: impl Iterator<Item = &'a PyNode>) -> PyResult<GraphSource> {
+    let mut src: Option<&GraphSource> = None;
+    for n in nodes {
+        if !n.path.is_empty() {
+            return Err(PyValueError::new_err(
+                "not supported: rewriting inside a subgraph view (rewrite the subgraph's own graph)",
+            ));
+        }
+        match src {
+            None => src = Some(&n.src),
+            Some(s) if s.same(&n.src) => {}
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "the boundary's nodes belong to different graphs",
+                ))
+            }
+        }
+    }
+    src.cloned()
+        .ok_or_else(|| PyValueError::new_err("the boundary has no inputs or outputs"))
+}
+
+/// Resolves a GE boundary (input anchors, output anchors) to es-core's (nodes, input ports,
+/// output ports): the inner nodes are those reached walking back from the outputs without
+/// crossing an input anchor.
+fn resolve_boundary(
+    g: &Graph,
+    inputs: &[(u32, Vec<(NodeId, u32)>)],
+    outputs: &[(u32, (NodeId, u32))],
+) -> PyResult<SubgraphBoundary> {
+    let dense = |keys: Vec<u32>, what: &str| -> PyResult<()> {
+        if keys.iter().enumerate().any(|(i, k)| *k != i as u32) {
+            return Err(PyValueError::new_err(format!(
+                "the boundary's {what} slots must be 0..n without gaps, got {keys:?}"
+            )));
+        }
+        Ok(())
+    };
+    dense(inputs.iter().map(|p| p.0).collect(), "input")?;
+    dense(outputs.iter().map(|p| p.0).collect(), "output")?;
+    let name = |id: NodeId| g.node(id).map(|n| n.name.to_string()).unwrap_or_default();
+    let mut stop: FxHashSet<InPort> = FxHashSet::default();
+    let mut in_ports = Vec::with_capacity(inputs.len());
+    for (i, anchors) in inputs {
+        let mut producer: Option<OutPort> = None;
+        for &(node, k) in anchors {
+            let n = g.node(node).py()?;
+            let slot = n.inputs.get(k as usize).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "boundary input {i}: node '{}' has no input {k}",
+                    n.name
+                ))
+            })?;
+            let src = slot.source.ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "boundary input {i}: input {k} of '{}' is not connected",
+                    n.name
+                ))
+            })?;
+            if producer.is_some_and(|p| p != src) {
+                return Err(PyValueError::new_err(format!(
+                    "boundary input {i}: its anchors are fed by different tensors"
+                )));
+            }
+            producer = Some(src);
+            stop.insert(InPort { node, index: k });
+        }
+        in_ports.push(
+            producer.ok_or_else(|| {
+                PyValueError::new_err(format!("boundary input {i} has no anchor"))
+            })?,
+        );
+    }
+    let out_ports: Vec<OutPort> = outputs
+        .iter()
+        .map(|(_, (node, index))| OutPort {
+            node: *node,
+            index: *index,
+        })
+        .collect();
+    let mut seen: FxHashSet<NodeId> = FxHashSet::default();
+    let mut order = Vec::new();
+    let mut stack: Vec<NodeId> = out_ports.iter().map(|p| p.node).collect();
+    while let Some(n) = stack.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        let node = g.node(n).py()?;
+        if es_core::graph::is_data_op(&node.op_type) {
+            return Err(PyValueError::new_err(format!(
+                "the boundary is not closed: walking back from its outputs reaches the graph input '{}'; add a boundary input before it",
+                node.name
+            )));
+        }
+        order.push(n);
+        for (k, slot) in node.inputs.iter().enumerate() {
+            let Some(src) = slot.source else { continue };
+            if stop.contains(&InPort {
+                node: n,
+                index: k as u32,
+            }) {
+                continue;
+            }
+            stack.push(src.node);
+        }
+    }
+    for (i, p) in in_ports.iter().enumerate() {
+        if seen.contains(&p.node) {
+            return Err(PyValueError::new_err(format!(
+                "boundary input {i} is produced by '{}', which is inside the boundary",
+                name(p.node)
+            )));
+        }
+    }
+    let mut nodes: Vec<NodeId> = order;
+    nodes.sort_by_key(|id| g.node(*id).map(|n| n.seq).unwrap_or(0));
+    Ok(SubgraphBoundary::new(nodes, in_ports, out_ports))
+}
+
+fn can_fuse_ids(g: &Graph, ids: &[NodeId]) -> (bool, String) {
+    if ids.is_empty() {
+        return (false, "no nodes to fuse".into());
+    }
+    let set: FxHashSet<NodeId> = ids.iter().copied().collect();
+    for &id in ids {
+        if !g.contains(id) {
+            return (false, "a node has been removed from the graph".into());
+        }
+    }
+    // A path that leaves the set and comes back would become a cycle through the fused node.
+    let mut stack: Vec<NodeId> = Vec::new();
+    let mut seen: FxHashSet<NodeId> = FxHashSet::default();
+    let succ = |id: NodeId| -> Vec<NodeId> {
+        g.node(id)
+            .map(|n| {
+                n.outputs
+                    .iter()
+                    .flat_map(|o| o.consumers.iter().map(|c| c.node))
+                    .chain(n.out_control.iter().copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for &id in ids {
+        for s in succ(id) {
+            if !set.contains(&s) && seen.insert(s) {
+                stack.push(s);
+            }
+        }
+    }
+    while let Some(n) = stack.pop() {
+        for s in succ(n) {
+            if set.contains(&s) {
+                let name = |id: NodeId| g.node(id).map(|n| n.name.to_string()).unwrap_or_default();
+                return (
+                    false,
+                    format!(
+                        "fusing would create a cycle: '{}' (outside) depends on a fused node and feeds '{}'",
+                        name(n),
+                        name(s)
+                    ),
+                );
+            }
+            if seen.insert(s) {
+                stack.push(s);
+            }
+        }
+    }
+    (true, String::new())
+}
+
+fn node_ids(nodes: &Bound<'_, PyAny>, what: &str) -> PyResult<(Option<GraphSource>, Vec<NodeId>)> {
+    let mut views: Vec<Py<PyNode>> = Vec::new();
+    for n in nodes.try_iter()? {
+        let n = n?;
+        let v = n.downcast::<PyNode>().map_err(|_| {
+            PyTypeError::new_err(format!("{what}: nodes must be ge.graph.Node objects"))
+        })?;
+        views.push(v.clone().unbind());
+    }
+    if views.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let src = common_source(views.iter().map(|v| v.get()))?;
+    Ok((Some(src), views.iter().map(|v| v.get().id).collect()))
+}
+
+/// `can_fuse(nodes) -> (ok, reason)`: whether the nodes can become one node without creating a
+/// cycle.
+#[pyfunction]
+pub fn _can_fuse(nodes: &Bound<'_, PyAny>) -> PyResult<(bool, String)> {
+    let (src, ids) = node_ids(nodes, "can_fuse")?;
+    let Some(src) = src else {
+        return Ok((false, "no nodes to fuse".into()));
+    };
+    src.read(&Vec::new(), |g| Ok(can_fuse_ids(g, &ids)))
+}
+
+fn names(src: &Option<GraphSource>, ids: &[NodeId]) -> PyResult<Vec<String>> {
+    match src {
+        None => Ok(Vec::new()),
+        Some(s) => s.read(&Vec::new(), |g| {
+            ids.iter()
+                .map(|id| {
+                    g.node(*id).map(|n| n.name.to_string()).map_err(|_| {
+                        PyRuntimeError::new_err("a node has been removed from its graph")
+                    })
+                })
+                .collect()
+        }),
+    }
+}
+
+/// `report_fuse(nodes_before, nodes_after, context)`: records a fusion done by hand.
+#[pyfunction]
+pub fn _report_fuse(
+    nodes_before: &Bound<'_, PyAny>,
+    nodes_after: &Bound<'_, PyAny>,
+    context: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let ctx = context
+        .downcast::<PyPassContext>()
+        .map_err(|_| PyTypeError::new_err("report_fuse: context must be a PassContext"))?;
+    let (sb, before) = node_ids(nodes_before, "report_fuse")?;
+    let (sa, after) = node_ids(nodes_after, "report_fuse")?;
+    let (before, after) = (names(&sb, &before)?, names(&sa, &after)?);
+    ctx.get().with(|c| c.report_fuse(before, after))
+}
+
+/// `SubgraphRewriter.replace(boundary, replacement, context=None)`.
+#[pyclass(name = "SubgraphRewriter", module = "ge._native", frozen)]
+pub struct PySubgraphRewriter;
+
+#[pymethods]
+impl PySubgraphRewriter {
+    /// Replaces the boundary's subgraph by a copy of `replacement`. Returns 0; raises
+    /// GraphBuildError/ValueError naming the problem (the graph is unchanged then). With a
+    /// `context`, checks `can_fuse` first and reports the fusion.
+    #[staticmethod]
+    #[pyo3(signature = (boundary, replacement, context = None))]
+    fn replace(
+        py: Python<'_>,
+        boundary: PyRef<'_, PySubgraphBoundary>,
+        replacement: &Bound<'_, PyAny>,
+        context: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u32> {
+        if replacement.downcast::<PyGraph>().is_err() {
+            return Err(PyTypeError::new_err(
+                "SubgraphRewriter.replace: replacement must be a ge.graph.Graph",
+            ));
+        }
+        let rep = PyGraph::extract_graph_obj(replacement)?;
+        let (inputs, outputs) = {
+            let ins = lock(&boundary.inputs);
+            let outs = lock(&boundary.outputs);
+            let inputs: Vec<(u32, Vec<(NodeId, u32)>)> = ins
+                .iter()
+                .map(|(k, v)| (*k, v.iter().map(|a| (a.node.get().id, a.index)).collect()))
+                .collect();
+            let outputs: Vec<(u32, (NodeId, u32))> = outs
+                .iter()
+                .map(|(k, a)| (*k, (a.node.get().id, a.index)))
+                .collect();
+            let views: Vec<Py<PyNode>> = ins
+                .values()
+                .flatten()
+                .chain(outs.values())
+                .map(|a| a.node.clone_ref(py))
+                .collect();
+            (inputs, (outputs, views))
+        };
+        let (outputs, views) = outputs;
+        let src = common_source(views.iter().map(|v| v.get()))?;
+        let ctx = match context {
+            Some(c) => Some(
+                c.downcast::<PyPassContext>()
+                    .map_err(|_| PyTypeError::new_err("context must be a PassContext"))?
+                    .clone(),
+            ),
+            None => None,
+        };
+        let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
+            let b = resolve_boundary(g, &inputs, &outputs)?;
+            let before: Vec<String> = b
+                .nodes
+                .iter()
+                .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
+                .collect();
+            if ctx.is_some() {
+                let (ok, why) = can_fuse_ids(g, &b.nodes);
+                if !ok {
+                    return Err(crate::errors::GraphBuildError::new_err(format!(
+                        "SubgraphRewriter.replace: {why}"
+                    )));
+                }
+            }
+            let created = es_core::pattern::rewrite(g, &b, &rep).py()?;
+            let after: Vec<String> = created
+                .iter()
+                .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
+                .collect();
+            Ok((before, after))
+        })?;
+        if let Some(c) = ctx {
+            c.get().with(|c| c.report_fuse(report.0, report.1))?;
+        }
+        Ok(0)
+    }
+}
+
+/// `infer_shape(node_or_graph)`: re-runs shape and dtype inference for a node (from its
+/// producers' descriptions) or for a whole graph in topological order.
+#[pyfunction]
+pub fn _infer_shape(target: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(n) = target.downcast::<PyNode>() {
+        let n = n.get();
+        return n.src.write(&n.path, "infer a node's shape", |g| {
+            es_core::infer::infer_node(g, n.id).py()
+        });
+    }
+    if let Ok(g) = target.downcast::<PyGraph>() {
+        let g = g.get();
+        return g.src.write(&g.path, "infer shapes", |g| {
+            es_core::infer::infer_graph(g).py()
+        });
+    }
+    Err(PyTypeError::new_err(
+        "infer_shape: expected a ge.graph.Node or ge.graph.Graph",
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adapters: Python pass classes as pass-bridge passes
+// ---------------------------------------------------------------------------------------------
+
+/// What every adapter holds: the fresh Python instance and the per-run cell its views use.
+struct PyPassCore {
+    instance: PyObject,
+    cell: Arc<GraphCell>,
+    context: Option<Py<PyPassContext>>,
+}
+
+impl Drop for PyPassCore {
+    fn drop(&mut self) {
+        self.cell.expired.store(true, Ordering::Release);
+        if let Some(c) = &self.context {
+            c.get().expired.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl PyPassCore {
+    fn new(instance: PyObject) -> Self {
+        PyPassCore {
+            instance,
+            cell: GraphCell::new(Graph::new("")),
+            context: None,
+        }
+    }
+
+    /// Runs `f` with the GIL and with `graph` moved into the run's cell (and back after).
+    fn call<R>(
+        &mut self,
+        graph: &mut Graph,
+        f: impl FnOnce(Python<'_>, &Self) -> PyResult<R>,
+    ) -> HookResult<R> {
+        Python::with_gil(|py| {
+            std::mem::swap(&mut write_cell(&self.cell).graph, graph);
+            let r = f(py, self);
+            std::mem::swap(&mut write_cell(&self.cell).graph, graph);
+            r.map_err(|e| classify(py, e))
+        })
+    }
+
+    fn graph_view(&self, py: Python<'_>) -> PyResult<Py<PyGraph>> {
+        Py::new(
+            py,
+            PyGraph {
+                src: GraphSource::Cell(self.cell.clone()),
+                path: Vec::new(),
+            },
+        )
+    }
+
+    fn node_view(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<PyNode>> {
+        Py::new(py, PyNode::new(GraphSource::Cell(self.cell.clone()), id))
+    }
+}
+
+/// A hook's returned graph, copied.
+fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<Graph> {
+    if r.downcast::<PyGraph>().is_err() {
+        return Err(PyTypeError::new_err(format!(
+            "{hook}() must return a ge.graph.Graph, got {}",
+            r.get_type().name()?
+        )));
+    }
+    PyGraph::extract_graph_obj(r)
+}
+
+struct PyFusion(PyPassCore);
+
+impl FusionPass for PyFusion {
+    fn run(&mut self, graph: &mut Graph, ctx: &mut PassContext) -> HookResult<()> {
+        let core = &mut self.0;
+        let pyctx = Python::with_gil(|py| {
+            Py::new(
+                py,
+                PyPassContext {
+                    inner: Mutex::new(ctx.clone()),
+                    expired: AtomicBool::new(false),
+                },
+            )
+        })
+        .map_err(|e| HookError::Failed(e.to_string()))?;
+        core.context = Some(Python::with_gil(|py| pyctx.clone_ref(py)));
+        let status = core.call(graph, |py, core| {
+            let g = core.graph_view(py)?;
+            let r = core
+                .instance
+                .bind(py)
+                .call_method1("run", (g, pyctx.clone_ref(py)))?;
+            // StatusLike: None or truthy is success; False or 0 is failure.
+            Ok(r.is_none() || r.is_truthy()?)
+        });
+        *ctx = lock(&pyctx.get().inner).clone();
+        if !status? {
+            return Err(HookError::Failed(format!(
+                "run() returned a failure status{}",
+                if ctx.error_message().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", ctx.error_message())
+                }
+            )));
+        }
+        Ok(())
+    }
+}
+
+struct PyPatternPass {
+    core: PyPassCore,
+    cfg: PatternMatcherConfig,
+    max_rounds: usize,
+    /// Per pattern: its captures and its inputs.
+    meta: Vec<(Captures, Vec<NodeId>)>,
+}
+
+impl PyPatternPass {
+    fn match_obj(
+        &self,
+        py: Python<'_>,
+        pattern: usize,
+        m: &MatchResult,
+    ) -> PyResult<Py<PyMatchResult>> {
+        let (captures, inputs) = self
+            .meta
+            .get(pattern)
+            .cloned()
+            .ok_or_else(|| PyRuntimeError::new_err("unknown pattern index"))?;
+        Py::new(
+            py,
+            PyMatchResult {
+                m: m.clone(),
+                captures,
+                pattern_inputs: inputs,
+                cell: self.core.cell.clone(),
+                valid: AtomicBool::new(true),
+            },
+        )
+    }
+
+    fn hook<R>(
+        &mut self,
+        graph: &mut Graph,
+        pattern: usize,
+        m: &MatchResult,
+        name: &str,
+        convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
+    ) -> HookResult<R> {
+        let mo = Python::with_gil(|py| self.match_obj(py, pattern, m))
+            .map_err(|e| HookError::Failed(e.to_string()))?;
+        let r = self.core.call(graph, |py, core| {
+            let r = core
+                .instance
+                .bind(py)
+                .call_method1(name, (mo.clone_ref(py),));
+            mo.get().valid.store(false, Ordering::Release);
+            convert(&r?)
+        });
+        r
+    }
+}
+
+impl PatternFusionPass for PyPatternPass {
+    fn patterns(&mut self, _ctx: &mut PassContext) -> HookResult<Vec<Pattern>> {
+        let mut dummy = Graph::new("");
+        let items: Vec<(Pattern, Vec<(NodeId, u32)>)> =
+            self.core.call(&mut dummy, |py, core| {
+                let r = core.instance.bind(py).call_method0("patterns")?;
+                let mut out = Vec::new();
+                for item in r.try_iter().map_err(|_| {
+                    PyTypeError::new_err("patterns() must return an iterable of Pattern or Graph")
+                })? {
+                    out.push(to_pattern(&item?)?);
+                }
+                Ok(out)
+            })?;
+        if items.is_empty() {
+            return Err(HookError::Failed("patterns() returned no pattern".into()));
+        }
+        self.meta = items.iter().map(|(p, c)| (c.clone(), p.inputs())).collect();
+        Ok(items.into_iter().map(|(p, _)| p).collect())
+    }
+    fn matcher_config(&self) -> PatternMatcherConfig {
+        self.cfg
+    }
+    fn max_rounds(&self) -> usize {
+        self.max_rounds
+    }
+    fn meet_requirements(
+        &mut self,
+        graph: &mut Graph,
+        pattern: usize,
+        m: &MatchResult,
+        _ctx: &mut PassContext,
+    ) -> HookResult<bool> {
+        self.hook(graph, pattern, m, "meet_requirements", |r| r.is_truthy())
+    }
+    fn replacement(
+        &mut self,
+        graph: &mut Graph,
+        pattern: usize,
+        m: &MatchResult,
+        _ctx: &mut PassContext,
+    ) -> HookResult<Graph> {
+        self.hook(graph, pattern, m, "replacement", |r| {
+            returned_graph(r, "replacement")
+        })
+    }
+}
+
+struct PyDecompose(PyPassCore);
+
+impl DecomposePass for PyDecompose {
+    fn meet_requirements(
+        &mut self,
+        graph: &mut Graph,
+        node: NodeId,
+        _ctx: &mut PassContext,
+    ) -> HookResult<bool> {
+        self.0.call(graph, |py, core| {
+            let n = core.node_view(py, node)?;
+            core.instance
+                .bind(py)
+                .call_method1("meet_requirements", (n,))?
+                .is_truthy()
+        })
+    }
+    fn replacement(
+        &mut self,
+        graph: &mut Graph,
+        node: NodeId,
+        _ctx: &mut PassContext,
+    ) -> HookResult<Graph> {
+        self.0.call(graph, |py, core| {
+            let n = core.node_view(py, node)?;
+            let r = core.instance.bind(py).call_method1("replacement", (n,))?;
+            returned_graph(&r, "replacement")
+        })
+    }
+}
+
+/// A factory that instantiates the Python class for each run.
+fn python_factory(cls: PyObject, kind: PassKind) -> pass_bridge::PassFactory {
+    Arc::new(move || {
+        Python::with_gil(|py| -> HookResult<PassInstance> {
+            let inst = cls.bind(py).call0().map_err(|e| classify(py, e))?;
+            let core = PyPassCore::new(inst.clone().unbind());
+            Ok(match kind {
+                PassKind::FusionBase => PassInstance::Fusion(Box::new(PyFusion(core))),
+                PassKind::Decompose => PassInstance::Decompose(Box::new(PyDecompose(core))),
+                PassKind::PatternFusion => {
+                    let cfg = inst
+                        .getattr("matcher_config")
+                        .ok()
+                        .filter(|c| !c.is_none())
+                        .map(|c| {
+                            c.downcast::<PyPatternMatcherConfig>()
+                                .map(|c| c.get().cfg)
+                                .map_err(|_| {
+                                    HookError::Failed(
+                                        "matcher_config must be a PatternMatcherConfig".into(),
+                                    )
+                                })
+                        })
+                        .transpose()?
+                        .unwrap_or_else(ge_default_config);
+                    let max_rounds = inst
+                        .getattr("max_rounds")
+                        .ok()
+                        .and_then(|r| r.extract::<usize>().ok())
+                        .unwrap_or(1);
+                    PassInstance::Pattern(Box::new(PyPatternPass {
+                        core,
+                        cfg,
+                        max_rounds,
+                        meta: Vec::new(),
+                    }))
+                }
+            })
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry and run_passes
+// ---------------------------------------------------------------------------------------------
+
+static REGISTRY: Mutex<Option<PassRegistry>> = Mutex::new(None);
+
+fn with_registry<R>(f: impl FnOnce(&mut PassRegistry) -> R) -> R {
+    let mut g = lock(&REGISTRY);
+    f(g.get_or_insert_with(PassRegistry::new))
+}
+
+/// Registers a Python pass class under a descriptor (called by `ge.passes` decorators).
+#[pyfunction]
+#[pyo3(signature = (pass_name, module_name, class_name, kind, stage, op_types, cls))]
+#[allow(clippy::too_many_arguments)]
+pub fn _register_pass(
+    pass_name: String,
+    module_name: String,
+    class_name: String,
+    kind: &str,
+    stage: &str,
+    op_types: Vec<String>,
+    cls: PyObject,
+) -> PyResult<String> {
+    let kind = PassKind::parse(kind).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown pass kind '{kind}' (fusion_base, pattern_fusion, decompose)"
+        ))
+    })?;
+    let stage = PassStage::parse(stage).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown pass stage '{stage}' (known: {})",
+            PassStage::VALUES.map(|s| s.as_str()).join(", ")
+        ))
+    })?;
+    let d = PassDescriptor::new(pass_name, module_name, class_name, kind, stage, op_types);
+    let key = d.descriptor_key.clone();
+    with_registry(|r| r.register(d, python_factory(cls, kind)))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(key)
+}
+
+#[pyfunction]
+pub fn _unregister_pass(descriptor_key: &str) -> bool {
+    with_registry(|r| r.unregister(descriptor_key))
+}
+
+#[pyfunction]
+pub fn _clear_passes() {
+    with_registry(|r| r.clear())
+}
+
+/// Registered descriptor keys, in registration order.
+#[pyfunction]
+pub fn _registered_pass_keys() -> Vec<String> {
+    with_registry(|r| r.descriptors().map(|d| d.descriptor_key.clone()).collect())
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &pass_bridge::PassStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("pass_name", &s.pass_name)?;
+    d.set_item("descriptor_key", &s.descriptor_key)?;
+    d.set_item("kind", s.kind.as_str())?;
+    d.set_item("stage", s.stage.as_str())?;
+    d.set_item("matches_tried", s.matches_tried)?;
+    d.set_item("matches_accepted", s.matches_accepted)?;
+    d.set_item("rewritten", s.rewritten)?;
+    d.set_item("skipped", s.skipped)?;
+    d.set_item("rounds", s.rounds)?;
+    d.set_item("skipped_run", s.skipped_run)?;
+    d.set_item("nodes_before", s.nodes_before)?;
+    d.set_item("nodes_after", s.nodes_after)?;
+    let fusions = PyList::empty(py);
+    for f in &s.fusions {
+        fusions.append((f.before.clone(), f.after.clone()))?;
+    }
+    d.set_item("fusions", fusions)?;
+    d.set_item("seconds", s.elapsed.as_secs_f64())?;
+    Ok(d)
+}
+
+/// Runs registered passes on a graph (see `ge.passes.run_passes`). The GIL is released while
+/// the executor runs; Python hooks take it.
+#[pyfunction]
+#[pyo3(signature = (graph, stage = None, passes = None, options = None))]
+pub fn _run_passes<'py>(
+    py: Python<'py>,
+    graph: &Bound<'py, PyAny>,
+    stage: Option<&str>,
+    passes: Option<Vec<String>>,
+    options: Option<BTreeMap<String, String>>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let g = graph
+        .downcast::<PyGraph>()
+        .map_err(|_| PyTypeError::new_err("run_passes: graph must be a ge.graph.Graph"))?
+        .get();
+    if !g.path.is_empty() {
+        return Err(PyValueError::new_err(
+            "run_passes: pass a whole graph, not a subgraph view",
+        ));
+    }
+    let GraphSource::Cell(cell) = &g.src else {
+        return Err(PyValueError::new_err(
+            "run_passes: the graph is still being built; call build_and_reset() first",
+        ));
+    };
+    let stage = match stage {
+        None => None,
+        Some(s) => Some(PassStage::parse(s).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown pass stage '{s}' (known: {})",
+                PassStage::VALUES.map(|s| s.as_str()).join(", ")
+            ))
+        })?),
+    };
+    let opts = RunOptions {
+        stage,
+        passes,
+        options: options.unwrap_or_default(),
+    };
+    cell.check()?;
+    let mut target = {
+        let mut st = write_cell(cell);
+        if let Some(to) = &st.moved_to {
+            return Err(PyRuntimeError::new_err(format!(
+                "run_passes: graph '{}' belongs to {to}; it can be read but not changed",
+                st.graph.name
+            )));
+        }
+        let name = st.graph.name.clone();
+        std::mem::replace(&mut st.graph, Graph::new(name))
+    };
+    let registry = with_registry(|r| r.clone());
+    *lock(&LAST_FAILURE) = None;
+    let result = py.allow_threads(|| pass_bridge::run_passes(&registry, &mut target, &opts));
+    std::mem::swap(&mut write_cell(cell).graph, &mut target);
+    match result {
+        Ok(report) => report.passes.iter().map(|s| stats_dict(py, s)).collect(),
+        Err(e @ pass_bridge::PassError::Registry(_)) => Err(PyValueError::new_err(e.to_string())),
+        Err(e) => {
+            let err = PyPassError::new_err(e.to_string());
+            if let Some(cause) = lock(&LAST_FAILURE).take() {
+                err.set_cause(py, Some(cause));
+            }
+            Err(err)
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPassContext>()?;
+    m.add_class::<PyPatternMatcherConfig>()?;
+    m.add_class::<PyPatternMatcherConfigBuilder>()?;
+    m.add_class::<PyPattern>()?;
+    m.add_class::<PyMatchResult>()?;
+    m.add_class::<PySubgraphInput>()?;
+    m.add_class::<PySubgraphOutput>()?;
+    m.add_class::<PySubgraphBoundary>()?;
+    m.add_class::<PySubgraphRewriter>()?;
+    m.add_function(wrap_pyfunction!(_can_fuse, m)?)?;
+    m.add_function(wrap_pyfunction!(_report_fuse, m)?)?;
+    m.add_function(wrap_pyfunction!(_infer_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(_register_pass, m)?)?;
+    m.add_function(wrap_pyfunction!(_unregister_pass, m)?)?;
+    m.add_function(wrap_pyfunction!(_clear_passes, m)?)?;
+    m.add_function(wrap_pyfunction!(_registered_pass_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_passes, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,123 @@
+"""The three pass base classes and the stages (GE's ``ge.passes.base``)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Iterable, List, Optional, Union
+
+from ge._native import MatchResult, PassContext, PatternMatcherConfig
+
+if TYPE_CHECKING:
+    from ge.graph import Graph, Node
+
+    from .pattern import Pattern
+
+PatternOrGraph = Union["Pattern", "Graph"]
+StatusLike = Optional[Union[bool, int]]
+
+__all__ = [
+    "PassStage",
+    "FusionBasePass",
+    "PatternFusionPass",
+    "DecomposePass",
+    "PatternOrGraph",
+    "StatusLike",
+]
+
+
+class PassStage(str, Enum):
+    """When a pass runs in the compile pipeline (values are GE's stage names)."""
+
+    BEFORE_INFER_SHAPE = "BeforeInferShape"
+    AFTER_INFER_SHAPE = "AfterInferShape"
+    AFTER_BUILTIN_FUSION_PASS = "AfterBuiltinFusionPass"
+    AFTER_ORIGIN_GRAPH_OPTIMIZE = "AfterOriginGraphOptimize"
+
+
+class FusionBasePass:
+    """A pass over the whole graph: implement ``run(graph, context)``.
+
+    ``run`` returns ``None``/truthy for success and ``False``/``0`` for failure (GE's
+    ``StatusLike``). The graph and context are views valid during the call only.
+    """
+
+    def run(self, graph: "Graph", context: PassContext) -> StatusLike:
+        raise NotImplementedError("FusionBasePass.run must be implemented")
+
+
+def _forbid_run(cls: type, base: str, hooks: str) -> None:
+    if "run" in cls.__dict__:
+        raise TypeError(
+            f"{cls.__name__} overrides run(), which the {base} execution path never calls; "
+            f"implement {hooks} instead"
+        )
+
+
+class PatternFusionPass(FusionBasePass):
+    """A pattern pass: the executor finds the matches of ``patterns()`` (or of the ``@pattern``
+    methods), calls ``meet_requirements(match_result)`` for each, and replaces the accepted ones by
+    ``replacement(match_result)``. Overriding ``run`` is a TypeError at class creation.
+
+    Beyond GE: the class attribute ``max_rounds`` (default 1, GE's behaviour) repeats
+    match-and-rewrite rounds while the previous round rewrote something, at most that many times.
+    """
+
+    max_rounds: int = 1
+
+    def __init__(self, matcher_config: Optional[PatternMatcherConfig] = None) -> None:
+        self._matcher_config = matcher_config
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        _forbid_run(cls, "PatternFusionPass", "patterns()/meet_requirements()/replacement()")
+        from .pattern import (
+            _adapt_decorated_pattern_methods,
+            _adapt_expression_replacement,
+            _has_decorated_pattern_methods,
+        )
+
+        if _has_decorated_pattern_methods(cls):
+            if "patterns" in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__} cannot combine @pattern methods with patterns(); "
+                    "use one style to declare patterns"
+                )
+            cls.patterns = _adapt_decorated_pattern_methods(cls)  # type: ignore[method-assign]
+        if "replacement" in cls.__dict__:
+            cls.replacement = _adapt_expression_replacement(cls.__dict__["replacement"])  # type: ignore[method-assign]
+        rounds = cls.__dict__.get("max_rounds", 1)
+        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+            raise TypeError(f"{cls.__name__}.max_rounds must be a positive int, got {rounds!r}")
+
+    @property
+    def matcher_config(self) -> Optional[PatternMatcherConfig]:
+        return getattr(self, "_matcher_config", None)
+
+    def patterns(self) -> Iterable[PatternOrGraph]:
+        raise NotImplementedError("PatternFusionPass.patterns must be implemented")
+
+    def meet_requirements(self, match_result: MatchResult) -> bool:
+        return True
+
+    def replacement(self, match_result: MatchResult) -> "Graph":
+        raise NotImplementedError("PatternFusionPass.replacement must be implemented")
+
+
+class DecomposePass(FusionBasePass):
+    """A decompose pass: each node whose op type is in ``op_types`` is offered to
+    ``meet_requirements(node)`` and, if accepted, replaced by ``replacement(node)``. The
+    replacement's inputs are the node's connected inputs in order; its outputs replace the node's
+    outputs. Overriding ``run`` is a TypeError at class creation.
+    """
+
+    op_types: Optional[List[str]] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        _forbid_run(cls, "DecomposePass", "meet_requirements()/replacement()")
+
+    def meet_requirements(self, node: "Node") -> bool:
+        return True
+
+    def replacement(self, node: "Node") -> "Graph":
+        raise NotImplementedError("DecomposePass.replacement must be implemented")

@@ -1,0 +1,177 @@
+"""Patterns: ``Pattern``, ``NodeIo``, ``create_pattern`` and the ``@pattern`` expression style."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, Callable, Dict, Iterator, List, Union, overload
+
+from ge._native import Pattern
+from ge.es.graph_builder import GraphBuilder
+from ge.es.tensor_holder import TensorHolder
+from ge.graph import Graph, Node
+
+__all__ = ["NodeIo", "Pattern", "PatternInputs", "create_pattern", "pattern"]
+
+_MARK = "__ge_pattern_method__"
+
+
+@dataclass(frozen=True)
+class NodeIo:
+    """One node output: ``node`` and output ``index``."""
+
+    node: Node
+    index: int = 0
+
+
+class PatternInputs:
+    """The inputs of an expression-style pattern or replacement.
+
+    ``inputs[i]`` creates graph input ``i`` (and every lower one) on first use; ``inputs[:n]``
+    returns the first ``n``. The count is open, so iterating is an error.
+    """
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self._builder = builder
+        self._inputs: Dict[int, TensorHolder] = {}
+
+    @overload
+    def __getitem__(self, index: int) -> TensorHolder: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[TensorHolder]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[TensorHolder, List[TensorHolder]]:
+        if isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise ValueError("PatternInputs slice step must be 1")
+            if index.stop is None:
+                raise ValueError("PatternInputs slice needs a stop, for example inputs[:3]")
+            start = 0 if index.start is None else index.start
+            if start < 0 or index.stop < start:
+                raise ValueError(f"bad PatternInputs slice {start}:{index.stop}")
+            return [self[i] for i in range(start, index.stop)]
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError("PatternInputs index must be an int or a slice")
+        if index < 0:
+            raise ValueError("PatternInputs index must be non-negative")
+        for i in range(len(self._inputs), index + 1):
+            self._inputs[i] = self._builder.create_input(i)
+        return self._inputs[index]
+
+    def __iter__(self) -> Iterator[TensorHolder]:
+        raise TypeError("PatternInputs cannot be iterated (the input count is open); use inputs[:n]")
+
+    def created(self) -> List[TensorHolder]:
+        """The inputs created so far, in index order."""
+        return [self._inputs[i] for i in sorted(self._inputs)]
+
+
+def create_pattern(graph: Graph) -> Pattern:
+    """A ``Pattern`` from a pattern graph (the graph is moved into it: read-only afterwards)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"create_pattern needs a ge.graph.Graph, got {type(graph).__name__}")
+    return Pattern(graph)
+
+
+def pattern(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks a ``PatternFusionPass`` method ``name(self, inputs)`` as one expression pattern.
+
+    It returns a TensorHolder (one output) or a list/tuple of them (one pattern with several
+    outputs). The accessed inputs are captured in index order, then the outputs in order.
+    """
+    setattr(method, _MARK, True)
+    return method
+
+
+def _pattern_methods(cls: type) -> List[Callable[..., Any]]:
+    return [m for m in cls.__dict__.values() if callable(m) and getattr(m, _MARK, False)]
+
+
+def _has_decorated_pattern_methods(cls: type) -> bool:
+    return bool(_pattern_methods(cls))
+
+
+def _positional(method: Callable[..., Any]) -> List[inspect.Parameter]:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p for p in inspect.signature(method).parameters.values() if p.kind in kinds]
+
+
+def _check_arity(method: Callable[..., Any], lo: int, hi: int, message: str) -> None:
+    n = len(_positional(method))
+    required_kw = any(
+        p.kind == inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+        for p in inspect.signature(method).parameters.values()
+    )
+    if not lo <= n <= hi or required_kw:
+        raise TypeError(message)
+
+
+def _outputs(result: object, hook: str) -> List[TensorHolder]:
+    if isinstance(result, TensorHolder):
+        return [result]
+    if isinstance(result, (list, tuple)) and result and all(isinstance(t, TensorHolder) for t in result):
+        return list(result)
+    raise TypeError(f"expression-style {hook} must return a TensorHolder or a non-empty list/tuple of them")
+
+
+def _adapt_decorated_pattern_methods(cls: type) -> Callable[[Any], List[Pattern]]:
+    methods = _pattern_methods(cls)
+    for m in methods:
+        _check_arity(m, 2, 2, f"@pattern method {m.__name__} must be {m.__name__}(self, inputs)")
+
+    def patterns(self: Any) -> List[Pattern]:
+        out = []
+        for m in methods:
+            builder = GraphBuilder(f"{type(self).__name__}_{m.__name__}_pattern")
+            inputs = PatternInputs(builder)
+            result = m(self, inputs)
+            if isinstance(result, (Pattern, Graph)):
+                out.append(result if isinstance(result, Pattern) else create_pattern(result))
+                continue
+            if isinstance(result, (list, tuple)) and result and all(isinstance(r, (Pattern, Graph)) for r in result):
+                raise TypeError(
+                    "a @pattern method declares one pattern; declare several @pattern methods for several"
+                )
+            outputs = _outputs(result, "pattern")
+            created = inputs.created()
+            pat = create_pattern(builder.build_and_reset(outputs))
+            for t in created:
+                pat.capture_tensor(t)
+            for t in outputs:
+                pat.capture_tensor(t)
+            out.append(pat)
+        return out
+
+    return patterns
+
+
+def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., Any]:
+    params = _positional(method)
+    if len(params) < 2 or params[1].name != "inputs":
+        return method
+    _check_arity(
+        method,
+        2,
+        3,
+        "expression-style replacement must be replacement(self, inputs) or "
+        "replacement(self, inputs, match_result)",
+    )
+    with_match = len(params) == 3
+
+    @wraps(method)
+    def replacement(self: Any, match_result: Any) -> Graph:
+        builder = GraphBuilder(f"{type(self).__name__}_replacement")
+        inputs = PatternInputs(builder)
+        result = method(self, inputs, match_result) if with_match else method(self, inputs)
+        if isinstance(result, Graph):
+            return result
+        outputs = _outputs(result, "replacement")
+        # Every input of the match must exist in the replacement, used or not.
+        count = match_result._num_inputs() if hasattr(match_result, "_num_inputs") else 0
+        if count:
+            inputs[:count]
+        return builder.build_and_reset(outputs)
+
+    return replacement
