@@ -157,12 +157,7 @@ impl GraphBuilder {
         let desc = TensorDesc::new(dtype, shape).with_format(format);
         let mut node = Node::new(name, op_type);
         node.attrs.insert("index".into(), AttrValue::Int(index));
-        node.inputs.push(InputSlot {
-            name: "x".into(),
-            ir_index: 0,
-            source: None,
-            desc: desc.clone(),
-        });
+        node.inputs.push(InputSlot::new("x", 0, desc.clone()));
         node.outputs.push(OutputSlot {
             name: "y".into(),
             ir_index: 0,
@@ -196,12 +191,7 @@ impl GraphBuilder {
         let mut node = Node::new(name, "Variable");
         node.attrs.insert("index".into(), AttrValue::Int(index));
         let desc = TensorDesc::default();
-        node.inputs.push(InputSlot {
-            name: "x".into(),
-            ir_index: 0,
-            source: None,
-            desc: desc.clone(),
-        });
+        node.inputs.push(InputSlot::new("x", 0, desc.clone()));
         node.outputs.push(OutputSlot {
             name: "y".into(),
             ir_index: 0,
@@ -469,12 +459,9 @@ impl GraphBuilder {
             }
             None => TensorDesc::new(DataType::UNDEFINED, Shape::scalar()),
         };
-        Ok(InputSlot {
-            name,
-            ir_index: ir as u32,
-            source: src,
-            desc,
-        })
+        let mut slot = InputSlot::new(name, ir as u32, desc);
+        slot.source = src;
+        Ok(slot)
     }
 
     /// Sets graph output `index`.

@@ -696,12 +696,7 @@ fn adapt_node(
                             td.name
                         )));
                     }
-                    slots.push(InputSlot {
-                        name: Name::new(&td.name),
-                        ir_index: j32,
-                        source: None,
-                        desc: absent_desc(),
-                    });
+                    slots.push(InputSlot::new(Name::new(&td.name), j32, absent_desc()));
                 }
                 for &pos in &groups[i] {
                     let mut slot = node.inputs[pos].clone();
@@ -723,12 +718,7 @@ fn adapt_node(
             None => {
                 // Row 8: the target has the optional input, the graph's version does not, and
                 // the node does not use it: ignore it, i.e. leave the new slot unconnected.
-                slots.push(InputSlot {
-                    name: Name::new(&td.name),
-                    ir_index: j32,
-                    source: None,
-                    desc: absent_desc(),
-                });
+                slots.push(InputSlot::new(Name::new(&td.name), j32, absent_desc()));
                 if !stale.contains(&td.name.as_str()) {
                     changes.push(Change::AddedInput {
                         graph: gname.clone(),

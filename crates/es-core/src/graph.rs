@@ -41,6 +41,24 @@ pub struct InputSlot {
     /// The producer, or None for an unconnected optional input.
     pub source: Option<OutPort>,
     pub desc: TensorDesc,
+    /// Where this input stands in its producer's consumer list (0 when unconnected), so that
+    /// an edge is removed in O(1) however many consumers the producer has. Kept by the graph;
+    /// not saved (rebuilt on load).
+    #[serde(skip)]
+    pub(crate) consumer_pos: u32,
+}
+
+impl InputSlot {
+    /// An unconnected input instance.
+    pub fn new(name: impl Into<Name>, ir_index: u32, desc: TensorDesc) -> Self {
+        InputSlot {
+            name: name.into(),
+            ir_index,
+            source: None,
+            desc,
+            consumer_pos: 0,
+        }
+    }
 }
 
 /// One output instance.
@@ -49,7 +67,9 @@ pub struct OutputSlot {
     pub name: Name,
     pub ir_index: u32,
     pub desc: TensorDesc,
-    /// Consumers in the order the edges were made.
+    /// Consumers, in the order the edges were made, except that removing an edge moves the
+    /// last consumer into the removed one's place (O(1) removal; the order stays
+    /// deterministic).
     pub consumers: Vec<InPort>,
 }
 
@@ -219,6 +239,24 @@ impl Graph {
             .iter()
             .map(|(id, n)| (n.name.clone(), id))
             .collect();
+        // Each input's place in its producer's consumer list (a damaged file's dangling
+        // entries are skipped here and reported by `check_integrity`).
+        let places: Vec<(InPort, u32)> = self
+            .nodes
+            .values()
+            .flat_map(|n| &n.outputs)
+            .flat_map(|o| o.consumers.iter().enumerate())
+            .map(|(k, c)| (*c, k as u32))
+            .collect();
+        for (c, k) in places {
+            if let Some(slot) = self
+                .nodes
+                .get_mut(c.node)
+                .and_then(|n| n.inputs.get_mut(c.index as usize))
+            {
+                slot.consumer_pos = k;
+            }
+        }
         for n in self.nodes.values_mut() {
             for s in &mut n.subgraphs {
                 s.graph.reindex();
@@ -292,6 +330,7 @@ impl Graph {
         }
         for i in &mut node.inputs {
             i.source = None;
+            i.consumer_pos = 0;
         }
         for o in &mut node.outputs {
             o.consumers.clear();
@@ -350,11 +389,43 @@ impl Graph {
                 dst.index, self.nodes[dst.node].name, old.index, from
             )));
         }
-        self.nodes[dst.node].inputs[dst.index as usize].source = Some(src);
-        self.nodes[src.node].outputs[src.index as usize]
-            .consumers
-            .push(dst);
+        let list = &mut self.nodes[src.node].outputs[src.index as usize].consumers;
+        let pos = list.len() as u32;
+        list.push(dst);
+        let slot = &mut self.nodes[dst.node].inputs[dst.index as usize];
+        slot.source = Some(src);
+        slot.consumer_pos = pos;
         Ok(())
+    }
+
+    /// Takes `dst` out of the consumer list of `src` in O(1) (the last consumer moves into its
+    /// place) and marks `dst` unconnected. Both nodes must be in the arena and the edge must
+    /// exist.
+    fn unlink(&mut self, src: OutPort, dst: InPort) {
+        let recorded = self.nodes[dst.node].inputs[dst.index as usize].consumer_pos as usize;
+        let list = &mut self.nodes[src.node].outputs[src.index as usize].consumers;
+        let pos = if list.get(recorded) == Some(&dst) {
+            recorded
+        } else {
+            // Only a graph whose slots were edited by hand gets here.
+            match list.iter().position(|c| *c == dst) {
+                Some(p) => p,
+                None => return,
+            }
+        };
+        list.swap_remove(pos);
+        if let Some(&moved) = list.get(pos) {
+            if let Some(slot) = self
+                .nodes
+                .get_mut(moved.node)
+                .and_then(|n| n.inputs.get_mut(moved.index as usize))
+            {
+                slot.consumer_pos = pos as u32;
+            }
+        }
+        let slot = &mut self.nodes[dst.node].inputs[dst.index as usize];
+        slot.source = None;
+        slot.consumer_pos = 0;
     }
 
     /// Removes the data edge src → dst.
@@ -367,10 +438,7 @@ impl Graph {
                 src.index, self.nodes[src.node].name, dst.index, self.nodes[dst.node].name
             )));
         }
-        self.nodes[dst.node].inputs[dst.index as usize].source = None;
-        self.nodes[src.node].outputs[src.index as usize]
-            .consumers
-            .retain(|c| *c != dst);
+        self.unlink(src, dst);
         Ok(())
     }
 
@@ -407,24 +475,21 @@ impl Graph {
     /// Removes a node with all its edges; graph outputs that pointed at it are dropped.
     pub fn remove_node(&mut self, id: NodeId) -> Result<Node> {
         self.node(id)?;
+        self.unlink_inputs(id, |_| false);
         let node = self
             .nodes
             .remove(id)
             .ok_or_else(|| Error::value("node already removed"))?;
         self.by_name.remove(&node.name);
-        for (i, inp) in node.inputs.iter().enumerate() {
-            if let Some(src) = inp.source {
-                if let Some(p) = self.nodes.get_mut(src.node) {
-                    p.outputs[src.index as usize]
-                        .consumers
-                        .retain(|c| !(c.node == id && c.index == i as u32));
-                }
-            }
-        }
         for out in &node.outputs {
             for c in &out.consumers {
-                if let Some(n) = self.nodes.get_mut(c.node) {
-                    n.inputs[c.index as usize].source = None;
+                if let Some(slot) = self
+                    .nodes
+                    .get_mut(c.node)
+                    .and_then(|n| n.inputs.get_mut(c.index as usize))
+                {
+                    slot.source = None;
+                    slot.consumer_pos = 0;
                 }
             }
         }
@@ -444,9 +509,27 @@ impl Graph {
         Ok(node)
     }
 
-    /// Removes several nodes with all their edges, in time linear in their edges (removing them
-    /// one by one costs, for each, a scan of its producers' consumer lists: quadratic when many
-    /// removed nodes share a producer). Graph outputs that pointed at them are dropped.
+    /// Takes node `id`'s inputs out of their producers' consumer lists, except those whose
+    /// producer `skip` names; O(1) per input.
+    fn unlink_inputs(&mut self, id: NodeId, skip: impl Fn(NodeId) -> bool) {
+        let n_in = self.nodes[id].inputs.len();
+        for i in 0..n_in {
+            if let Some(src) = self.nodes[id].inputs[i].source {
+                if !skip(src.node) && self.nodes.contains_key(src.node) {
+                    self.unlink(
+                        src,
+                        InPort {
+                            node: id,
+                            index: i as u32,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Removes several nodes with all their edges, in time linear in their edges, however many
+    /// consumers their producers have. Graph outputs that pointed at them are dropped.
     pub fn remove_nodes(&mut self, ids: &[NodeId]) -> Result<Vec<Node>> {
         let set: rustc_hash::FxHashSet<NodeId> = ids.iter().copied().collect();
         if set.len() != ids.len() {
@@ -455,23 +538,27 @@ impl Graph {
         for &id in ids {
             self.node(id)?;
         }
+        // Edges from producers that stay: unlinked while every node is still in the arena, so
+        // that a consumer moved by a removal (possibly one being removed) gets its new place.
+        for &id in ids {
+            self.unlink_inputs(id, |p| set.contains(&p));
+        }
         let mut removed = Vec::with_capacity(ids.len());
-        let mut producer_ports: rustc_hash::FxHashSet<OutPort> = Default::default();
         let mut neighbours: rustc_hash::FxHashSet<NodeId> = Default::default();
         for &id in ids {
             let Some(node) = self.nodes.remove(id) else {
                 continue;
             };
             self.by_name.remove(&node.name);
-            for inp in &node.inputs {
-                if let Some(src) = inp.source.filter(|s| !set.contains(&s.node)) {
-                    producer_ports.insert(src);
-                }
-            }
             for out in &node.outputs {
                 for c in out.consumers.iter().filter(|c| !set.contains(&c.node)) {
-                    if let Some(n) = self.nodes.get_mut(c.node) {
-                        n.inputs[c.index as usize].source = None;
+                    if let Some(slot) = self
+                        .nodes
+                        .get_mut(c.node)
+                        .and_then(|n| n.inputs.get_mut(c.index as usize))
+                    {
+                        slot.source = None;
+                        slot.consumer_pos = 0;
                     }
                 }
             }
@@ -482,13 +569,6 @@ impl Graph {
                     .filter(|c| !set.contains(c)),
             );
             removed.push(node);
-        }
-        for p in producer_ports {
-            if let Some(n) = self.nodes.get_mut(p.node) {
-                n.outputs[p.index as usize]
-                    .consumers
-                    .retain(|c| !set.contains(&c.node));
-            }
         }
         for c in neighbours {
             if let Some(n) = self.nodes.get_mut(c) {
@@ -789,10 +869,12 @@ impl Graph {
                             n.name
                         ))
                     })?;
-                    if !o.consumers.contains(&InPort {
-                        node: id,
-                        index: i as u32,
-                    }) {
+                    if o.consumers.get(inp.consumer_pos as usize)
+                        != Some(&InPort {
+                            node: id,
+                            index: i as u32,
+                        })
+                    {
                         return Err(bad(format!(
                             "edge into input {i} of '{}' is one-sided",
                             n.name

@@ -313,12 +313,10 @@ fn row7_connected_input_unknown_to_the_graph_version_is_refused() {
         node: node_id(&g, "input_0"),
         index: 0,
     };
-    g.node_mut(id).unwrap().inputs.push(InputSlot {
-        name: "o2".into(),
-        ir_index: 2,
-        source: None,
-        desc: TensorDesc::default(),
-    });
+    g.node_mut(id)
+        .unwrap()
+        .inputs
+        .push(InputSlot::new("o2", 2, TensorDesc::default()));
     g.add_data_edge(src, InPort { node: id, index: 2 }).unwrap();
     let m = refused(&g, &old, &new);
     assert!(
@@ -368,12 +366,10 @@ fn row8_unconnected_slot_unknown_to_the_graph_version_is_ignored() {
         b.add_op("XcI", args(vec![Some(x), None], &[])).unwrap();
     });
     let id = node_id(&g, "XcI_0");
-    g.node_mut(id).unwrap().inputs.push(InputSlot {
-        name: "o2".into(),
-        ir_index: 2,
-        source: None,
-        desc: TensorDesc::default(),
-    });
+    g.node_mut(id)
+        .unwrap()
+        .inputs
+        .push(InputSlot::new("o2", 2, TensorDesc::default()));
     let (out, rep) = adapted(&g, &old, &new);
     assert!(rep.is_empty(), "{rep}");
     let expect = build(&new, |b, x| {
