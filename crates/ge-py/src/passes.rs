@@ -518,6 +518,21 @@ impl PyMatchResult {
     fn _num_inputs(&self) -> usize {
         self.m.inputs.len()
     }
+    /// The descriptions of the match's inputs, in input order, as (dtype value, dims, format
+    /// value): expression-style replacements create their inputs with them.
+    fn _input_descs(&self) -> PyResult<Vec<(i32, Vec<i64>, i32)>> {
+        self.check()?;
+        self.src().read(&Vec::new(), |g| {
+            self.m
+                .inputs
+                .iter()
+                .map(|p| {
+                    let d = g.out_desc(*p).py()?;
+                    Ok((d.dtype.value(), d.shape.dims().to_vec(), d.format.value()))
+                })
+                .collect()
+        })
+    }
     fn get_pattern_graph_name(&self) -> PyResult<String> {
         self.check()?;
         Ok(self.m.pattern_name.clone())
@@ -1105,7 +1120,7 @@ impl PyPassCore {
 
     /// Runs `f` with the GIL and with `graph` moved into the run's cell (and back after).
     fn call<R>(
-        &mut self,
+        &self,
         graph: &mut Graph,
         f: impl FnOnce(Python<'_>, &Self) -> PyResult<R>,
     ) -> HookResult<R> {
@@ -1223,17 +1238,16 @@ impl PyPatternPass {
         name: &str,
         convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> HookResult<R> {
-        let mo = Python::with_gil(|py| self.match_obj(py, pattern, m))
-            .map_err(|e| HookError::Failed(e.to_string()))?;
-        let r = self.core.call(graph, |py, core| {
+        // One GIL acquisition per hook: the match view is made inside the call.
+        self.core.call(graph, |py, core| {
+            let mo = self.match_obj(py, pattern, m)?;
             let r = core
                 .instance
                 .bind(py)
                 .call_method1(name, (mo.clone_ref(py),));
             mo.get().valid.store(false, Ordering::Release);
             convert(&r?)
-        });
-        r
+        })
     }
 }
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Callable, Dict, Iterator, List, Union, overload
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union, overload
 
 from ge._native import Pattern
 from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
-from ge.graph import Graph, Node
+from ge.graph import DataType, Format, Graph, Node
 
 __all__ = ["NodeIo", "Pattern", "PatternInputs", "create_pattern", "pattern"]
 
 _MARK = "__ge_pattern_method__"
+# (dtype, dims, format) of an expression pattern's inputs: float, unknown rank ([-2]).
+_PATTERN_INPUT = (DataType.DT_FLOAT.value, [-2], Format.FORMAT_ND.value)
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,15 @@ class PatternInputs:
     """The inputs of an expression-style pattern or replacement.
 
     ``inputs[i]`` creates graph input ``i`` (and every lower one) on first use; ``inputs[:n]``
-    returns the first ``n``. The count is open, so iterating is an error.
+    returns the first ``n``. The count is open, so iterating is an error. In a pattern the
+    inputs are float tensors of unknown rank (a pattern input matches any producer); in a
+    replacement each input has the dtype, shape and format of the matched tensor it stands for.
     """
 
-    def __init__(self, builder: GraphBuilder) -> None:
+    def __init__(self, builder: GraphBuilder, descs: Optional[List[Tuple[int, List[int], int]]] = None) -> None:
         self._builder = builder
         self._inputs: Dict[int, TensorHolder] = {}
+        self._descs = descs
 
     @overload
     def __getitem__(self, index: int) -> TensorHolder: ...
@@ -43,6 +48,9 @@ class PatternInputs:
     def __getitem__(self, index: slice) -> List[TensorHolder]: ...
 
     def __getitem__(self, index: Union[int, slice]) -> Union[TensorHolder, List[TensorHolder]]:
+        t = self._inputs.get(index) if type(index) is int else None
+        if t is not None:
+            return t
         if isinstance(index, slice):
             if index.step not in (None, 1):
                 raise ValueError("PatternInputs slice step must be 1")
@@ -51,14 +59,26 @@ class PatternInputs:
             start = 0 if index.start is None else index.start
             if start < 0 or index.stop < start:
                 raise ValueError(f"bad PatternInputs slice {start}:{index.stop}")
-            return [self[i] for i in range(start, index.stop)]
+            self._ensure(index.stop)
+            return [self._inputs[i] for i in range(start, index.stop)]
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError("PatternInputs index must be an int or a slice")
         if index < 0:
             raise ValueError("PatternInputs index must be non-negative")
-        for i in range(len(self._inputs), index + 1):
-            self._inputs[i] = self._builder.create_input(i)
+        self._ensure(index + 1)
         return self._inputs[index]
+
+    def _ensure(self, count: int) -> None:
+        """Creates inputs 0..count-1 that do not exist yet: with the matched tensor's dtype,
+        shape and format in a replacement, float of unknown rank in a pattern (a pattern
+        input matches any producer)."""
+        descs = self._descs
+        for i in range(len(self._inputs), count):
+            if descs is not None and i < len(descs):
+                dt, dims, fmt = descs[i]
+            else:
+                dt, dims, fmt = _PATTERN_INPUT
+            self._inputs[i] = self._builder._create_input(i, None, "Data", dt, fmt, dims)
 
     def __iter__(self) -> Iterator[TensorHolder]:
         raise TypeError("PatternInputs cannot be iterated (the input count is open); use inputs[:n]")
@@ -163,15 +183,15 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
     @wraps(method)
     def replacement(self: Any, match_result: Any) -> Graph:
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
-        inputs = PatternInputs(builder)
+        descs = match_result._input_descs() if hasattr(match_result, "_input_descs") else None
+        inputs = PatternInputs(builder, descs)
         result = method(self, inputs, match_result) if with_match else method(self, inputs)
         if isinstance(result, Graph):
             return result
         outputs = _outputs(result, "replacement")
         # Every input of the match must exist in the replacement, used or not.
-        count = match_result._num_inputs() if hasattr(match_result, "_num_inputs") else 0
-        if count:
-            inputs[:count]
+        if descs:
+            inputs._ensure(len(descs))
         return builder.build_and_reset(outputs)
 
     return replacement
