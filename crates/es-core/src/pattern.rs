@@ -1377,8 +1377,9 @@ impl SubgraphRewriter {
 ///
 /// - the description: an undefined dtype ([`DataType::UNDEFINED`]) takes the old output's
 ///   dtype; a shape of unknown rank takes the old shape (and an origin shape of unknown rank
-///   the old origin shape); when both dtype and shape were unknown, the format, origin format
-///   and placement are taken as well;
+///   the old origin shape), and unknown dims (-1) of a shape of the old rank take the old
+///   dims; when both dtype and shape were unknown, the format, origin format and placement
+///   are taken as well;
 /// - the old output's tensor attributes ([`crate::TensorDesc::attrs`]) that the new output
 ///   lacks;
 /// - the old node's private attributes ([`Node::private_attrs`]; IR attributes are never
@@ -1604,10 +1605,24 @@ fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
         d.dtype = old_desc.dtype;
     }
     if rank_unknown {
-        d.shape = old_desc.shape;
+        d.shape = old_desc.shape.clone();
         if d.origin_shape.is_unknown_rank() {
             d.origin_shape = old_desc.origin_shape;
         }
+    } else if d.shape.dims().len() == old_desc.shape.dims().len()
+        && d.shape.dims().contains(&crate::types::UNKNOWN_DIM)
+    {
+        // The new output computes the same tensor as the old: an unknown dim takes the old
+        // one's value (a replacement input that carried only a value, such as a shape, leaves
+        // dims unknown that the old graph knew).
+        let dims: Vec<i64> = d
+            .shape
+            .dims()
+            .iter()
+            .zip(old_desc.shape.dims())
+            .map(|(&n, &o)| if n == crate::types::UNKNOWN_DIM { o } else { n })
+            .collect();
+        d.shape = crate::types::Shape::new(dims);
     }
     if dtype_unknown && rank_unknown {
         d.format = old_desc.format;

@@ -1218,6 +1218,30 @@ fn carry_over_desc_when_unknown() {
 }
 
 #[test]
+fn carry_over_fills_unknown_dims_of_the_same_rank() {
+    let (mut g, bd, _) = carry_graph();
+    let rep = carry_replacement(|n| {
+        n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1]))
+    });
+    let created = rewrite(&mut g, &bd, &rep).unwrap();
+    assert_eq!(
+        g.node(created[0]).unwrap().outputs[0].desc.shape.dims(),
+        &[2]
+    );
+
+    // Another rank, or a known dim, is the replacement's to keep.
+    let (mut g, bd, _) = carry_graph();
+    let rep = carry_replacement(|n| {
+        n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1, 2]))
+    });
+    let created = rewrite(&mut g, &bd, &rep).unwrap();
+    assert_eq!(
+        g.node(created[0]).unwrap().outputs[0].desc.shape.dims(),
+        &[-1, 2]
+    );
+}
+
+#[test]
 fn carry_over_desc_not_when_set() {
     let (mut g, bd, _) = carry_graph();
     let set = TensorDesc::new(DataType::FLOAT16, Shape::from_slice(&[3]));

@@ -15,8 +15,9 @@ from ge.graph import DataType, Format, Graph, Node
 __all__ = ["NodeIo", "Pattern", "PatternInputs", "create_pattern", "pattern"]
 
 _MARK = "__ge_pattern_method__"
-# (dtype, dims, format) of an expression pattern's inputs: float, unknown rank ([-2]).
-_PATTERN_INPUT = (DataType.DT_FLOAT.value, [-2], Format.FORMAT_ND.value)
+# (dtype, dims, format) of an expression pattern's inputs: unknown dtype and rank, so that eager
+# validation accepts them wherever any tensor may stand (a pattern input matches any producer).
+_PATTERN_INPUT = (DataType.DT_UNDEFINED.value, [-2], Format.FORMAT_ND.value)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class PatternInputs:
 
     ``inputs[i]`` creates graph input ``i`` (and every lower one) on first use; ``inputs[:n]``
     returns the first ``n``. The count is open, so iterating is an error. In a pattern the
-    inputs are float tensors of unknown rank (a pattern input matches any producer); in a
+    inputs are tensors of unknown dtype and rank (a pattern input matches any producer); in a
     replacement each input has the dtype, shape and format of the matched tensor it stands for.
     """
 
@@ -70,7 +71,7 @@ class PatternInputs:
 
     def _ensure(self, count: int) -> None:
         """Creates inputs 0..count-1 that do not exist yet: with the matched tensor's dtype,
-        shape and format in a replacement, float of unknown rank in a pattern (a pattern
+        shape and format in a replacement, of unknown dtype and rank in a pattern (a pattern
         input matches any producer)."""
         descs = self._descs
         for i in range(len(self._inputs), count):
