@@ -44,8 +44,9 @@ install-check:
 test: check-codegen cargo-test bench-smoke pytest install-check
 
 bench: build
-	$(PIP) install --quiet onnx torch
+	$(PIP) install --quiet "onnx>=1.15" "torch>=2.1" "onnxscript>=0.5"
 	$(PY) benches/python/bench_build.py
+	$(PY) benches/python/bench_rewrite.py
 
 lint:
 	cargo fmt --all -- --check
