@@ -8,6 +8,7 @@ mod graph;
 mod ops;
 mod passes;
 mod regop;
+mod session;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -47,6 +48,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::PyGraph>()?;
     m.add_class::<graph::PyNode>()?;
     m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<session::PySession>()?;
+    m.add_function(wrap_pyfunction!(session::_cpu_kernel_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(builder::_call_op, m)?)?;
     m.add_function(wrap_pyfunction!(builder::_push_attr_scope, m)?)?;
     m.add_function(wrap_pyfunction!(builder::_pop_attr_scope, m)?)?;

@@ -1378,6 +1378,11 @@ fn python_factory(cls: PyObject, kind: PassKind) -> pass_bridge::PassFactory {
 
 static REGISTRY: Mutex<Option<PassRegistry>> = Mutex::new(None);
 
+/// A copy of the process-wide registry (its factories are shared), for a compile.
+pub fn registry_snapshot() -> PassRegistry {
+    with_registry(|r| r.clone())
+}
+
 fn with_registry<R>(f: impl FnOnce(&mut PassRegistry) -> R) -> R {
     let mut g = lock(&REGISTRY);
     f(g.get_or_insert_with(PassRegistry::new))

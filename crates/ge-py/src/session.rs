@@ -1,0 +1,144 @@
+//! `ge.session` glue: a ge-runtime `Session` whose compiles run the registered passes. Inputs
+//! arrive as `ge.graph.Tensor`s or numpy arrays; runs release the GIL (Python passes take it
+//! back only around their hooks).
+
+use crate::convert::tensor_from_py;
+use crate::errors::{DeviceError, ExecutionError, GeError};
+use crate::graph::PyGraph;
+use ge_runtime::{Error, Session, Value};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// ge-runtime error → Python exception.
+pub fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Unsupported(_) => GeError::new_err(e.to_string()),
+        Error::Execution { .. } => ExecutionError::new_err(e.to_string()),
+        Error::Input(m) | Error::Option(m) | Error::Graph(m) => PyValueError::new_err(m),
+        Error::Compile(m) => GeError::new_err(m),
+    }
+}
+
+#[pyclass(name = "SessionCore", module = "ge._native", frozen)]
+pub struct PySession {
+    inner: Arc<Session>,
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    #[pyo3(signature = (options = None))]
+    fn new(options: Option<BTreeMap<String, String>>) -> PyResult<Self> {
+        let opts = options.unwrap_or_default();
+        if opts
+            .get("ge.device")
+            .is_some_and(|d| d.eq_ignore_ascii_case("acl"))
+        {
+            return Err(DeviceError::new_err(
+                "not supported: the ACL backend (ge.device=acl) is not built yet; use cpu or auto",
+            ));
+        }
+        let s = Session::new(&opts)
+            .map_err(to_py)?
+            .with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
+        Ok(PySession { inner: Arc::new(s) })
+    }
+
+    #[pyo3(signature = (graph_id, graph, options = None))]
+    fn add_graph(
+        &self,
+        py: Python<'_>,
+        graph_id: u32,
+        graph: &Bound<'_, PyAny>,
+        options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<()> {
+        let g = graph
+            .downcast::<PyGraph>()
+            .map_err(|_| PyTypeError::new_err("add_graph needs a ge.graph.Graph"))?
+            .get();
+        let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
+        let opts = options.unwrap_or_default();
+        py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
+            .map_err(to_py)
+    }
+
+    fn remove_graph(&self, graph_id: u32) -> PyResult<()> {
+        self.inner.remove_graph(graph_id).map_err(to_py)
+    }
+
+    /// Runs a graph; returns native tensors (`ge.graph.Tensor` wraps them).
+    fn run_graph(
+        &self,
+        py: Python<'_>,
+        graph_id: u32,
+        inputs: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PyObject>> {
+        let mut values = Vec::with_capacity(inputs.len());
+        for (i, x) in inputs.iter().enumerate() {
+            let t = tensor_from_py(x)
+                .map_err(|e| PyValueError::new_err(format!("input {i}: {}", e.value(py))))?;
+            values.push(Value::from_tensor(&t).map_err(|e| match e {
+                Error::Input(m) => PyValueError::new_err(format!("input {i}: {m}")),
+                e => to_py(e),
+            })?);
+        }
+        let session = self.inner.clone();
+        let outs = py
+            .allow_threads(move || session.run_graph(graph_id, values))
+            .map_err(to_py)?;
+        outs.iter()
+            .map(|v| {
+                let t = v.to_tensor().map_err(to_py)?;
+                crate::tensor::wrap_tensor(py, t)
+            })
+            .collect()
+    }
+
+    fn graph_cache_stats<'py>(
+        &self,
+        py: Python<'py>,
+        graph_id: u32,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.graph_cache_stats(graph_id).map_err(to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("captures", s.captures)?;
+        d.set_item("evictions", s.evictions)?;
+        d.set_item("size", s.size)?;
+        d.set_item("capacity", s.capacity)?;
+        Ok(d)
+    }
+
+    /// The latest compile report of a graph as text, or None before its first compile.
+    fn compile_report(&self, graph_id: u32) -> PyResult<Option<String>> {
+        Ok(self
+            .inner
+            .compile_report(graph_id)
+            .map_err(to_py)?
+            .map(|r| r.to_string()))
+    }
+
+    fn graph_ids(&self) -> Vec<u32> {
+        self.inner.graph_ids()
+    }
+
+    /// The resolved options: (device, graph mode, cache capacity).
+    fn _options(&self) -> (String, bool, usize) {
+        let o = self.inner.options();
+        (
+            format!("{:?}", o.device).to_lowercase(),
+            o.graph_mode,
+            o.cache_capacity,
+        )
+    }
+}
+
+/// The op types the CPU backend has kernels for.
+#[pyfunction]
+pub fn _cpu_kernel_op_types() -> Vec<&'static str> {
+    ge_runtime::kernels::kernel_op_types()
+}

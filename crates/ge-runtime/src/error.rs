@@ -1,0 +1,64 @@
+//! Errors of compiling and running graphs.
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum Error {
+    /// Something the backend does not do (an operator without a kernel, a dtype, an
+    /// attribute value); the message starts with "not supported: ".
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// A kernel failed on a node (bad values at run time, such as an index out of range).
+    #[error("node '{node}' ({op}): {message}")]
+    Execution {
+        node: String,
+        op: String,
+        message: String,
+    },
+    /// The inputs given to a run do not fit the graph.
+    #[error("{0}")]
+    Input(String),
+    /// An unknown or malformed option.
+    #[error("{0}")]
+    Option(String),
+    /// The graph could not be compiled (validation, inference, a pass).
+    #[error("{0}")]
+    Compile(String),
+    /// A graph id that is not (or already) in the session.
+    #[error("{0}")]
+    Graph(String),
+}
+
+impl Error {
+    pub fn unsupported(m: impl Into<String>) -> Self {
+        Error::Unsupported(m.into())
+    }
+    /// A kernel's own error (without the node), to be wrapped by the executor.
+    pub fn kernel(m: impl Into<String>) -> Self {
+        Error::Execution {
+            node: String::new(),
+            op: String::new(),
+            message: m.into(),
+        }
+    }
+    /// Names the node where a kernel error happened.
+    pub fn at(self, node: &str, op: &str) -> Self {
+        match self {
+            Error::Execution { message, .. } => Error::Execution {
+                node: node.to_string(),
+                op: op.to_string(),
+                message,
+            },
+            Error::Unsupported(m) => Error::Unsupported(format!("{m} (node '{node}', {op})")),
+            e => e,
+        }
+    }
+}
+
+impl From<es_core::Error> for Error {
+    fn from(e: es_core::Error) -> Self {
+        Error::Compile(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,786 @@
+//! Element-wise kernels with numpy broadcasting: arithmetic, comparisons, logic, activations
+//! and math functions, and Cast.
+//!
+//! Floats: f32 and f64 compute in their own precision; f16 and bf16 compute in f32 and round
+//! once (as numpy does). Integers wrap on overflow (numpy's behaviour); integer division or
+//! remainder by zero is an error, not a crash.
+
+use super::{input, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::value::{Elem, Value};
+use half::{bf16, f16};
+use ndarray::{ArrayD, IxDyn, Zip};
+use rustc_hash::FxHashMap;
+
+/// The numpy broadcast of two shapes.
+pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(Error::kernel(format!(
+                    "shapes {a:?} and {b:?} do not broadcast"
+                )))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// `f` applied pairwise after broadcasting `a` and `b`.
+pub(crate) fn zip2<A: Copy, B: Copy, O>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    f: impl Fn(A, B) -> O,
+) -> Result<ArrayD<O>> {
+    if a.shape() == b.shape() {
+        return Ok(Zip::from(a).and(b).map_collect(|&x, &y| f(x, y)));
+    }
+    let shape = broadcast_shape(a.shape(), b.shape())?;
+    if b.len() == 1 && a.shape() == shape.as_slice() {
+        let y = *b.iter().next().expect("one element");
+        return Ok(a.mapv(|x| f(x, y)));
+    }
+    if a.len() == 1 && b.shape() == shape.as_slice() {
+        let x = *a.iter().next().expect("one element");
+        return Ok(b.mapv(|y| f(x, y)));
+    }
+    let av = a
+        .broadcast(IxDyn(&shape))
+        .ok_or_else(|| Error::kernel("broadcast failed"))?;
+    let bv = b
+        .broadcast(IxDyn(&shape))
+        .ok_or_else(|| Error::kernel("broadcast failed"))?;
+    Ok(Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arithmetic per element type
+// ---------------------------------------------------------------------------------------------
+
+/// Binary arithmetic with numpy's semantics for one element type.
+pub(crate) trait Arith: Elem + PartialOrd + Default {
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// True division for floats; truncating division for integers (`None` on zero).
+    fn div(self, o: Self) -> Option<Self>;
+    /// Floor division (`None` for an integer zero divisor).
+    fn floor_div(self, o: Self) -> Option<Self>;
+    /// Remainder with the sign of the divisor (numpy's `mod`).
+    fn floor_mod(self, o: Self) -> Option<Self>;
+    /// Remainder with the sign of the dividend (C's `%`, numpy's `fmod`).
+    fn trunc_mod(self, o: Self) -> Option<Self>;
+    fn pow(self, o: Self) -> Self;
+    fn zero() -> Self;
+}
+
+macro_rules! arith_float {
+    ($t:ty, $via:ty) => {
+        impl Arith for $t {
+            fn add(self, o: Self) -> Self {
+                <$t>::from_f64((self.to_f64() as $via + o.to_f64() as $via) as f64)
+            }
+            fn sub(self, o: Self) -> Self {
+                <$t>::from_f64((self.to_f64() as $via - o.to_f64() as $via) as f64)
+            }
+            fn mul(self, o: Self) -> Self {
+                <$t>::from_f64((self.to_f64() as $via * o.to_f64() as $via) as f64)
+            }
+            fn div(self, o: Self) -> Option<Self> {
+                Some(<$t>::from_f64(
+                    (self.to_f64() as $via / o.to_f64() as $via) as f64,
+                ))
+            }
+            fn floor_div(self, o: Self) -> Option<Self> {
+                Some(<$t>::from_f64(
+                    (self.to_f64() as $via / o.to_f64() as $via).floor() as f64,
+                ))
+            }
+            fn floor_mod(self, o: Self) -> Option<Self> {
+                let (x, y) = (self.to_f64() as $via, o.to_f64() as $via);
+                let r = x % y;
+                let r = if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
+                    r + y
+                } else {
+                    r
+                };
+                Some(<$t>::from_f64(r as f64))
+            }
+            fn trunc_mod(self, o: Self) -> Option<Self> {
+                Some(<$t>::from_f64(
+                    (self.to_f64() as $via % o.to_f64() as $via) as f64,
+                ))
+            }
+            fn pow(self, o: Self) -> Self {
+                <$t>::from_f64((self.to_f64() as $via).powf(o.to_f64() as $via) as f64)
+            }
+            fn zero() -> Self {
+                <$t>::from_f64(0.0)
+            }
+        }
+    };
+}
+arith_float!(f32, f32);
+arith_float!(f64, f64);
+arith_float!(f16, f32);
+arith_float!(bf16, f32);
+
+macro_rules! arith_int {
+    ($t:ty) => {
+        impl Arith for $t {
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn div(self, o: Self) -> Option<Self> {
+                (o != 0).then(|| self.wrapping_div(o))
+            }
+            #[allow(unused_comparisons)]
+            fn floor_div(self, o: Self) -> Option<Self> {
+                if o == 0 {
+                    return None;
+                }
+                let q = self.wrapping_div(o);
+                let r = self.wrapping_rem(o);
+                Some(if r != 0 && ((r < 0) != (o < 0)) {
+                    q.wrapping_sub(1)
+                } else {
+                    q
+                })
+            }
+            #[allow(unused_comparisons)]
+            fn floor_mod(self, o: Self) -> Option<Self> {
+                if o == 0 {
+                    return None;
+                }
+                let r = self.wrapping_rem(o);
+                Some(if r != 0 && ((r < 0) != (o < 0)) {
+                    r.wrapping_add(o)
+                } else {
+                    r
+                })
+            }
+            fn trunc_mod(self, o: Self) -> Option<Self> {
+                (o != 0).then(|| self.wrapping_rem(o))
+            }
+            #[allow(unused_comparisons)]
+            fn pow(self, o: Self) -> Self {
+                if o < 0 {
+                    // numpy refuses negative integer powers; 1/x^n truncated is what C gives.
+                    return match self as i128 {
+                        1 => 1 as $t,
+                        -1 => {
+                            if (o as i128) % 2 == 0 {
+                                1 as $t
+                            } else {
+                                self
+                            }
+                        }
+                        _ => 0 as $t,
+                    };
+                }
+                self.wrapping_pow(o as u32)
+            }
+            fn zero() -> Self {
+                0
+            }
+        }
+    };
+}
+arith_int!(i8);
+arith_int!(i16);
+arith_int!(i32);
+arith_int!(i64);
+arith_int!(u8);
+arith_int!(u16);
+arith_int!(u32);
+arith_int!(u64);
+
+#[derive(Clone, Copy, Debug)]
+enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    FloorMod,
+    Mod,
+    Pow,
+    Maximum,
+    Minimum,
+    SquaredDifference,
+    DivNoNan,
+}
+
+fn arith<T: Arith>(op: Bin, a: &ArrayD<T>, b: &ArrayD<T>) -> Result<ArrayD<T>> {
+    let checked = |f: fn(T, T) -> Option<T>| -> Result<ArrayD<T>> {
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let out = zip2(a, b, |x, y| {
+            f(x, y).unwrap_or_else(|| {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                T::zero()
+            })
+        })?;
+        if failed.into_inner() {
+            return Err(Error::kernel("integer division by zero"));
+        }
+        Ok(out)
+    };
+    match op {
+        Bin::Add => zip2(a, b, T::add),
+        Bin::Sub => zip2(a, b, T::sub),
+        Bin::Mul => zip2(a, b, T::mul),
+        Bin::Div => checked(T::div),
+        Bin::FloorDiv => checked(T::floor_div),
+        Bin::FloorMod => checked(T::floor_mod),
+        Bin::Mod => checked(T::trunc_mod),
+        Bin::Pow => zip2(a, b, T::pow),
+        // NaN wins, as in numpy (`partial_cmp` of NaN with itself is None).
+        Bin::Maximum => zip2(a, b, |x, y| {
+            if x >= y || x.partial_cmp(&x).is_none() {
+                x
+            } else {
+                y
+            }
+        }),
+        Bin::Minimum => zip2(a, b, |x, y| {
+            if x <= y || x.partial_cmp(&x).is_none() {
+                x
+            } else {
+                y
+            }
+        }),
+        Bin::SquaredDifference => zip2(a, b, |x, y| {
+            let d = x.sub(y);
+            d.mul(d)
+        }),
+        Bin::DivNoNan => zip2(a, b, |x, y| {
+            if y == T::zero() {
+                T::zero()
+            } else {
+                x.div(y).unwrap_or_else(T::zero)
+            }
+        }),
+    }
+}
+
+/// `a + b` with broadcasting (numpy's rules for every dtype).
+pub(crate) fn add(a: &Value, b: &Value) -> Result<Value> {
+    binary_arith(Bin::Add, "Add", a, b)
+}
+
+fn mismatch(op: &str, a: &Value, b: &Value) -> Error {
+    Error::kernel(format!(
+        "{op}: inputs have dtypes {} and {}, which must agree",
+        a.dtype(),
+        b.dtype()
+    ))
+}
+
+fn binary_arith(op: Bin, name: &'static str, a: &Value, b: &Value) -> Result<Value> {
+    use Value::*;
+    Ok(match (a, b) {
+        (F32(x), F32(y)) => F32(arith(op, x, y)?),
+        (F64(x), F64(y)) => F64(arith(op, x, y)?),
+        (F16(x), F16(y)) => F16(arith(op, x, y)?),
+        (BF16(x), BF16(y)) => BF16(arith(op, x, y)?),
+        (I8(x), I8(y)) => I8(arith(op, x, y)?),
+        (I16(x), I16(y)) => I16(arith(op, x, y)?),
+        (I32(x), I32(y)) => I32(arith(op, x, y)?),
+        (I64(x), I64(y)) => I64(arith(op, x, y)?),
+        (U8(x), U8(y)) => U8(arith(op, x, y)?),
+        (U16(x), U16(y)) => U16(arith(op, x, y)?),
+        (U32(x), U32(y)) => U32(arith(op, x, y)?),
+        (U64(x), U64(y)) => U64(arith(op, x, y)?),
+        // numpy: + and * of bools are or / and.
+        (Bool(x), Bool(y)) => match op {
+            Bin::Add | Bin::Maximum => Bool(zip2(x, y, |p, q| p | q)?),
+            Bin::Mul | Bin::Minimum => Bool(zip2(x, y, |p, q| p & q)?),
+            _ => {
+                return Err(Error::unsupported(format!("{name} on bool tensors")));
+            }
+        },
+        _ => return Err(mismatch(name, a, b)),
+    })
+}
+
+/// Runs `$body` with `$x`, `$y` bound to the arrays of two values of one dtype.
+macro_rules! pair {
+    ($name:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
+        match ($a, $b) {
+            (Value::F32($x), Value::F32($y)) => $body,
+            (Value::F64($x), Value::F64($y)) => $body,
+            (Value::F16($x), Value::F16($y)) => $body,
+            (Value::BF16($x), Value::BF16($y)) => $body,
+            (Value::I8($x), Value::I8($y)) => $body,
+            (Value::I16($x), Value::I16($y)) => $body,
+            (Value::I32($x), Value::I32($y)) => $body,
+            (Value::I64($x), Value::I64($y)) => $body,
+            (Value::U8($x), Value::U8($y)) => $body,
+            (Value::U16($x), Value::U16($y)) => $body,
+            (Value::U32($x), Value::U32($y)) => $body,
+            (Value::U64($x), Value::U64($y)) => $body,
+            (Value::Bool($x), Value::Bool($y)) => $body,
+            (a, b) => return Err(mismatch($name, a, b)),
+        }
+    };
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+fn compare(op: Cmp, name: &'static str, a: &Value, b: &Value) -> Result<Value> {
+    use std::cmp::Ordering::*;
+    let test = move |o: Option<std::cmp::Ordering>| match op {
+        Cmp::Eq => o == Some(Equal),
+        // NaN != anything (numpy).
+        Cmp::Ne => o != Some(Equal),
+        Cmp::Gt => o == Some(Greater),
+        Cmp::Ge => matches!(o, Some(Greater | Equal)),
+        Cmp::Lt => o == Some(Less),
+        Cmp::Le => matches!(o, Some(Less | Equal)),
+    };
+    Ok(Value::Bool(pair!(name, a, b, |x, y| zip2(
+        x,
+        y,
+        |p, q| test(p.partial_cmp(&q))
+    )?)))
+}
+
+fn logic(name: &'static str, a: &Value, b: &Value, f: fn(bool, bool) -> bool) -> Result<Value> {
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => Ok(Value::Bool(zip2(x, y, f)?)),
+        _ => Err(Error::kernel(format!(
+            "{name} needs bool inputs, got {} and {}",
+            a.dtype(),
+            b.dtype()
+        ))),
+    }
+}
+
+fn bitwise(name: &'static str, a: &Value, b: &Value, op: u8) -> Result<Value> {
+    macro_rules! go {
+        ($x:expr, $y:expr) => {
+            match op {
+                0 => zip2($x, $y, |p, q| p & q)?,
+                1 => zip2($x, $y, |p, q| p | q)?,
+                _ => zip2($x, $y, |p, q| p ^ q)?,
+            }
+        };
+    }
+    use Value::*;
+    Ok(match (a, b) {
+        (I8(x), I8(y)) => I8(go!(x, y)),
+        (I16(x), I16(y)) => I16(go!(x, y)),
+        (I32(x), I32(y)) => I32(go!(x, y)),
+        (I64(x), I64(y)) => I64(go!(x, y)),
+        (U8(x), U8(y)) => U8(go!(x, y)),
+        (U16(x), U16(y)) => U16(go!(x, y)),
+        (U32(x), U32(y)) => U32(go!(x, y)),
+        (U64(x), U64(y)) => U64(go!(x, y)),
+        (Bool(x), Bool(y)) => Bool(go!(x, y)),
+        _ => {
+            return Err(Error::kernel(format!(
+                "{name} needs integer or bool inputs of one dtype, got {} and {}",
+                a.dtype(),
+                b.dtype()
+            )))
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unary
+// ---------------------------------------------------------------------------------------------
+
+/// A float function, given for f32 and f64 (f16/bf16 go through f32).
+#[derive(Clone, Copy)]
+struct FloatFn {
+    f32: fn(f32, &[f32]) -> f32,
+    f64: fn(f64, &[f64]) -> f64,
+}
+
+fn float_unary(name: &str, x: &Value, f: FloatFn, params: &[f64]) -> Result<Value> {
+    let p32: Vec<f32> = params.iter().map(|&v| v as f32).collect();
+    Ok(match x {
+        Value::F32(a) => Value::F32(a.mapv(|v| (f.f32)(v, &p32))),
+        Value::F64(a) => Value::F64(a.mapv(|v| (f.f64)(v, params))),
+        Value::F16(a) => Value::F16(a.mapv(|v| f16::from_f32((f.f32)(v.to_f32(), &p32)))),
+        Value::BF16(a) => Value::BF16(a.mapv(|v| bf16::from_f32((f.f32)(v.to_f32(), &p32)))),
+        // Integer inputs of float functions (where a prototype allows them) compute in f64.
+        v => {
+            let dt = v.dtype();
+            let as_f = v.cast(es_core::DataType::DOUBLE)?;
+            match as_f {
+                Value::F64(a) => Value::F64(a.mapv(|v| (f.f64)(v, params))).cast(dt)?,
+                _ => return Err(Error::unsupported(format!("{name} on {dt}"))),
+            }
+        }
+    })
+}
+
+macro_rules! ff {
+    (|$x:ident, $p:ident| $body:expr) => {
+        FloatFn {
+            f32: |$x: f32, $p: &[f32]| {
+                let _ = $p;
+                $body
+            },
+            f64: |$x: f64, $p: &[f64]| {
+                let _ = $p;
+                $body
+            },
+        }
+    };
+}
+
+fn erf32(x: f32) -> f32 {
+    libm::erff(x)
+}
+fn erf64(x: f64) -> f64 {
+    libm::erf(x)
+}
+
+/// Unary ops that keep integers exact: Abs, Neg, Relu, Relu6, Square, Sign.
+fn int_exact(name: &str, x: &Value) -> Option<Result<Value>> {
+    macro_rules! signed {
+        ($a:expr, $w:ident, $t:ty) => {
+            Some(Ok(Value::$w(match name {
+                "Abs" => $a.mapv(|v: $t| v.wrapping_abs()),
+                "Neg" => $a.mapv(|v: $t| v.wrapping_neg()),
+                "Relu" => $a.mapv(|v: $t| v.max(0)),
+                "Relu6" => $a.mapv(|v: $t| v.clamp(0, 6)),
+                "Square" => $a.mapv(|v: $t| v.wrapping_mul(v)),
+                "Sign" => $a.mapv(|v: $t| v.signum()),
+                _ => return None,
+            })))
+        };
+    }
+    macro_rules! unsigned {
+        ($a:expr, $w:ident, $t:ty) => {
+            Some(Ok(Value::$w(match name {
+                "Abs" | "Relu" => $a.clone(),
+                "Neg" => $a.mapv(|v: $t| v.wrapping_neg()),
+                "Relu6" => $a.mapv(|v: $t| v.min(6)),
+                "Square" => $a.mapv(|v: $t| v.wrapping_mul(v)),
+                "Sign" => $a.mapv(|v: $t| (v > 0) as $t),
+                _ => return None,
+            })))
+        };
+    }
+    match x {
+        Value::I8(a) => signed!(a, I8, i8),
+        Value::I16(a) => signed!(a, I16, i16),
+        Value::I32(a) => signed!(a, I32, i32),
+        Value::I64(a) => signed!(a, I64, i64),
+        Value::U8(a) => unsigned!(a, U8, u8),
+        Value::U16(a) => unsigned!(a, U16, u16),
+        Value::U32(a) => unsigned!(a, U32, u32),
+        Value::U64(a) => unsigned!(a, U64, u64),
+        _ => None,
+    }
+}
+
+fn float_fn(op: &str) -> Option<FloatFn> {
+    Some(match op {
+        "Abs" => ff!(|x, p| x.abs()),
+        "Neg" => ff!(|x, p| -x),
+        "Exp" => ff!(|x, p| x.exp()),
+        "Expm1" => ff!(|x, p| x.exp_m1()),
+        "Log" => ff!(|x, p| x.ln()),
+        "Log1p" => ff!(|x, p| x.ln_1p()),
+        "Sqrt" => ff!(|x, p| x.sqrt()),
+        "Rsqrt" => ff!(|x, p| 1.0 / x.sqrt()),
+        "Reciprocal" => ff!(|x, p| 1.0 / x),
+        "Square" => ff!(|x, p| x * x),
+        "Sin" => ff!(|x, p| x.sin()),
+        "Cos" => ff!(|x, p| x.cos()),
+        "Tan" => ff!(|x, p| x.tan()),
+        "Asin" => ff!(|x, p| x.asin()),
+        "Acos" => ff!(|x, p| x.acos()),
+        "Atan" => ff!(|x, p| x.atan()),
+        "Sinh" => ff!(|x, p| x.sinh()),
+        "Cosh" => ff!(|x, p| x.cosh()),
+        "Tanh" => ff!(|x, p| x.tanh()),
+        "Asinh" => ff!(|x, p| x.asinh()),
+        "Acosh" => ff!(|x, p| x.acosh()),
+        "Atanh" => ff!(|x, p| x.atanh()),
+        "Floor" => ff!(|x, p| x.floor()),
+        "Ceil" => ff!(|x, p| x.ceil()),
+        "Sign" => ff!(|x, p| if x > 0.0 {
+            1.0
+        } else if x < 0.0 {
+            -1.0
+        } else {
+            x * 0.0
+        }),
+        "Relu" => ff!(|x, p| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
+        "Relu6" => ff!(|x, p| if x.is_nan() { x } else { x.clamp(0.0, 6.0) }),
+        "Sigmoid" => ff!(|x, p| 1.0 / (1.0 + (-x).exp())),
+        "Softplus" => ff!(|x, p| if x > 20.0 { x } else { x.exp().ln_1p() }),
+        "Softsign" => ff!(|x, p| x / (1.0 + x.abs())),
+        "Mish" => ff!(|x, p| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh()),
+        "Selu" => ff!(|x, p| {
+            let (alpha, scale) = (1.673_263_2, 1.050_701);
+            if x > 0.0 {
+                scale * x
+            } else {
+                scale * alpha * x.exp_m1()
+            }
+        }),
+        "Erf" => FloatFn {
+            f32: |x, _| erf32(x),
+            f64: |x, _| erf64(x),
+        },
+        // GE's Gelu: the tanh approximation.
+        "Gelu" => ff!(|x, p| {
+            let c = 0.797_884_6; // sqrt(2 / pi)
+            0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh())
+        }),
+        // Parameterised ones: p holds the attributes in the order `unary_params` gives.
+        "Elu" => ff!(|x, p| if x > 0.0 {
+            p[2] * x
+        } else {
+            p[2] * p[0] * (p[1] * x).exp_m1()
+        }),
+        "LeakyRelu" => ff!(|x, p| if x >= 0.0 { x } else { p[0] * x }),
+        "HardSigmoid" => ff!(|x, p| (p[0] * x + p[1]).clamp(0.0, 1.0)),
+        "Swish" => ff!(|x, p| x / (1.0 + (-p[0] * x).exp())),
+        _ => return None,
+    })
+}
+
+/// The attribute values a parameterised float function reads, in order, with GE's defaults.
+fn unary_params(info: &NodeInfo) -> Result<Vec<f64>> {
+    let f = |n: &str, d: f32| info.float(n, d).map(f64::from);
+    Ok(match info.op() {
+        "Elu" => vec![f("alpha", 1.0)?, f("input_scale", 1.0)?, f("scale", 1.0)?],
+        "LeakyRelu" => vec![f("negative_slope", 0.0)?],
+        "HardSigmoid" => vec![f("alpha", 0.166_666_67)?, f("beta", 0.5)?],
+        "Swish" => vec![f("scale", 1.0)?],
+        _ => Vec::new(),
+    })
+}
+
+const UNARY: &[&str] = &[
+    "Abs",
+    "Neg",
+    "Exp",
+    "Expm1",
+    "Log",
+    "Log1p",
+    "Sqrt",
+    "Rsqrt",
+    "Reciprocal",
+    "Square",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Tanh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Floor",
+    "Ceil",
+    "Sign",
+    "Relu",
+    "Relu6",
+    "Sigmoid",
+    "Softplus",
+    "Softsign",
+    "Mish",
+    "Selu",
+    "Erf",
+    "Gelu",
+    "Elu",
+    "LeakyRelu",
+    "HardSigmoid",
+    "Swish",
+];
+
+fn unary_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op: &'static str = UNARY
+        .iter()
+        .copied()
+        .find(|o| *o == info.op())
+        .ok_or_else(|| Error::unsupported(info.op().to_string()))?;
+    let f = float_fn(op).ok_or_else(|| Error::unsupported(op.to_string()))?;
+    let params = unary_params(info)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        if let Some(r) = int_exact(op, x) {
+            return Ok(vec![r?]);
+        }
+        if matches!(x, Value::Bool(_)) {
+            return Err(Error::unsupported(format!("{op} on bool tensors")));
+        }
+        Ok(vec![float_unary(op, x, f, &params)?])
+    }))
+}
+
+fn predicate_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op = info.op().to_string();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let test: fn(f64) -> bool = match op.as_str() {
+            "IsNan" => f64::is_nan,
+            "IsInf" => f64::is_infinite,
+            "IsFinite" => f64::is_finite,
+            _ => return Err(Error::unsupported(op.clone())),
+        };
+        Ok(vec![Value::Bool(
+            crate::with_array!(x, a => a.mapv(|v| test(Elem::to_f64(v)))),
+        )])
+    }))
+}
+
+fn logical_not(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| match input(inputs, 0)? {
+        Value::Bool(a) => Ok(vec![Value::Bool(a.mapv(|v| !v))]),
+        v => Err(Error::kernel(format!(
+            "LogicalNot needs bool, got {}",
+            v.dtype()
+        ))),
+    }))
+}
+
+fn binary_factory(info: &NodeInfo) -> Result<Kernel> {
+    let name: &'static str = BINARY
+        .iter()
+        .copied()
+        .find(|o| *o == info.op())
+        .ok_or_else(|| Error::unsupported(info.op().to_string()))?;
+    let f: fn(&Value, &Value) -> Result<Value> = match name {
+        "Add" => |a, b| binary_arith(Bin::Add, "Add", a, b),
+        "AddV2" => |a, b| binary_arith(Bin::Add, "AddV2", a, b),
+        "Sub" => |a, b| binary_arith(Bin::Sub, "Sub", a, b),
+        "Mul" => |a, b| binary_arith(Bin::Mul, "Mul", a, b),
+        "Div" => |a, b| binary_arith(Bin::Div, "Div", a, b),
+        "RealDiv" => |a, b| binary_arith(Bin::Div, "RealDiv", a, b),
+        "DivNoNan" => |a, b| binary_arith(Bin::DivNoNan, "DivNoNan", a, b),
+        "FloorDiv" => |a, b| binary_arith(Bin::FloorDiv, "FloorDiv", a, b),
+        "FloorMod" => |a, b| binary_arith(Bin::FloorMod, "FloorMod", a, b),
+        "Mod" => |a, b| binary_arith(Bin::Mod, "Mod", a, b),
+        "Pow" => |a, b| binary_arith(Bin::Pow, "Pow", a, b),
+        "Maximum" => |a, b| binary_arith(Bin::Maximum, "Maximum", a, b),
+        "Minimum" => |a, b| binary_arith(Bin::Minimum, "Minimum", a, b),
+        "SquaredDifference" => {
+            |a, b| binary_arith(Bin::SquaredDifference, "SquaredDifference", a, b)
+        }
+        "Equal" => |a, b| compare(Cmp::Eq, "Equal", a, b),
+        "NotEqual" => |a, b| compare(Cmp::Ne, "NotEqual", a, b),
+        "Greater" => |a, b| compare(Cmp::Gt, "Greater", a, b),
+        "GreaterEqual" => |a, b| compare(Cmp::Ge, "GreaterEqual", a, b),
+        "Less" => |a, b| compare(Cmp::Lt, "Less", a, b),
+        "LessEqual" => |a, b| compare(Cmp::Le, "LessEqual", a, b),
+        "LogicalAnd" => |a, b| logic("LogicalAnd", a, b, |p, q| p && q),
+        "LogicalOr" => |a, b| logic("LogicalOr", a, b, |p, q| p || q),
+        "BitwiseAnd" => |a, b| bitwise("BitwiseAnd", a, b, 0),
+        "BitwiseOr" => |a, b| bitwise("BitwiseOr", a, b, 1),
+        "BitwiseXor" => |a, b| bitwise("BitwiseXor", a, b, 2),
+        _ => return Err(Error::unsupported(name.to_string())),
+    };
+    Ok(Box::new(move |inputs| {
+        Ok(vec![f(input(inputs, 0)?, input(inputs, 1)?)?])
+    }))
+}
+
+const BINARY: &[&str] = &[
+    "Add",
+    "AddV2",
+    "Sub",
+    "Mul",
+    "Div",
+    "RealDiv",
+    "DivNoNan",
+    "FloorDiv",
+    "FloorMod",
+    "Mod",
+    "Pow",
+    "Maximum",
+    "Minimum",
+    "SquaredDifference",
+    "Equal",
+    "NotEqual",
+    "Greater",
+    "GreaterEqual",
+    "Less",
+    "LessEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+];
+
+fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
+    let to = match info.dtype_attr("dst_type")? {
+        Some(dt) => dt,
+        None => es_core::DataType::from_value(info.int("dst_type", 0)?)
+            .map_err(|e| Error::Compile(e.to_string()))?,
+    };
+    if !crate::value::supported_dtype(to) {
+        return Err(Error::unsupported(format!("Cast to {to}")));
+    }
+    Ok(Box::new(move |inputs| {
+        Ok(vec![input(inputs, 0)?.cast(to)?])
+    }))
+}
+
+fn identity_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        inputs
+            .iter()
+            .map(|v| v.cloned().ok_or_else(|| Error::kernel("input missing")))
+            .collect()
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    for op in UNARY {
+        m.insert(op, unary_factory);
+    }
+    for op in BINARY {
+        m.insert(op, binary_factory);
+    }
+    for op in ["IsNan", "IsInf", "IsFinite"] {
+        m.insert(op, predicate_factory);
+    }
+    m.insert("LogicalNot", logical_not);
+    m.insert("Cast", cast_factory);
+    for op in ["Identity", "IdentityN", "TensorMove"] {
+        m.insert(op, identity_factory);
+    }
+}

@@ -1,0 +1,222 @@
+//! Matrix products: MatMul, MatMulV2, BatchMatMul, BatchMatMulV2 (batch dims broadcast) and
+//! GEMM. f32 and f64 go through `matrixmultiply` (via ndarray); f16 and bf16 compute in f32 and
+//! round once; integers accumulate in their own type, wrapping.
+
+use super::elementwise::{broadcast_shape, zip2};
+use super::{input, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::value::Value;
+use half::{bf16, f16};
+use ndarray::LinalgScalar;
+use ndarray::{ArrayD, Axis, Ix3, IxDyn};
+use rustc_hash::FxHashMap;
+
+/// `a @ b` over the last two dims, batch dims broadcast; `ta`/`tb` transpose the operands'
+/// last two dims first.
+fn batched<T: LinalgScalar>(a: &ArrayD<T>, b: &ArrayD<T>, ta: bool, tb: bool) -> Result<ArrayD<T>> {
+    if a.ndim() < 2 || b.ndim() < 2 {
+        return Err(Error::kernel(format!(
+            "matrix product of shapes {:?} and {:?}: both need rank >= 2",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    fn t<T>(x: &ArrayD<T>, tr: bool) -> ndarray::ArrayViewD<'_, T> {
+        let mut v = x.view();
+        if tr {
+            let r = v.ndim();
+            v.swap_axes(r - 2, r - 1);
+        }
+        v
+    }
+    let (av, bv) = (t(a, ta), t(b, tb));
+    let (ra, rb) = (av.ndim(), bv.ndim());
+    let (m, k) = (av.shape()[ra - 2], av.shape()[ra - 1]);
+    let (k2, n) = (bv.shape()[rb - 2], bv.shape()[rb - 1]);
+    if k != k2 {
+        return Err(Error::kernel(format!(
+            "matrix product of shapes {:?} and {:?} (transposed: {ta}, {tb}): inner dims {k} and {k2} differ",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    let batch = broadcast_shape(&av.shape()[..ra - 2], &bv.shape()[..rb - 2])?;
+    let nb: usize = batch.iter().product();
+    let full = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| -> Result<ndarray::Array3<T>> {
+        let mut dims = batch.clone();
+        dims.extend([r, c]);
+        let bc = v
+            .broadcast(IxDyn(&dims))
+            .ok_or_else(|| Error::kernel("broadcast failed"))?;
+        bc.as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(Ix3(nb, r, c))
+            .map_err(|e| Error::kernel(e.to_string()))
+    };
+    let a3 = full(av, m, k)?;
+    let b3 = full(bv, k, n)?;
+    let mut out = ndarray::Array3::<T>::zeros((nb, m, n));
+    for ((x, y), mut o) in a3
+        .axis_iter(Axis(0))
+        .zip(b3.axis_iter(Axis(0)))
+        .zip(out.axis_iter_mut(Axis(0)))
+    {
+        ndarray::linalg::general_mat_mul(T::one(), &x, &y, T::zero(), &mut o);
+    }
+    let mut dims = batch;
+    dims.extend([m, n]);
+    out.into_shape_with_order(IxDyn(&dims))
+        .map_err(|e| Error::kernel(e.to_string()))
+}
+
+/// The product for any supported dtype.
+fn matmul(a: &Value, b: &Value, ta: bool, tb: bool) -> Result<Value> {
+    use Value::*;
+    Ok(match (a, b) {
+        (F32(x), F32(y)) => F32(batched(x, y, ta, tb)?),
+        (F64(x), F64(y)) => F64(batched(x, y, ta, tb)?),
+        (F16(x), F16(y)) => {
+            let r = batched(&x.mapv(f16::to_f32), &y.mapv(f16::to_f32), ta, tb)?;
+            F16(r.mapv(f16::from_f32))
+        }
+        (BF16(x), BF16(y)) => {
+            let r = batched(&x.mapv(bf16::to_f32), &y.mapv(bf16::to_f32), ta, tb)?;
+            BF16(r.mapv(bf16::from_f32))
+        }
+        (I32(x), I32(y)) => {
+            // Accumulate in i64, wrap to i32 (two's complement, like numpy's int32 overflow).
+            let r = batched(&x.mapv(i64::from), &y.mapv(i64::from), ta, tb)?;
+            I32(r.mapv(|v| v as i32))
+        }
+        (I64(x), I64(y)) => I64(batched(x, y, ta, tb)?),
+        (I8(x), I8(y)) => {
+            let r = batched(&x.mapv(i32::from), &y.mapv(i32::from), ta, tb)?;
+            I32(r)
+        }
+        _ => {
+            return Err(Error::kernel(format!(
+                "matrix product of {} and {}: not supported on the CPU backend",
+                a.dtype(),
+                b.dtype()
+            )))
+        }
+    })
+}
+
+fn add_bias(y: Value, bias: Option<&Value>) -> Result<Value> {
+    let Some(bias) = bias else {
+        return Ok(y);
+    };
+    use Value::*;
+    Ok(match (&y, bias) {
+        (F32(a), F32(b)) => F32(zip2(a, b, |p, q| p + q)?),
+        (F64(a), F64(b)) => F64(zip2(a, b, |p, q| p + q)?),
+        (F16(a), F16(b)) => F16(zip2(a, b, |p, q| f16::from_f32(p.to_f32() + q.to_f32()))?),
+        (BF16(a), BF16(b)) => BF16(zip2(a, b, |p, q| bf16::from_f32(p.to_f32() + q.to_f32()))?),
+        (I32(a), I32(b)) => I32(zip2(a, b, i32::wrapping_add)?),
+        _ => {
+            return Err(Error::kernel(format!(
+                "bias of dtype {} for a product of dtype {}",
+                bias.dtype(),
+                y.dtype()
+            )))
+        }
+    })
+}
+
+fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
+    let batch = info.op().starts_with("Batch");
+    let (ta, tb) = if batch {
+        (info.bool("adj_x1", false)?, info.bool("adj_x2", false)?)
+    } else {
+        (
+            info.bool("transpose_x1", false)?,
+            info.bool("transpose_x2", false)?,
+        )
+    };
+    if info.inputs.get(3).is_some_and(Option::is_some) {
+        return Err(Error::unsupported(format!(
+            "{} with offset_w (quantized)",
+            info.op()
+        )));
+    }
+    if info.int("offset_x", 0)? != 0 {
+        return Err(Error::unsupported(format!(
+            "{} with offset_x != 0",
+            info.op()
+        )));
+    }
+    let two_d = !batch;
+    Ok(Box::new(move |inputs| {
+        let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
+        if two_d && (a.shape().len() != 2 || b.shape().len() != 2) {
+            return Err(Error::kernel(format!(
+                "MatMul needs 2-D operands, got {:?} and {:?}",
+                a.shape(),
+                b.shape()
+            )));
+        }
+        let y = matmul(a, b, ta, tb)?;
+        Ok(vec![add_bias(y, inputs.get(2).copied().flatten())?])
+    }))
+}
+
+/// GEMM: alpha * op(a) @ op(b) + beta * c.
+fn gemm_factory(info: &NodeInfo) -> Result<Kernel> {
+    let (ta, tb) = (
+        info.bool("transpose_a", false)?,
+        info.bool("transpose_b", false)?,
+    );
+    Ok(Box::new(move |inputs| {
+        let (a, b, c) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
+        let alpha = input(inputs, 3)?
+            .to_f64_vec()
+            .first()
+            .copied()
+            .unwrap_or(1.0);
+        let beta = input(inputs, 4)?
+            .to_f64_vec()
+            .first()
+            .copied()
+            .unwrap_or(1.0);
+        let dt = a.dtype();
+        let p = matmul(a, b, ta, tb)?.cast(es_core::DataType::DOUBLE)?;
+        let cc = c.cast(es_core::DataType::DOUBLE)?;
+        match (p, cc) {
+            (Value::F64(p), Value::F64(c)) => {
+                Ok(vec![
+                    Value::F64(zip2(&p, &c, |x, y| alpha * x + beta * y)?).cast(dt)?
+                ])
+            }
+            _ => Err(Error::kernel("GEMM: internal dtype error")),
+        }
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    for op in ["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"] {
+        m.insert(op, matmul_factory);
+    }
+    m.insert("GEMM", gemm_factory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(dims: &[usize], v: Vec<f32>) -> ArrayD<f32> {
+        ArrayD::from_shape_vec(IxDyn(dims), v).unwrap()
+    }
+
+    #[test]
+    fn batched_broadcasts_and_transposes() {
+        let a = arr(&[2, 1, 2], vec![1.0, 2.0, 3.0, 4.0]);
+        let b = arr(&[2, 1], vec![10.0, 100.0]);
+        let y = batched(&a, &b, false, false).unwrap();
+        assert_eq!(y.shape(), &[2, 1, 1]);
+        assert_eq!(y.iter().copied().collect::<Vec<_>>(), vec![210.0, 430.0]);
+        let bt = arr(&[1, 2], vec![10.0, 100.0]);
+        assert_eq!(batched(&a, &bt, false, true).unwrap(), y);
+        assert!(batched(&a, &arr(&[3, 1], vec![0.0; 3]), false, false).is_err());
+    }
+}

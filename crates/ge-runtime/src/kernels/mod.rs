@@ -1,0 +1,151 @@
+//! CPU kernels, selected per node at compile time.
+//!
+//! A [`Factory`] reads a node once (its attributes, its inputs' descriptions, the values of
+//! constant inputs) and returns a [`Kernel`] closure that the execution plan calls on every
+//! run; so a replayed plan neither re-reads attributes nor re-selects kernels. Inputs arrive in
+//! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
+
+mod elementwise;
+mod matmul;
+mod reduce;
+mod shape;
+
+use crate::error::{Error, Result};
+use crate::value::Value;
+use es_core::attr::AttrValue;
+use es_core::{DataType, Node, TensorDesc};
+use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
+
+/// A selected kernel: computes a node's outputs from its inputs.
+pub type Kernel = Box<dyn Fn(&[Option<&Value>]) -> Result<Vec<Value>> + Send + Sync>;
+
+/// What a factory sees of a node at compile time.
+pub struct NodeInfo<'a> {
+    pub node: &'a Node,
+    /// The description of each input (of its producer's output), `None` when unconnected.
+    pub inputs: Vec<Option<TensorDesc>>,
+    /// The value of each input whose producer is a constant.
+    pub const_inputs: Vec<Option<Value>>,
+}
+
+impl NodeInfo<'_> {
+    pub fn op(&self) -> &str {
+        &self.node.op_type
+    }
+    pub fn attr(&self, name: &str) -> Option<&AttrValue> {
+        self.node.attr(name)
+    }
+    pub fn int(&self, name: &str, default: i64) -> Result<i64> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(v) => v.as_int().ok_or_else(|| self.bad_attr(name, "an int")),
+        }
+    }
+    pub fn float(&self, name: &str, default: f32) -> Result<f32> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(v) => v.as_float().ok_or_else(|| self.bad_attr(name, "a float")),
+        }
+    }
+    pub fn bool(&self, name: &str, default: bool) -> Result<bool> {
+        match self.attr(name) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| self.bad_attr(name, "a bool")),
+        }
+    }
+    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_list_int()
+                .map(|l| Some(l.to_vec()))
+                .ok_or_else(|| self.bad_attr(name, "a list of ints")),
+        }
+    }
+    pub fn dtype_attr(&self, name: &str) -> Result<Option<DataType>> {
+        match self.attr(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_type()
+                .map(Some)
+                .ok_or_else(|| self.bad_attr(name, "a data type")),
+        }
+    }
+    fn bad_attr(&self, name: &str, what: &str) -> Error {
+        Error::Compile(format!(
+            "node '{}' ({}): attribute '{name}' must be {what}",
+            self.node.name, self.node.op_type
+        ))
+    }
+    /// The dtype of the node's output `i` (as inferred for this compile).
+    pub fn out_dtype(&self, i: usize) -> Result<DataType> {
+        self.node
+            .outputs
+            .get(i)
+            .map(|o| o.desc.dtype)
+            .ok_or_else(|| Error::Compile(format!("node '{}' has no output {i}", self.node.name)))
+    }
+    /// The constant value of input `i`, required (value-dependent parameters such as a
+    /// Reshape's shape); the error says the backend needs it constant.
+    pub fn const_input(&self, i: usize, what: &str) -> Result<&Value> {
+        self.const_inputs
+            .get(i)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                Error::unsupported(format!(
+                    "{} with a non-constant {what} (input {i})",
+                    self.node.op_type
+                ))
+            })
+    }
+}
+
+/// Makes the kernel for one node.
+pub type Factory = fn(&NodeInfo) -> Result<Kernel>;
+
+/// The kernels, by op type.
+pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
+    static REG: OnceLock<FxHashMap<&'static str, Factory>> = OnceLock::new();
+    REG.get_or_init(|| {
+        let mut m: FxHashMap<&'static str, Factory> = FxHashMap::default();
+        elementwise::register(&mut m);
+        shape::register(&mut m);
+        matmul::register(&mut m);
+        reduce::register(&mut m);
+        m
+    })
+}
+
+/// Whether the CPU backend has a kernel for `op_type`.
+pub fn has_kernel(op_type: &str) -> bool {
+    registry().contains_key(op_type)
+}
+
+/// The op types with a kernel, sorted.
+pub fn kernel_op_types() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = registry().keys().copied().collect();
+    v.sort_unstable();
+    v
+}
+
+/// Input `i`, required.
+pub(crate) fn input<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<&'a Value> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or_else(|| Error::kernel(format!("input {i} is missing")))
+}
+
+/// Normalises axis `a` for rank `rank` (negative counts from the end).
+pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    let x = if a < 0 { a + r } else { a };
+    if x < 0 || x >= r.max(1) {
+        return Err(Error::kernel(format!(
+            "axis {a} is out of range for rank {rank}"
+        )));
+    }
+    Ok(x as usize)
+}

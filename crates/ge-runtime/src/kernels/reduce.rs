@@ -1,0 +1,273 @@
+//! Reductions (ReduceSum/Mean/Max/Min/Prod with axes as a tensor or an attribute, ReduceAll,
+//! ReduceAny), SoftmaxV2, LogSoftmaxV2 and BiasAdd.
+//!
+//! Floats accumulate in f64 and round once to their dtype (numpy accumulates float32 in
+//! float32 pairwise, so sums may differ in the last bits; tests use rtol 1e-5). Integers
+//! accumulate in i64, wrapping.
+
+use super::elementwise::zip2;
+use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::value::Value;
+use es_core::DataType;
+use ndarray::{ArrayD, Axis};
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Red {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    All,
+    Any,
+}
+
+fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
+    if axes.is_empty() {
+        return Ok((0..rank).collect());
+    }
+    let mut v: Vec<usize> = axes
+        .iter()
+        .map(|&a| norm_axis(a, rank))
+        .collect::<Result<_>>()?;
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+fn fold<T: Copy>(
+    a: &ArrayD<T>,
+    axes: &[usize],
+    keep: bool,
+    init: T,
+    f: impl Fn(T, T) -> T + Copy,
+) -> ArrayD<T> {
+    let mut cur = a.clone();
+    for &ax in axes.iter().rev() {
+        cur = cur.fold_axis(Axis(ax), init, |&acc, &x| f(acc, x));
+        if keep {
+            cur.insert_axis_inplace(Axis(ax));
+        }
+    }
+    cur
+}
+
+fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
+    let rank = x.shape().len();
+    let ax = axes_of(axes, rank)?;
+    let count: usize = ax.iter().map(|&a| x.shape()[a]).product();
+    let dt = x.dtype();
+    match op {
+        Red::All | Red::Any => {
+            let Value::Bool(a) = x else {
+                return Err(Error::kernel(format!(
+                    "{op:?} needs a bool input, got {dt}"
+                )));
+            };
+            let out = if op == Red::All {
+                fold(a, &ax, keep, true, |p, q| p && q)
+            } else {
+                fold(a, &ax, keep, false, |p, q| p || q)
+            };
+            return Ok(Value::Bool(out));
+        }
+        _ => {}
+    }
+    if matches!(x, Value::Bool(_)) {
+        return Err(Error::unsupported(format!(
+            "{op:?} reduction of bool tensors"
+        )));
+    }
+    if dt.is_float() {
+        let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
+            return Err(Error::kernel("internal cast error"));
+        };
+        if matches!(op, Red::Max | Red::Min) && count == 0 {
+            return Err(Error::kernel("max/min of an empty set"));
+        }
+        let out = match op {
+            Red::Sum => fold(&a, &ax, keep, 0.0, |p, q| p + q),
+            Red::Mean => fold(&a, &ax, keep, 0.0, |p, q| p + q).mapv(|s| s / count as f64),
+            Red::Prod => fold(&a, &ax, keep, 1.0, |p, q| p * q),
+            Red::Max => fold(&a, &ax, keep, f64::NEG_INFINITY, |p, q| {
+                if p.is_nan() || q > p || q.is_nan() {
+                    q
+                } else {
+                    p
+                }
+            }),
+            Red::Min => fold(&a, &ax, keep, f64::INFINITY, |p, q| {
+                if p.is_nan() || q < p || q.is_nan() {
+                    q
+                } else {
+                    p
+                }
+            }),
+            Red::All | Red::Any => unreachable!("handled above"),
+        };
+        return Value::F64(out).cast(dt);
+    }
+    // Integers: i64 working type (u64 beyond i64::MAX wraps; its sum wraps the same way).
+    let Value::I64(a) = x.cast(DataType::INT64)? else {
+        return Err(Error::kernel("internal cast error"));
+    };
+    if matches!(op, Red::Max | Red::Min) && count == 0 {
+        return Err(Error::kernel("max/min of an empty set"));
+    }
+    let out = match op {
+        Red::Sum => fold(&a, &ax, keep, 0, i64::wrapping_add),
+        Red::Mean => {
+            if count == 0 {
+                return Err(Error::kernel("mean of an empty set of integers"));
+            }
+            fold(&a, &ax, keep, 0, i64::wrapping_add).mapv(|s| s / count as i64)
+        }
+        Red::Prod => fold(&a, &ax, keep, 1, i64::wrapping_mul),
+        Red::Max => fold(&a, &ax, keep, i64::MIN, i64::max),
+        Red::Min => fold(&a, &ax, keep, i64::MAX, i64::min),
+        Red::All | Red::Any => unreachable!("handled above"),
+    };
+    if matches!(x, Value::U64(_)) {
+        return Ok(Value::U64(out.mapv(|v| v as u64)));
+    }
+    Value::I64(out).cast(dt)
+}
+
+fn op_of(name: &str) -> Option<Red> {
+    Some(match name.trim_end_matches('D') {
+        "ReduceSum" => Red::Sum,
+        "ReduceMean" => Red::Mean,
+        "ReduceMax" => Red::Max,
+        "ReduceMin" => Red::Min,
+        "ReduceProd" => Red::Prod,
+        "ReduceAll" => Red::All,
+        "ReduceAny" => Red::Any,
+        _ => return None,
+    })
+}
+
+fn reduce_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op = op_of(info.op()).ok_or_else(|| Error::unsupported(info.op().to_string()))?;
+    let keep = info.bool("keep_dims", false)?;
+    let noop_empty = info.bool("noop_with_empty_axes", false)?;
+    let attr_axes = if info.op().ends_with('D') {
+        Some(info.ints("axes")?.unwrap_or_default())
+    } else {
+        None
+    };
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let axes = match &attr_axes {
+            Some(a) => a.clone(),
+            None => match inputs.get(1).copied().flatten() {
+                Some(v) => v.to_i64_vec(),
+                None => Vec::new(),
+            },
+        };
+        if axes.is_empty() && noop_empty {
+            return Ok(vec![x.clone()]);
+        }
+        Ok(vec![reduce(op, x, &axes, keep)?])
+    }))
+}
+
+/// Softmax (or log-softmax) over `axes`, in f64, rounded to the input's dtype.
+fn softmax(x: &Value, axes: &[i64], log: bool, out: DataType) -> Result<Value> {
+    let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
+        return Err(Error::kernel("internal cast error"));
+    };
+    let ax = axes_of(axes, a.ndim())?;
+    let max = fold(&a, &ax, true, f64::NEG_INFINITY, f64::max);
+    let shifted = zip2(&a, &max, |v, m| v - m)?;
+    let sum = fold(&shifted.mapv(f64::exp), &ax, true, 0.0, |p, q| p + q);
+    let y = if log {
+        zip2(&shifted, &sum, |v, s| v - s.ln())?
+    } else {
+        zip2(&shifted, &sum, |v, s| v.exp() / s)?
+    };
+    Value::F64(y).cast(out)
+}
+
+fn softmax_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axes = info.ints("axes")?.unwrap_or_else(|| vec![-1]);
+    let log = info.op() == "LogSoftmaxV2";
+    let out = info.out_dtype(0)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        if !x.dtype().is_float() {
+            return Err(Error::kernel(format!(
+                "softmax needs a float input, got {}",
+                x.dtype()
+            )));
+        }
+        let dt = if out.is_float() { out } else { x.dtype() };
+        Ok(vec![softmax(x, &axes, log, dt)?])
+    }))
+}
+
+fn bias_add_factory(info: &NodeInfo) -> Result<Kernel> {
+    let fmt = match info.attr("data_format").and_then(|v| v.as_str()) {
+        Some(s) => s.to_string(),
+        None => "NHWC".to_string(),
+    };
+    Ok(Box::new(move |inputs| {
+        let (x, b) = (input(inputs, 0)?, input(inputs, 1)?);
+        let rank = x.shape().len();
+        if b.shape().len() != 1 || rank < 2 {
+            return Err(Error::kernel(format!(
+                "BiasAdd needs a 1-D bias and x of rank >= 2, got {:?} and {:?}",
+                x.shape(),
+                b.shape()
+            )));
+        }
+        let ch = if fmt.starts_with("NC") { 1 } else { rank - 1 };
+        let mut dims = vec![1; rank];
+        dims[ch] = b.len();
+        let b = super::shape::reshape(b, &dims)?;
+        super::elementwise::add(x, &b).map(|v| vec![v])
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    for op in [
+        "ReduceSum",
+        "ReduceSumD",
+        "ReduceMean",
+        "ReduceMeanD",
+        "ReduceMax",
+        "ReduceMaxD",
+        "ReduceMin",
+        "ReduceMinD",
+        "ReduceProd",
+        "ReduceProdD",
+        "ReduceAll",
+        "ReduceAny",
+    ] {
+        m.insert(op, reduce_factory);
+    }
+    m.insert("SoftmaxV2", softmax_factory);
+    m.insert("LogSoftmaxV2", softmax_factory);
+    m.insert("BiasAdd", bias_add_factory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::IxDyn;
+
+    #[test]
+    fn reduce_axes_and_keep_dims() {
+        let x = Value::F32(
+            ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1., 2., 3., 4., 5., 6.]).unwrap(),
+        );
+        let s = reduce(Red::Sum, &x, &[1], false).unwrap();
+        assert_eq!(s.shape(), &[2]);
+        assert_eq!(s.to_f64_vec(), vec![6.0, 15.0]);
+        let m = reduce(Red::Mean, &x, &[], true).unwrap();
+        assert_eq!(m.shape(), &[1, 1]);
+        assert_eq!(m.to_f64_vec(), vec![3.5]);
+        assert!(reduce(Red::Sum, &x, &[2], false).is_err());
+    }
+}

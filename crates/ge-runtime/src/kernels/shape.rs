@@ -1,0 +1,473 @@
+//! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
+//! and stack, Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
+
+use super::elementwise::broadcast_shape;
+use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::value::{Elem, Value};
+use crate::{map_array, with_array};
+use ndarray::{ArrayD, Axis, IxDyn, Zip};
+use rustc_hash::FxHashMap;
+
+fn to_standard<T: Clone>(a: ndarray::ArrayViewD<'_, T>) -> ArrayD<T> {
+    a.as_standard_layout().into_owned()
+}
+
+/// `x` with a new shape (same element count), in standard order.
+pub(crate) fn reshape(x: &Value, dims: &[usize]) -> Result<Value> {
+    let n: usize = dims.iter().product();
+    if n != x.len() {
+        return Err(Error::kernel(format!(
+            "cannot reshape {} elements of shape {:?} into {dims:?}",
+            x.len(),
+            x.shape()
+        )));
+    }
+    Ok(map_array!(x, a => {
+        let std = to_standard(a.view());
+        std.into_shape_with_order(IxDyn(dims)).map_err(|e| Error::kernel(e.to_string()))?
+    }))
+}
+
+/// Resolves a Reshape target: 0 copies the input dim (GE/ONNX), one -1 is inferred.
+fn reshape_target(x: &[usize], want: &[i64]) -> Result<Vec<usize>> {
+    let total: usize = x.iter().product();
+    let mut out = Vec::with_capacity(want.len());
+    let mut infer = None;
+    for (i, &d) in want.iter().enumerate() {
+        match d {
+            -1 if infer.is_none() => {
+                infer = Some(i);
+                out.push(1);
+            }
+            0 => out.push(*x.get(i).ok_or_else(|| {
+                Error::kernel(format!(
+                    "reshape dim {i} is 0 but the input has rank {}",
+                    x.len()
+                ))
+            })?),
+            d if d > 0 => out.push(d as usize),
+            _ => return Err(Error::kernel(format!("bad reshape target {want:?}"))),
+        }
+    }
+    if let Some(i) = infer {
+        let known: usize = out.iter().product();
+        if known == 0 || total % known != 0 {
+            return Err(Error::kernel(format!(
+                "cannot reshape shape {x:?} into {want:?}"
+            )));
+        }
+        out[i] = total / known;
+    }
+    Ok(out)
+}
+
+fn reshape_factory(info: &NodeInfo) -> Result<Kernel> {
+    let (axis, num_axes) = (info.int("axis", 0)?, info.int("num_axes", -1)?);
+    if axis != 0 || num_axes != -1 {
+        return Err(Error::unsupported(format!(
+            "Reshape with axis={axis}, num_axes={num_axes}"
+        )));
+    }
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        let want = input(inputs, 1)?.to_i64_vec();
+        Ok(vec![reshape(x, &reshape_target(x.shape(), &want)?)?])
+    }))
+}
+
+fn squeeze_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axes = info.ints("axis")?.unwrap_or_default();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let rank = x.shape().len();
+        let drop: Vec<usize> = if axes.is_empty() {
+            (0..rank).filter(|&i| x.shape()[i] == 1).collect()
+        } else {
+            let mut v = Vec::new();
+            for &a in &axes {
+                let a = norm_axis(a, rank)?;
+                if x.shape()[a] != 1 {
+                    return Err(Error::kernel(format!(
+                        "cannot squeeze dim {a} of size {}",
+                        x.shape()[a]
+                    )));
+                }
+                v.push(a);
+            }
+            v
+        };
+        let dims: Vec<usize> = (0..rank)
+            .filter(|i| !drop.contains(i))
+            .map(|i| x.shape()[i])
+            .collect();
+        Ok(vec![reshape(x, &dims)?])
+    }))
+}
+
+fn unsqueeze_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axes = info.ints("axes")?.unwrap_or_default();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let out_rank = x.shape().len() + axes.len();
+        let mut at: Vec<usize> = axes
+            .iter()
+            .map(|&a| norm_axis(a, out_rank))
+            .collect::<Result<_>>()?;
+        at.sort_unstable();
+        at.dedup();
+        if at.len() != axes.len() {
+            return Err(Error::kernel(format!("repeated axes {axes:?}")));
+        }
+        let mut src = x.shape().iter();
+        let dims: Vec<usize> = (0..out_rank)
+            .map(|i| {
+                if at.contains(&i) {
+                    1
+                } else {
+                    *src.next().unwrap_or(&1)
+                }
+            })
+            .collect();
+        Ok(vec![reshape(x, &dims)?])
+    }))
+}
+
+fn flatten_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axis = info.int("axis", 1)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let r = x.shape().len() as i64;
+        let a = if axis < 0 { axis + r } else { axis };
+        if a < 0 || a > r {
+            return Err(Error::kernel(format!(
+                "axis {axis} out of range for rank {r}"
+            )));
+        }
+        let rows: usize = x.shape()[..a as usize].iter().product();
+        let cols: usize = x.shape()[a as usize..].iter().product();
+        Ok(vec![reshape(x, &[rows, cols])?])
+    }))
+}
+
+/// `x` with its axes permuted (`perm` already validated), in standard order.
+pub(crate) fn transpose(x: &Value, perm: &[usize]) -> Value {
+    map_array!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm))))
+}
+
+fn check_perm(perm: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let p: Vec<usize> = perm
+        .iter()
+        .map(|&a| norm_axis(a, rank))
+        .collect::<Result<_>>()?;
+    let mut seen = vec![false; rank];
+    for &a in &p {
+        if std::mem::replace(&mut seen[a], true) {
+            return Err(Error::kernel(format!("perm {perm:?} repeats an axis")));
+        }
+    }
+    if p.len() != rank {
+        return Err(Error::kernel(format!(
+            "perm {perm:?} does not fit rank {rank}"
+        )));
+    }
+    Ok(p)
+}
+
+fn transpose_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        let perm = check_perm(&input(inputs, 1)?.to_i64_vec(), x.shape().len())?;
+        Ok(vec![transpose(x, &perm)])
+    }))
+}
+
+/// Concatenates values of one dtype along `axis`.
+pub(crate) fn concat(xs: &[&Value], axis: i64) -> Result<Value> {
+    let first = xs
+        .first()
+        .ok_or_else(|| Error::kernel("nothing to concatenate"))?;
+    let ax = norm_axis(axis, first.shape().len())?;
+    macro_rules! go {
+        ($var:ident) => {{
+            let mut views = Vec::with_capacity(xs.len());
+            for x in xs {
+                match x {
+                    Value::$var(a) => views.push(a.view()),
+                    v => {
+                        return Err(Error::kernel(format!(
+                            "concatenating {} with {}",
+                            first.dtype(),
+                            v.dtype()
+                        )))
+                    }
+                }
+            }
+            Value::$var(
+                ndarray::concatenate(Axis(ax), &views).map_err(|e| Error::kernel(e.to_string()))?,
+            )
+        }};
+    }
+    Ok(match first {
+        Value::F32(_) => go!(F32),
+        Value::F64(_) => go!(F64),
+        Value::F16(_) => go!(F16),
+        Value::BF16(_) => go!(BF16),
+        Value::I8(_) => go!(I8),
+        Value::I16(_) => go!(I16),
+        Value::I32(_) => go!(I32),
+        Value::I64(_) => go!(I64),
+        Value::U8(_) => go!(U8),
+        Value::U16(_) => go!(U16),
+        Value::U32(_) => go!(U32),
+        Value::U64(_) => go!(U64),
+        Value::Bool(_) => go!(Bool),
+    })
+}
+
+fn concat_v2_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let (data, dim) = inputs.split_at(inputs.len().saturating_sub(1));
+        let axis = *input(dim, 0)?
+            .to_i64_vec()
+            .first()
+            .ok_or_else(|| Error::kernel("concat_dim is empty"))?;
+        let xs: Vec<&Value> = data.iter().flatten().copied().collect();
+        Ok(vec![concat(&xs, axis)?])
+    }))
+}
+
+fn concat_d_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axis = info.int("concat_dim", 0)?;
+    Ok(Box::new(move |inputs| {
+        let xs: Vec<&Value> = inputs.iter().flatten().copied().collect();
+        Ok(vec![concat(&xs, axis)?])
+    }))
+}
+
+fn pack_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axis = info.int("axis", 0)?;
+    Ok(Box::new(move |inputs| {
+        let xs: Vec<&Value> = inputs.iter().flatten().copied().collect();
+        let first = xs
+            .first()
+            .ok_or_else(|| Error::kernel("nothing to stack"))?;
+        let rank = first.shape().len();
+        let ax = norm_axis(axis, rank + 1)?;
+        let mut expanded = Vec::with_capacity(xs.len());
+        for x in &xs {
+            if x.shape() != first.shape() {
+                return Err(Error::kernel(format!(
+                    "stacking shapes {:?} and {:?}",
+                    first.shape(),
+                    x.shape()
+                )));
+            }
+            let mut dims = x.shape().to_vec();
+            dims.insert(ax, 1);
+            expanded.push(reshape(x, &dims)?);
+        }
+        let refs: Vec<&Value> = expanded.iter().collect();
+        Ok(vec![concat(&refs, ax as i64)?])
+    }))
+}
+
+fn tile_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        let reps = input(inputs, 1)?.to_i64_vec();
+        if reps.len() != x.shape().len() || reps.iter().any(|&r| r < 0) {
+            return Err(Error::kernel(format!(
+                "multiples {reps:?} do not fit shape {:?}",
+                x.shape()
+            )));
+        }
+        let mut cur = x.clone();
+        for (ax, &r) in reps.iter().enumerate() {
+            if r != 1 {
+                let copies: Vec<&Value> = std::iter::repeat(&cur).take(r as usize).collect();
+                cur = if copies.is_empty() {
+                    let mut dims = cur.shape().to_vec();
+                    dims[ax] = 0;
+                    map_array!(&cur, a => ArrayD::from_shape_vec(IxDyn(&dims), Vec::new())
+                        .unwrap_or_else(|_| a.clone()))
+                } else {
+                    concat(&copies, ax as i64)?
+                };
+            }
+        }
+        Ok(vec![cur])
+    }))
+}
+
+/// `x` broadcast to `dims` (numpy rules), materialised.
+pub(crate) fn broadcast_to(x: &Value, dims: &[usize]) -> Result<Value> {
+    let shape = broadcast_shape(x.shape(), dims)?;
+    if shape != dims {
+        return Err(Error::kernel(format!(
+            "shape {:?} does not broadcast to {dims:?}",
+            x.shape()
+        )));
+    }
+    Ok(map_array!(x, a => {
+        let v = a.broadcast(IxDyn(dims)).ok_or_else(|| Error::kernel("broadcast failed"))?;
+        to_standard(v)
+    }))
+}
+
+fn broadcast_to_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        let want = input(inputs, 1)?.to_i64_vec();
+        if want.iter().any(|&d| d < 0) {
+            return Err(Error::kernel(format!("bad shape {want:?}")));
+        }
+        let want: Vec<usize> = want.iter().map(|&d| d as usize).collect();
+        // ONNX Expand semantics too: the result is the broadcast of both shapes.
+        let dims = broadcast_shape(x.shape(), &want)?;
+        Ok(vec![broadcast_to(x, &dims)?])
+    }))
+}
+
+fn shape_factory(info: &NodeInfo) -> Result<Kernel> {
+    let dt = info.out_dtype(0)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let dims: Vec<i64> = x.dims();
+        Value::I64(
+            ArrayD::from_shape_vec(IxDyn(&[dims.len()]), dims)
+                .map_err(|e| Error::kernel(e.to_string()))?,
+        )
+        .cast(dt)
+        .map(|v| vec![v])
+    }))
+}
+
+fn select_factory(info: &NodeInfo) -> Result<Kernel> {
+    let legacy = info.op() == "Select";
+    Ok(Box::new(move |inputs| {
+        let c = match input(inputs, 0)? {
+            Value::Bool(c) => c,
+            v => {
+                return Err(Error::kernel(format!(
+                    "condition must be bool, got {}",
+                    v.dtype()
+                )))
+            }
+        };
+        let (a, b) = (input(inputs, 1)?, input(inputs, 2)?);
+        let mut cond = c.clone();
+        // Select: a vector condition picks whole rows of x1 (TensorFlow's rule).
+        if legacy && c.ndim() == 1 && a.shape().len() > 1 && c.len() == a.shape()[0] {
+            let mut dims = vec![1; a.shape().len()];
+            dims[0] = c.len();
+            cond = c
+                .clone()
+                .into_shape_with_order(IxDyn(&dims))
+                .map_err(|e| Error::kernel(e.to_string()))?;
+        }
+        let ab = broadcast_shape(a.shape(), b.shape())?;
+        let shape = broadcast_shape(cond.shape(), &ab)?;
+        let cv = cond
+            .broadcast(IxDyn(&shape))
+            .ok_or_else(|| Error::kernel("broadcast failed"))?;
+        macro_rules! go {
+            ($var:ident, $x:expr, $y:expr) => {{
+                let xv = $x
+                    .broadcast(IxDyn(&shape))
+                    .ok_or_else(|| Error::kernel("broadcast failed"))?;
+                let yv = $y
+                    .broadcast(IxDyn(&shape))
+                    .ok_or_else(|| Error::kernel("broadcast failed"))?;
+                Value::$var(
+                    Zip::from(&cv)
+                        .and(&xv)
+                        .and(&yv)
+                        .map_collect(|&k, &p, &q| if k { p } else { q }),
+                )
+            }};
+        }
+        let out = match (a, b) {
+            (Value::F32(x), Value::F32(y)) => go!(F32, x, y),
+            (Value::F64(x), Value::F64(y)) => go!(F64, x, y),
+            (Value::F16(x), Value::F16(y)) => go!(F16, x, y),
+            (Value::BF16(x), Value::BF16(y)) => go!(BF16, x, y),
+            (Value::I8(x), Value::I8(y)) => go!(I8, x, y),
+            (Value::I16(x), Value::I16(y)) => go!(I16, x, y),
+            (Value::I32(x), Value::I32(y)) => go!(I32, x, y),
+            (Value::I64(x), Value::I64(y)) => go!(I64, x, y),
+            (Value::U8(x), Value::U8(y)) => go!(U8, x, y),
+            (Value::U16(x), Value::U16(y)) => go!(U16, x, y),
+            (Value::U32(x), Value::U32(y)) => go!(U32, x, y),
+            (Value::U64(x), Value::U64(y)) => go!(U64, x, y),
+            (Value::Bool(x), Value::Bool(y)) => go!(Bool, x, y),
+            _ => {
+                return Err(Error::kernel(format!(
+                    "the two branches have dtypes {} and {}",
+                    a.dtype(),
+                    b.dtype()
+                )))
+            }
+        };
+        Ok(vec![out])
+    }))
+}
+
+fn zeros_like_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        Ok(vec![
+            map_array!(x, a => a.mapv(|v| Elem::from_f64(0.0 * Elem::to_f64(v)))),
+        ])
+    }))
+}
+
+fn fill_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let dims = input(inputs, 0)?.to_i64_vec();
+        if dims.iter().any(|&d| d < 0) {
+            return Err(Error::kernel(format!("bad dims {dims:?}")));
+        }
+        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        let v = input(inputs, 1)?;
+        if v.len() != 1 {
+            return Err(Error::kernel("the fill value must be a scalar"));
+        }
+        Ok(vec![with_array!(v, a => {
+            let x = *a.iter().next().expect("one element");
+            Elem::wrap(ArrayD::from_elem(IxDyn(&dims), x))
+        })])
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    m.insert("Reshape", reshape_factory);
+    m.insert("Squeeze", squeeze_factory);
+    m.insert("Unsqueeze", unsqueeze_factory);
+    m.insert("Flatten", flatten_factory);
+    m.insert("Transpose", transpose_factory);
+    m.insert("ConcatV2", concat_v2_factory);
+    m.insert("ConcatD", concat_d_factory);
+    m.insert("Pack", pack_factory);
+    m.insert("Tile", tile_factory);
+    m.insert("BroadcastTo", broadcast_to_factory);
+    m.insert("Expand", broadcast_to_factory);
+    m.insert("Shape", shape_factory);
+    m.insert("Select", select_factory);
+    m.insert("SelectV2", select_factory);
+    m.insert("ZerosLike", zeros_like_factory);
+    m.insert("Fill", fill_factory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reshape_targets() {
+        assert_eq!(reshape_target(&[2, 3, 4], &[0, -1]).unwrap(), vec![2, 12]);
+        assert_eq!(reshape_target(&[2, 3, 4], &[-1]).unwrap(), vec![24]);
+        assert!(reshape_target(&[2, 3, 4], &[5, -1]).is_err());
+        assert!(reshape_target(&[2, 3], &[-1, -1]).is_err());
+    }
+}

@@ -1,0 +1,487 @@
+//! Compiling a graph for one input signature into an execution plan, and running a plan.
+//!
+//! Compiling: validate → passes at BeforeInferShape → the inputs' descriptions set from the
+//! signature and shape/dtype inference for every node → AfterInferShape → built-in
+//! optimisation (dead nodes dropped: only what the outputs need is planned) →
+//! AfterBuiltinFusionPass → AfterOriginGraphOptimize → the plan: the nodes in topological
+//! order, each with its kernel selected once, input and output slots, constants loaded once,
+//! and, per step, the slots whose last use it is (freed right after it, so buffers live only
+//! as long as they are needed).
+
+use crate::error::{Error, Result};
+use crate::kernels::{self, Kernel, NodeInfo};
+use crate::value::{supported_dtype, Value};
+use es_core::graph::is_data_op;
+use es_core::{DataType, Graph, NodeId, OutPort, Shape};
+use pass_bridge::{PassRegistry, PassStage, PassStats, RunOptions};
+use rustc_hash::FxHashMap;
+use std::time::{Duration, Instant};
+
+/// The dtype and shape of one graph input: what a plan is specialised for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InputSignature {
+    pub dtype: DataType,
+    pub dims: Vec<usize>,
+}
+
+/// The signature of a run: one entry per graph input, in input-index order. (Inputs are
+/// contiguous row-major arrays by the time they reach a plan, so strides add nothing.)
+pub type Signature = Vec<InputSignature>;
+
+pub fn signature(inputs: &[Value]) -> Signature {
+    inputs
+        .iter()
+        .map(|v| InputSignature {
+            dtype: v.dtype(),
+            dims: v.shape().to_vec(),
+        })
+        .collect()
+}
+
+/// One stage of a compile, for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageReport {
+    pub stage: String,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    pub passes: Vec<PassStats>,
+    pub elapsed: Duration,
+}
+
+/// What a compile did: nodes before and after each stage, the passes applied, the time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompileReport {
+    pub stages: Vec<StageReport>,
+    pub planned_nodes: usize,
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for CompileReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "compile report ({:.3} ms):",
+            self.elapsed.as_secs_f64() * 1e3
+        )?;
+        for s in &self.stages {
+            writeln!(
+                f,
+                "  {:<26} nodes {:>6} -> {:<6} {:.3} ms",
+                s.stage,
+                s.nodes_before,
+                s.nodes_after,
+                s.elapsed.as_secs_f64() * 1e3
+            )?;
+            for p in &s.passes {
+                writeln!(f, "    {p}")?;
+            }
+        }
+        write!(f, "  planned nodes: {}", self.planned_nodes)
+    }
+}
+
+/// Where a step reads an input from.
+#[derive(Debug, Clone, Copy)]
+enum Src {
+    Slot(usize),
+    Const(usize),
+}
+
+struct Step {
+    name: String,
+    op: String,
+    kernel: Kernel,
+    inputs: Vec<Option<Src>>,
+    outputs: Vec<usize>,
+    /// Slots whose last reader is this step.
+    free: Vec<usize>,
+}
+
+/// An execution plan for one signature. Immutable: runs from several threads share it.
+pub struct Plan {
+    steps: Vec<Step>,
+    slots: usize,
+    consts: Vec<Value>,
+    /// Slot of each graph input, in input-index order (`None`: the input is not used).
+    inputs: Vec<Option<usize>>,
+    outputs: Vec<Src>,
+    signature: Signature,
+    report: CompileReport,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("steps", &self.steps.len())
+            .field("slots", &self.slots)
+            .field("signature", &self.signature)
+            .finish()
+    }
+}
+
+fn run_stage(
+    graph: &mut Graph,
+    passes: Option<&PassRegistry>,
+    stage: PassStage,
+    report: &mut CompileReport,
+) -> Result<()> {
+    let start = Instant::now();
+    let before = graph.node_count();
+    let mut stats = Vec::new();
+    if let Some(reg) = passes.filter(|r| r.descriptors().any(|d| d.stage == stage)) {
+        let opts = RunOptions {
+            stage: Some(stage),
+            ..Default::default()
+        };
+        let r = pass_bridge::run_passes(reg, graph, &opts)
+            .map_err(|e| Error::Compile(format!("at {stage}: {e}")))?;
+        stats = r.passes;
+    }
+    report.stages.push(StageReport {
+        stage: stage.to_string(),
+        nodes_before: before,
+        nodes_after: graph.node_count(),
+        passes: stats,
+        elapsed: start.elapsed(),
+    });
+    Ok(())
+}
+
+/// Sets each Data node's output description from the signature.
+fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
+    let data = graph.input_nodes();
+    if data.len() != sig.len() {
+        return Err(Error::Input(format!(
+            "graph '{}' has {} inputs, the run gave {}",
+            graph.name,
+            data.len(),
+            sig.len()
+        )));
+    }
+    for (i, (&id, s)) in data.iter().zip(sig).enumerate() {
+        let node = graph.node_mut(id)?;
+        let name = node.name.to_string();
+        let Some(out) = node.outputs.get_mut(0) else {
+            return Err(Error::Compile(format!("input node '{name}' has no output")));
+        };
+        let d = &mut out.desc;
+        if d.dtype != DataType::UNDEFINED && d.dtype != s.dtype {
+            return Err(Error::Input(format!(
+                "input {i} ('{name}') must have dtype {}, got {}",
+                d.dtype, s.dtype
+            )));
+        }
+        if let Some(rank) = d.shape.rank() {
+            let ok = rank == s.dims.len()
+                && d.shape
+                    .dims()
+                    .iter()
+                    .zip(&s.dims)
+                    .all(|(&want, &got)| want < 0 || want as usize == got);
+            if !ok {
+                return Err(Error::Input(format!(
+                    "input {i} ('{name}') must have shape {}, got {:?}",
+                    d.shape, s.dims
+                )));
+            }
+        }
+        d.dtype = s.dtype;
+        d.shape = Shape::new(s.dims.iter().map(|&x| x as i64).collect());
+        if let Some(inp) = node.inputs.get_mut(0) {
+            inp.desc = out_desc_clone(&node.outputs[0].desc);
+        }
+    }
+    Ok(data)
+}
+
+fn out_desc_clone(d: &es_core::TensorDesc) -> es_core::TensorDesc {
+    d.clone()
+}
+
+/// Compiles `graph` for `sig`. `passes`: the registry whose passes run at their stages.
+pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) -> Result<Plan> {
+    let start = Instant::now();
+    let mut report = CompileReport::default();
+    let mut g = graph.clone();
+    g.validate()
+        .map_err(|e| Error::Compile(format!("graph '{}' is not valid: {e}", graph.name)))?;
+    for s in sig {
+        if !supported_dtype(s.dtype) {
+            return Err(Error::unsupported(format!(
+                "input dtype {} on the CPU backend",
+                s.dtype
+            )));
+        }
+    }
+    run_stage(&mut g, passes, PassStage::BeforeInferShape, &mut report)?;
+    // Inference from the actual inputs.
+    let t = Instant::now();
+    let before = g.node_count();
+    let data = bind_inputs(&mut g, sig)?;
+    es_core::infer::infer_graph(&mut g)
+        .map_err(|e| Error::Compile(format!("shape inference for the given inputs failed: {e}")))?;
+    report.stages.push(StageReport {
+        stage: "InferShape".into(),
+        nodes_before: before,
+        nodes_after: g.node_count(),
+        passes: Vec::new(),
+        elapsed: t.elapsed(),
+    });
+    run_stage(&mut g, passes, PassStage::AfterInferShape, &mut report)?;
+    let t = Instant::now();
+    let before = g.node_count();
+    let needed = needed_nodes(&g)?;
+    report.stages.push(StageReport {
+        stage: "BuiltinOptimize".into(),
+        nodes_before: before,
+        nodes_after: needed.len(),
+        passes: Vec::new(),
+        elapsed: t.elapsed(),
+    });
+    run_stage(
+        &mut g,
+        passes,
+        PassStage::AfterBuiltinFusionPass,
+        &mut report,
+    )?;
+    run_stage(
+        &mut g,
+        passes,
+        PassStage::AfterOriginGraphOptimize,
+        &mut report,
+    )?;
+    // Passes may have changed the graph: plan from what it is now.
+    let data_after = g.input_nodes();
+    if data_after != data {
+        return Err(Error::Compile(
+            "a pass added or removed graph inputs; inputs must stay as they are".into(),
+        ));
+    }
+    let mut plan = build(&g, &data, sig.clone())?;
+    report.planned_nodes = plan.steps.len();
+    report.elapsed = start.elapsed();
+    plan.report = report;
+    Ok(plan)
+}
+
+/// The nodes the graph outputs depend on (data and control edges), in topological order.
+fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
+    let order = g.topo_order()?;
+    let mut need: rustc_hash::FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
+    for &id in order.iter().rev() {
+        if !need.contains(&id) {
+            continue;
+        }
+        let n = g.node(id)?;
+        for s in n.inputs.iter().filter_map(|i| i.source) {
+            need.insert(s.node);
+        }
+        for &c in &n.in_control {
+            need.insert(c);
+        }
+    }
+    Ok(order.into_iter().filter(|id| need.contains(id)).collect())
+}
+
+fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
+    let order = needed_nodes(g)?;
+    let mut slot_of: FxHashMap<OutPort, Src> = FxHashMap::default();
+    let mut slots = 0usize;
+    let mut consts: Vec<Value> = Vec::new();
+    let mut inputs = vec![None; data.len()];
+    let mut steps = Vec::new();
+    let mut unsupported: Vec<String> = Vec::new();
+    for &id in &order {
+        let n = g.node(id)?;
+        if is_data_op(&n.op_type) {
+            let k = data.iter().position(|&d| d == id).ok_or_else(|| {
+                Error::Compile(format!("input node '{}' is not a graph input", n.name))
+            })?;
+            inputs[k] = Some(slots);
+            slot_of.insert(OutPort { node: id, index: 0 }, Src::Slot(slots));
+            slots += 1;
+            continue;
+        }
+        if let Some(t) = n.const_value() {
+            let v = Value::from_tensor(t).map_err(|e| e.at(&n.name, &n.op_type))?;
+            slot_of.insert(OutPort { node: id, index: 0 }, Src::Const(consts.len()));
+            consts.push(v);
+            continue;
+        }
+        let Some(&factory) = kernels::registry().get(n.op_type.as_str()) else {
+            unsupported.push(format!("{} (node '{}')", n.op_type, n.name));
+            continue;
+        };
+        if !unsupported.is_empty() {
+            continue;
+        }
+        let mut in_src = Vec::with_capacity(n.inputs.len());
+        let mut in_desc = Vec::with_capacity(n.inputs.len());
+        let mut in_const = Vec::with_capacity(n.inputs.len());
+        for inp in &n.inputs {
+            match inp.source {
+                Some(p) => {
+                    let src = *slot_of.get(&p).ok_or_else(|| {
+                        Error::Compile(format!(
+                            "node '{}' reads a value that is not planned",
+                            n.name
+                        ))
+                    })?;
+                    in_src.push(Some(src));
+                    in_desc.push(Some(g.out_desc(p)?.clone()));
+                    in_const.push(match src {
+                        Src::Const(c) => Some(consts[c].clone()),
+                        Src::Slot(_) => None,
+                    });
+                }
+                None => {
+                    in_src.push(None);
+                    in_desc.push(None);
+                    in_const.push(None);
+                }
+            }
+        }
+        let info = NodeInfo {
+            node: n,
+            inputs: in_desc,
+            const_inputs: in_const,
+        };
+        let kernel = factory(&info).map_err(|e| e.at(&n.name, &n.op_type))?;
+        let mut outs = Vec::with_capacity(n.outputs.len());
+        for a in 0..n.outputs.len() {
+            slot_of.insert(
+                OutPort {
+                    node: id,
+                    index: a as u32,
+                },
+                Src::Slot(slots),
+            );
+            outs.push(slots);
+            slots += 1;
+        }
+        steps.push(Step {
+            name: n.name.to_string(),
+            op: n.op_type.to_string(),
+            kernel,
+            inputs: in_src,
+            outputs: outs,
+            free: Vec::new(),
+        });
+    }
+    if !unsupported.is_empty() {
+        return Err(Error::unsupported(format!(
+            "no CPU kernel for: {}",
+            unsupported.join(", ")
+        )));
+    }
+    let outputs = g
+        .outputs
+        .iter()
+        .map(|p| {
+            slot_of
+                .get(p)
+                .copied()
+                .ok_or_else(|| Error::Compile("a graph output is not planned".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Liveness: a slot is freed after its last reader, unless it is a graph output.
+    let mut last: FxHashMap<usize, usize> = FxHashMap::default();
+    for (i, s) in steps.iter().enumerate() {
+        for src in s.inputs.iter().flatten() {
+            if let Src::Slot(k) = src {
+                last.insert(*k, i);
+            }
+        }
+    }
+    for o in &outputs {
+        if let Src::Slot(k) = o {
+            last.remove(k);
+        }
+    }
+    for (k, i) in last {
+        steps[i].free.push(k);
+    }
+    Ok(Plan {
+        steps,
+        slots,
+        consts,
+        inputs,
+        outputs,
+        signature,
+        report: CompileReport::default(),
+    })
+}
+
+impl Plan {
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    pub fn report(&self) -> &CompileReport {
+        &self.report
+    }
+    /// The number of kernel calls per run.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Runs the plan on inputs of its signature.
+    pub fn execute(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::Input(format!(
+                "the plan takes {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            )));
+        }
+        let mut slots: Vec<Option<Value>> = Vec::with_capacity(self.slots);
+        slots.resize_with(self.slots, || None);
+        for (v, s) in inputs.into_iter().zip(&self.inputs) {
+            if let Some(k) = s {
+                slots[*k] = Some(v);
+            }
+        }
+        for step in &self.steps {
+            let outs = {
+                let args: Vec<Option<&Value>> = step
+                    .inputs
+                    .iter()
+                    .map(|s| match s {
+                        None => None,
+                        Some(Src::Const(c)) => Some(&self.consts[*c]),
+                        Some(Src::Slot(k)) => slots[*k].as_ref(),
+                    })
+                    .collect();
+                (step.kernel)(&args).map_err(|e| e.at(&step.name, &step.op))?
+            };
+            if outs.len() != step.outputs.len() {
+                return Err(Error::Execution {
+                    node: step.name.clone(),
+                    op: step.op.clone(),
+                    message: format!(
+                        "the kernel made {} outputs, the node has {}",
+                        outs.len(),
+                        step.outputs.len()
+                    ),
+                });
+            }
+            for (v, &k) in outs.into_iter().zip(&step.outputs) {
+                slots[k] = Some(v);
+            }
+            for &k in &step.free {
+                slots[k] = None;
+            }
+        }
+        self.outputs
+            .iter()
+            .map(|s| match s {
+                Src::Const(c) => Ok(self.consts[*c].clone()),
+                Src::Slot(k) => slots[*k]
+                    .clone()
+                    .ok_or_else(|| Error::Compile("a graph output was not computed".into())),
+            })
+            .collect()
+    }
+}

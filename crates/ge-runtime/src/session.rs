@@ -1,0 +1,311 @@
+//! Sessions: graphs by id, options, and the capture/replay cache of execution plans.
+//!
+//! In graph mode (the default) a run looks its input signature up in the graph's LRU cache of
+//! plans: a hit replays the plan (no inference, no kernel selection, constants already
+//! loaded); a miss compiles ("captures") one and stores it, evicting the least recently used
+//! plan when the cache is full. In eager mode every run compiles and runs node by node, and
+//! nothing is cached. Both modes run the same kernels, so they give identical results.
+
+use crate::error::{Error, Result};
+use crate::plan::{self, CompileReport, Plan, Signature};
+use crate::value::Value;
+use es_core::Graph;
+use lru::LruCache;
+use pass_bridge::PassRegistry;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Where graphs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    Cpu,
+    Acl,
+    /// ACL when its libraries load, otherwise the CPU (with a log line saying why).
+    Auto,
+}
+
+/// Session or graph options (GE's string options).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub device: Device,
+    /// Capture and replay plans (`ge.graphMode` = "on"), or run eagerly ("off").
+    pub graph_mode: bool,
+    /// Plans kept per graph (`ge.graphCacheCapacity`).
+    pub cache_capacity: usize,
+}
+
+/// The option keys a session or graph accepts.
+pub const OPTION_KEYS: [&str; 3] = ["ge.device", "ge.graphMode", "ge.graphCacheCapacity"];
+
+/// The cache capacity when neither an option nor `GE_GRAPH_CACHE_CAPACITY` sets it.
+pub const DEFAULT_CACHE_CAPACITY: usize = 12;
+
+fn parse_mode(v: &str, from: &str) -> Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        _ => Err(Error::Option(format!(
+            "{from} must be on or off, got '{v}'"
+        ))),
+    }
+}
+
+fn parse_capacity(v: &str, from: &str) -> Result<usize> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(Error::Option(format!(
+            "{from} must be a positive integer, got '{v}'"
+        ))),
+    }
+}
+
+impl Options {
+    /// Defaults: CPU, graph mode from `GE_GRAPH_MODE` (on unless "off"), capacity from
+    /// `GE_GRAPH_CACHE_CAPACITY` (12).
+    pub fn from_env() -> Result<Options> {
+        let graph_mode = match std::env::var("GE_GRAPH_MODE") {
+            Ok(v) if !v.is_empty() => parse_mode(&v, "GE_GRAPH_MODE")?,
+            _ => true,
+        };
+        let cache_capacity = match std::env::var("GE_GRAPH_CACHE_CAPACITY") {
+            Ok(v) if !v.is_empty() => parse_capacity(&v, "GE_GRAPH_CACHE_CAPACITY")?,
+            _ => DEFAULT_CACHE_CAPACITY,
+        };
+        Ok(Options {
+            device: Device::Cpu,
+            graph_mode,
+            cache_capacity,
+        })
+    }
+
+    /// These options with `overrides` applied; an unknown key is an error that lists the
+    /// known ones.
+    pub fn with(&self, overrides: &BTreeMap<String, String>) -> Result<Options> {
+        let mut o = self.clone();
+        for (k, v) in overrides {
+            match k.as_str() {
+                "ge.device" => {
+                    o.device = match v.to_ascii_lowercase().as_str() {
+                        "cpu" => Device::Cpu,
+                        "acl" => Device::Acl,
+                        "auto" => Device::Auto,
+                        _ => {
+                            return Err(Error::Option(format!(
+                                "ge.device must be cpu, acl or auto, got '{v}'"
+                            )))
+                        }
+                    }
+                }
+                "ge.graphMode" => o.graph_mode = parse_mode(v, "ge.graphMode")?,
+                "ge.graphCacheCapacity" => {
+                    o.cache_capacity = parse_capacity(v, "ge.graphCacheCapacity")?
+                }
+                _ => {
+                    return Err(Error::Option(format!(
+                        "unknown option '{k}' (known: {})",
+                        OPTION_KEYS.join(", ")
+                    )))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Counters of a graph's plan cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub captures: u64,
+    pub evictions: u64,
+    /// Plans held now.
+    pub size: usize,
+    pub capacity: usize,
+}
+
+struct GraphEntry {
+    graph: Graph,
+    options: Options,
+    cache: Mutex<LruCache<Signature, Arc<Plan>>>,
+    stats: Mutex<CacheStats>,
+    last_report: Mutex<Option<CompileReport>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Supplies the passes a compile runs (a snapshot of a registry, taken per compile).
+pub type PassSource = Arc<dyn Fn() -> Option<PassRegistry> + Send + Sync>;
+
+/// A session: graphs by id, run on the CPU backend. `Session` is `Sync`: runs of one or
+/// several graphs may go on from several threads at once.
+pub struct Session {
+    options: Options,
+    graphs: RwLock<FxHashMap<u32, Arc<GraphEntry>>>,
+    passes: Option<PassSource>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+fn check_device(o: &Options) -> Result<()> {
+    match o.device {
+        Device::Cpu => Ok(()),
+        Device::Acl => Err(Error::unsupported(
+            "the ACL backend (ge.device=acl) is not built yet; use cpu or auto",
+        )),
+        Device::Auto => {
+            log::info!("ge.device=auto: running on the CPU (the ACL backend is not built yet)");
+            Ok(())
+        }
+    }
+}
+
+impl Session {
+    /// A session with `options` over the environment's defaults.
+    pub fn new(options: &BTreeMap<String, String>) -> Result<Session> {
+        let o = Options::from_env()?.with(options)?;
+        check_device(&o)?;
+        Ok(Session {
+            options: o,
+            graphs: RwLock::new(FxHashMap::default()),
+            passes: None,
+        })
+    }
+
+    /// Sets where compiles get their passes from.
+    pub fn with_passes(mut self, source: PassSource) -> Session {
+        self.passes = Some(source);
+        self
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Adds `graph` under `id` (graph-level `options` over the session's).
+    pub fn add_graph(
+        &self,
+        id: u32,
+        graph: Graph,
+        options: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let o = self.options.with(options)?;
+        check_device(&o)?;
+        graph
+            .validate()
+            .map_err(|e| Error::Compile(format!("graph '{}' is not valid: {e}", graph.name)))?;
+        let cap = NonZeroUsize::new(o.cache_capacity).unwrap_or(NonZeroUsize::MIN);
+        let entry = GraphEntry {
+            graph,
+            cache: Mutex::new(LruCache::new(cap)),
+            stats: Mutex::new(CacheStats {
+                capacity: o.cache_capacity,
+                ..Default::default()
+            }),
+            last_report: Mutex::new(None),
+            options: o,
+        };
+        let mut g = self.graphs.write().unwrap_or_else(|p| p.into_inner());
+        if g.contains_key(&id) {
+            return Err(Error::Graph(format!(
+                "graph id {id} is already in the session"
+            )));
+        }
+        g.insert(id, Arc::new(entry));
+        Ok(())
+    }
+
+    /// Removes graph `id` and its plans.
+    pub fn remove_graph(&self, id: u32) -> Result<()> {
+        let mut g = self.graphs.write().unwrap_or_else(|p| p.into_inner());
+        g.remove(&id)
+            .map(|_| ())
+            .ok_or_else(|| Error::Graph(format!("graph id {id} is not in the session")))
+    }
+
+    fn entry(&self, id: u32) -> Result<Arc<GraphEntry>> {
+        self.graphs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::Graph(format!("graph id {id} is not in the session")))
+    }
+
+    pub fn graph_ids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .graphs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Plan> {
+        let passes = self.passes.as_ref().and_then(|p| p());
+        let plan = plan::compile(&e.graph, sig, passes.as_ref())?;
+        log::debug!("graph '{}': {}", e.graph.name, plan.report());
+        *lock(&e.last_report) = Some(plan.report().clone());
+        Ok(plan)
+    }
+
+    /// Runs graph `id` on `inputs` (in input-index order).
+    pub fn run_graph(&self, id: u32, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        let e = self.entry(id)?;
+        let sig = plan::signature(&inputs);
+        if !e.options.graph_mode {
+            return self.compile(&e, &sig)?.execute(inputs);
+        }
+        let cached = lock(&e.cache).get(&sig).cloned();
+        let plan = match cached {
+            Some(p) => {
+                lock(&e.stats).hits += 1;
+                p
+            }
+            None => {
+                lock(&e.stats).misses += 1;
+                // Compiled outside the lock: other signatures keep running meanwhile.
+                let p = Arc::new(self.compile(&e, &sig)?);
+                let mut cache = lock(&e.cache);
+                let mut st = lock(&e.stats);
+                if cache.peek(&sig).is_none() {
+                    st.captures += 1;
+                    if let Some((old, _)) = cache.push(sig, p.clone()) {
+                        if old != *p.signature() {
+                            st.evictions += 1;
+                        }
+                    }
+                }
+                st.size = cache.len();
+                p
+            }
+        };
+        plan.execute(inputs)
+    }
+
+    /// The counters of graph `id`'s plan cache.
+    pub fn graph_cache_stats(&self, id: u32) -> Result<CacheStats> {
+        let e = self.entry(id)?;
+        let mut s = *lock(&e.stats);
+        s.size = lock(&e.cache).len();
+        Ok(s)
+    }
+
+    /// The report of graph `id`'s latest compile, if it was compiled.
+    pub fn compile_report(&self, id: u32) -> Result<Option<CompileReport>> {
+        Ok(lock(&self.entry(id)?.last_report).clone())
+    }
+}

@@ -1,0 +1,410 @@
+//! Run-time tensors: an n-dimensional array of one of the dtypes the CPU backend computes with.
+
+use crate::error::{Error, Result};
+use es_core::{DataType, Shape, Tensor, TensorDesc};
+use half::{bf16, f16};
+use ndarray::{ArrayD, IxDyn};
+
+/// A tensor during a run: one `ndarray` array per dtype (standard layout once a kernel made it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    F32(ArrayD<f32>),
+    F64(ArrayD<f64>),
+    F16(ArrayD<f16>),
+    BF16(ArrayD<bf16>),
+    I8(ArrayD<i8>),
+    I16(ArrayD<i16>),
+    I32(ArrayD<i32>),
+    I64(ArrayD<i64>),
+    U8(ArrayD<u8>),
+    U16(ArrayD<u16>),
+    U32(ArrayD<u32>),
+    U64(ArrayD<u64>),
+    Bool(ArrayD<bool>),
+}
+
+/// Runs `$body` with `$a` bound to the array inside `$v`, whatever its dtype.
+#[macro_export]
+macro_rules! with_array {
+    ($v:expr, $a:ident => $body:expr) => {
+        match $v {
+            $crate::Value::F32($a) => $body,
+            $crate::Value::F64($a) => $body,
+            $crate::Value::F16($a) => $body,
+            $crate::Value::BF16($a) => $body,
+            $crate::Value::I8($a) => $body,
+            $crate::Value::I16($a) => $body,
+            $crate::Value::I32($a) => $body,
+            $crate::Value::I64($a) => $body,
+            $crate::Value::U8($a) => $body,
+            $crate::Value::U16($a) => $body,
+            $crate::Value::U32($a) => $body,
+            $crate::Value::U64($a) => $body,
+            $crate::Value::Bool($a) => $body,
+        }
+    };
+}
+
+/// Like [`with_array!`], rebuilding a value of the same dtype from the body's array.
+#[macro_export]
+macro_rules! map_array {
+    ($v:expr, $a:ident => $body:expr) => {
+        match $v {
+            $crate::Value::F32($a) => $crate::Value::F32($body),
+            $crate::Value::F64($a) => $crate::Value::F64($body),
+            $crate::Value::F16($a) => $crate::Value::F16($body),
+            $crate::Value::BF16($a) => $crate::Value::BF16($body),
+            $crate::Value::I8($a) => $crate::Value::I8($body),
+            $crate::Value::I16($a) => $crate::Value::I16($body),
+            $crate::Value::I32($a) => $crate::Value::I32($body),
+            $crate::Value::I64($a) => $crate::Value::I64($body),
+            $crate::Value::U8($a) => $crate::Value::U8($body),
+            $crate::Value::U16($a) => $crate::Value::U16($body),
+            $crate::Value::U32($a) => $crate::Value::U32($body),
+            $crate::Value::U64($a) => $crate::Value::U64($body),
+            $crate::Value::Bool($a) => $crate::Value::Bool($body),
+        }
+    };
+}
+
+/// An element type the CPU backend computes with.
+pub trait Elem: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    const DTYPE: DataType;
+    fn wrap(a: ArrayD<Self>) -> Value;
+    fn from_le(b: &[u8]) -> Self;
+    fn to_le(self, out: &mut Vec<u8>);
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! elem_num {
+    ($t:ty, $var:ident, $dt:ident) => {
+        impl Elem for $t {
+            const DTYPE: DataType = DataType::$dt;
+            fn wrap(a: ArrayD<Self>) -> Value {
+                Value::$var(a)
+            }
+            fn from_le(b: &[u8]) -> Self {
+                let mut x = [0u8; std::mem::size_of::<$t>()];
+                x.copy_from_slice(b);
+                <$t>::from_le_bytes(x)
+            }
+            fn to_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    };
+}
+elem_num!(f32, F32, FLOAT);
+elem_num!(f64, F64, DOUBLE);
+elem_num!(i8, I8, INT8);
+elem_num!(i16, I16, INT16);
+elem_num!(i32, I32, INT32);
+elem_num!(i64, I64, INT64);
+elem_num!(u8, U8, UINT8);
+elem_num!(u16, U16, UINT16);
+elem_num!(u32, U32, UINT32);
+elem_num!(u64, U64, UINT64);
+
+macro_rules! elem_half {
+    ($t:ty, $var:ident, $dt:ident) => {
+        impl Elem for $t {
+            const DTYPE: DataType = DataType::$dt;
+            fn wrap(a: ArrayD<Self>) -> Value {
+                Value::$var(a)
+            }
+            fn from_le(b: &[u8]) -> Self {
+                <$t>::from_le_bytes([b[0], b[1]])
+            }
+            fn to_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+        }
+    };
+}
+elem_half!(f16, F16, FLOAT16);
+elem_half!(bf16, BF16, BF16);
+
+impl Elem for bool {
+    const DTYPE: DataType = DataType::BOOL;
+    fn wrap(a: ArrayD<Self>) -> Value {
+        Value::Bool(a)
+    }
+    fn from_le(b: &[u8]) -> Self {
+        b[0] != 0
+    }
+    fn to_le(self, out: &mut Vec<u8>) {
+        out.push(self as u8);
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+}
+
+/// Whether the CPU backend has arrays of `dt`.
+pub fn supported_dtype(dt: DataType) -> bool {
+    use DataType::*;
+    matches!(
+        dt,
+        FLOAT
+            | DOUBLE
+            | FLOAT16
+            | BF16
+            | INT8
+            | INT16
+            | INT32
+            | INT64
+            | UINT8
+            | UINT16
+            | UINT32
+            | UINT64
+            | BOOL
+    )
+}
+
+fn from_bytes<T: Elem>(dims: &[usize], data: &[u8]) -> Result<ArrayD<T>> {
+    let sz = std::mem::size_of::<T>().max(1);
+    let v: Vec<T> = data.chunks_exact(sz).map(T::from_le).collect();
+    ArrayD::from_shape_vec(IxDyn(dims), v)
+        .map_err(|e| Error::Input(format!("bytes do not fit shape {dims:?}: {e}")))
+}
+
+impl Value {
+    pub fn dtype(&self) -> DataType {
+        use DataType::*;
+        match self {
+            Value::F32(_) => FLOAT,
+            Value::F64(_) => DOUBLE,
+            Value::F16(_) => FLOAT16,
+            Value::BF16(_) => BF16,
+            Value::I8(_) => INT8,
+            Value::I16(_) => INT16,
+            Value::I32(_) => INT32,
+            Value::I64(_) => INT64,
+            Value::U8(_) => UINT8,
+            Value::U16(_) => UINT16,
+            Value::U32(_) => UINT32,
+            Value::U64(_) => UINT64,
+            Value::Bool(_) => BOOL,
+        }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        with_array!(self, a => a.shape())
+    }
+
+    pub fn len(&self) -> usize {
+        with_array!(self, a => a.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The shape as GE dims.
+    pub fn dims(&self) -> Vec<i64> {
+        self.shape().iter().map(|&d| d as i64).collect()
+    }
+
+    /// A value of `dt` and `dims` from little-endian bytes.
+    pub fn from_le_bytes(dt: DataType, dims: &[usize], data: &[u8]) -> Result<Value> {
+        let n: usize = dims.iter().product();
+        let sz = dt
+            .size()
+            .filter(|_| supported_dtype(dt))
+            .ok_or_else(|| Error::unsupported(format!("dtype {dt} on the CPU backend")))?;
+        if n.checked_mul(sz) != Some(data.len()) {
+            return Err(Error::Input(format!(
+                "a {dt} tensor of shape {dims:?} needs {} bytes, got {}",
+                n.saturating_mul(sz),
+                data.len()
+            )));
+        }
+        use DataType::*;
+        Ok(match dt {
+            FLOAT => Value::F32(from_bytes(dims, data)?),
+            DOUBLE => Value::F64(from_bytes(dims, data)?),
+            FLOAT16 => Value::F16(from_bytes(dims, data)?),
+            BF16 => Value::BF16(from_bytes(dims, data)?),
+            INT8 => Value::I8(from_bytes(dims, data)?),
+            INT16 => Value::I16(from_bytes(dims, data)?),
+            INT32 => Value::I32(from_bytes(dims, data)?),
+            INT64 => Value::I64(from_bytes(dims, data)?),
+            UINT8 => Value::U8(from_bytes(dims, data)?),
+            UINT16 => Value::U16(from_bytes(dims, data)?),
+            UINT32 => Value::U32(from_bytes(dims, data)?),
+            UINT64 => Value::U64(from_bytes(dims, data)?),
+            BOOL => Value::Bool(from_bytes(dims, data)?),
+            _ => return Err(Error::unsupported(format!("dtype {dt} on the CPU backend"))),
+        })
+    }
+
+    /// The elements as little-endian bytes, in standard (row-major) order.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        with_array!(self, a => {
+            let mut out = Vec::with_capacity(a.len() * std::mem::size_of_val(&a.first().copied()).max(1));
+            for &x in a.iter() {
+                Elem::to_le(x, &mut out);
+            }
+            out
+        })
+    }
+
+    /// A value from an IR tensor (a Const's value, a user's input).
+    pub fn from_tensor(t: &Tensor) -> Result<Value> {
+        let dims = t
+            .desc
+            .shape
+            .dims()
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| {
+                Error::Input(format!(
+                    "a tensor needs a known shape, got {}",
+                    t.desc.shape
+                ))
+            })?;
+        Value::from_le_bytes(t.desc.dtype, &dims, &t.data)
+    }
+
+    /// The value as an IR tensor (format ND).
+    pub fn to_tensor(&self) -> Result<Tensor> {
+        let desc = TensorDesc::new(self.dtype(), Shape::new(self.dims()));
+        Tensor::new(desc, self.to_le_bytes()).map_err(Error::from)
+    }
+
+    /// The elements as f64 (bool as 0/1), in standard order.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x)).collect())
+    }
+
+    /// The elements as i64 (floats truncated), in standard order.
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect())
+    }
+
+    /// This value converted to `dt` (numpy's `astype`: floats to integers truncate toward
+    /// zero, out-of-range values saturate; anything nonzero to bool is true).
+    pub fn cast(&self, dt: DataType) -> Result<Value> {
+        if dt == self.dtype() {
+            return Ok(self.clone());
+        }
+        fn conv<S: Elem, T: Elem>(a: &ArrayD<S>) -> ArrayD<T> {
+            a.mapv(|x| T::from_f64(x.to_f64()))
+        }
+        macro_rules! to {
+            ($t:ty) => {
+                with_array!(self, a => <$t as Elem>::wrap(conv::<_, $t>(a)))
+            };
+        }
+        use DataType::*;
+        Ok(match dt {
+            FLOAT => to!(f32),
+            DOUBLE => to!(f64),
+            FLOAT16 => to!(f16),
+            BF16 => to!(bf16),
+            INT8 => to!(i8),
+            INT16 => to!(i16),
+            INT32 => to!(i32),
+            INT64 => {
+                // Through f64, i64 beyond 2^53 would lose digits: convert integers directly.
+                match self {
+                    Value::U64(a) => Value::I64(a.mapv(|x| x as i64)),
+                    Value::I32(a) => Value::I64(a.mapv(i64::from)),
+                    _ => to!(i64),
+                }
+            }
+            UINT8 => to!(u8),
+            UINT16 => to!(u16),
+            UINT32 => to!(u32),
+            UINT64 => match self {
+                Value::I64(a) => Value::U64(a.mapv(|x| x as u64)),
+                _ => to!(u64),
+            },
+            BOOL => to!(bool),
+            _ => {
+                return Err(Error::unsupported(format!(
+                    "Cast to {dt} on the CPU backend"
+                )))
+            }
+        })
+    }
+
+    /// A scalar of `dt` holding `v`.
+    pub fn scalar_f64(dt: DataType, v: f64) -> Result<Value> {
+        Value::F64(ArrayD::from_elem(IxDyn(&[]), v)).cast(dt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_every_dtype() {
+        use DataType::*;
+        for dt in [
+            FLOAT, DOUBLE, FLOAT16, BF16, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64,
+            BOOL,
+        ] {
+            let v = Value::F64(
+                ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![0.0, 1.0, 2.0, 3.0]).unwrap(),
+            )
+            .cast(dt)
+            .unwrap();
+            assert_eq!(v.dtype(), dt);
+            let back = Value::from_le_bytes(dt, &[2, 2], &v.to_le_bytes()).unwrap();
+            assert_eq!(back, v, "{dt}");
+            let t = v.to_tensor().unwrap();
+            assert_eq!(Value::from_tensor(&t).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn wrong_byte_count_and_dtype_are_errors() {
+        assert!(Value::from_le_bytes(DataType::FLOAT, &[3], &[0; 8]).is_err());
+        assert!(Value::from_le_bytes(DataType::STRING, &[1], &[0; 8]).is_err());
+    }
+
+    #[test]
+    fn cast_follows_numpy() {
+        let v =
+            Value::F32(ArrayD::from_shape_vec(IxDyn(&[4]), vec![-1.7, 0.0, 2.9, 300.0]).unwrap());
+        assert_eq!(
+            v.cast(DataType::INT32).unwrap().to_i64_vec(),
+            vec![-1, 0, 2, 300]
+        );
+        assert_eq!(
+            v.cast(DataType::UINT8).unwrap().to_i64_vec(),
+            vec![0, 0, 2, 255]
+        );
+        assert_eq!(
+            v.cast(DataType::BOOL).unwrap().to_i64_vec(),
+            vec![1, 0, 1, 1]
+        );
+        let big = Value::I64(ArrayD::from_elem(IxDyn(&[]), (1i64 << 60) + 1));
+        assert_eq!(
+            big.cast(DataType::UINT64)
+                .unwrap()
+                .cast(DataType::INT64)
+                .unwrap(),
+            big
+        );
+    }
+}
