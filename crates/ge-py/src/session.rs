@@ -29,9 +29,11 @@ pub struct PySession {
 
 #[pymethods]
 impl PySession {
+    /// `run_passes=False` compiles without the registered passes (`ge.passes.testing` runs
+    /// the graph as it is with it).
     #[new]
-    #[pyo3(signature = (options = None))]
-    fn new(options: Option<BTreeMap<String, String>>) -> PyResult<Self> {
+    #[pyo3(signature = (options = None, run_passes = true))]
+    fn new(options: Option<BTreeMap<String, String>>, run_passes: bool) -> PyResult<Self> {
         let opts = options.unwrap_or_default();
         if opts
             .get("ge.device")
@@ -41,9 +43,10 @@ impl PySession {
                 "not supported: the ACL backend (ge.device=acl) is not built yet; use cpu or auto",
             ));
         }
-        let s = Session::new(&opts)
-            .map_err(to_py)?
-            .with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
+        let mut s = Session::new(&opts).map_err(to_py)?;
+        if run_passes {
+            s = s.with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
+        }
         Ok(PySession { inner: Arc::new(s) })
     }
 

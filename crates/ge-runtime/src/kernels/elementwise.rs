@@ -746,10 +746,16 @@ const BINARY: &[&str] = &[
 ];
 
 fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
-    let to = match info.dtype_attr("dst_type")? {
-        Some(dt) => dt,
-        None => es_core::DataType::from_value(info.int("dst_type", 0)?)
-            .map_err(|e| Error::Compile(e.to_string()))?,
+    // GE's Cast stores dst_type as an Int (a DataType value); a Type attribute works too.
+    let to = match info.attr("dst_type") {
+        Some(v) => match (v.as_type(), v.as_int()) {
+            (Some(dt), _) => dt,
+            (None, Some(i)) => {
+                es_core::DataType::from_value(i).map_err(|e| Error::Compile(e.to_string()))?
+            }
+            _ => return Err(Error::Compile("Cast: attribute 'dst_type' must be a data type".into())),
+        },
+        None => info.out_dtype(0)?,
     };
     if !crate::value::supported_dtype(to) {
         return Err(Error::unsupported(format!("Cast to {to}")));

@@ -1,0 +1,84 @@
+"""ge.passes.testing.check_equivalence: runs a graph before and after passes on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ge.es import GraphBuilder
+from ge.es.all import Add, Mul, Relu, Sub
+from ge.graph import DataType
+from ge.passes import PassStage, PatternFusionPass, clear_registered_passes, pattern, register_fusion_pass
+from ge.passes.testing import check_equivalence, random_inputs
+
+F32 = DataType.DT_FLOAT
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    clear_registered_passes()
+    yield
+    clear_registered_passes()
+
+
+def graph(dims=(2, -1)):
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=list(dims))
+    y = b.create_input(1, data_type=F32, shape=list(dims))
+    return b.build_and_reset([Relu(Add(x, y)), Mul(x, 2.0)])
+
+
+def register_rewrites():
+    @register_fusion_pass(name="AddCommute", stage=PassStage.BEFORE_INFER_SHAPE)
+    class AddCommute(PatternFusionPass):
+        """Right: x + y -> y + x."""
+
+        @pattern
+        def add(self, inputs):
+            return Add(inputs[0], inputs[1])
+
+        def replacement(self, inputs):
+            return Add(inputs[1], inputs[0])
+
+    @register_fusion_pass(name="AddToSub", stage=PassStage.BEFORE_INFER_SHAPE)
+    class AddToSub(PatternFusionPass):
+        """Wrong: x + y -> x - y."""
+
+        @pattern
+        def add(self, inputs):
+            return Add(inputs[0], inputs[1])
+
+        def replacement(self, inputs):
+            return Sub(inputs[0], inputs[1])
+
+
+def test_a_correct_pass_is_equivalent():
+    register_rewrites()
+    g = graph()
+    text = str(g)
+    report = check_equivalence(["AddCommute"], g)
+    assert report and report.ok and report.rewritten == 1
+    assert [o.max_abs_diff for o in report.outputs] == [0.0, 0.0]
+    assert str(g) == text, "the graph itself is not changed"
+    assert "equivalent" in str(report)
+
+
+def test_a_wrong_pass_is_caught_with_its_difference():
+    register_rewrites()
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    y = np.ones((2, 2), np.float32)
+    report = check_equivalence(["AddToSub"], graph(), inputs=[x, y])
+    assert not report
+    first, second = report.outputs
+    assert not first.ok and first.max_abs_diff == pytest.approx(2.0)
+    assert second.ok
+    assert "NOT equivalent" in str(report) and "DIFFERS" in str(report)
+
+
+def test_random_inputs_follow_the_descriptions():
+    xs = random_inputs(graph((3, -1)), unknown_dim=5)
+    assert [a.shape for a in xs] == [(3, 5), (3, 5)] and all(a.dtype == np.float32 for a in xs)
+    b = GraphBuilder("u")
+    x = b.create_input(0, data_type=F32, shape=[-2])
+    with pytest.raises(ValueError, match="unknown rank: give the inputs"):
+        random_inputs(b.build_and_reset([Relu(x)]))

@@ -1,0 +1,354 @@
+"""ge.session: Session and its options, running graphs, the plan cache (hits, misses, captures,
+evictions), eager vs graph mode, errors, threads and async runs, passes in the compile, GeApi."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+
+import numpy as np
+import pytest
+
+import ge
+from ge.es import GraphBuilder
+from ge.es.all import Add, Cast, Div, MatMulV2, Mul, ReduceSum, Relu, SoftmaxV2, Sub
+from ge.ge_global import GeApi
+from ge.graph import DataType, Graph, Tensor
+from ge.passes import PassStage, PatternFusionPass, clear_registered_passes, pattern, register_fusion_pass
+from ge.session import Session
+
+F32 = DataType.DT_FLOAT
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    clear_registered_passes()
+    yield
+    clear_registered_passes()
+
+
+def mlp(dynamic: bool = True) -> Graph:
+    """softmax(relu(x @ w + 1)), x: [-1, 4] float."""
+    b = GraphBuilder("mlp")
+    x = b.create_input(0, data_type=F32, shape=[-1 if dynamic else 2, 4])
+    w = b.create_const_float([float(i) / 10 for i in range(32)], [4, 8])
+    return b.build_and_reset([SoftmaxV2(Relu(MatMulV2(x, w) + 1.0))])
+
+
+def mlp_ref(x: np.ndarray) -> np.ndarray:
+    w = (np.arange(32, dtype=np.float32) / 10).reshape(4, 8)
+    h = np.maximum(x @ w + 1, 0)
+    e = np.exp(h - h.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def two_inputs() -> Graph:
+    b = GraphBuilder("two")
+    x = b.create_input(0, data_type=F32, shape=[-1])
+    y = b.create_input(1, data_type=F32, shape=[-1])
+    return b.build_and_reset([Sub(Mul(x, y), x), Add(x, y)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+def test_run_graph_matches_numpy_with_arrays_and_tensors():
+    s = Session()
+    s.add_graph(1, mlp())
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    (out,) = s.run_graph(1, [x])
+    assert isinstance(out, Tensor)
+    np.testing.assert_allclose(out.numpy(), mlp_ref(x), rtol=1e-5, atol=1e-6)
+    (out2,) = s.run_graph(1, [Tensor(x)])
+    np.testing.assert_array_equal(out2.numpy(), out.numpy())
+
+
+def test_several_outputs_in_order():
+    s = Session()
+    s.add_graph(7, two_inputs())
+    x, y = np.array([1, 2, 3], np.float32), np.array([4, 5, 6], np.float32)
+    a, b = s.run_graph(7, [x, y])
+    np.testing.assert_array_equal(a.numpy(), x * y - x)
+    np.testing.assert_array_equal(b.numpy(), x + y)
+
+
+def test_eager_and_graph_mode_agree():
+    graph_s, eager_s = Session(), Session({"ge.graphMode": "off"})
+    for s in (graph_s, eager_s):
+        s.add_graph(1, mlp())
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 5, 2):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        (a,) = graph_s.run_graph(1, [x])
+        (b,) = eager_s.run_graph(1, [x])
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # Eager runs never touch the cache.
+    assert eager_s.graph_cache_stats(1)["captures"] == 0
+    assert graph_s.graph_cache_stats(1)["hits"] == 1
+
+
+def test_graph_level_mode_overrides_the_session():
+    s = Session()
+    s.add_graph(1, mlp(), {"ge.graphMode": "off"})
+    s.add_graph(2, mlp())
+    x = np.ones((2, 4), np.float32)
+    for _ in range(2):
+        s.run_graph(1, [x])
+        s.run_graph(2, [x])
+    assert s.graph_cache_stats(1)["misses"] == 0
+    assert s.graph_cache_stats(2) == {"hits": 1, "misses": 1, "captures": 1, "evictions": 0, "size": 1, "capacity": 12}
+
+
+def test_lru_hits_misses_and_evictions():
+    s = Session({"ge.graphCacheCapacity": "2"})
+    s.add_graph(1, mlp())
+    run = lambda n: s.run_graph(1, [np.ones((n, 4), np.float32)])  # noqa: E731
+    run(1)
+    run(2)  # two plans
+    run(1)  # hit; 2 is now least recently used
+    run(3)  # evicts 2
+    run(1)  # hit
+    run(2)  # miss again, evicts 3
+    st = s.graph_cache_stats(1)
+    assert st == {"hits": 2, "misses": 4, "captures": 4, "evictions": 2, "size": 2, "capacity": 2}
+
+
+def test_cache_capacity_from_the_environment(monkeypatch):
+    monkeypatch.setenv("GE_GRAPH_CACHE_CAPACITY", "1")
+    s = Session()
+    s.add_graph(1, mlp())
+    s.run_graph(1, [np.ones((1, 4), np.float32)])
+    s.run_graph(1, [np.ones((2, 4), np.float32)])
+    assert s.graph_cache_stats(1)["evictions"] == 1
+    monkeypatch.setenv("GE_GRAPH_MODE", "off")
+    assert Session().options["ge.graphMode"] == "off"
+    monkeypatch.setenv("GE_GRAPH_MODE", "sometimes")
+    with pytest.raises(ValueError, match="GE_GRAPH_MODE must be on or off"):
+        Session()
+
+
+def test_a_new_dtype_is_a_new_signature():
+    b = GraphBuilder("any")
+    x = b.create_input(0, data_type=DataType.DT_UNDEFINED, shape=[-2])
+    g = b.build_and_reset([Add(x, x)])
+    s = Session()
+    s.add_graph(1, g)
+    (a,) = s.run_graph(1, [np.array([1, 2], np.int32)])
+    (f,) = s.run_graph(1, [np.array([1.5], np.float64)])
+    assert a.numpy().dtype == np.int32 and a.numpy().tolist() == [2, 4]
+    assert f.numpy().dtype == np.float64 and f.numpy().tolist() == [3.0]
+    assert s.graph_cache_stats(1)["captures"] == 2
+
+
+def test_compile_report():
+    s = Session()
+    s.add_graph(1, mlp())
+    assert s.compile_report(1) is None
+    s.run_graph(1, [np.ones((1, 4), np.float32)])
+    text = s.compile_report(1)
+    for stage in ("BeforeInferShape", "InferShape", "AfterInferShape", "AfterBuiltinFusionPass",
+                  "AfterOriginGraphOptimize", "planned nodes"):
+        assert stage in text
+
+
+def test_passes_run_when_a_graph_compiles():
+    @register_fusion_pass(name="AddToSub", stage=PassStage.AFTER_INFER_SHAPE)
+    class AddToSub(PatternFusionPass):
+        @pattern
+        def add(self, inputs):
+            return Add(inputs[0], inputs[1])
+
+        def replacement(self, inputs):
+            return Sub(inputs[0], inputs[1])
+
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=[2])
+    y = b.create_input(1, data_type=F32, shape=[2])
+    s = Session()
+    s.add_graph(1, b.build_and_reset([Add(x, y)]))
+    (out,) = s.run_graph(1, [np.array([5, 5], np.float32), np.array([1, 2], np.float32)])
+    assert out.numpy().tolist() == [4, 3]
+    assert "AddToSub" in s.compile_report(1)
+
+
+def test_dead_nodes_are_not_run():
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=[2])
+    _unused = Div(x, 0.0)
+    g = b.build_and_reset([Relu(x)])
+    s = Session()
+    s.add_graph(1, g)
+    (out,) = s.run_graph(1, [np.array([-1, 1], np.float32)])
+    assert out.numpy().tolist() == [0, 1]
+    assert "planned nodes: 1" in s.compile_report(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+def test_unknown_option_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown option 'ge.nope' \(known: ge.device, ge.graphMode, ge.graphCacheCapacity\)"):
+        Session({"ge.nope": "1"})
+    s = Session()
+    with pytest.raises(ValueError, match="unknown option"):
+        s.add_graph(1, mlp(), {"ge.graphmode": "on"})
+    with pytest.raises(ValueError, match="ge.graphCacheCapacity must be a positive integer"):
+        Session({"ge.graphCacheCapacity": "0"})
+    with pytest.raises(ValueError, match="ge.device must be cpu, acl or auto"):
+        Session({"ge.device": "gpu"})
+
+
+def test_device_options():
+    assert Session({"ge.device": "auto"}).options["ge.device"] == "auto"
+    with pytest.raises(ge.DeviceError, match="not supported: the ACL backend"):
+        Session({"ge.device": "acl"})
+
+
+def test_bad_inputs_name_what_is_wrong():
+    s = Session()
+    s.add_graph(1, mlp(dynamic=False))
+    with pytest.raises(ValueError, match="has 1 inputs, the run gave 2"):
+        s.run_graph(1, [np.ones((2, 4), np.float32)] * 2)
+    with pytest.raises(ValueError, match=r"input 0 \('input_0'\) must have dtype DT_FLOAT, got DT_DOUBLE"):
+        s.run_graph(1, [np.ones((2, 4))])
+    with pytest.raises(ValueError, match=r"must have shape \[2, 4\], got \[3, 4\]"):
+        s.run_graph(1, [np.ones((3, 4), np.float32)])
+    with pytest.raises(TypeError, match="list of tensors"):
+        s.run_graph(1, np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match="graph id 9 is not in the session"):
+        s.run_graph(9, [])
+    with pytest.raises(ValueError, match="already in the session"):
+        s.add_graph(1, mlp())
+    with pytest.raises(TypeError, match="graph_id must be an int"):
+        s.run_graph("1", [])
+    s.remove_graph(1)
+    with pytest.raises(ValueError, match="not in the session"):
+        s.remove_graph(1)
+
+
+def test_ops_without_kernels_are_listed_at_compile_time():
+    import ge.ops
+
+    ge.ops.register_regop("""
+REG_OP(NoKernelOpA)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .OUTPUT(y, TensorType({DT_FLOAT}))
+    .OP_END_FACTORY_REG(NoKernelOpA)
+""")
+    from ge.es.all import NoKernelOpA  # type: ignore[attr-defined]
+
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=[2])
+    g = b.build_and_reset([NoKernelOpA(NoKernelOpA(x))])
+    s = Session()
+    s.add_graph(1, g)
+    with pytest.raises(ge.GeError, match=r"not supported: no CPU kernel for: NoKernelOpA \(node 'NoKernelOpA_0'\), NoKernelOpA \(node 'NoKernelOpA_1'\)"):
+        s.run_graph(1, [np.ones(2, np.float32)])
+
+
+def test_a_failing_run_leaves_the_session_usable():
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=DataType.DT_INT32, shape=[2])
+    y = b.create_input(1, data_type=DataType.DT_INT32, shape=[2])
+    s = Session()
+    s.add_graph(1, b.build_and_reset([Div(x, y)]))
+    with pytest.raises(ge.ExecutionError, match=r"node 'Div_0' \(Div\): integer division by zero"):
+        s.run_graph(1, [np.array([1, 2], np.int32), np.array([1, 0], np.int32)])
+    (out,) = s.run_graph(1, [np.array([7, -7], np.int32), np.array([2, 2], np.int32)])
+    assert out.numpy().tolist() == [3, -3]
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads
+# ---------------------------------------------------------------------------------------------
+
+
+def test_runs_from_several_threads():
+    s = Session({"ge.graphCacheCapacity": "3"})
+    s.add_graph(1, mlp())
+    s.add_graph(2, two_inputs())
+    errors = []
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((n, 4)).astype(np.float32) for n in (1, 2, 3, 4, 5)]
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(20):
+                x = inputs[(k + i) % len(inputs)]
+                (out,) = s.run_graph(1, [x])
+                np.testing.assert_allclose(out.numpy(), mlp_ref(x), rtol=1e-5, atol=1e-6)
+                v = np.full(3, k, np.float32)
+                a, _ = s.run_graph(2, [v, v])
+                assert a.numpy().tolist() == [k * k - k] * 3
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    st = s.graph_cache_stats(1)
+    assert st["hits"] + st["misses"] == 80 and st["size"] <= 3
+
+
+def test_run_graph_async_returns_a_future():
+    s = Session()
+    s.add_graph(1, mlp())
+    x = np.ones((2, 4), np.float32)
+    fut = s.run_graph_async(1, [x])
+    assert isinstance(fut, Future)
+    np.testing.assert_allclose(fut.result(timeout=30)[0].numpy(), mlp_ref(x), rtol=1e-5)
+    bad = s.run_graph_async(1, [np.ones((2, 5), np.float32)])
+    with pytest.raises(ValueError, match="must have shape"):
+        bad.result(timeout=30)
+
+
+# ---------------------------------------------------------------------------------------------
+# GeApi
+# ---------------------------------------------------------------------------------------------
+
+
+def test_ge_initialize_loads_plugins_and_sets_defaults(tmp_path, monkeypatch):
+    plugin = tmp_path / "my_pass.py"
+    plugin.write_text(
+        "from ge.es.all import Relu\n"
+        "from ge.passes import PassStage, PatternFusionPass, pattern, register_fusion_pass\n"
+        "@register_fusion_pass(name='DropRelu', stage=PassStage.BEFORE_INFER_SHAPE)\n"
+        "class DropRelu(PatternFusionPass):\n"
+        "    @pattern\n"
+        "    def relu(self, inputs):\n"
+        "        return Relu(inputs[0])\n"
+        "    def replacement(self, inputs):\n"
+        "        return inputs[0]\n"
+    )
+    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(tmp_path))
+    try:
+        GeApi.ge_initialize({"ge.graphMode": "off"})
+        s = Session()
+        assert s.options["ge.graphMode"] == "off"
+        b = GraphBuilder("g")
+        x = b.create_input(0, data_type=F32, shape=[2])
+        s.add_graph(1, b.build_and_reset([Relu(x)]))
+        (out,) = s.run_graph(1, [np.array([-1, 1], np.float32)])
+        assert out.numpy().tolist() == [-1, 1]  # the plugin's pass removed the Relu
+    finally:
+        GeApi.ge_finalize()
+    assert Session().options["ge.graphMode"] == "on"
+    with pytest.raises(ValueError, match="unknown option"):
+        GeApi.ge_initialize({"ge.bad": "1"})
+
+
+def test_cast_and_reduce_through_a_session():
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=DataType.DT_INT32, shape=[2, 3])
+    g = b.build_and_reset([ReduceSum(Cast(x, dst_type=int(DataType.DT_FLOAT)), [1], keep_dims=True)])
+    s = Session()
+    s.add_graph(1, g)
+    (out,) = s.run_graph(1, [np.arange(6, dtype=np.int32).reshape(2, 3)])
+    assert out.numpy().dtype == np.float32 and out.numpy().tolist() == [[3.0], [12.0]]
