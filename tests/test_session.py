@@ -352,3 +352,18 @@ def test_cast_and_reduce_through_a_session():
     s.add_graph(1, g)
     (out,) = s.run_graph(1, [np.arange(6, dtype=np.int32).reshape(2, 3)])
     assert out.numpy().dtype == np.float32 and out.numpy().tolist() == [[3.0], [12.0]]
+
+
+def test_builtin_optimisations_keep_results_and_are_reported():
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=[2])
+    c = b.create_const_float([1.0, 2.0], [2])
+    folded = Mul(c, 3.0)  # constant: computed at compile time
+    y = Add(Relu(Add(x, folded)), Relu(Add(x, folded)))  # the second Relu(Add) is a duplicate
+    s = Session()
+    s.add_graph(1, b.build_and_reset([y]))
+    (out,) = s.run_graph(1, [np.array([-4.0, 1.0], np.float32)])
+    assert out.numpy().tolist() == [0.0, 14.0]
+    report = s.compile_report(1)
+    assert "constants folded 1" in report and "duplicates merged 2" in report
+    assert "planned nodes: 3" in report

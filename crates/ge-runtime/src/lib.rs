@@ -30,6 +30,7 @@
 
 pub mod error;
 pub mod kernels;
+pub mod optimize;
 pub mod plan;
 pub mod session;
 pub mod value;

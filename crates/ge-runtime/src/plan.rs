@@ -2,7 +2,8 @@
 //!
 //! Compiling: validate → passes at BeforeInferShape → the inputs' descriptions set from the
 //! signature and shape/dtype inference for every node → AfterInferShape → built-in
-//! optimisation (dead nodes dropped: only what the outputs need is planned) →
+//! optimisation ([`crate::optimize`]: identities, constant folding, common subexpressions,
+//! dead nodes) →
 //! AfterBuiltinFusionPass → AfterOriginGraphOptimize → the plan: the nodes in topological
 //! order, each with its kernel selected once, input and output slots, constants loaded once,
 //! and, per step, the slots whose last use it is (freed right after it, so buffers live only
@@ -45,6 +46,8 @@ pub struct StageReport {
     pub nodes_before: usize,
     pub nodes_after: usize,
     pub passes: Vec<PassStats>,
+    /// What a built-in stage did, in words.
+    pub notes: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -74,6 +77,9 @@ impl std::fmt::Display for CompileReport {
             )?;
             for p in &s.passes {
                 writeln!(f, "    {p}")?;
+            }
+            for n in &s.notes {
+                writeln!(f, "    {n}")?;
             }
         }
         write!(f, "  planned nodes: {}", self.planned_nodes)
@@ -142,6 +148,7 @@ fn run_stage(
         nodes_before: before,
         nodes_after: graph.node_count(),
         passes: stats,
+        notes: Vec::new(),
         elapsed: start.elapsed(),
     });
     Ok(())
@@ -225,17 +232,19 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
         nodes_before: before,
         nodes_after: g.node_count(),
         passes: Vec::new(),
+        notes: Vec::new(),
         elapsed: t.elapsed(),
     });
     run_stage(&mut g, passes, PassStage::AfterInferShape, &mut report)?;
     let t = Instant::now();
     let before = g.node_count();
-    let needed = needed_nodes(&g)?;
+    let counts = crate::optimize::optimize(&mut g)?;
     report.stages.push(StageReport {
         stage: "BuiltinOptimize".into(),
         nodes_before: before,
-        nodes_after: needed.len(),
+        nodes_after: g.node_count(),
         passes: Vec::new(),
+        notes: vec![counts.to_string()],
         elapsed: t.elapsed(),
     });
     run_stage(

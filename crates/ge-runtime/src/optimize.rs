@@ -1,0 +1,326 @@
+//! Built-in graph optimisations of the compile pipeline (after shape inference):
+//!
+//! - identity elimination: an `Identity` without control edges is bypassed and removed;
+//! - constant folding: a node whose inputs are all constants, with a kernel, deterministic,
+//!   without control edges, and whose outputs hold at most [`FOLD_LIMIT`] elements, is
+//!   computed once at compile time and replaced by `Const` nodes;
+//! - common-subexpression elimination: two nodes with the same op type, the same inputs and
+//!   the same attributes (deterministic ops, no control edges) become one;
+//! - dead nodes: nodes the outputs do not need are removed.
+//!
+//! Each keeps what the graph computes; the counts go to the compile report.
+
+use crate::error::Result;
+use crate::kernels::{self, NodeInfo};
+use crate::value::Value;
+use es_core::attr::AttrValue;
+use es_core::graph::{is_data_op, OutputSlot};
+use es_core::{Graph, InPort, Node, NodeId, OutPort};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The most elements a folded node may produce (all outputs together).
+pub const FOLD_LIMIT: usize = 1 << 20;
+
+/// Ops whose result changes from run to run: never folded or merged.
+fn nondeterministic(op: &str) -> bool {
+    op.starts_with("Random") || op.contains("Multinomial") || op == "Dropout"
+}
+
+/// What the optimisations did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OptimizeCounts {
+    pub identities_removed: usize,
+    pub constants_folded: usize,
+    pub duplicates_merged: usize,
+    pub dead_removed: usize,
+}
+
+impl std::fmt::Display for OptimizeCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "identities removed {}, constants folded {}, duplicates merged {}, dead nodes removed {}",
+            self.identities_removed, self.constants_folded, self.duplicates_merged, self.dead_removed
+        )
+    }
+}
+
+/// Moves every consumer of `old` (and graph outputs equal to it) to `new`.
+fn redirect(g: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
+    let consumers: Vec<InPort> = g.node(old.node)?.outputs[old.index as usize]
+        .consumers
+        .clone();
+    for c in consumers {
+        g.remove_data_edge(old, c)?;
+        g.add_data_edge(new, c)?;
+    }
+    for i in 0..g.outputs.len() {
+        if g.outputs[i] == old {
+            g.set_output(i, new)?;
+        }
+    }
+    Ok(())
+}
+
+fn plain(n: &Node) -> bool {
+    n.in_control.is_empty() && n.out_control.is_empty() && n.subgraphs.is_empty()
+}
+
+fn remove_identities(g: &mut Graph) -> Result<usize> {
+    let ids: Vec<NodeId> = g
+        .nodes()
+        .into_iter()
+        .filter(|&id| {
+            g.node(id).is_ok_and(|n| {
+                n.op_type == "Identity" && plain(n) && n.inputs.len() == 1 && n.outputs.len() == 1
+            })
+        })
+        .collect();
+    let mut removed = 0;
+    for id in ids {
+        let Some(src) = g.node(id)?.inputs[0].source else {
+            continue;
+        };
+        redirect(g, OutPort { node: id, index: 0 }, src)?;
+        g.remove_node(id)?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+fn const_node(g: &Graph, base: &str, v: &Value) -> Result<Node> {
+    let t = v.to_tensor()?;
+    let mut n = Node::new(g.unique_name(base), "Const");
+    n.outputs.push(OutputSlot {
+        name: "y".into(),
+        ir_index: 0,
+        desc: t.desc.clone(),
+        consumers: Vec::new(),
+    });
+    n.attrs.insert("value".into(), AttrValue::Tensor(t));
+    Ok(n)
+}
+
+fn fold_constants(g: &mut Graph) -> Result<usize> {
+    let mut folded = 0;
+    for id in g.topo_order()? {
+        let n = g.node(id)?;
+        if is_data_op(&n.op_type)
+            || n.const_value().is_some()
+            || nondeterministic(&n.op_type)
+            || !plain(n)
+        {
+            continue;
+        }
+        let Some(&factory) = kernels::registry().get(n.op_type.as_str()) else {
+            continue;
+        };
+        let elements: Option<usize> = n
+            .outputs
+            .iter()
+            .map(|o| {
+                o.desc
+                    .shape
+                    .num_elements()
+                    .and_then(|e| usize::try_from(e).ok())
+            })
+            .sum();
+        if elements.is_none_or(|e| e > FOLD_LIMIT) {
+            continue;
+        }
+        let mut values = Vec::with_capacity(n.inputs.len());
+        let mut all_const = true;
+        for inp in &n.inputs {
+            match inp.source {
+                None => values.push(None),
+                Some(p) => match g.node(p.node)?.const_value() {
+                    Some(t) => values.push(Some(Value::from_tensor(t)?)),
+                    None => {
+                        all_const = false;
+                        break;
+                    }
+                },
+            }
+        }
+        if !all_const || values.iter().all(Option::is_none) {
+            continue;
+        }
+        let info = NodeInfo {
+            node: n,
+            inputs: n
+                .inputs
+                .iter()
+                .map(|i| i.source.and_then(|p| g.out_desc(p).ok().cloned()))
+                .collect(),
+            const_inputs: values.clone(),
+        };
+        // A node the backend cannot compute now (an unsupported attribute, a bad value) is
+        // left for the plan, which reports it with the node's name.
+        let Ok(kernel) = factory(&info) else {
+            continue;
+        };
+        let args: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();
+        let Ok(outs) = kernel(&args) else {
+            continue;
+        };
+        if outs.len() != n.outputs.len() {
+            continue;
+        }
+        let name = n.name.to_string();
+        for (i, v) in outs.iter().enumerate() {
+            let c = const_node(g, &format!("{name}_folded"), v)?;
+            let cid = g.add_node(c)?;
+            redirect(
+                g,
+                OutPort {
+                    node: id,
+                    index: i as u32,
+                },
+                OutPort {
+                    node: cid,
+                    index: 0,
+                },
+            )?;
+        }
+        g.remove_node(id)?;
+        folded += 1;
+    }
+    Ok(folded)
+}
+
+fn merge_duplicates(g: &mut Graph) -> Result<usize> {
+    // Key: op type and input sources; attributes compared within a bucket.
+    let mut seen: FxHashMap<(String, Vec<Option<OutPort>>), Vec<NodeId>> = FxHashMap::default();
+    let mut merged = 0;
+    for id in g.topo_order()? {
+        let n = g.node(id)?;
+        if is_data_op(&n.op_type)
+            || n.const_value().is_some()
+            || nondeterministic(&n.op_type)
+            || !plain(n)
+            || n.inputs.is_empty()
+        {
+            continue;
+        }
+        let key = (
+            n.op_type.to_string(),
+            n.inputs.iter().map(|i| i.source).collect::<Vec<_>>(),
+        );
+        let bucket = seen.entry(key).or_default();
+        let twin = bucket.iter().copied().find(|&o| {
+            g.node(o)
+                .is_ok_and(|m| m.attrs == n.attrs && m.outputs.len() == n.outputs.len())
+        });
+        match twin {
+            Some(o) => {
+                for i in 0..n.outputs.len() as u32 {
+                    redirect(
+                        g,
+                        OutPort { node: id, index: i },
+                        OutPort { node: o, index: i },
+                    )?;
+                }
+                g.remove_node(id)?;
+                merged += 1;
+            }
+            None => bucket.push(id),
+        }
+    }
+    Ok(merged)
+}
+
+fn remove_dead(g: &mut Graph) -> Result<usize> {
+    let mut need: FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
+    for id in g.topo_order()?.into_iter().rev() {
+        if !need.contains(&id) {
+            continue;
+        }
+        let n = g.node(id)?;
+        need.extend(n.inputs.iter().filter_map(|i| i.source).map(|p| p.node));
+        need.extend(n.in_control.iter().copied());
+    }
+    // Graph inputs stay: they define the run's signature.
+    let dead: Vec<NodeId> = g
+        .nodes()
+        .into_iter()
+        .filter(|id| !need.contains(id) && g.node(*id).is_ok_and(|n| !is_data_op(&n.op_type)))
+        .collect();
+    g.remove_nodes(&dead)?;
+    Ok(dead.len())
+}
+
+/// Runs the built-in optimisations on an inferred graph.
+pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
+    let identities_removed = remove_identities(g)?;
+    let constants_folded = fold_constants(g)?;
+    let duplicates_merged = merge_duplicates(g)?;
+    let dead_removed = remove_dead(g)?;
+    Ok(OptimizeCounts {
+        identities_removed,
+        constants_folded,
+        duplicates_merged,
+        dead_removed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use es_core::{es, DataType, Format, GraphBuilder, Shape, Tensor};
+
+    fn input(b: &mut GraphBuilder) -> OutPort {
+        b.create_input(
+            0,
+            None,
+            "Data",
+            DataType::FLOAT,
+            Format::ND,
+            Shape::new(vec![2]),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn folds_identities_duplicates_and_dead_nodes() {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b);
+        let c1 = b
+            .create_const(Tensor::from_values(&[1.0f32, 2.0], vec![2]).unwrap(), None)
+            .unwrap();
+        let c2 = b
+            .create_const(Tensor::from_values(&[3.0f32, 4.0], vec![2]).unwrap(), None)
+            .unwrap();
+        let folded = es::add(&mut b, c1, c2).unwrap(); // constant: folded
+        let id = es::identity(&mut b, x).unwrap(); // removed
+        let a1 = es::mul(&mut b, id, folded).unwrap();
+        let a2 = es::mul(&mut b, id, folded).unwrap(); // duplicate of a1
+        let _dead = es::relu(&mut b, x).unwrap();
+        let y = es::add(&mut b, a1, a2).unwrap();
+        b.set_output(y, 0).unwrap();
+        let mut g = b.build_and_reset().unwrap();
+        let counts = optimize(&mut g).unwrap();
+        assert_eq!(
+            counts,
+            OptimizeCounts {
+                identities_removed: 1,
+                constants_folded: 1,
+                duplicates_merged: 1,
+                dead_removed: 3,
+            }
+        );
+        g.validate().unwrap();
+        let types: Vec<String> = g
+            .nodes()
+            .iter()
+            .map(|&n| g.node(n).unwrap().op_type.to_string())
+            .collect();
+        assert_eq!(types.iter().filter(|t| *t == "Mul").count(), 1);
+        assert!(!types.contains(&"Identity".to_string()) && !types.contains(&"Relu".to_string()));
+        let c = g
+            .nodes()
+            .into_iter()
+            .find_map(|n| g.node(n).unwrap().const_value().cloned())
+            .unwrap();
+        assert_eq!(c.values::<f32>().unwrap(), vec![4.0, 6.0]);
+    }
+}
