@@ -82,3 +82,24 @@ def test_random_inputs_follow_the_descriptions():
     x = b.create_input(0, data_type=F32, shape=[-2])
     with pytest.raises(ValueError, match="unknown rank: give the inputs"):
         random_inputs(b.build_and_reset([Relu(x)]))
+
+
+def test_the_demo_plugin_is_equivalent(monkeypatch):
+    from pathlib import Path
+
+    from ge.es.all import MatMulV2
+    from ge.passes import load_pass_plugins, unload_pass_plugins
+
+    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(Path(__file__).resolve().parent.parent / "examples" / "pass_plugins"))
+    unload_pass_plugins()
+    load_pass_plugins()
+    try:
+        b = GraphBuilder("g")
+        x = b.create_input(0, data_type=F32, shape=[-1, 4])
+        w = b.create_const_float([0.1 * i for i in range(12)], [4, 3])
+        bias = b.create_const_float([1.0, -1.0, 0.5], [3])
+        g = b.build_and_reset([Relu(MatMulV2(x, w) + bias), MatMulV2(x, w) + 2.0])
+        report = check_equivalence(["MatMulBiasFusion"], g)
+        assert report.ok and report.rewritten == 1, report
+    finally:
+        unload_pass_plugins()
