@@ -367,3 +367,66 @@ def test_builtin_optimisations_keep_results_and_are_reported():
     report = s.compile_report(1)
     assert "constants folded 1" in report and "duplicates merged 2" in report
     assert "planned nodes: 3" in report
+
+
+def test_python_kernels_for_custom_ops():
+    import ge.ops
+
+    ge.ops.register_regop("""
+REG_OP(ScaleShift)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .OUTPUT(y, TensorType({DT_FLOAT}))
+    .OUTPUT(z, TensorType({DT_FLOAT}))
+    .ATTR(scale, Float, 2.0)
+    .OP_END_FACTORY_REG(ScaleShift)
+""")
+    ge.ops.register_infer("ScaleShift", lambda inputs, attrs: [inputs[0], inputs[0]])
+    from ge.es.all import ScaleShift  # type: ignore[attr-defined]
+
+    seen = {}
+
+    def kernel(x, scale):
+        seen["scale"] = scale
+        return x * np.float32(scale), x + np.float32(1)
+
+    b = GraphBuilder("g")
+    x = b.create_input(0, data_type=F32, shape=[3])
+    out = ScaleShift(x, scale=3.0)
+    g = b.build_and_reset([out.y, out.z])
+    s = Session()
+    s.add_graph(1, g)
+    ge.ops.register_kernel("ScaleShift", kernel)
+    try:
+        assert "ScaleShift" in ge.ops.kernel_op_types()
+        y, z = s.run_graph(1, [np.array([1, 2, 3], np.float32)])
+        assert y.numpy().tolist() == [3, 6, 9] and z.numpy().tolist() == [2, 3, 4]
+        assert seen["scale"] == pytest.approx(3.0)
+
+        ge.ops.register_kernel("ScaleShift", lambda x, scale: (x.astype(np.float64), x))
+        s2 = Session()
+        s2.add_graph(1, g)
+        with pytest.raises(ge.ExecutionError, match=r"node 'ScaleShift_0' \(ScaleShift\): the Python kernel of ScaleShift returned DT_DOUBLE for output 0"):
+            s2.run_graph(1, [np.ones(3, np.float32)])
+
+        def broken(x, scale):
+            raise ZeroDivisionError("boom")
+
+        ge.ops.register_kernel("ScaleShift", broken)
+        s3 = Session()
+        s3.add_graph(1, g)
+        with pytest.raises(ge.ExecutionError, match="raised ZeroDivisionError: boom"):
+            s3.run_graph(1, [np.ones(3, np.float32)])
+        ge.ops.register_kernel("ScaleShift", lambda x, scale: x)
+        s4 = Session()
+        s4.add_graph(1, g)
+        with pytest.raises(ge.ExecutionError, match="returned 1 arrays, the node has 2 outputs"):
+            s4.run_graph(1, [np.ones(3, np.float32)])
+    finally:
+        assert ge.ops.unregister_kernel("ScaleShift")
+    s5 = Session()
+    s5.add_graph(1, g)
+    with pytest.raises(ge.GeError, match="no CPU kernel for: ScaleShift"):
+        s5.run_graph(1, [np.ones(3, np.float32)])
+    assert not ge.ops.unregister_kernel("ScaleShift")
+    with pytest.raises(TypeError):
+        ge.ops.register_kernel("ScaleShift", 3)

@@ -81,10 +81,16 @@ def _infer_add_custom(inputs: Sequence[Optional[TypeAndShape]], attrs: Dict[str,
     return [(x[0], broadcast_shape(list(x[1]), list(y[1])))]
 
 
+def _add_custom_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """AddCustom on the CPU backend, so graphs with it run in a Session."""
+    return np.add(x, y)
+
+
 def register_add_custom() -> None:
-    """Registers AddCustom and its shape rule (registering again replaces them)."""
+    """Registers AddCustom, its shape rule and its CPU kernel (registering again replaces them)."""
     ge.ops.register_regop(ADD_CUSTOM_REGOP)
     ge.ops.register_infer("AddCustom", _infer_add_custom)
+    ge.ops.register_kernel("AddCustom", _add_custom_kernel)
 
 
 register_add_custom()

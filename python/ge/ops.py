@@ -27,8 +27,8 @@ from ge import _native
 
 InferFn = Callable[[List[Optional[Tuple[Any, List[int]]]], Dict[str, Any]], Sequence[Tuple[Any, List[int]]]]
 
-__all__ = ["register", "register_regop", "regop_to_json", "load_library", "register_infer", "list_ops", "get_op",
-           "library_version"]
+__all__ = ["register", "register_regop", "regop_to_json", "load_library", "register_infer", "register_kernel",
+           "unregister_kernel", "kernel_op_types", "list_ops", "get_op", "library_version"]
 
 
 def register(prototypes: Union[str, Dict[str, Any], List[Dict[str, Any]]]) -> List[str]:
@@ -64,6 +64,30 @@ def register_infer(op_type: str, fn: InferFn) -> None:
     ``(dtype, shape)`` per input instance (None for an absent optional input) and the attributes,
     and returns one ``(dtype, shape)`` per output."""
     _native._register_infer(op_type, fn)
+
+
+def register_kernel(op_type: str, fn: Callable[..., Any]) -> None:
+    """Sets the CPU kernel of ``op_type`` (your own operator's, or a replacement for a built-in
+    one) to a Python function: ``fn(*inputs, **attrs)`` gets the node's inputs as numpy arrays
+    (None for an absent optional input) and its IR attributes as keyword arguments, and returns
+    one array per output (an array, or a tuple of arrays), each of its output's dtype. Sessions
+    call it with the GIL held; an exception in it fails the run with ``ge.ExecutionError``
+    naming the node."""
+    if not isinstance(op_type, str) or not op_type:
+        raise ValueError("op_type must be a non-empty string")
+    if not callable(fn):
+        raise TypeError("register_kernel needs a callable")
+    _native._register_kernel(op_type, fn)
+
+
+def unregister_kernel(op_type: str) -> bool:
+    """Removes a kernel set with ``register_kernel``; returns whether there was one."""
+    return bool(_native._unregister_kernel(op_type))
+
+
+def kernel_op_types() -> List[str]:
+    """The operators the CPU backend can run (built-in kernels and registered ones), sorted."""
+    return list(_native._cpu_kernel_op_types())
 
 
 def list_ops() -> List[str]:

@@ -142,6 +142,122 @@ impl PySession {
 
 /// The op types the CPU backend has kernels for.
 #[pyfunction]
-pub fn _cpu_kernel_op_types() -> Vec<&'static str> {
+pub fn _cpu_kernel_op_types() -> Vec<String> {
     ge_runtime::kernels::kernel_op_types()
+}
+
+/// Runs a Python kernel: inputs as numpy arrays (None when absent), the node's IR attributes
+/// as keyword arguments; the result (an array, or a tuple/list of them) must have one array
+/// per output, each of the output's dtype.
+fn call_python_kernel(
+    fun: &Py<PyAny>,
+    op: &str,
+    attrs: &[(String, es_core::attr::AttrValue)],
+    out_dtypes: &[es_core::DataType],
+    inputs: &[Option<&Value>],
+) -> ge_runtime::Result<Vec<Value>> {
+    Python::with_gil(|py| -> PyResult<ge_runtime::Result<Vec<Value>>> {
+        let mut args = Vec::with_capacity(inputs.len());
+        for v in inputs {
+            args.push(match v {
+                None => py.None(),
+                Some(v) => {
+                    let t = match v.to_tensor() {
+                        Ok(t) => t,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    crate::tensor::wrap_tensor(py, t)?
+                        .bind(py)
+                        .call_method0("numpy")?
+                        .unbind()
+                }
+            });
+        }
+        let kwargs = PyDict::new(py);
+        for (k, v) in attrs {
+            kwargs.set_item(k, crate::convert::attr_to_py(py, v)?)?;
+        }
+        let r = match fun
+            .bind(py)
+            .call(pyo3::types::PyTuple::new(py, args)?, Some(&kwargs))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(Err(Error::kernel(format!(
+                    "the Python kernel of {op} raised {}: {}",
+                    e.get_type(py).name()?,
+                    e.value(py)
+                ))))
+            }
+        };
+        let items: Vec<Bound<'_, PyAny>> = if r.is_instance_of::<pyo3::types::PyTuple>()
+            || r.is_instance_of::<pyo3::types::PyList>()
+        {
+            r.try_iter()?.collect::<PyResult<_>>()?
+        } else {
+            vec![r]
+        };
+        if items.len() != out_dtypes.len() {
+            return Ok(Err(Error::kernel(format!(
+                "the Python kernel of {op} returned {} arrays, the node has {} outputs",
+                items.len(),
+                out_dtypes.len()
+            ))));
+        }
+        let mut outs = Vec::with_capacity(items.len());
+        for (i, (item, &dt)) in items.iter().zip(out_dtypes).enumerate() {
+            let t = tensor_from_py(item)?;
+            let v = match Value::from_tensor(&t) {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            if dt != es_core::DataType::UNDEFINED && v.dtype() != dt {
+                return Ok(Err(Error::kernel(format!(
+                    "the Python kernel of {op} returned {} for output {i}, which is {dt}",
+                    v.dtype()
+                ))));
+            }
+            outs.push(v);
+        }
+        Ok(Ok(outs))
+    })
+    .unwrap_or_else(|e| {
+        Err(Error::kernel(format!(
+            "the Python kernel of {op} failed: {e}"
+        )))
+    })
+}
+
+/// Registers a Python function as the CPU kernel of `op_type` (`ge.ops.register_kernel`).
+#[pyfunction]
+pub fn _register_kernel(op_type: String, fun: Py<PyAny>) -> PyResult<()> {
+    if op_type.is_empty() {
+        return Err(PyValueError::new_err("op_type must not be empty"));
+    }
+    let fun = Arc::new(fun);
+    let op = op_type.clone();
+    ge_runtime::kernels::register_custom(
+        &op_type,
+        Arc::new(move |info: &ge_runtime::kernels::NodeInfo| {
+            let attrs: Vec<(String, es_core::attr::AttrValue)> = info
+                .node
+                .attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            let out_dtypes: Vec<es_core::DataType> =
+                info.node.outputs.iter().map(|o| o.desc.dtype).collect();
+            let (fun, op) = (fun.clone(), op.clone());
+            let kernel: ge_runtime::kernels::Kernel =
+                Box::new(move |inputs| call_python_kernel(&fun, &op, &attrs, &out_dtypes, inputs));
+            Ok(kernel)
+        }),
+    );
+    Ok(())
+}
+
+/// Removes a kernel registered from Python; returns whether there was one.
+#[pyfunction]
+pub fn _unregister_kernel(op_type: &str) -> bool {
+    ge_runtime::kernels::unregister_custom(op_type)
 }

@@ -112,7 +112,7 @@ fn fold_constants(g: &mut Graph) -> Result<usize> {
         {
             continue;
         }
-        let Some(&factory) = kernels::registry().get(n.op_type.as_str()) else {
+        let Some(factory) = kernels::lookup(&n.op_type) else {
             continue;
         };
         let elements: Option<usize> = n
@@ -125,7 +125,7 @@ fn fold_constants(g: &mut Graph) -> Result<usize> {
                     .and_then(|e| usize::try_from(e).ok())
             })
             .sum();
-        if elements.is_none_or(|e| e > FOLD_LIMIT) {
+        if !matches!(elements, Some(e) if e <= FOLD_LIMIT) {
             continue;
         }
         let mut values = Vec::with_capacity(n.inputs.len());

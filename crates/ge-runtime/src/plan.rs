@@ -317,7 +317,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             consts.push(v);
             continue;
         }
-        let Some(&factory) = kernels::registry().get(n.op_type.as_str()) else {
+        let Some(factory) = kernels::lookup(&n.op_type) else {
             unsupported.push(format!("{} (node '{}')", n.op_type, n.name));
             continue;
         };
@@ -454,7 +454,8 @@ impl Plan {
         }
         for step in &self.steps {
             let outs = {
-                let args: Vec<Option<&Value>> = step
+                // On the stack for up to 4 inputs: no allocation per step.
+                let args: smallvec::SmallVec<[Option<&Value>; 4]> = step
                     .inputs
                     .iter()
                     .map(|s| match s {

@@ -75,12 +75,23 @@ pub trait Elem: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     fn to_le(self, out: &mut Vec<u8>);
     fn from_f64(v: f64) -> Self;
     fn to_f64(self) -> f64;
+    /// Integers and bool: converted between each other through [`Elem::to_i64_bits`] and
+    /// [`Elem::from_i64_bits`] (numpy's wrap-around), not through f64.
+    const INTEGRAL: bool;
+    /// The value as i64: integers as two's complement bits (a u64 above `i64::MAX` wraps),
+    /// bool as 0/1, floats truncated.
+    fn to_i64_bits(self) -> i64;
+    /// A value from i64 bits: integers keep the low bits (wrap), bool is `v != 0`.
+    fn from_i64_bits(v: i64) -> Self;
+    /// The value as f32, rounded once (an i64 or u64 does not go through f64 first).
+    fn to_f32(self) -> f32;
 }
 
 macro_rules! elem_num {
-    ($t:ty, $var:ident, $dt:ident) => {
+    ($t:ty, $var:ident, $dt:ident, $integral:expr) => {
         impl Elem for $t {
             const DTYPE: DataType = DataType::$dt;
+            const INTEGRAL: bool = $integral;
             fn wrap(a: ArrayD<Self>) -> Value {
                 Value::$var(a)
             }
@@ -98,24 +109,34 @@ macro_rules! elem_num {
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            fn to_i64_bits(self) -> i64 {
+                self as i64
+            }
+            fn from_i64_bits(v: i64) -> Self {
+                v as $t
+            }
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
         }
     };
 }
-elem_num!(f32, F32, FLOAT);
-elem_num!(f64, F64, DOUBLE);
-elem_num!(i8, I8, INT8);
-elem_num!(i16, I16, INT16);
-elem_num!(i32, I32, INT32);
-elem_num!(i64, I64, INT64);
-elem_num!(u8, U8, UINT8);
-elem_num!(u16, U16, UINT16);
-elem_num!(u32, U32, UINT32);
-elem_num!(u64, U64, UINT64);
+elem_num!(f32, F32, FLOAT, false);
+elem_num!(f64, F64, DOUBLE, false);
+elem_num!(i8, I8, INT8, true);
+elem_num!(i16, I16, INT16, true);
+elem_num!(i32, I32, INT32, true);
+elem_num!(i64, I64, INT64, true);
+elem_num!(u8, U8, UINT8, true);
+elem_num!(u16, U16, UINT16, true);
+elem_num!(u32, U32, UINT32, true);
+elem_num!(u64, U64, UINT64, true);
 
 macro_rules! elem_half {
     ($t:ty, $var:ident, $dt:ident) => {
         impl Elem for $t {
             const DTYPE: DataType = DataType::$dt;
+            const INTEGRAL: bool = false;
             fn wrap(a: ArrayD<Self>) -> Value {
                 Value::$var(a)
             }
@@ -131,6 +152,15 @@ macro_rules! elem_half {
             fn to_f64(self) -> f64 {
                 <$t>::to_f64(self)
             }
+            fn to_i64_bits(self) -> i64 {
+                <$t>::to_f64(self) as i64
+            }
+            fn from_i64_bits(v: i64) -> Self {
+                <$t>::from_f64(v as f64)
+            }
+            fn to_f32(self) -> f32 {
+                <$t>::to_f32(self)
+            }
         }
     };
 }
@@ -139,6 +169,7 @@ elem_half!(bf16, BF16, BF16);
 
 impl Elem for bool {
     const DTYPE: DataType = DataType::BOOL;
+    const INTEGRAL: bool = true;
     fn wrap(a: ArrayD<Self>) -> Value {
         Value::Bool(a)
     }
@@ -153,6 +184,15 @@ impl Elem for bool {
     }
     fn to_f64(self) -> f64 {
         self as u8 as f64
+    }
+    fn to_i64_bits(self) -> i64 {
+        self as i64
+    }
+    fn from_i64_bits(v: i64) -> Self {
+        v != 0
+    }
+    fn to_f32(self) -> f32 {
+        self as u8 as f32
     }
 }
 
@@ -300,13 +340,18 @@ impl Value {
     }
 
     /// This value converted to `dt` (numpy's `astype`: floats to integers truncate toward
-    /// zero, out-of-range values saturate; anything nonzero to bool is true).
+    /// zero, out-of-range values saturate; integers to integers wrap around (keep the low
+    /// bits); every conversion rounds once; anything nonzero to bool is true).
     pub fn cast(&self, dt: DataType) -> Result<Value> {
         if dt == self.dtype() {
             return Ok(self.clone());
         }
         fn conv<S: Elem, T: Elem>(a: &ArrayD<S>) -> ArrayD<T> {
-            a.mapv(|x| T::from_f64(x.to_f64()))
+            if S::INTEGRAL && T::INTEGRAL {
+                a.mapv(|x| T::from_i64_bits(x.to_i64_bits()))
+            } else {
+                a.mapv(|x| T::from_f64(x.to_f64()))
+            }
         }
         macro_rules! to {
             ($t:ty) => {
@@ -315,28 +360,19 @@ impl Value {
         }
         use DataType::*;
         Ok(match dt {
-            FLOAT => to!(f32),
+            // Directly, not through f64: an i64 or u64 would be rounded twice.
+            FLOAT => with_array!(self, a => Value::F32(a.mapv(Elem::to_f32))),
             DOUBLE => to!(f64),
             FLOAT16 => to!(f16),
             BF16 => to!(bf16),
             INT8 => to!(i8),
             INT16 => to!(i16),
             INT32 => to!(i32),
-            INT64 => {
-                // Through f64, i64 beyond 2^53 would lose digits: convert integers directly.
-                match self {
-                    Value::U64(a) => Value::I64(a.mapv(|x| x as i64)),
-                    Value::I32(a) => Value::I64(a.mapv(i64::from)),
-                    _ => to!(i64),
-                }
-            }
+            INT64 => to!(i64),
             UINT8 => to!(u8),
             UINT16 => to!(u16),
             UINT32 => to!(u32),
-            UINT64 => match self {
-                Value::I64(a) => Value::U64(a.mapv(|x| x as u64)),
-                _ => to!(u64),
-            },
+            UINT64 => to!(u64),
             BOOL => to!(bool),
             _ => {
                 return Err(Error::unsupported(format!(
@@ -406,5 +442,30 @@ mod tests {
                 .unwrap(),
             big
         );
+    }
+
+    #[test]
+    fn integer_casts_wrap_and_wide_integers_round_to_f32_once() {
+        let v = Value::I64(
+            ArrayD::from_shape_vec(IxDyn(&[4]), vec![-1, 300, (1 << 40) + 5, -129]).unwrap(),
+        );
+        assert_eq!(
+            v.cast(DataType::UINT8).unwrap().to_i64_vec(),
+            vec![255, 44, 5, 127]
+        );
+        assert_eq!(
+            v.cast(DataType::INT32).unwrap().to_i64_vec(),
+            vec![-1, 300, 5, -129]
+        );
+        let u = Value::U64(ArrayD::from_elem(IxDyn(&[]), u64::MAX));
+        assert_eq!(u.cast(DataType::INT8).unwrap().to_i64_vec(), vec![-1]);
+        // 2^60 + 2^36 + 1 is just above the midpoint of two f32 values: rounded once it goes up;
+        // through f64 it would first become the midpoint and then go to even (down).
+        let x = (1i64 << 60) + (1 << 36) + 1;
+        let f = Value::I64(ArrayD::from_elem(IxDyn(&[]), x))
+            .cast(DataType::FLOAT)
+            .unwrap();
+        assert_eq!(f, Value::F32(ArrayD::from_elem(IxDyn(&[]), x as f32)));
+        assert_eq!(f.to_f64_vec(), vec![((1u64 << 60) + (1 << 37)) as f64]);
     }
 }

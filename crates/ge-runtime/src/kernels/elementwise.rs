@@ -89,6 +89,58 @@ pub(crate) trait Arith: Elem + PartialOrd + Default {
     fn zero() -> Self;
 }
 
+/// numpy's `npy_divmod` for floats: the floor quotient (snapped to an integral value) and the
+/// remainder with the divisor's sign, so that `x == q * y + r` as closely as rounding allows
+/// (`1.0 // 0.1` is 9, not `floor(1.0 / 0.1)` = 10). A zero divisor gives `x / y` and NaN.
+macro_rules! divmod_fn {
+    ($name:ident, $t:ty) => {
+        fn $name(x: $t, y: $t) -> ($t, $t) {
+            let m = x % y;
+            if y == 0.0 {
+                return (x / y, m);
+            }
+            let mut div = (x - m) / y;
+            let mut m = m;
+            if m != 0.0 {
+                if (y < 0.0) != (m < 0.0) {
+                    m += y;
+                    div -= 1.0;
+                }
+            } else {
+                m = (0.0 as $t).copysign(y);
+            }
+            let q = if div != 0.0 {
+                let f = div.floor();
+                if div - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            } else {
+                (0.0 as $t).copysign(x / y)
+            };
+            (q, m)
+        }
+    };
+}
+divmod_fn!(divmod_f32, f32);
+divmod_fn!(divmod_f64, f64);
+
+/// [`divmod_f32`] or [`divmod_f64`], by the type floats of one dtype compute in.
+trait DivMod: Sized {
+    fn divmod(self, y: Self) -> (Self, Self);
+}
+impl DivMod for f32 {
+    fn divmod(self, y: Self) -> (Self, Self) {
+        divmod_f32(self, y)
+    }
+}
+impl DivMod for f64 {
+    fn divmod(self, y: Self) -> (Self, Self) {
+        divmod_f64(self, y)
+    }
+}
+
 macro_rules! arith_float {
     ($t:ty, $via:ty) => {
         impl Arith for $t {
@@ -107,18 +159,11 @@ macro_rules! arith_float {
                 ))
             }
             fn floor_div(self, o: Self) -> Option<Self> {
-                Some(<$t>::from_f64(
-                    (self.to_f64() as $via / o.to_f64() as $via).floor() as f64,
-                ))
+                let (q, _) = (self.to_f64() as $via).divmod(o.to_f64() as $via);
+                Some(<$t>::from_f64(q as f64))
             }
             fn floor_mod(self, o: Self) -> Option<Self> {
-                let (x, y) = (self.to_f64() as $via, o.to_f64() as $via);
-                let r = x % y;
-                let r = if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
-                    r + y
-                } else {
-                    r
-                };
+                let (_, r) = (self.to_f64() as $via).divmod(o.to_f64() as $via);
                 Some(<$t>::from_f64(r as f64))
             }
             fn trunc_mod(self, o: Self) -> Option<Self> {
@@ -199,7 +244,16 @@ macro_rules! arith_int {
                         _ => 0 as $t,
                     };
                 }
-                self.wrapping_pow(o as u32)
+                // By squaring, wrapping; the whole exponent counts (`wrapping_pow` takes a u32).
+                let (mut e, mut base, mut acc) = (o as u64, self, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
             fn zero() -> Self {
                 0
@@ -427,7 +481,15 @@ struct FloatFn {
     f64: fn(f64, &[f64]) -> f64,
 }
 
-fn float_unary(name: &str, x: &Value, f: FloatFn, params: &[f64]) -> Result<Value> {
+/// `out`: the node's output dtype; integer (and bool) inputs compute in f64 and give `out` when
+/// it is a float (Log), their own dtype otherwise (truncated, numpy's `astype`).
+fn float_unary(
+    name: &str,
+    x: &Value,
+    f: FloatFn,
+    params: &[f64],
+    out: es_core::DataType,
+) -> Result<Value> {
     let p32: Vec<f32> = params.iter().map(|&v| v as f32).collect();
     Ok(match x {
         Value::F32(a) => Value::F32(a.mapv(|v| (f.f32)(v, &p32))),
@@ -438,12 +500,36 @@ fn float_unary(name: &str, x: &Value, f: FloatFn, params: &[f64]) -> Result<Valu
         v => {
             let dt = v.dtype();
             let as_f = v.cast(es_core::DataType::DOUBLE)?;
+            let to = if out.is_float() { out } else { dt };
             match as_f {
-                Value::F64(a) => Value::F64(a.mapv(|v| (f.f64)(v, params))).cast(dt)?,
+                Value::F64(a) => Value::F64(a.mapv(|v| (f.f64)(v, params))).cast(to)?,
                 _ => return Err(Error::unsupported(format!("{name} on {dt}"))),
             }
         }
     })
+}
+
+/// The logistic function without overflow: exp of a negative argument only, so that a result
+/// in the normal range (sigmoid(-90) in f32, x * sigmoid(x) for Swish) is not lost to 1 / inf.
+macro_rules! sigmoid {
+    ($t:expr) => {{
+        let t = $t;
+        if t >= 0.0 {
+            1.0 / (1.0 + (-t).exp())
+        } else {
+            let e = t.exp();
+            e / (1.0 + e)
+        }
+    }};
+}
+
+/// ln(1 + e^x) to the last bit for every x: max(x, 0) + ln(1 + e^-|x|) (a fixed cut-over to x
+/// at x > 20 is off by e^-20 relative in f64). NaN stays NaN.
+macro_rules! softplus {
+    ($x:expr) => {{
+        let x = $x;
+        x.max(0.0) + (-x.abs()).exp().ln_1p()
+    }};
 }
 
 macro_rules! ff {
@@ -512,9 +598,25 @@ fn float_fn(op: &str) -> Option<FloatFn> {
     Some(match op {
         "Abs" => ff!(|x, p| x.abs()),
         "Neg" => ff!(|x, p| -x),
-        "Exp" => ff!(|x, p| x.exp()),
+        // base^(scale * x + shift), base -1 meaning e (GE's attributes).
+        "Exp" => ff!(|x, p| {
+            let t = p[1] * x + p[2];
+            if p[0] == -1.0 {
+                t.exp()
+            } else {
+                p[0].powf(t)
+            }
+        }),
         "Expm1" => ff!(|x, p| x.exp_m1()),
-        "Log" => ff!(|x, p| x.ln()),
+        // log_base(shift + scale * x), base -1 meaning e.
+        "Log" => ff!(|x, p| {
+            let y = (p[2] + p[1] * x).ln();
+            if p[0] == -1.0 {
+                y
+            } else {
+                y / p[0].ln()
+            }
+        }),
         "Log1p" => ff!(|x, p| x.ln_1p()),
         "Sqrt" => ff!(|x, p| x.sqrt()),
         "Rsqrt" => ff!(|x, p| 1.0 / x.sqrt()),
@@ -529,9 +631,19 @@ fn float_fn(op: &str) -> Option<FloatFn> {
         "Sinh" => ff!(|x, p| x.sinh()),
         "Cosh" => ff!(|x, p| x.cosh()),
         "Tanh" => ff!(|x, p| x.tanh()),
-        "Asinh" => ff!(|x, p| x.asinh()),
-        "Acosh" => ff!(|x, p| x.acosh()),
-        "Atanh" => ff!(|x, p| x.atanh()),
+        // libm's: std's asinh/acosh overflow to infinity for |x| near the largest finite value.
+        "Asinh" => FloatFn {
+            f32: |x, _| libm::asinhf(x),
+            f64: |x, _| libm::asinh(x),
+        },
+        "Acosh" => FloatFn {
+            f32: |x, _| libm::acoshf(x),
+            f64: |x, _| libm::acosh(x),
+        },
+        "Atanh" => FloatFn {
+            f32: |x, _| libm::atanhf(x),
+            f64: |x, _| libm::atanh(x),
+        },
         "Floor" => ff!(|x, p| x.floor()),
         "Ceil" => ff!(|x, p| x.ceil()),
         "Sign" => ff!(|x, p| if x > 0.0 {
@@ -543,27 +655,40 @@ fn float_fn(op: &str) -> Option<FloatFn> {
         }),
         "Relu" => ff!(|x, p| if x > 0.0 || x.is_nan() { x } else { 0.0 }),
         "Relu6" => ff!(|x, p| if x.is_nan() { x } else { x.clamp(0.0, 6.0) }),
-        "Sigmoid" => ff!(|x, p| 1.0 / (1.0 + (-x).exp())),
-        "Softplus" => ff!(|x, p| if x > 20.0 { x } else { x.exp().ln_1p() }),
+        "Sigmoid" => ff!(|x, p| sigmoid!(x)),
+        "Softplus" => ff!(|x, p| softplus!(x)),
         "Softsign" => ff!(|x, p| x / (1.0 + x.abs())),
-        "Mish" => ff!(|x, p| x * (if x > 20.0 { x } else { x.exp().ln_1p() }).tanh()),
-        "Selu" => ff!(|x, p| {
-            let (alpha, scale) = (1.673_263_2, 1.050_701);
-            if x > 0.0 {
-                scale * x
-            } else {
-                scale * alpha * x.exp_m1()
-            }
-        }),
+        "Mish" => ff!(|x, p| x * softplus!(x).tanh()),
+        // The SELU constants in each type's precision.
+        "Selu" => FloatFn {
+            f32: |x, _| {
+                let (alpha, scale) = (1.673_263_2_f32, 1.050_701_f32);
+                if x > 0.0 {
+                    scale * x
+                } else {
+                    scale * alpha * x.exp_m1()
+                }
+            },
+            f64: |x, _| {
+                let (alpha, scale) = (1.673_263_242_354_377_3_f64, 1.050_700_987_355_480_5_f64);
+                if x > 0.0 {
+                    scale * x
+                } else {
+                    scale * alpha * x.exp_m1()
+                }
+            },
+        },
         "Erf" => FloatFn {
             f32: |x, _| erf32(x),
             f64: |x, _| erf64(x),
         },
-        // GE's Gelu: the tanh approximation.
-        "Gelu" => ff!(|x, p| {
-            let c = 0.797_884_6; // sqrt(2 / pi)
-            0.5 * x * (1.0 + (c * (x + 0.044_715 * x * x * x)).tanh())
-        }),
+        // GE's Gelu, the tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+        // computed as GE documents it, x / (1 + exp(-2u)) = x * sigmoid(2u): no cancellation
+        // for negative x.
+        "Gelu" => FloatFn {
+            f32: |x, _| x * sigmoid!(1.595_769_2_f32 * (x + 0.044_715 * x * x * x)),
+            f64: |x, _| x * sigmoid!(1.595_769_121_605_730_8_f64 * (x + 0.044_715 * x * x * x)),
+        },
         // Parameterised ones: p holds the attributes in the order `unary_params` gives.
         "Elu" => ff!(|x, p| if x > 0.0 {
             p[2] * x
@@ -572,7 +697,7 @@ fn float_fn(op: &str) -> Option<FloatFn> {
         }),
         "LeakyRelu" => ff!(|x, p| if x >= 0.0 { x } else { p[0] * x }),
         "HardSigmoid" => ff!(|x, p| (p[0] * x + p[1]).clamp(0.0, 1.0)),
-        "Swish" => ff!(|x, p| x / (1.0 + (-p[0] * x).exp())),
+        "Swish" => ff!(|x, p| x * sigmoid!(p[0] * x)),
         _ => return None,
     })
 }
@@ -584,6 +709,7 @@ fn unary_params(info: &NodeInfo) -> Result<Vec<f64>> {
         "Elu" => vec![f("alpha", 1.0)?, f("input_scale", 1.0)?, f("scale", 1.0)?],
         "LeakyRelu" => vec![f("negative_slope", 0.0)?],
         "HardSigmoid" => vec![f("alpha", 0.166_666_67)?, f("beta", 0.5)?],
+        "Exp" | "Log" => vec![f("base", -1.0)?, f("scale", 1.0)?, f("shift", 0.0)?],
         "Swish" => vec![f("scale", 1.0)?],
         _ => Vec::new(),
     })
@@ -638,15 +764,21 @@ fn unary_factory(info: &NodeInfo) -> Result<Kernel> {
         .ok_or_else(|| Error::unsupported(info.op().to_string()))?;
     let f = float_fn(op).ok_or_else(|| Error::unsupported(op.to_string()))?;
     let params = unary_params(info)?;
+    let out = info.out_dtype(0)?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         if let Some(r) = int_exact(op, x) {
             return Ok(vec![r?]);
         }
         if matches!(x, Value::Bool(_)) {
-            return Err(Error::unsupported(format!("{op} on bool tensors")));
+            if op == "Abs" {
+                return Ok(vec![x.clone()]); // numpy: |b| is b
+            }
+            if !out.is_float() {
+                return Err(Error::unsupported(format!("{op} on bool tensors")));
+            }
         }
-        Ok(vec![float_unary(op, x, f, &params)?])
+        Ok(vec![float_unary(op, x, f, &params, out)?])
     }))
 }
 
@@ -753,7 +885,11 @@ fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
             (None, Some(i)) => {
                 es_core::DataType::from_value(i).map_err(|e| Error::Compile(e.to_string()))?
             }
-            _ => return Err(Error::Compile("Cast: attribute 'dst_type' must be a data type".into())),
+            _ => {
+                return Err(Error::Compile(
+                    "Cast: attribute 'dst_type' must be a data type".into(),
+                ))
+            }
         },
         None => info.out_dtype(0)?,
     };
@@ -788,5 +924,48 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Cast", cast_factory);
     for op in ["Identity", "IdentityN", "TensorMove"] {
         m.insert(op, identity_factory);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_floor_div_and_mod_follow_numpy() {
+        // numpy: 1.0 // 0.1 == 9.0 and 1.0 % 0.1 == 0.09999999999999995 (x == q * y + r).
+        assert_eq!(1.0f64.floor_div(0.1), Some(9.0));
+        assert_eq!(1.0f64.floor_mod(0.1), Some(0.099_999_999_999_999_95));
+        assert_eq!((-7.5f32).floor_div(2.0), Some(-4.0));
+        assert_eq!((-7.5f32).floor_mod(2.0), Some(0.5));
+        // A zero remainder takes the divisor's sign; a zero divisor gives x / y and NaN.
+        assert!(6.0f64.floor_mod(-3.0).unwrap().is_sign_negative());
+        assert_eq!(1.0f64.floor_div(0.0), Some(f64::INFINITY));
+        assert!(1.0f64.floor_mod(0.0).unwrap().is_nan());
+        assert_eq!((-5.0f64).floor_div(f64::INFINITY), Some(-1.0));
+    }
+
+    #[test]
+    fn integer_pow_takes_the_whole_exponent_and_wraps() {
+        // wrapping_pow(e as u32) would see 2^33 + 1 as 1.
+        let want = 3i64
+            .wrapping_pow(1 << 16)
+            .wrapping_pow(1 << 17)
+            .wrapping_mul(3);
+        assert_eq!(Arith::pow(3i64, (1 << 33) + 1), want);
+        assert_eq!(Arith::pow(3i8, 5), -13);
+        assert_eq!(Arith::pow(-1i64, (1 << 40) + 1), -1);
+        assert_eq!(Arith::pow(2u64, 64), 0);
+        assert_eq!(Arith::pow(7u8, 0), 1);
+    }
+
+    #[test]
+    fn shapes_that_do_not_broadcast_are_an_error() {
+        let a = ArrayD::<f32>::zeros(IxDyn(&[2, 3]));
+        let b = ArrayD::<f32>::zeros(IxDyn(&[4]));
+        let e = zip2(&a, &b, |x, y| x + y).unwrap_err();
+        assert!(e.to_string().contains("do not broadcast"), "{e}");
+        assert_eq!(broadcast_shape(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(broadcast_shape(&[0, 1], &[1, 5]).unwrap(), vec![0, 5]);
     }
 }

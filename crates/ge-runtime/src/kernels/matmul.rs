@@ -161,12 +161,14 @@ fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-/// GEMM: alpha * op(a) @ op(b) + beta * c.
+/// GEMM: alpha * op(a) @ op(b) + beta * c, computed in f64 (exact for integers below 2^53; no
+/// rounding to a's dtype in between) and rounded once to the output dtype (c's, GE's T2).
 fn gemm_factory(info: &NodeInfo) -> Result<Kernel> {
     let (ta, tb) = (
         info.bool("transpose_a", false)?,
         info.bool("transpose_b", false)?,
     );
+    let out = info.out_dtype(0)?;
     Ok(Box::new(move |inputs| {
         let (a, b, c) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
         let alpha = input(inputs, 3)?
@@ -179,17 +181,18 @@ fn gemm_factory(info: &NodeInfo) -> Result<Kernel> {
             .first()
             .copied()
             .unwrap_or(1.0);
-        let dt = a.dtype();
-        let p = matmul(a, b, ta, tb)?.cast(es_core::DataType::DOUBLE)?;
-        let cc = c.cast(es_core::DataType::DOUBLE)?;
-        match (p, cc) {
-            (Value::F64(p), Value::F64(c)) => {
-                Ok(vec![
-                    Value::F64(zip2(&p, &c, |x, y| alpha * x + beta * y)?).cast(dt)?
-                ])
-            }
+        let dt = if out == es_core::DataType::UNDEFINED {
+            c.dtype()
+        } else {
+            out
+        };
+        let f64_of = |v: &Value| match v.cast(es_core::DataType::DOUBLE)? {
+            Value::F64(a) => Ok(a),
             _ => Err(Error::kernel("GEMM: internal dtype error")),
-        }
+        };
+        let p = batched(&f64_of(a)?, &f64_of(b)?, ta, tb)?;
+        let y = zip2(&p, &f64_of(c)?, |x, y| alpha * x + beta * y)?;
+        Ok(vec![Value::F64(y).cast(dt)?])
     }))
 }
 

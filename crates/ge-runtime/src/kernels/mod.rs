@@ -6,7 +6,9 @@
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
 mod elementwise;
+mod index;
 mod matmul;
+mod nn;
 mod reduce;
 mod shape;
 
@@ -113,18 +115,72 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         shape::register(&mut m);
         matmul::register(&mut m);
         reduce::register(&mut m);
+        nn::register(&mut m);
+        index::register(&mut m);
         m
     })
+}
+
+/// A kernel factory registered at run time (for operators registered at run time, or to
+/// replace a built-in kernel).
+pub type CustomFactory = std::sync::Arc<dyn Fn(&NodeInfo) -> Result<Kernel> + Send + Sync>;
+
+fn custom() -> &'static std::sync::RwLock<FxHashMap<String, CustomFactory>> {
+    static CUSTOM: OnceLock<std::sync::RwLock<FxHashMap<String, CustomFactory>>> = OnceLock::new();
+    CUSTOM.get_or_init(Default::default)
+}
+
+/// Registers (or replaces) the kernel of `op_type`; it takes precedence over a built-in one.
+pub fn register_custom(op_type: &str, factory: CustomFactory) {
+    custom()
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(op_type.to_string(), factory);
+}
+
+/// Removes a kernel registered with [`register_custom`]; returns whether there was one.
+pub fn unregister_custom(op_type: &str) -> bool {
+    custom()
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(op_type)
+        .is_some()
+}
+
+/// The factory for `op_type`: a registered one first, then the built-in one.
+pub fn lookup(op_type: &str) -> Option<CustomFactory> {
+    if let Some(f) = custom()
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(op_type)
+    {
+        return Some(f.clone());
+    }
+    registry()
+        .get(op_type)
+        .map(|&f| -> CustomFactory { std::sync::Arc::new(f) })
 }
 
 /// Whether the CPU backend has a kernel for `op_type`.
 pub fn has_kernel(op_type: &str) -> bool {
     registry().contains_key(op_type)
+        || custom()
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(op_type)
 }
 
-/// The op types with a kernel, sorted.
-pub fn kernel_op_types() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = registry().keys().copied().collect();
+/// The op types with a kernel (built-in or registered), sorted.
+pub fn kernel_op_types() -> Vec<String> {
+    let mut v: Vec<String> = registry().keys().map(|k| k.to_string()).collect();
+    v.extend(
+        custom()
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .filter(|k| !registry().contains_key(k.as_str()))
+            .cloned(),
+    );
     v.sort_unstable();
     v
 }

@@ -2,8 +2,9 @@
 //! ReduceAny), SoftmaxV2, LogSoftmaxV2 and BiasAdd.
 //!
 //! Floats accumulate in f64 and round once to their dtype (numpy accumulates float32 in
-//! float32 pairwise, so sums may differ in the last bits; tests use rtol 1e-5). Integers
-//! accumulate in i64, wrapping.
+//! float32 pairwise, so sums may differ in the last bits). Max and Min propagate NaN (numpy).
+//! Integers accumulate exactly in i128 (every i64 and u64 value fits): sums and products wrap
+//! into the dtype, the mean is the exact mean truncated toward zero.
 
 use super::elementwise::zip2;
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
@@ -91,15 +92,16 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
             Red::Sum => fold(&a, &ax, keep, 0.0, |p, q| p + q),
             Red::Mean => fold(&a, &ax, keep, 0.0, |p, q| p + q).mapv(|s| s / count as f64),
             Red::Prod => fold(&a, &ax, keep, 1.0, |p, q| p * q),
+            // A NaN, once met, stays.
             Red::Max => fold(&a, &ax, keep, f64::NEG_INFINITY, |p, q| {
-                if p.is_nan() || q > p || q.is_nan() {
+                if !p.is_nan() && (q > p || q.is_nan()) {
                     q
                 } else {
                     p
                 }
             }),
             Red::Min => fold(&a, &ax, keep, f64::INFINITY, |p, q| {
-                if p.is_nan() || q < p || q.is_nan() {
+                if !p.is_nan() && (q < p || q.is_nan()) {
                     q
                 } else {
                     p
@@ -109,30 +111,57 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
         };
         return Value::F64(out).cast(dt);
     }
-    // Integers: i64 working type (u64 beyond i64::MAX wraps; its sum wraps the same way).
-    let Value::I64(a) = x.cast(DataType::INT64)? else {
-        return Err(Error::kernel("internal cast error"));
-    };
+    // Integers: exact in i128; wrapping mod 2^128 then keeping the dtype's low bits is the
+    // dtype's own wrap-around.
+    let a = to_i128(x).ok_or_else(|| Error::unsupported(format!("{op:?} reduction of {dt}")))?;
     if matches!(op, Red::Max | Red::Min) && count == 0 {
         return Err(Error::kernel("max/min of an empty set"));
     }
     let out = match op {
-        Red::Sum => fold(&a, &ax, keep, 0, i64::wrapping_add),
+        Red::Sum => fold(&a, &ax, keep, 0, i128::wrapping_add),
         Red::Mean => {
             if count == 0 {
                 return Err(Error::kernel("mean of an empty set of integers"));
             }
-            fold(&a, &ax, keep, 0, i64::wrapping_add).mapv(|s| s / count as i64)
+            fold(&a, &ax, keep, 0, i128::wrapping_add).mapv(|s| s / count as i128)
         }
-        Red::Prod => fold(&a, &ax, keep, 1, i64::wrapping_mul),
-        Red::Max => fold(&a, &ax, keep, i64::MIN, i64::max),
-        Red::Min => fold(&a, &ax, keep, i64::MAX, i64::min),
+        Red::Prod => fold(&a, &ax, keep, 1, i128::wrapping_mul),
+        Red::Max => fold(&a, &ax, keep, i128::MIN, i128::max),
+        Red::Min => fold(&a, &ax, keep, i128::MAX, i128::min),
         Red::All | Red::Any => unreachable!("handled above"),
     };
-    if matches!(x, Value::U64(_)) {
-        return Ok(Value::U64(out.mapv(|v| v as u64)));
-    }
-    Value::I64(out).cast(dt)
+    from_i128(&out, dt)
+}
+
+/// The elements of an integer value as i128 (`None` for other dtypes).
+fn to_i128(x: &Value) -> Option<ArrayD<i128>> {
+    Some(match x {
+        Value::I8(a) => a.mapv(i128::from),
+        Value::I16(a) => a.mapv(i128::from),
+        Value::I32(a) => a.mapv(i128::from),
+        Value::I64(a) => a.mapv(i128::from),
+        Value::U8(a) => a.mapv(i128::from),
+        Value::U16(a) => a.mapv(i128::from),
+        Value::U32(a) => a.mapv(i128::from),
+        Value::U64(a) => a.mapv(i128::from),
+        _ => return None,
+    })
+}
+
+/// i128 results into integer dtype `dt`, keeping the low bits (numpy's wrap-around).
+fn from_i128(a: &ArrayD<i128>, dt: DataType) -> Result<Value> {
+    use DataType::*;
+    Ok(match dt {
+        INT8 => Value::I8(a.mapv(|v| v as i8)),
+        INT16 => Value::I16(a.mapv(|v| v as i16)),
+        INT32 => Value::I32(a.mapv(|v| v as i32)),
+        INT64 => Value::I64(a.mapv(|v| v as i64)),
+        UINT8 => Value::U8(a.mapv(|v| v as u8)),
+        UINT16 => Value::U16(a.mapv(|v| v as u16)),
+        UINT32 => Value::U32(a.mapv(|v| v as u32)),
+        UINT64 => Value::U64(a.mapv(|v| v as u64)),
+        _ => return Err(Error::kernel(format!("{dt} is not an integer dtype"))),
+    })
 }
 
 fn op_of(name: &str) -> Option<Red> {
@@ -151,12 +180,15 @@ fn op_of(name: &str) -> Option<Red> {
 fn reduce_factory(info: &NodeInfo) -> Result<Kernel> {
     let op = op_of(info.op()).ok_or_else(|| Error::unsupported(info.op().to_string()))?;
     let keep = info.bool("keep_dims", false)?;
-    let noop_empty = info.bool("noop_with_empty_axes", false)?;
     let attr_axes = if info.op().ends_with('D') {
         Some(info.ints("axes")?.unwrap_or_default())
     } else {
         None
     };
+    // GE's defaults (and shape inference's): empty axes in a tensor reduce nothing (ReduceSum
+    // ... ReduceProd default noop_with_empty_axes to true; ReduceAll/ReduceAny, without the
+    // attribute, follow TensorFlow: no axes, no reduction); the *D forms reduce every dim.
+    let noop_empty = info.bool("noop_with_empty_axes", attr_axes.is_none())?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let axes = match &attr_axes {
@@ -269,5 +301,61 @@ mod tests {
         assert_eq!(m.shape(), &[1, 1]);
         assert_eq!(m.to_f64_vec(), vec![3.5]);
         assert!(reduce(Red::Sum, &x, &[2], false).is_err());
+    }
+
+    #[test]
+    fn empty_axes_reduce_nothing_unless_the_axes_are_an_attribute() {
+        let x = Value::F32(
+            ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1., 2., 3., 4., 5., 6.]).unwrap(),
+        );
+        let none = Value::I64(ArrayD::from_shape_vec(IxDyn(&[0]), vec![]).unwrap());
+        let kernel = |op: &str| {
+            let node = es_core::Node::new("r", op);
+            let info = NodeInfo {
+                node: &node,
+                inputs: Vec::new(),
+                const_inputs: Vec::new(),
+            };
+            reduce_factory(&info).unwrap()
+        };
+        // No noop_with_empty_axes attribute: GE's default (true) for the axes-tensor form.
+        assert_eq!(kernel("ReduceSum")(&[Some(&x), Some(&none)]).unwrap()[0], x);
+        let b = Value::Bool(ArrayD::from_elem(IxDyn(&[2]), true));
+        assert_eq!(kernel("ReduceAll")(&[Some(&b), Some(&none)]).unwrap()[0], b);
+        // ReduceSumD with empty axes: every dim.
+        let all = kernel("ReduceSumD")(&[Some(&x)]).unwrap();
+        assert_eq!(all[0].to_f64_vec(), vec![21.0]);
+    }
+
+    #[test]
+    fn max_and_min_keep_a_nan_met_first() {
+        let x = Value::F32(ArrayD::from_shape_vec(IxDyn(&[3]), vec![f32::NAN, 1., 2.]).unwrap());
+        for op in [Red::Max, Red::Min] {
+            assert!(reduce(op, &x, &[], false).unwrap().to_f64_vec()[0].is_nan());
+        }
+    }
+
+    #[test]
+    fn integer_reductions_are_exact_and_wrap() {
+        let u =
+            Value::U64(ArrayD::from_shape_vec(IxDyn(&[3]), vec![u64::MAX, 1 << 63, 3]).unwrap());
+        let max = reduce(Red::Max, &u, &[], false).unwrap();
+        assert_eq!(max, Value::U64(ArrayD::from_elem(IxDyn(&[]), u64::MAX)));
+        let mean = reduce(Red::Mean, &u, &[], false).unwrap();
+        let want = ((u64::MAX as u128 + (1u128 << 63) + 3) / 3) as u64;
+        assert_eq!(mean, Value::U64(ArrayD::from_elem(IxDyn(&[]), want)));
+        let i = Value::I8(ArrayD::from_shape_vec(IxDyn(&[3]), vec![100, 100, -7]).unwrap());
+        let sum = reduce(Red::Sum, &i, &[], false).unwrap();
+        assert_eq!(
+            sum,
+            Value::I8(ArrayD::from_elem(IxDyn(&[]), (193i32 - 256) as i8))
+        );
+        let prod = reduce(Red::Prod, &i, &[], false).unwrap();
+        assert_eq!(
+            prod,
+            Value::I8(ArrayD::from_elem(IxDyn(&[]), (-70000i32) as i8))
+        );
+        let mean = reduce(Red::Mean, &i, &[], false).unwrap();
+        assert_eq!(mean, Value::I8(ArrayD::from_elem(IxDyn(&[]), 64)));
     }
 }

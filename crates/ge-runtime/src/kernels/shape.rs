@@ -77,7 +77,11 @@ fn reshape_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 fn squeeze_factory(info: &NodeInfo) -> Result<Kernel> {
-    let axes = info.ints("axis")?.unwrap_or_default();
+    // GE's Squeeze has `axis`; ONNX-style graphs name it `axes` (shape inference reads both).
+    let axes = match info.ints("axis")? {
+        Some(a) => a,
+        None => info.ints("axes")?.unwrap_or_default(),
+    };
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let rank = x.shape().len();
@@ -276,13 +280,21 @@ fn tile_factory(_: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(|inputs| {
         let x = input(inputs, 0)?;
         let reps = input(inputs, 1)?.to_i64_vec();
-        if reps.len() != x.shape().len() || reps.iter().any(|&r| r < 0) {
+        if reps.iter().any(|&r| r < 0) {
             return Err(Error::kernel(format!(
                 "multiples {reps:?} do not fit shape {:?}",
                 x.shape()
             )));
         }
-        let mut cur = x.clone();
+        // numpy's tile: x is right-aligned with longer multiples (leading dims of 1), and
+        // shorter multiples repeat the trailing dims.
+        let n = reps.len().max(x.shape().len());
+        let mut dims = vec![1; n - x.shape().len()];
+        dims.extend_from_slice(x.shape());
+        let mut full = vec![1; n - reps.len()];
+        full.extend_from_slice(&reps);
+        let reps = full;
+        let mut cur = reshape(x, &dims)?;
         for (ax, &r) in reps.iter().enumerate() {
             if r != 1 {
                 let copies: Vec<&Value> = std::iter::repeat(&cur).take(r as usize).collect();
@@ -417,7 +429,8 @@ fn zeros_like_factory(_: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(|inputs| {
         let x = input(inputs, 0)?;
         Ok(vec![
-            map_array!(x, a => a.mapv(|v| Elem::from_f64(0.0 * Elem::to_f64(v)))),
+            // Zero whatever x holds (0 * inf and 0 * NaN would be NaN).
+            map_array!(x, a => a.mapv(|_| Elem::from_f64(0.0))),
         ])
     }))
 }
@@ -462,6 +475,35 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(f: Factory, info_op: &str, inputs: &[&Value]) -> Vec<Value> {
+        let node = es_core::Node::new(info_op, info_op);
+        let info = NodeInfo {
+            node: &node,
+            inputs: Vec::new(),
+            const_inputs: Vec::new(),
+        };
+        let args: Vec<Option<&Value>> = inputs.iter().map(|v| Some(*v)).collect();
+        f(&info).unwrap()(&args).unwrap()
+    }
+
+    #[test]
+    fn tile_right_aligns_x_like_numpy() {
+        let x = Value::I32(ArrayD::from_shape_vec(IxDyn(&[2]), vec![1, 2]).unwrap());
+        let reps = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![2, 3]).unwrap());
+        let y = &run(tile_factory, "Tile", &[&x, &reps])[0];
+        assert_eq!(y.shape(), &[2, 6]);
+        assert_eq!(y.to_i64_vec(), [1, 2, 1, 2, 1, 2].repeat(2));
+    }
+
+    #[test]
+    fn zeros_like_zeroes_inf_and_nan() {
+        let x = Value::F32(
+            ArrayD::from_shape_vec(IxDyn(&[3]), vec![f32::INFINITY, f32::NAN, -2.0]).unwrap(),
+        );
+        let y = &run(zeros_like_factory, "ZerosLike", &[&x])[0];
+        assert_eq!(y.to_f64_vec(), vec![0.0; 3]);
+    }
 
     #[test]
     fn reshape_targets() {

@@ -1,0 +1,1430 @@
+//! Neural-network kernels: Conv2D and DepthwiseConv2D (im2col and one matrix product per image
+//! and group, through ndarray's `general_mat_mul`, i.e. matrixmultiply), MaxPool/MaxPoolV3,
+//! AvgPool/AvgPoolV2, GlobalAveragePool, BatchNorm, LayerNorm, InstanceNorm, GroupNorm, LRN and
+//! PRelu.
+//!
+//! Convolutions compute f32 and f64 in their own precision, f16 and bf16 in f32 (rounded once at
+//! the end), int8 in i64 (giving int32). Max pooling compares in the input's own dtype. Average
+//! pooling and the normalisations accumulate in f64 and round once to the output dtype.
+//!
+//! Layouts: `data_format` NCHW or NHWC; a convolution filter is read in its tensor format
+//! (NCHW or ND: [out, in/groups, kh, kw]; NHWC: [out, kh, kw, in/groups]; HWCN: [kh, kw,
+//! in/groups, out]), as the shape rule reads it. Pads are [top, bottom, left, right].
+
+use super::index::{alloc, array, bad_attr, cast_to, numel, std_slice, str_attr, Pick};
+use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::map_array;
+use crate::value::{Elem, Value};
+use es_core::{DataType, Format};
+use half::{bf16, f16};
+use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, IxDyn, LinalgScalar};
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// `data_format`: true for NCHW, false for NHWC.
+fn layout_2d(info: &NodeInfo, default: &str) -> Result<bool> {
+    match str_attr(info, "data_format", default)?.as_str() {
+        "NCHW" => Ok(true),
+        "NHWC" => Ok(false),
+        other => Err(Error::unsupported(format!(
+            "{} with data_format {other:?}",
+            info.op()
+        ))),
+    }
+}
+
+/// A 4-value list attribute in data-format order: its (N, C) and (H, W) entries.
+fn four(
+    info: &NodeInfo,
+    name: &str,
+    default: Option<[i64; 4]>,
+    nchw: bool,
+) -> Result<([i64; 2], [i64; 2])> {
+    let v = match (info.ints(name)?, default) {
+        (Some(v), _) => v,
+        (None, Some(d)) => d.to_vec(),
+        (None, None) => return Err(bad_attr(info, format!("attribute '{name}' is required"))),
+    };
+    let &[a, b, c, d] = v.as_slice() else {
+        return Err(bad_attr(
+            info,
+            format!("attribute '{name}' must have 4 values, got {v:?}"),
+        ));
+    };
+    Ok(if nchw {
+        ([a, b], [c, d])
+    } else {
+        ([a, d], [b, c])
+    })
+}
+
+/// The H and W entries of a list attribute, each >= 1.
+fn positive_hw(info: &NodeInfo, name: &str, hw: [i64; 2]) -> Result<[usize; 2]> {
+    let f = |v: i64| {
+        usize::try_from(v).ok().filter(|&v| v >= 1).ok_or_else(|| {
+            bad_attr(
+                info,
+                format!("attribute '{name}' must have H and W values >= 1, got {hw:?}"),
+            )
+        })
+    };
+    Ok([f(hw[0])?, f(hw[1])?])
+}
+
+/// Explicit pads [top, bottom, left, right], each >= 0.
+fn pads_attr(info: &NodeInfo, name: &str) -> Result<[usize; 4]> {
+    let v = info.ints(name)?.unwrap_or_else(|| vec![0; 4]);
+    let bad = || {
+        bad_attr(
+            info,
+            format!(
+                "attribute '{name}' must be 4 values >= 0 [top, bottom, left, right], got {v:?}"
+            ),
+        )
+    };
+    let &[a, b, c, d] = v.as_slice() else {
+        return Err(bad());
+    };
+    let f = |x: i64| usize::try_from(x).map_err(|_| bad());
+    Ok([f(a)?, f(b)?, f(c)?, f(d)?])
+}
+
+/// The elements of a float value as f64, in standard order.
+fn floats(x: &Value, what: &str) -> Result<Vec<f64>> {
+    if !x.dtype().is_float() {
+        return Err(Error::kernel(format!(
+            "{what} must be a float tensor, got {}",
+            x.dtype()
+        )));
+    }
+    Ok(x.to_f64_vec())
+}
+
+/// A value of `dt` from f64 elements in standard order.
+fn from_f64(dt: DataType, dims: &[usize], v: Vec<f64>) -> Result<Value> {
+    let a = Value::F64(array(dims, v)?);
+    if dt == DataType::DOUBLE {
+        Ok(a)
+    } else {
+        a.cast(dt)
+    }
+}
+
+/// The dtype to round a float result to: the node's output dtype when it is a float, else `x`'s.
+fn float_out(out: Option<DataType>, x: DataType) -> DataType {
+    match out {
+        Some(d) if d.is_float() => d,
+        _ if x.is_float() => x,
+        _ => DataType::FLOAT,
+    }
+}
+
+/// `len` elements of `s` from `start`.
+fn sub<T>(s: &[T], start: usize, len: usize) -> Result<&[T]> {
+    start
+        .checked_add(len)
+        .and_then(|end| s.get(start..end))
+        .ok_or_else(|| Error::kernel("internal error: slice out of bounds"))
+}
+
+fn sub_mut<T>(s: &mut [T], start: usize, len: usize) -> Result<&mut [T]> {
+    start
+        .checked_add(len)
+        .and_then(|end| s.get_mut(start..end))
+        .ok_or_else(|| Error::kernel("internal error: slice out of bounds"))
+}
+
+/// Per-group mean and (biased) variance of `x`, the group of element `i` being `gid(i)`.
+fn group_stats(x: &[f64], groups: usize, gid: impl Fn(usize) -> usize) -> (Vec<f64>, Vec<f64>) {
+    let mut sum = vec![0.0; groups];
+    let mut cnt = vec![0usize; groups];
+    for (i, &v) in x.iter().enumerate() {
+        if let (Some(s), Some(c)) = (sum.get_mut(gid(i)), cnt.get_mut(gid(i))) {
+            *s += v;
+            *c += 1;
+        }
+    }
+    let mean: Vec<f64> = sum.iter().zip(&cnt).map(|(&s, &c)| s / c as f64).collect();
+    let mut sq = vec![0.0; groups];
+    for (i, &v) in x.iter().enumerate() {
+        let g = gid(i);
+        if let (Some(s), Some(m)) = (sq.get_mut(g), mean.get(g)) {
+            *s += (v - m) * (v - m);
+        }
+    }
+    let var = sq.iter().zip(&cnt).map(|(&s, &c)| s / c as f64).collect();
+    (mean, var)
+}
+
+/// `x` normalised per group and scaled per channel: (x - mean) / sqrt(var + eps) * g + b.
+fn normalize(
+    x: &[f64],
+    (mean, var): (&[f64], &[f64]),
+    eps: f64,
+    gid: impl Fn(usize) -> usize,
+    (gamma, beta): (&[f64], &[f64]),
+    cid: impl Fn(usize) -> usize,
+) -> Vec<f64> {
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let (g, c) = (gid(i), cid(i));
+            let m = mean.get(g).copied().unwrap_or(f64::NAN);
+            let s = var.get(g).copied().unwrap_or(f64::NAN);
+            let a = gamma.get(c).copied().unwrap_or(f64::NAN);
+            let b = beta.get(c).copied().unwrap_or(f64::NAN);
+            (v - m) / (s + eps).sqrt() * a + b
+        })
+        .collect()
+}
+
+/// A per-channel parameter: `len` values.
+fn param(v: &Value, len: usize, what: &str) -> Result<Vec<f64>> {
+    if v.len() != len {
+        return Err(Error::kernel(format!(
+            "{what} has {} values, expected {len}",
+            v.len()
+        )));
+    }
+    Ok(v.to_f64_vec())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution
+// ---------------------------------------------------------------------------------------------
+
+/// One output dim of a convolution (floor mode); `None` when the dilated kernel does not fit
+/// the padded input or a size does not fit i64.
+fn conv_out_size(size: usize, k: usize, s: usize, d: usize, p0: usize, p1: usize) -> Option<usize> {
+    if k == 0 || s == 0 || d == 0 {
+        return None;
+    }
+    let eff = d.checked_mul(k - 1)?.checked_add(1)?;
+    let padded = size.checked_add(p0)?.checked_add(p1)?;
+    if padded < eff || padded > i64::MAX as usize {
+        return None;
+    }
+    Some((padded - eff) / s + 1)
+}
+
+/// TensorFlow's SAME padding of one dim: the output is ceil(size / s); the pads (extra at the
+/// end) make the last window fit.
+fn same_pads(size: usize, k: usize, s: usize, d: usize) -> Option<(usize, usize)> {
+    if k == 0 || s == 0 || d == 0 {
+        return None;
+    }
+    let eff = d.checked_mul(k - 1)?.checked_add(1)?;
+    let out = size.div_ceil(s);
+    let need = out.saturating_sub(1).checked_mul(s)?.checked_add(eff)?;
+    let total = need.saturating_sub(size);
+    Some((total / 2, total - total / 2))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ConvPad {
+    Explicit([usize; 4]),
+    Same,
+    Valid,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ConvAttrs {
+    nchw: bool,
+    s: [usize; 2],
+    d: [usize; 2],
+    pad: ConvPad,
+    /// `None`: depthwise (one group per input channel).
+    groups: Option<usize>,
+    /// Filter dims of (out channels, in channels, kh, kw).
+    fpos: [usize; 4],
+    out: DataType,
+}
+
+/// The geometry of one convolution, NCHW.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Geom {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    o: usize,
+    groups: usize,
+    kh: usize,
+    kw: usize,
+    sh: usize,
+    sw: usize,
+    dh: usize,
+    dw: usize,
+    pt: usize,
+    pl: usize,
+    oh: usize,
+    ow: usize,
+}
+
+impl Geom {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        (n, c, h, w): (usize, usize, usize, usize),
+        o: usize,
+        groups: usize,
+        (kh, kw): (usize, usize),
+        s: [usize; 2],
+        d: [usize; 2],
+        pad: ConvPad,
+    ) -> Result<Geom> {
+        let bad = || Error::kernel("internal error: bad convolution geometry");
+        let [pt, pb, pl, pr] = match pad {
+            ConvPad::Explicit(p) => p,
+            ConvPad::Valid => [0; 4],
+            ConvPad::Same => {
+                let (a, b) = same_pads(h, kh, s[0], d[0]).ok_or_else(bad)?;
+                let (c, e) = same_pads(w, kw, s[1], d[1]).ok_or_else(bad)?;
+                [a, b, c, e]
+            }
+        };
+        let out = |what: &str, size, k, s, d, p0, p1| {
+            conv_out_size(size, k, s, d, p0, p1).ok_or_else(|| {
+                Error::kernel(format!(
+                    "output {what} would be empty: input {size} + pads {p0} + {p1} is smaller \
+                     than the kernel {k} dilated by {d}"
+                ))
+            })
+        };
+        let oh = out("height", h, kh, s[0], d[0], pt, pb)?;
+        let ow = out("width", w, kw, s[1], d[1], pl, pr)?;
+        if groups == 0 || c % groups != 0 || o % groups != 0 {
+            return Err(bad());
+        }
+        Ok(Geom {
+            n,
+            c,
+            h,
+            w,
+            o,
+            groups,
+            kh,
+            kw,
+            sh: s[0],
+            sw: s[1],
+            dh: d[0],
+            dw: d[1],
+            pt,
+            pl,
+            oh,
+            ow,
+        })
+    }
+}
+
+/// Unfolds the `cg` channels of one image and group (`xs`: [cg, h, w]) into `col`:
+/// [cg * kh * kw, oh * ow], zeros where a window reads padding.
+fn im2col<T: Copy>(xs: &[T], g: &Geom, cg: usize, col: &mut [T], zero: T) -> Result<()> {
+    let (h, w) = (g.h as i64, g.w as i64);
+    let (hw, pix) = (g.h * g.w, g.oh * g.ow);
+    if pix == 0 {
+        return Ok(());
+    }
+    let mut rows = col.chunks_exact_mut(pix);
+    for c in 0..cg {
+        let plane = sub(xs, c * hw, hw)?;
+        for ki in 0..g.kh {
+            for kj in 0..g.kw {
+                let dst = rows
+                    .next()
+                    .ok_or_else(|| Error::kernel("internal error: im2col rows"))?;
+                let ioff = (ki * g.dh) as i64 - g.pt as i64;
+                let joff = (kj * g.dw) as i64 - g.pl as i64;
+                for (oy, drow) in dst.chunks_exact_mut(g.ow).enumerate() {
+                    let iy = (oy * g.sh) as i64 + ioff;
+                    if iy < 0 || iy >= h {
+                        drow.fill(zero);
+                        continue;
+                    }
+                    let srow = sub(plane, iy as usize * g.w, g.w)?;
+                    if g.sw == 1 {
+                        let ow = g.ow as i64;
+                        let lo = (-joff).clamp(0, ow) as usize;
+                        let hi = (w - joff).clamp(0, ow) as usize;
+                        if lo >= hi {
+                            drow.fill(zero);
+                            continue;
+                        }
+                        drow[..lo].fill(zero);
+                        drow[hi..].fill(zero);
+                        let s0 = (lo as i64 + joff) as usize;
+                        drow[lo..hi].copy_from_slice(sub(srow, s0, hi - lo)?);
+                    } else {
+                        for (ox, v) in drow.iter_mut().enumerate() {
+                            let ix = (ox * g.sw) as i64 + joff;
+                            *v = if ix >= 0 && ix < w {
+                                srow[ix as usize]
+                            } else {
+                                zero
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds the convolution of one input plane (`plane`: [h, w]) with one kh x kw kernel (`k`) to
+/// one output plane (`out`: [oh, ow]), directly (depthwise convolutions: one input channel per
+/// group, where a matrix product would have a single row).
+fn conv_plane<T: LinalgScalar>(plane: &[T], k: &[T], g: &Geom, out: &mut [T]) -> Result<()> {
+    let (h, w, ow) = (g.h as i64, g.w as i64, g.ow as i64);
+    if g.ow == 0 {
+        return Ok(());
+    }
+    for ki in 0..g.kh {
+        for kj in 0..g.kw {
+            let wv = *k
+                .get(ki * g.kw + kj)
+                .ok_or_else(|| Error::kernel("internal error: kernel out of bounds"))?;
+            let ioff = (ki * g.dh) as i64 - g.pt as i64;
+            let joff = (kj * g.dw) as i64 - g.pl as i64;
+            // Columns ox whose input column ox * sw + joff lies in [0, w).
+            let sw = g.sw as i64;
+            let lo = if joff >= 0 { 0 } else { (-joff + sw - 1) / sw };
+            let hi = if w - joff <= 0 {
+                0
+            } else {
+                ((w - joff + sw - 1) / sw).min(ow)
+            };
+            if lo >= hi {
+                continue;
+            }
+            let (lo, hi) = (lo as usize, hi as usize);
+            for (oy, orow) in out.chunks_exact_mut(g.ow).enumerate() {
+                let iy = (oy * g.sh) as i64 + ioff;
+                if iy < 0 || iy >= h {
+                    continue;
+                }
+                let srow = sub(plane, iy as usize * g.w, g.w)?;
+                let s0 = (lo as i64 * sw + joff) as usize;
+                if g.sw == 1 {
+                    let src = sub(srow, s0, hi - lo)?;
+                    for (d, &v) in orow[lo..hi].iter_mut().zip(src) {
+                        *d = *d + wv * v;
+                    }
+                } else {
+                    for (d, v) in orow[lo..hi]
+                        .iter_mut()
+                        .zip(srow.iter().skip(s0).step_by(g.sw))
+                    {
+                        *d = *d + wv * *v;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The convolution of NCHW `x` with OIHW `f` (f: [o, c / groups, kh, kw]): NCHW output.
+fn conv_core<T: LinalgScalar>(x: &[T], f: &[T], g: &Geom) -> Result<Vec<T>> {
+    let cg = g.c / g.groups;
+    let og = g.o / g.groups;
+    if cg == 1 && g.groups > 1 {
+        let (hw, khw, pix) = (g.h * g.w, g.kh * g.kw, numel(&[g.oh, g.ow])?);
+        let mut y = alloc(numel(&[g.n, g.o, pix])?, T::zero())?;
+        for ni in 0..g.n {
+            for gi in 0..g.groups {
+                let plane = sub(x, (ni * g.c + gi) * hw, hw)?;
+                for oc in gi * og..(gi + 1) * og {
+                    let k = sub(f, oc * khw, khw)?;
+                    conv_plane(plane, k, g, sub_mut(&mut y, (ni * g.o + oc) * pix, pix)?)?;
+                }
+            }
+        }
+        return Ok(y);
+    }
+    let kk = numel(&[cg, g.kh, g.kw])?;
+    let (hw, pix) = (g.h * g.w, numel(&[g.oh, g.ow])?);
+    let mut y = alloc(numel(&[g.n, g.o, pix])?, T::zero())?;
+    // A 1x1 kernel with unit strides and no padding reads the input as it is.
+    let direct = g.kh == 1
+        && g.kw == 1
+        && g.sh == 1
+        && g.sw == 1
+        && g.pt == 0
+        && g.pl == 0
+        && g.oh == g.h
+        && g.ow == g.w;
+    let mut col = if direct {
+        Vec::new()
+    } else {
+        alloc(numel(&[kk, pix])?, T::zero())?
+    };
+    let shape_err = |e: ndarray::ShapeError| Error::kernel(e.to_string());
+    for ni in 0..g.n {
+        for gi in 0..g.groups {
+            let xs = sub(x, (ni * g.c + gi * cg) * hw, cg * hw)?;
+            let cols: &[T] = if direct {
+                xs
+            } else {
+                im2col(xs, g, cg, &mut col, T::zero())?;
+                &col
+            };
+            let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
+                .map_err(shape_err)?;
+            let b = ArrayView2::from_shape((kk, pix), cols).map_err(shape_err)?;
+            let ys = sub_mut(&mut y, (ni * g.o + gi * og) * pix, og * pix)?;
+            let mut c = ArrayViewMut2::from_shape((og, pix), ys).map_err(shape_err)?;
+            ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
+        }
+    }
+    Ok(y)
+}
+
+fn run_conv<T: Pick + LinalgScalar>(
+    x: &Value,
+    f: &Value,
+    bias: Option<&Value>,
+    a: &ConvAttrs,
+) -> Result<ArrayD<T>> {
+    let xa = cast_to::<T>(x)?;
+    let fa = cast_to::<T>(f)?;
+    let (xs, fs) = (xa.shape(), fa.shape());
+    if xs.len() != 4 || fs.len() != 4 {
+        return Err(Error::kernel(format!(
+            "a 2-D convolution needs 4-D x and filter, got {xs:?} and {fs:?}"
+        )));
+    }
+    let (n, c, h, w) = if a.nchw {
+        (xs[0], xs[1], xs[2], xs[3])
+    } else {
+        (xs[0], xs[3], xs[1], xs[2])
+    };
+    let [po, pc, ph, pw] = a.fpos;
+    let (fo, fc, kh, kw) = (fs[po], fs[pc], fs[ph], fs[pw]);
+    let mismatch = || {
+        Error::kernel(format!(
+            "channel mismatch: x {xs:?} has {c} channels, filter {fs:?} has {fc} (out {fo})"
+        ))
+    };
+    let (groups, o, perm) = match a.groups {
+        None => {
+            // Depthwise: [kh, kw, C, K] (HWCN) gives C * K channels, channel c * K + k from
+            // input channel c; a filter with one input channel ([C * K, 1, kh, kw]) is the same.
+            if c == 0 {
+                return Err(Error::kernel("depthwise convolution of x with no channels"));
+            }
+            let o = if fc == c {
+                fo.checked_mul(c)
+            } else if fc == 1 && fo % c == 0 {
+                Some(fo)
+            } else {
+                None
+            }
+            .ok_or_else(mismatch)?;
+            (c, o, [pc, po, ph, pw])
+        }
+        Some(g) => {
+            if fc.checked_mul(g) != Some(c) || fo % g != 0 {
+                return Err(Error::kernel(format!(
+                    "channel mismatch: x {xs:?} has {c} channels, filter {fs:?} has {fc} per \
+                     group and {fo} outputs, groups {g}"
+                )));
+            }
+            (g, fo, [po, pc, ph, pw])
+        }
+    };
+    let g = Geom::new((n, c, h, w), o, groups, (kh, kw), a.s, a.d, a.pad)?;
+    let fv = fa.view().permuted_axes(IxDyn(&perm));
+    let fstd = fv.as_standard_layout();
+    let fsl = fstd
+        .as_slice()
+        .ok_or_else(|| Error::kernel("internal error: filter layout"))?;
+    let xv = if a.nchw {
+        xa.view()
+    } else {
+        xa.view().permuted_axes(IxDyn(&[0, 3, 1, 2]))
+    };
+    let xstd = xv.as_standard_layout();
+    let xsl = xstd
+        .as_slice()
+        .ok_or_else(|| Error::kernel("internal error: input layout"))?;
+    let mut y = conv_core(xsl, fsl, &g)?;
+    if let Some(b) = bias {
+        let b = cast_to::<T>(b)?;
+        if b.len() != o {
+            return Err(Error::kernel(format!(
+                "bias has {} values, the convolution has {o} output channels",
+                b.len()
+            )));
+        }
+        let bs = std_slice(&b);
+        let pix = g.oh * g.ow;
+        if pix > 0 {
+            for (k, chunk) in y.chunks_exact_mut(pix).enumerate() {
+                let bv = bs[k % o];
+                for v in chunk {
+                    *v = *v + bv;
+                }
+            }
+        }
+    }
+    let y = array(&[n, o, g.oh, g.ow], y)?;
+    Ok(if a.nchw {
+        y
+    } else {
+        y.permuted_axes(IxDyn(&[0, 2, 3, 1]))
+            .as_standard_layout()
+            .into_owned()
+    })
+}
+
+/// Filter dims (out channels, in channels, kh, kw) by the filter's tensor format.
+fn filter_positions(f: Format) -> Option<[usize; 4]> {
+    match f {
+        Format::NCHW | Format::ND => Some([0, 1, 2, 3]),
+        Format::NHWC => Some([0, 3, 1, 2]),
+        Format::HWCN => Some([3, 2, 0, 1]),
+        _ => None,
+    }
+}
+
+fn conv_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op = info.op().to_string();
+    let depthwise = op == "DepthwiseConv2D";
+    let nchw = layout_2d(info, "NHWC")?;
+    let (_, s) = four(info, "strides", None, nchw)?;
+    let s = positive_hw(info, "strides", s)?;
+    let (_, d) = four(info, "dilations", Some([1; 4]), nchw)?;
+    let d = positive_hw(info, "dilations", d)?;
+    let pad = match str_attr(info, "padding", "")?.as_str() {
+        "" => ConvPad::Explicit(pads_attr(info, "pads")?),
+        "SAME" => ConvPad::Same,
+        "VALID" => ConvPad::Valid,
+        other => return Err(Error::unsupported(format!("{op} with padding {other:?}"))),
+    };
+    let groups =
+        if depthwise {
+            None
+        } else {
+            let g = info.int("groups", 1)?;
+            Some(usize::try_from(g).ok().filter(|&g| g >= 1).ok_or_else(|| {
+                bad_attr(info, format!("attribute 'groups' must be >= 1, got {g}"))
+            })?)
+        };
+    if info.int("offset_x", 0)? != 0 {
+        return Err(Error::unsupported(format!("{op} with offset_x != 0")));
+    }
+    if info.inputs.get(3).is_some_and(Option::is_some) {
+        return Err(Error::unsupported(format!(
+            "{op} with offset_w (quantized)"
+        )));
+    }
+    let ffmt = info
+        .inputs
+        .get(1)
+        .and_then(Option::as_ref)
+        .map_or(Format::ND, |d| d.format);
+    let fpos = filter_positions(ffmt)
+        .ok_or_else(|| Error::unsupported(format!("{op} with a filter of format {ffmt}")))?;
+    let a = ConvAttrs {
+        nchw,
+        s,
+        d,
+        pad,
+        groups,
+        fpos,
+        out: info.out_dtype(0)?,
+    };
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let f = input(inputs, 1)?;
+        let bias = inputs.get(2).copied().flatten();
+        let y = match x {
+            Value::F32(_) => Value::F32(run_conv::<f32>(x, f, bias, &a)?),
+            Value::F64(_) => Value::F64(run_conv::<f64>(x, f, bias, &a)?),
+            Value::F16(_) => Value::F16(run_conv::<f32>(x, f, bias, &a)?.mapv(f16::from_f32)),
+            Value::BF16(_) => Value::BF16(run_conv::<f32>(x, f, bias, &a)?.mapv(bf16::from_f32)),
+            Value::I8(_) => Value::I32(run_conv::<i64>(x, f, bias, &a)?.mapv(|v| v as i32)),
+            v => {
+                return Err(Error::kernel(format!(
+                    "{op} of a {} tensor is not supported on the CPU backend",
+                    v.dtype()
+                )))
+            }
+        };
+        let y = if y.dtype() != a.out && crate::value::supported_dtype(a.out) {
+            y.cast(a.out)?
+        } else {
+            y
+        };
+        Ok(vec![y])
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PoolPad {
+    Same,
+    Valid,
+    /// Explicit [top, bottom, left, right]; ceil mode (PyTorch's rule: the last window starts
+    /// inside the input or the leading pad).
+    Explicit {
+        pads: [usize; 4],
+        ceil: bool,
+    },
+}
+
+/// One pooled dim: the output size and the leading and trailing pads; `None` when the window
+/// does not fit.
+fn pool_dim(
+    size: usize,
+    k: usize,
+    s: usize,
+    pad: PoolPad,
+    p: (usize, usize),
+) -> Option<(usize, usize, usize)> {
+    if k == 0 || s == 0 || size > i64::MAX as usize / 4 || k > i64::MAX as usize / 4 {
+        return None;
+    }
+    match pad {
+        PoolPad::Same => {
+            let out = size.div_ceil(s);
+            let total = (out.saturating_sub(1) * s + k).saturating_sub(size);
+            Some((out, total / 2, total - total / 2))
+        }
+        PoolPad::Valid => (size >= k).then(|| ((size - k) / s + 1, 0, 0)),
+        PoolPad::Explicit { ceil, .. } => {
+            let (p0, p1) = p;
+            let padded = size.checked_add(p0)?.checked_add(p1)?;
+            if padded < k || padded > i64::MAX as usize / 4 {
+                return None;
+            }
+            let mut o = if ceil {
+                (padded - k).div_ceil(s) + 1
+            } else {
+                (padded - k) / s + 1
+            };
+            if ceil && (o - 1) * s >= size + p0 {
+                o -= 1;
+            }
+            Some((o, p0, p1))
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Avg {
+    /// Divide by the number of input elements in the window (not counting padding).
+    exclusive: bool,
+    /// A fixed divisor (0: none).
+    divisor: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PoolAttrs {
+    nchw: bool,
+    k: [usize; 2],
+    s: [usize; 2],
+    pad: PoolPad,
+    global: bool,
+    avg: Option<Avg>,
+}
+
+struct PoolGeom {
+    nchw: bool,
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    kh: usize,
+    kw: usize,
+    sh: usize,
+    sw: usize,
+    pt: usize,
+    pb: usize,
+    pl: usize,
+    pr: usize,
+    oh: usize,
+    ow: usize,
+}
+
+impl PoolGeom {
+    fn new(xs: &[usize], a: &PoolAttrs) -> Result<PoolGeom> {
+        if xs.len() != 4 {
+            return Err(Error::kernel(format!("pooling needs a 4-D x, got {xs:?}")));
+        }
+        let (n, c, h, w) = if a.nchw {
+            (xs[0], xs[1], xs[2], xs[3])
+        } else {
+            (xs[0], xs[3], xs[1], xs[2])
+        };
+        let (k, s, pad) = if a.global {
+            ([h, w], [1, 1], PoolPad::Valid)
+        } else {
+            (a.k, a.s, a.pad)
+        };
+        let p = match pad {
+            PoolPad::Explicit { pads, .. } => pads,
+            _ => [0; 4],
+        };
+        let dim = |what: &str, size, i: usize| {
+            pool_dim(size, k[i], s[i], pad, (p[2 * i], p[2 * i + 1])).ok_or_else(|| {
+                Error::kernel(format!(
+                    "output {what} would be empty: input {size} with the pads is smaller than \
+                     the window {}",
+                    k[i]
+                ))
+            })
+        };
+        let (oh, pt, pb) = dim("height", h, 0)?;
+        let (ow, pl, pr) = dim("width", w, 1)?;
+        Ok(PoolGeom {
+            nchw: a.nchw,
+            n,
+            c,
+            h,
+            w,
+            kh: k[0],
+            kw: k[1],
+            sh: s[0],
+            sw: s[1],
+            pt,
+            pb,
+            pl,
+            pr,
+            oh,
+            ow,
+        })
+    }
+
+    fn xi(&self, n: usize, c: usize, y: usize, x: usize) -> usize {
+        if self.nchw {
+            ((n * self.c + c) * self.h + y) * self.w + x
+        } else {
+            ((n * self.h + y) * self.w + x) * self.c + c
+        }
+    }
+
+    fn yi(&self, n: usize, c: usize, y: usize, x: usize) -> usize {
+        if self.nchw {
+            ((n * self.c + c) * self.oh + y) * self.ow + x
+        } else {
+            ((n * self.oh + y) * self.ow + x) * self.c + c
+        }
+    }
+
+    fn out_dims(&self) -> Vec<usize> {
+        if self.nchw {
+            vec![self.n, self.c, self.oh, self.ow]
+        } else {
+            vec![self.n, self.oh, self.ow, self.c]
+        }
+    }
+
+    /// One window: the input rows and columns it reads, and its size within the padded input.
+    fn window(&self, oy: usize, ox: usize) -> (Range<usize>, Range<usize>, usize) {
+        let span = |o: usize, s: usize, p0: usize, k: usize, size: usize, p1: usize| {
+            let start = (o * s) as i64 - p0 as i64;
+            let end = start + k as i64;
+            let lo = start.max(0) as usize;
+            let hi = end.clamp(0, size as i64) as usize;
+            let padded = (end.min((size + p1) as i64) - start).max(0) as usize;
+            (lo..hi.max(lo), padded)
+        };
+        let (ry, py) = span(oy, self.sh, self.pt, self.kh, self.h, self.pb);
+        let (rx, px) = span(ox, self.sw, self.pl, self.kw, self.w, self.pr);
+        (ry, rx, py * px)
+    }
+
+    /// Calls `f(out_index, rows, cols, padded_count, n, c)` for every output element.
+    fn each(&self, mut f: impl FnMut(usize, Range<usize>, Range<usize>, usize, usize, usize)) {
+        for n in 0..self.n {
+            for c in 0..self.c {
+                for oy in 0..self.oh {
+                    for ox in 0..self.ow {
+                        let (ry, rx, cnt) = self.window(oy, ox);
+                        f(self.yi(n, c, oy, ox), ry, rx, cnt, n, c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn max_pool<T: Copy + PartialOrd + Elem>(x: &ArrayD<T>, a: &PoolAttrs) -> Result<ArrayD<T>> {
+    let g = PoolGeom::new(x.shape(), a)?;
+    let src = std_slice(x);
+    let low = T::from_f64(f64::NEG_INFINITY);
+    let dims = g.out_dims();
+    let mut y = alloc(numel(&dims)?, low)?;
+    g.each(|at, ry, rx, _, n, c| {
+        let mut m: Option<T> = None;
+        for iy in ry {
+            for ix in rx.clone() {
+                if let Some(&v) = src.get(g.xi(n, c, iy, ix)) {
+                    m = Some(match m {
+                        #[allow(clippy::eq_op)]
+                        Some(b) if b != b || v <= b => b,
+                        _ => v,
+                    });
+                }
+            }
+        }
+        if let (Some(slot), Some(m)) = (y.get_mut(at), m) {
+            *slot = m;
+        }
+    });
+    array(&dims, y)
+}
+
+fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Result<Value> {
+    let g = PoolGeom::new(x.shape(), a)?;
+    let src = floats(x, "x")?;
+    let dims = g.out_dims();
+    let mut y = alloc(numel(&dims)?, 0.0f64)?;
+    g.each(|at, ry, rx, padded, n, c| {
+        let mut sum = 0.0;
+        let mut cnt = 0usize;
+        for iy in ry {
+            for ix in rx.clone() {
+                if let Some(&v) = src.get(g.xi(n, c, iy, ix)) {
+                    sum += v;
+                    cnt += 1;
+                }
+            }
+        }
+        let div = if avg.divisor > 0 {
+            avg.divisor
+        } else if avg.exclusive {
+            cnt
+        } else {
+            padded
+        };
+        if let Some(slot) = y.get_mut(at) {
+            *slot = sum / div as f64;
+        }
+    });
+    from_f64(out, &dims, y)
+}
+
+fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op = info.op().to_string();
+    let v1 = op == "MaxPool" || op == "AvgPool";
+    let nchw = layout_2d(info, if v1 { "NHWC" } else { "NCHW" })?;
+    let mut hw = [[0usize; 2]; 2];
+    for (i, name) in ["ksize", "strides"].into_iter().enumerate() {
+        let (nc, v) = four(info, name, None, nchw)?;
+        if nc != [1, 1] {
+            return Err(Error::unsupported(format!(
+                "{op} with {name} over N or C (N, C entries {nc:?})"
+            )));
+        }
+        hw[i] = positive_hw(info, name, v)?;
+    }
+    let pad = if v1 {
+        match str_attr(info, "padding", "")?.as_str() {
+            "SAME" => PoolPad::Same,
+            "VALID" => PoolPad::Valid,
+            other => return Err(Error::unsupported(format!("{op} with padding {other:?}"))),
+        }
+    } else {
+        match str_attr(info, "padding_mode", "CALCULATED")?.as_str() {
+            "SAME" => PoolPad::Same,
+            "VALID" => PoolPad::Valid,
+            "CALCULATED" => PoolPad::Explicit {
+                pads: pads_attr(info, "pads")?,
+                ceil: info.bool("ceil_mode", false)?,
+            },
+            other => {
+                return Err(Error::unsupported(format!(
+                    "{op} with padding_mode {other:?}"
+                )))
+            }
+        }
+    };
+    let avg = if op.starts_with("Avg") {
+        let d = info.int("divisor_override", 0)?;
+        Some(Avg {
+            exclusive: v1 || info.bool("exclusive", true)?,
+            divisor: usize::try_from(d).map_err(|_| {
+                bad_attr(
+                    info,
+                    format!("attribute 'divisor_override' must be >= 0, got {d}"),
+                )
+            })?,
+        })
+    } else {
+        None
+    };
+    let a = PoolAttrs {
+        nchw,
+        k: hw[0],
+        s: hw[1],
+        pad,
+        global: !v1 && info.bool("global_pooling", false)?,
+        avg,
+    };
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let y = match a.avg {
+            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
+            None => map_array!(x, v => max_pool(v, &a)?),
+        };
+        Ok(vec![y])
+    }))
+}
+
+fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        if xs.len() < 3 {
+            return Err(Error::kernel(format!(
+                "GlobalAveragePool needs x of rank >= 3, got {xs:?}"
+            )));
+        }
+        let v = floats(x, "x")?;
+        let inner: usize = xs[2..].iter().product();
+        let y: Vec<f64> = if inner == 0 {
+            vec![f64::NAN; xs[0] * xs[1]]
+        } else {
+            v.chunks_exact(inner)
+                .map(|c| c.iter().sum::<f64>() / inner as f64)
+                .collect()
+        };
+        let mut dims = vec![xs[0], xs[1]];
+        dims.resize(xs.len(), 1);
+        Ok(vec![from_f64(float_out(out, x.dtype()), &dims, y)?])
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+// ---------------------------------------------------------------------------------------------
+
+/// (channel axis, channels, elements after the channel axis) of `xs`.
+fn channels(xs: &[usize], channel_last: bool) -> Result<(usize, usize, usize)> {
+    if xs.len() < 2 {
+        return Err(Error::kernel(format!(
+            "x must have rank >= 2 (a channel dim), got {xs:?}"
+        )));
+    }
+    let ca = if channel_last { xs.len() - 1 } else { 1 };
+    Ok((ca, xs[ca], xs[ca + 1..].iter().product()))
+}
+
+/// BatchNorm (TensorFlow's FusedBatchNormV3). Inference (`is_training` false): y from the mean
+/// and variance inputs, which batch_mean/batch_variance and reserve_space_1/2 pass through.
+/// Training: y from the batch statistics (biased variance); batch_mean and batch_variance are
+/// the running statistics, `(1 - f) * input + f * batch` with f = exponential_avg_factor (the
+/// batch's own when f is 1 or the inputs are absent; the variance Bessel-corrected);
+/// reserve_space_1/2 the batch mean and biased variance. reserve_space_3 is [0.0].
+fn batch_norm_factory(info: &NodeInfo) -> Result<Kernel> {
+    let eps = f64::from(info.float("epsilon", 1e-4)?);
+    let channel_last = match str_attr(info, "data_format", "NHWC")?.as_str() {
+        "NHWC" | "NDHWC" => true,
+        "NCHW" | "NCDHW" => false,
+        other => {
+            return Err(Error::unsupported(format!(
+                "BatchNorm with data_format {other:?}"
+            )))
+        }
+    };
+    let training = info.bool("is_training", true)?;
+    let factor = f64::from(info.float("exponential_avg_factor", 1.0)?);
+    let n_out = info.node.outputs.len();
+    let y_dt = info.out_dtype(0).ok();
+    let stat_dt = float_out(info.out_dtype(1).ok(), DataType::FLOAT);
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        let (_, c, inner) = channels(xs, channel_last)?;
+        let cid = |i: usize| (i / inner.max(1)) % c.max(1);
+        let xv = floats(x, "x")?;
+        let scale = param(input(inputs, 1)?, c, "scale")?;
+        let offset = param(input(inputs, 2)?, c, "offset")?;
+        let mean_in = match inputs.get(3).copied().flatten() {
+            Some(v) => Some(param(v, c, "mean")?),
+            None => None,
+        };
+        let var_in = match inputs.get(4).copied().flatten() {
+            Some(v) => Some(param(v, c, "variance")?),
+            None => None,
+        };
+        let (m, v, stats) = if training {
+            let (bm, bv) = group_stats(&xv, c, cid);
+            let count = xv.len().checked_div(c).unwrap_or(0);
+            let adjust = if count > 1 {
+                count as f64 / (count - 1) as f64
+            } else {
+                1.0
+            };
+            let blend = |old: &Option<Vec<f64>>, new: Vec<f64>| -> Vec<f64> {
+                match old {
+                    Some(o) if factor != 1.0 => o
+                        .iter()
+                        .zip(&new)
+                        .map(|(&a, &b)| (1.0 - factor) * a + factor * b)
+                        .collect(),
+                    _ => new,
+                }
+            };
+            let running_mean = blend(&mean_in, bm.clone());
+            let running_var = blend(&var_in, bv.iter().map(|&s| s * adjust).collect());
+            let stats = [running_mean, running_var, bm.clone(), bv.clone()];
+            (bm, bv, stats)
+        } else {
+            let (Some(m), Some(v)) = (mean_in, var_in) else {
+                return Err(Error::kernel(
+                    "BatchNorm in inference (is_training=false) needs the mean and variance inputs",
+                ));
+            };
+            let stats = [m.clone(), v.clone(), m.clone(), v.clone()];
+            (m, v, stats)
+        };
+        let y = normalize(&xv, (&m, &v), eps, cid, (&scale, &offset), cid);
+        let mut out = vec![from_f64(float_out(y_dt, x.dtype()), xs, y)?];
+        for s in stats {
+            out.push(from_f64(stat_dt, &[c], s)?);
+        }
+        out.push(from_f64(stat_dt, &[1], vec![0.0])?);
+        out.truncate(n_out);
+        Ok(out)
+    }))
+}
+
+fn layer_norm_factory(info: &NodeInfo) -> Result<Kernel> {
+    let bna = info.int("begin_norm_axis", 0)?;
+    let bpa = info.int("begin_params_axis", 0)?;
+    let eps = f64::from(info.float("epsilon", 1e-7)?);
+    let outs: Vec<Option<DataType>> = (0..info.node.outputs.len())
+        .map(|i| info.out_dtype(i).ok())
+        .collect();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        let r = xs.len();
+        let (n, p) = (norm_axis(bna, r)?, norm_axis(bpa, r)?);
+        let inner: usize = xs[n.min(r)..].iter().product();
+        let plen: usize = xs[p.min(r)..].iter().product();
+        let gamma = param(input(inputs, 1)?, plen, "gamma")?;
+        let beta = param(input(inputs, 2)?, plen, "beta")?;
+        let xv = floats(x, "x")?;
+        let groups = xv.len().checked_div(inner).unwrap_or(0);
+        let gid = |i: usize| i / inner.max(1);
+        let cid = |i: usize| i % plen.max(1);
+        let (mean, var) = group_stats(&xv, groups, gid);
+        let y = normalize(&xv, (&mean, &var), eps, gid, (&gamma, &beta), cid);
+        let mut sd = xs[..n.min(r)].to_vec();
+        sd.resize(r, 1);
+        let dt = |i: usize| float_out(outs.get(i).copied().flatten(), x.dtype());
+        let mut out = vec![
+            from_f64(dt(0), xs, y)?,
+            from_f64(dt(1), &sd, mean)?,
+            from_f64(dt(2), &sd, var)?,
+        ];
+        out.truncate(outs.len());
+        Ok(out)
+    }))
+}
+
+fn instance_norm_factory(info: &NodeInfo) -> Result<Kernel> {
+    let channel_last = match str_attr(info, "data_format", "NDHWC")?.as_str() {
+        "NHWC" | "NDHWC" => true,
+        "NCHW" | "NCDHW" => false,
+        other => {
+            return Err(Error::unsupported(format!(
+                "InstanceNorm with data_format {other:?}"
+            )))
+        }
+    };
+    let eps = f64::from(info.float("epsilon", 1e-6)?);
+    let outs: Vec<Option<DataType>> = (0..info.node.outputs.len())
+        .map(|i| info.out_dtype(i).ok())
+        .collect();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        if xs.len() < 3 {
+            return Err(Error::kernel(format!(
+                "InstanceNorm needs x of rank >= 3, got {xs:?}"
+            )));
+        }
+        let (ca, c, inner) = channels(xs, channel_last)?;
+        let per_n: usize = xs[1..].iter().product();
+        let gamma = param(input(inputs, 1)?, c, "gamma")?;
+        let beta = param(input(inputs, 2)?, c, "beta")?;
+        let xv = floats(x, "x")?;
+        let cid = |i: usize| (i / inner.max(1)) % c.max(1);
+        let gid = |i: usize| (i / per_n.max(1)) * c + cid(i);
+        let (mean, var) = group_stats(&xv, xs[0] * c, gid);
+        let y = normalize(&xv, (&mean, &var), eps, gid, (&gamma, &beta), cid);
+        let sd: Vec<usize> = (0..xs.len())
+            .map(|i| if i == 0 || i == ca { xs[i] } else { 1 })
+            .collect();
+        let dt = |i: usize, like: DataType| float_out(outs.get(i).copied().flatten(), like);
+        let sdt = input(inputs, 1)?.dtype();
+        let mut out = vec![
+            from_f64(dt(0, x.dtype()), xs, y)?,
+            from_f64(dt(1, sdt), &sd, mean)?,
+            from_f64(dt(2, sdt), &sd, var)?,
+        ];
+        out.truncate(outs.len());
+        Ok(out)
+    }))
+}
+
+fn group_norm_factory(info: &NodeInfo) -> Result<Kernel> {
+    let groups = info.int("num_groups", 1)?;
+    let groups = usize::try_from(groups)
+        .ok()
+        .filter(|&g| g >= 1)
+        .ok_or_else(|| {
+            bad_attr(
+                info,
+                format!("attribute 'num_groups' must be >= 1, got {groups}"),
+            )
+        })?;
+    let channel_last = match str_attr(info, "data_format", "NHWC")?.as_str() {
+        "NHWC" | "NDHWC" => true,
+        "NCHW" | "NCDHW" | "ND" => false,
+        other => {
+            return Err(Error::unsupported(format!(
+                "GroupNorm with data_format {other:?}"
+            )))
+        }
+    };
+    let eps = f64::from(info.float("eps", 1e-4)?);
+    let outs: Vec<Option<DataType>> = (0..info.node.outputs.len())
+        .map(|i| info.out_dtype(i).ok())
+        .collect();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        let (_, c, inner) = channels(xs, channel_last)?;
+        if c % groups != 0 {
+            return Err(Error::kernel(format!(
+                "x {xs:?} has {c} channels, which num_groups {groups} does not divide"
+            )));
+        }
+        let cpg = (c / groups).max(1);
+        let per_n: usize = xs[1..].iter().product();
+        let gamma = param(input(inputs, 1)?, c, "gamma")?;
+        let beta = param(input(inputs, 2)?, c, "beta")?;
+        let xv = floats(x, "x")?;
+        let cid = |i: usize| (i / inner.max(1)) % c.max(1);
+        let gid = |i: usize| (i / per_n.max(1)) * groups + cid(i) / cpg;
+        let (mean, var) = group_stats(&xv, xs[0] * groups, gid);
+        let y = normalize(&xv, (&mean, &var), eps, gid, (&gamma, &beta), cid);
+        let sd = [xs[0], groups];
+        let dt = |i: usize| float_out(outs.get(i).copied().flatten(), x.dtype());
+        let mut out = vec![
+            from_f64(dt(0), xs, y)?,
+            from_f64(dt(1), &sd, mean)?,
+            from_f64(dt(2), &sd, var)?,
+        ];
+        out.truncate(outs.len());
+        Ok(out)
+    }))
+}
+
+/// LRN (TensorFlow's formula): y = x / (bias + alpha * sum of x^2 over channels c - r ..= c + r)
+/// ^ beta. The channel axis is 1, or the last for an x of format NHWC.
+fn lrn_factory(info: &NodeInfo) -> Result<Kernel> {
+    let r = info.int("depth_radius", 5)?;
+    let r = usize::try_from(r).map_err(|_| {
+        bad_attr(
+            info,
+            format!("attribute 'depth_radius' must be >= 0, got {r}"),
+        )
+    })?;
+    let bias = f64::from(info.float("bias", 1.0)?);
+    let alpha = f64::from(info.float("alpha", 1.0)?);
+    let beta = f64::from(info.float("beta", 0.5)?);
+    let region = str_attr(info, "norm_region", "ACROSS_CHANNELS")?;
+    if region != "ACROSS_CHANNELS" {
+        return Err(Error::unsupported(format!(
+            "LRN with norm_region {region:?}"
+        )));
+    }
+    let channel_last = info
+        .inputs
+        .first()
+        .and_then(Option::as_ref)
+        .is_some_and(|d| d.format == Format::NHWC);
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        let (_, c, inner) = channels(xs, channel_last)?;
+        let xv = floats(x, "x")?;
+        let sq: Vec<f64> = xv.iter().map(|v| v * v).collect();
+        let y: Vec<f64> = xv
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let ci = (i / inner.max(1)) % c.max(1);
+                let base = i - ci * inner;
+                let lo = ci.saturating_sub(r);
+                let hi = ci.saturating_add(r).min(c.saturating_sub(1));
+                let s: f64 = (lo..=hi).filter_map(|k| sq.get(base + k * inner)).sum();
+                v / (bias + alpha * s).powf(beta)
+            })
+            .collect();
+        Ok(vec![from_f64(float_out(out, x.dtype()), xs, y)?])
+    }))
+}
+
+/// PRelu: x for x >= 0, weight * x otherwise; weight holds one value or one per channel (dim 1).
+fn prelu_factory(info: &NodeInfo) -> Result<Kernel> {
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let w = input(inputs, 1)?.to_f64_vec();
+        let xs = x.shape();
+        let xv = floats(x, "x")?;
+        let (c, inner) = match (w.len(), xs.len()) {
+            (1, _) => (1, 1),
+            (n, r) if r >= 2 && n == xs[1] => (n, xs[2..].iter().product::<usize>()),
+            (n, _) => {
+                return Err(Error::kernel(format!(
+                    "weight has {n} values; expected 1 or the channels (dim 1) of x {xs:?}"
+                )))
+            }
+        };
+        let y: Vec<f64> = xv
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if v >= 0.0 {
+                    v
+                } else {
+                    let a = w.get((i / inner.max(1)) % c.max(1)).copied().unwrap_or(0.0);
+                    a * v
+                }
+            })
+            .collect();
+        Ok(vec![from_f64(float_out(out, x.dtype()), xs, y)?])
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    m.insert("Conv2D", conv_factory);
+    m.insert("DepthwiseConv2D", conv_factory);
+    for op in ["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"] {
+        m.insert(op, pool_factory);
+    }
+    m.insert("GlobalAveragePool", global_avg_pool_factory);
+    m.insert("BatchNorm", batch_norm_factory);
+    m.insert("LayerNorm", layer_norm_factory);
+    m.insert("InstanceNorm", instance_norm_factory);
+    m.insert("GroupNorm", group_norm_factory);
+    m.insert("LRN", lrn_factory);
+    m.insert("PRelu", prelu_factory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conv_output_sizes() {
+        // 5 wide, kernel 3: 3 (valid), 5 with pads 1/1, 3 with stride 2 and pads 1/1.
+        assert_eq!(conv_out_size(5, 3, 1, 1, 0, 0), Some(3));
+        assert_eq!(conv_out_size(5, 3, 1, 1, 1, 1), Some(5));
+        assert_eq!(conv_out_size(5, 3, 2, 1, 1, 1), Some(3));
+        // Dilation 2: effective kernel 5.
+        assert_eq!(conv_out_size(5, 3, 1, 2, 0, 0), Some(1));
+        assert_eq!(conv_out_size(4, 3, 1, 2, 0, 0), None);
+        assert_eq!(conv_out_size(5, 0, 1, 1, 0, 0), None);
+        assert_eq!(conv_out_size(5, 3, 0, 1, 0, 0), None);
+        assert_eq!(conv_out_size(5, 3, 1, usize::MAX, 0, 0), None);
+        assert_eq!(conv_out_size(5, 3, 1, 1, usize::MAX, 1), None);
+        // SAME: ceil(size / stride) outputs, the odd pad at the end.
+        assert_eq!(same_pads(5, 3, 1, 1), Some((1, 1)));
+        assert_eq!(same_pads(6, 3, 2, 1), Some((0, 1)));
+        assert_eq!(same_pads(5, 1, 2, 1), Some((0, 0)));
+    }
+
+    #[test]
+    fn pool_output_sizes() {
+        let ex = |ceil| PoolPad::Explicit { pads: [0; 4], ceil };
+        assert_eq!(pool_dim(5, 2, 2, ex(false), (0, 0)), Some((2, 0, 0)));
+        assert_eq!(pool_dim(5, 2, 2, ex(true), (0, 0)), Some((3, 0, 0)));
+        // ceil mode: a window starting in the trailing pad is dropped.
+        assert_eq!(pool_dim(4, 2, 2, ex(true), (1, 1)), Some((3, 1, 1)));
+        assert_eq!(pool_dim(5, 3, 2, PoolPad::Same, (0, 0)), Some((3, 1, 1)));
+        assert_eq!(pool_dim(4, 3, 2, PoolPad::Same, (0, 0)), Some((2, 0, 1)));
+        assert_eq!(pool_dim(5, 3, 2, PoolPad::Valid, (0, 0)), Some((2, 0, 0)));
+        assert_eq!(pool_dim(2, 3, 1, PoolPad::Valid, (0, 0)), None);
+        assert_eq!(pool_dim(2, 3, 0, PoolPad::Valid, (0, 0)), None);
+        assert_eq!(pool_dim(2, 3, 1, ex(false), (usize::MAX, 1)), None);
+    }
+
+    fn arr<T>(dims: &[usize], v: Vec<T>) -> ArrayD<T> {
+        ArrayD::from_shape_vec(IxDyn(dims), v).unwrap()
+    }
+
+    fn attrs(nchw: bool, pad: ConvPad, groups: Option<usize>) -> ConvAttrs {
+        ConvAttrs {
+            nchw,
+            s: [1, 1],
+            d: [1, 1],
+            pad,
+            groups,
+            fpos: [0, 1, 2, 3],
+            out: DataType::DOUBLE,
+        }
+    }
+
+    #[test]
+    fn conv_matches_a_direct_sum() {
+        // x 1x1x3x3 = 1..9, 2x2 ones kernel, pads 1 on top/left only.
+        let x = Value::F64(arr(&[1, 1, 3, 3], (1..=9).map(f64::from).collect()));
+        let f = Value::F64(arr(&[1, 1, 2, 2], vec![1.0; 4]));
+        let a = attrs(true, ConvPad::Explicit([1, 0, 1, 0]), Some(1));
+        let y = run_conv::<f64>(&x, &f, None, &a).unwrap();
+        assert_eq!(y.shape(), &[1, 1, 3, 3]);
+        let want = [1., 3., 5., 5., 12., 16., 11., 24., 28.];
+        assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
+        // Bias, and NHWC gives the same numbers for one channel.
+        let b = Value::F64(arr(&[1], vec![0.5]));
+        let mut a2 = a;
+        a2.nchw = false;
+        let x2 = super::super::shape::reshape(&x, &[1, 3, 3, 1]).unwrap();
+        let y2 = run_conv::<f64>(&x2, &f, Some(&b), &a2).unwrap();
+        assert_eq!(y2.shape(), &[1, 3, 3, 1]);
+        assert_eq!(
+            y2.iter().copied().collect::<Vec<_>>(),
+            want.iter().map(|v| v + 0.5).collect::<Vec<_>>()
+        );
+        // A mismatched filter and too much dilation are errors, not panics.
+        let f3 = Value::F64(arr(&[1, 2, 2, 2], vec![1.0; 8]));
+        assert!(run_conv::<f64>(&x, &f3, None, &a).is_err());
+        let mut a3 = attrs(true, ConvPad::Valid, Some(1));
+        a3.d = [5, 5];
+        assert!(run_conv::<f64>(&x, &f, None, &a3).is_err());
+    }
+
+    #[test]
+    fn depthwise_is_a_grouped_conv() {
+        // 2 channels, multiplier 1, 1x1 kernel: y = x * w[c].
+        let x = Value::F32(arr(&[1, 2, 1, 2], vec![1., 2., 3., 4.]));
+        let f = Value::F32(arr(&[2, 1, 1, 1], vec![10., 100.]));
+        let a = attrs(true, ConvPad::Valid, None);
+        let y = run_conv::<f32>(&x, &f, None, &a).unwrap();
+        assert_eq!(
+            y.iter().copied().collect::<Vec<_>>(),
+            vec![10., 20., 300., 400.]
+        );
+    }
+}
