@@ -44,9 +44,10 @@ install-check:
 test: check-codegen cargo-test bench-smoke pytest install-check
 
 bench: build
-	$(PIP) install --quiet "onnx>=1.15" "torch>=2.1" "onnxscript>=0.5"
+	$(PIP) install --quiet "onnx>=1.15" "torch>=2.1" "onnxscript>=0.5" "onnxruntime>=1.17" tract
 	$(PY) benches/python/bench_build.py
 	$(PY) benches/python/bench_rewrite.py
+	$(PY) benches/python/bench_run.py
 
 lint:
 	cargo fmt --all -- --check
