@@ -5,6 +5,7 @@
 //! run; so a replayed plan neither re-reads attributes nor re-selects kernels. Inputs arrive in
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
+mod control;
 mod elementwise;
 mod index;
 mod matmul;
@@ -117,6 +118,7 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         reduce::register(&mut m);
         nn::register(&mut m);
         index::register(&mut m);
+        control::register(&mut m);
         m
     })
 }

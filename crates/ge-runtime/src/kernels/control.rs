@@ -1,0 +1,170 @@
+//! Control flow: If, Case and While run their subgraphs.
+//!
+//! Each subgraph is compiled (without passes) the first time it runs with a given input
+//! signature, and the plan is kept in the kernel for later runs; a subgraph's inputs are its
+//! Data nodes by index, fed from the node's `input` instances, and its outputs become the
+//! node's outputs.
+
+use super::{input, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::plan::{compile, signature, Plan, Signature};
+use crate::value::Value;
+use es_core::Graph;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
+
+/// A subgraph with its plans by signature.
+struct Branch {
+    name: String,
+    graph: Graph,
+    plans: Mutex<FxHashMap<Signature, Arc<Plan>>>,
+}
+
+impl Branch {
+    fn new(name: &str, graph: &Graph) -> Branch {
+        Branch {
+            name: name.to_string(),
+            graph: graph.clone(),
+            plans: Mutex::new(FxHashMap::default()),
+        }
+    }
+
+    fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        let sig = signature(&inputs);
+        let cached = self
+            .plans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&sig)
+            .cloned();
+        let plan = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(
+                    compile(&self.graph, &sig, None)
+                        .map_err(|e| Error::kernel(format!("subgraph '{}': {e}", self.name)))?,
+                );
+                self.plans
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(sig, p.clone());
+                p
+            }
+        };
+        plan.execute(inputs)
+            .map_err(|e| Error::kernel(format!("in subgraph '{}': {e}", self.name)))
+    }
+}
+
+fn subgraph(info: &NodeInfo, name: &str) -> Result<Branch> {
+    info.node
+        .subgraph(name)
+        .map(|g| Branch::new(name, g))
+        .ok_or_else(|| {
+            Error::Compile(format!(
+                "node '{}' ({}) has no subgraph '{name}'",
+                info.node.name, info.node.op_type
+            ))
+        })
+}
+
+/// The loop or branch values: every input from `first` on, all required.
+fn values(inputs: &[Option<&Value>], first: usize) -> Result<Vec<Value>> {
+    (first..inputs.len())
+        .map(|i| input(inputs, i).cloned())
+        .collect()
+}
+
+/// GE's (TensorFlow's) truth of a condition tensor: a scalar is true when nonzero; any other
+/// tensor is true when it has elements.
+fn truth(v: &Value) -> bool {
+    if v.shape().is_empty() {
+        v.to_f64_vec().first().is_some_and(|&x| x != 0.0)
+    } else {
+        !v.is_empty()
+    }
+}
+
+fn check_outputs(outs: &[Value], want: usize, what: &str) -> Result<()> {
+    if outs.len() != want {
+        return Err(Error::kernel(format!(
+            "{what} produced {} outputs, the node has {want}",
+            outs.len()
+        )));
+    }
+    Ok(())
+}
+
+fn if_factory(info: &NodeInfo) -> Result<Kernel> {
+    let then_b = subgraph(info, "then_branch")?;
+    let else_b = subgraph(info, "else_branch")?;
+    let n_out = info.node.outputs.len();
+    Ok(Box::new(move |inputs| {
+        let branch = if truth(input(inputs, 0)?) {
+            &then_b
+        } else {
+            &else_b
+        };
+        let outs = branch.run(values(inputs, 1)?)?;
+        check_outputs(&outs, n_out, &format!("branch '{}'", branch.name))?;
+        Ok(outs)
+    }))
+}
+
+fn case_factory(info: &NodeInfo) -> Result<Kernel> {
+    let branches: Vec<Branch> = info
+        .node
+        .subgraphs
+        .iter()
+        .map(|s| Branch::new(&s.name, &s.graph))
+        .collect();
+    if branches.is_empty() {
+        return Err(Error::Compile(format!(
+            "Case node '{}' has no branches",
+            info.node.name
+        )));
+    }
+    let n_out = info.node.outputs.len();
+    Ok(Box::new(move |inputs| {
+        let idx = *input(inputs, 0)?
+            .to_i64_vec()
+            .first()
+            .ok_or_else(|| Error::kernel("branch_index is empty"))?;
+        // An index out of range runs the last branch (TensorFlow's Case, which GE follows).
+        let k = usize::try_from(idx)
+            .ok()
+            .filter(|&k| k < branches.len())
+            .unwrap_or(branches.len() - 1);
+        let outs = branches[k].run(values(inputs, 1)?)?;
+        check_outputs(&outs, n_out, &format!("branch '{}'", branches[k].name))?;
+        Ok(outs)
+    }))
+}
+
+fn while_factory(info: &NodeInfo) -> Result<Kernel> {
+    let cond = subgraph(info, "cond")?;
+    let body = subgraph(info, "body")?;
+    let n_out = info.node.outputs.len();
+    Ok(Box::new(move |inputs| {
+        let mut vals = values(inputs, 0)?;
+        check_outputs(&vals, n_out, "the loop inputs")?;
+        loop {
+            let c = cond.run(vals.clone())?;
+            let first = c
+                .first()
+                .ok_or_else(|| Error::kernel("the cond subgraph has no output"))?;
+            if !truth(first) {
+                return Ok(vals);
+            }
+            let next = body.run(vals)?;
+            check_outputs(&next, n_out, "the body subgraph")?;
+            vals = next;
+        }
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    m.insert("If", if_factory);
+    m.insert("Case", case_factory);
+    m.insert("While", while_factory);
+}
