@@ -9,7 +9,7 @@
 use super::elementwise::zip2;
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Elem, Value};
 use es_core::DataType;
 use ndarray::{ArrayD, Axis};
 use rustc_hash::FxHashMap;
@@ -55,6 +55,63 @@ fn fold<T: Copy>(
     cur
 }
 
+/// Sum/Mean/Prod/Max/Min of floats over the last axis of a standard-layout array, row by row
+/// in f64 (the same arithmetic as the general path, without its temporaries).
+fn reduce_rows<T: Elem>(op: Red, a: &ArrayD<T>, keep: bool) -> Option<ArrayD<T>> {
+    let n = *a.shape().last()?;
+    if n == 0 {
+        return None;
+    }
+    let data = a.as_slice()?;
+    let out: Vec<T> = data
+        .chunks_exact(n)
+        .map(|row| {
+            let it = row.iter().map(|&v| v.to_f64());
+            let r = match op {
+                Red::Sum => it.sum::<f64>(),
+                Red::Mean => it.sum::<f64>() / n as f64,
+                Red::Prod => it.product::<f64>(),
+                Red::Max => it.fold(f64::NEG_INFINITY, |p, q| {
+                    if !p.is_nan() && (q > p || q.is_nan()) {
+                        q
+                    } else {
+                        p
+                    }
+                }),
+                Red::Min => it.fold(f64::INFINITY, |p, q| {
+                    if !p.is_nan() && (q < p || q.is_nan()) {
+                        q
+                    } else {
+                        p
+                    }
+                }),
+                Red::All | Red::Any => f64::NAN,
+            };
+            T::from_f64(r)
+        })
+        .collect();
+    let mut dims = a.shape().to_vec();
+    if keep {
+        *dims.last_mut()? = 1;
+    } else {
+        dims.pop();
+    }
+    ArrayD::from_shape_vec(ndarray::IxDyn(&dims), out).ok()
+}
+
+fn reduce_last_fast(op: Red, x: &Value, ax: &[usize], keep: bool) -> Option<Value> {
+    if matches!(op, Red::All | Red::Any) || ax != [x.shape().len().checked_sub(1)?] {
+        return None;
+    }
+    Some(match x {
+        Value::F32(a) => Value::F32(reduce_rows(op, a, keep)?),
+        Value::F64(a) => Value::F64(reduce_rows(op, a, keep)?),
+        Value::F16(a) => Value::F16(reduce_rows(op, a, keep)?),
+        Value::BF16(a) => Value::BF16(reduce_rows(op, a, keep)?),
+        _ => return None,
+    })
+}
+
 fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
     let rank = x.shape().len();
     let ax = axes_of(axes, rank)?;
@@ -82,6 +139,9 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
         )));
     }
     if dt.is_float() {
+        if let Some(v) = reduce_last_fast(op, x, &ax, keep) {
+            return Ok(v);
+        }
         let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
             return Err(Error::kernel("internal cast error"));
         };
@@ -206,7 +266,55 @@ fn reduce_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 /// Softmax (or log-softmax) over `axes`, in f64, rounded to the input's dtype.
+/// Softmax (or log-softmax) over the last axis of a standard-layout array, row by row: f64
+/// arithmetic per row, each result rounded once to `O` (no full-size temporaries).
+fn softmax_rows<T: Elem, O: Elem>(a: &ArrayD<T>, log: bool) -> Option<ArrayD<O>> {
+    let n = *a.shape().last()?;
+    let data = a.as_slice()?;
+    let mut out: Vec<O> = Vec::with_capacity(data.len());
+    let mut row = Vec::with_capacity(n);
+    if n > 0 {
+        for chunk in data.chunks_exact(n) {
+            row.clear();
+            row.extend(chunk.iter().map(|&v| v.to_f64()));
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if log {
+                let l = row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+                out.extend(row.iter().map(|&v| O::from_f64(v - max - l)));
+            } else {
+                // One exp per element: the row keeps exp(v - max) for the division.
+                let mut sum = 0.0;
+                for v in row.iter_mut() {
+                    *v = (*v - max).exp();
+                    sum += *v;
+                }
+                out.extend(row.iter().map(|&e| O::from_f64(e / sum)));
+            }
+        }
+    }
+    ArrayD::from_shape_vec(a.raw_dim(), out).ok()
+}
+
+/// The row-wise softmax when the axes are just the last one and the layout is standard.
+fn softmax_fast(x: &Value, ax: &[usize], log: bool, out: DataType) -> Option<Value> {
+    if ax != [x.shape().len().checked_sub(1)?] {
+        return None;
+    }
+    Some(match (x, out) {
+        (Value::F32(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        (Value::F64(a), DataType::DOUBLE) => Value::F64(softmax_rows(a, log)?),
+        (Value::F16(a), DataType::FLOAT16) => Value::F16(softmax_rows(a, log)?),
+        (Value::F16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        (Value::BF16(a), DataType::BF16) => Value::BF16(softmax_rows(a, log)?),
+        (Value::BF16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        _ => return None,
+    })
+}
+
 fn softmax(x: &Value, axes: &[i64], log: bool, out: DataType) -> Result<Value> {
+    if let Some(v) = softmax_fast(x, &axes_of(axes, x.shape().len())?, log, out) {
+        return Ok(v);
+    }
     let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
         return Err(Error::kernel("internal cast error"));
     };
