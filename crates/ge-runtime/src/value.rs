@@ -85,11 +85,36 @@ pub trait Elem: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     fn from_i64_bits(v: i64) -> Self;
     /// The value as f32, rounded once (an i64 or u64 does not go through f64 first).
     fn to_f32(self) -> f32;
+    /// The elements as little-endian bytes without a copy, where the type is plain data and the
+    /// machine little-endian (so conversions are one memcpy); `None` otherwise (bool).
+    fn as_le_bytes(s: &[Self]) -> Option<&[u8]> {
+        let _ = s;
+        None
+    }
+    /// Elements from little-endian bytes in one copy, where [`Elem::as_le_bytes`] applies.
+    fn vec_from_le_bytes(b: &[u8]) -> Option<Vec<Self>> {
+        let _ = b;
+        None
+    }
+}
+
+/// [`Elem::as_le_bytes`] and [`Elem::vec_from_le_bytes`] for plain-data types.
+macro_rules! pod_bytes {
+    () => {
+        fn as_le_bytes(s: &[Self]) -> Option<&[u8]> {
+            cfg!(target_endian = "little").then(|| bytemuck::cast_slice(s))
+        }
+        fn vec_from_le_bytes(b: &[u8]) -> Option<Vec<Self>> {
+            (cfg!(target_endian = "little") && b.len() % std::mem::size_of::<Self>() == 0)
+                .then(|| bytemuck::pod_collect_to_vec(b))
+        }
+    };
 }
 
 macro_rules! elem_num {
     ($t:ty, $var:ident, $dt:ident, $integral:expr) => {
         impl Elem for $t {
+            pod_bytes!();
             const DTYPE: DataType = DataType::$dt;
             const INTEGRAL: bool = $integral;
             fn wrap(a: ArrayD<Self>) -> Value {
@@ -135,6 +160,7 @@ elem_num!(u64, U64, UINT64, true);
 macro_rules! elem_half {
     ($t:ty, $var:ident, $dt:ident) => {
         impl Elem for $t {
+            pod_bytes!();
             const DTYPE: DataType = DataType::$dt;
             const INTEGRAL: bool = false;
             fn wrap(a: ArrayD<Self>) -> Value {
@@ -219,7 +245,10 @@ pub fn supported_dtype(dt: DataType) -> bool {
 
 fn from_bytes<T: Elem>(dims: &[usize], data: &[u8]) -> Result<ArrayD<T>> {
     let sz = std::mem::size_of::<T>().max(1);
-    let v: Vec<T> = data.chunks_exact(sz).map(T::from_le).collect();
+    let v: Vec<T> = match T::vec_from_le_bytes(data) {
+        Some(v) => v,
+        None => data.chunks_exact(sz).map(T::from_le).collect(),
+    };
     ArrayD::from_shape_vec(IxDyn(dims), v)
         .map_err(|e| Error::Input(format!("bytes do not fit shape {dims:?}: {e}")))
 }
@@ -297,6 +326,9 @@ impl Value {
     /// The elements as little-endian bytes, in standard (row-major) order.
     pub fn to_le_bytes(&self) -> Vec<u8> {
         with_array!(self, a => {
+            if let Some(b) = a.as_slice().and_then(|s| Elem::as_le_bytes(s)) {
+                return b.to_vec();
+            }
             let mut out = Vec::with_capacity(a.len() * std::mem::size_of_val(&a.first().copied()).max(1));
             for &x in a.iter() {
                 Elem::to_le(x, &mut out);
