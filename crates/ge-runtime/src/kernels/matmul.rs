@@ -40,6 +40,29 @@ fn batched<T: LinalgScalar>(a: &ArrayD<T>, b: &ArrayD<T>, ta: bool, tb: bool) ->
             b.shape()
         )));
     }
+    // b without batch dims (a Linear layer, a 2-D product): a's batch dims fold into its rows
+    // and one product runs on views, without copying either operand (b may be a transposed
+    // view: the GEMM takes strides).
+    if rb == 2 && (ra == 2 || (!ta && a.is_standard_layout())) {
+        let rows: usize = a.shape()[..ra - 1].iter().product();
+        let a2 = if ra == 2 {
+            av.into_dimensionality::<ndarray::Ix2>()
+                .map_err(|e| Error::kernel(e.to_string()))?
+        } else {
+            av.into_shape_with_order((rows, k))
+                .map_err(|e| Error::kernel(e.to_string()))?
+        };
+        let b2 = bv
+            .into_dimensionality::<ndarray::Ix2>()
+            .map_err(|e| Error::kernel(e.to_string()))?;
+        let mut out = ndarray::Array2::<T>::zeros((a2.nrows(), n));
+        ndarray::linalg::general_mat_mul(T::one(), &a2, &b2, T::zero(), &mut out);
+        let mut dims = a.shape()[..ra - 2].to_vec();
+        dims.extend([m, n]);
+        return out
+            .into_shape_with_order(IxDyn(&dims))
+            .map_err(|e| Error::kernel(e.to_string()));
+    }
     let batch = broadcast_shape(&av.shape()[..ra - 2], &bv.shape()[..rb - 2])?;
     let nb: usize = batch.iter().product();
     let full = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| -> Result<ndarray::Array3<T>> {
