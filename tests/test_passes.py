@@ -797,3 +797,13 @@ def test_match_result_to_boundary_and_text():
 
     run_passes(chain(1))
     assert "match of pattern 'add_relu'" in texts[0] and "Add_0 (Add)" in texts[0]
+
+
+def test_a_missing_hook_fails_with_the_pass_name():
+    @register_fusion_pass(name="NoReplacement", stage=AFTER)
+    class NoReplacement(PatternFusionPass):
+        def patterns(self):
+            return [add_relu_pattern_graph()]
+
+    with pytest.raises(ge.PassError, match=r"NoReplacement(.|\n)*PatternFusionPass.replacement must be implemented"):
+        run_passes(chain(1))

@@ -206,6 +206,8 @@ def test_device_options():
     assert Session({"ge.device": "auto"}).options["ge.device"] == "auto"
     with pytest.raises(ge.DeviceError, match="not supported: the ACL backend"):
         Session({"ge.device": "acl"})
+    with pytest.raises(ge.DeviceError, match="not supported: the ACL backend"):
+        Session().add_graph(1, mlp(), {"ge.device": "acl"})
 
 
 def test_bad_inputs_name_what_is_wrong():

@@ -19,6 +19,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Execution { .. } => ExecutionError::new_err(e.to_string()),
         Error::Input(m) | Error::Option(m) | Error::Graph(m) => PyValueError::new_err(m),
         Error::Compile(m) => GeError::new_err(m),
+        Error::Device(m) => DeviceError::new_err(m),
     }
 }
 
@@ -35,14 +36,6 @@ impl PySession {
     #[pyo3(signature = (options = None, run_passes = true))]
     fn new(options: Option<BTreeMap<String, String>>, run_passes: bool) -> PyResult<Self> {
         let opts = options.unwrap_or_default();
-        if opts
-            .get("ge.device")
-            .is_some_and(|d| d.eq_ignore_ascii_case("acl"))
-        {
-            return Err(DeviceError::new_err(
-                "not supported: the ACL backend (ge.device=acl) is not built yet; use cpu or auto",
-            ));
-        }
         let mut s = Session::new(&opts).map_err(to_py)?;
         if run_passes {
             s = s.with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
@@ -138,6 +131,12 @@ impl PySession {
             o.cache_capacity,
         )
     }
+}
+
+/// The option keys a session or graph accepts.
+#[pyfunction]
+pub fn _session_option_keys() -> Vec<&'static str> {
+    ge_runtime::session::OPTION_KEYS.to_vec()
 }
 
 /// The op types the CPU backend has kernels for.

@@ -27,6 +27,9 @@ pub enum Error {
     /// A graph id that is not (or already) in the session.
     #[error("{0}")]
     Graph(String),
+    /// A device or its runtime is unavailable.
+    #[error("{0}")]
+    Device(String),
 }
 
 impl Error {

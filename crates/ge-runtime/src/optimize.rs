@@ -229,9 +229,12 @@ fn merge_duplicates(g: &mut Graph) -> Result<usize> {
     Ok(merged)
 }
 
-fn remove_dead(g: &mut Graph) -> Result<usize> {
+/// The nodes the graph outputs depend on (through data and control edges), in topological
+/// order.
+pub(crate) fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
+    let order = g.topo_order()?;
     let mut need: FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
-    for id in g.topo_order()?.into_iter().rev() {
+    for &id in order.iter().rev() {
         if !need.contains(&id) {
             continue;
         }
@@ -239,6 +242,11 @@ fn remove_dead(g: &mut Graph) -> Result<usize> {
         need.extend(n.inputs.iter().filter_map(|i| i.source).map(|p| p.node));
         need.extend(n.in_control.iter().copied());
     }
+    Ok(order.into_iter().filter(|id| need.contains(id)).collect())
+}
+
+fn remove_dead(g: &mut Graph) -> Result<usize> {
+    let need: FxHashSet<NodeId> = needed_nodes(g)?.into_iter().collect();
     // Graph inputs stay: they define the run's signature.
     let dead: Vec<NodeId> = g
         .nodes()

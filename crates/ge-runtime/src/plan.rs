@@ -194,15 +194,12 @@ fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
         }
         d.dtype = s.dtype;
         d.shape = Shape::new(s.dims.iter().map(|&x| x as i64).collect());
+        let desc = d.clone();
         if let Some(inp) = node.inputs.get_mut(0) {
-            inp.desc = out_desc_clone(&node.outputs[0].desc);
+            inp.desc = desc;
         }
     }
     Ok(data)
-}
-
-fn out_desc_clone(d: &es_core::TensorDesc) -> es_core::TensorDesc {
-    d.clone()
 }
 
 /// Compiles `graph` for `sig`. `passes`: the registry whose passes run at their stages.
@@ -273,27 +270,8 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
     Ok(plan)
 }
 
-/// The nodes the graph outputs depend on (data and control edges), in topological order.
-fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
-    let order = g.topo_order()?;
-    let mut need: rustc_hash::FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
-    for &id in order.iter().rev() {
-        if !need.contains(&id) {
-            continue;
-        }
-        let n = g.node(id)?;
-        for s in n.inputs.iter().filter_map(|i| i.source) {
-            need.insert(s.node);
-        }
-        for &c in &n.in_control {
-            need.insert(c);
-        }
-    }
-    Ok(order.into_iter().filter(|id| need.contains(id)).collect())
-}
-
 fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
-    let order = needed_nodes(g)?;
+    let order = crate::optimize::needed_nodes(g)?;
     let mut slot_of: FxHashMap<OutPort, Src> = FxHashMap::default();
     let mut slots = 0usize;
     let mut consts: Vec<Value> = Vec::new();

@@ -160,8 +160,9 @@ impl std::fmt::Debug for Session {
 fn check_device(o: &Options) -> Result<()> {
     match o.device {
         Device::Cpu => Ok(()),
-        Device::Acl => Err(Error::unsupported(
-            "the ACL backend (ge.device=acl) is not built yet; use cpu or auto",
+        Device::Acl => Err(Error::Device(
+            "not supported: the ACL backend (ge.device=acl) is not built yet; use cpu or auto"
+                .into(),
         )),
         Device::Auto => {
             log::info!("ge.device=auto: running on the CPU (the ACL backend is not built yet)");

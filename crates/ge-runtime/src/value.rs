@@ -329,7 +329,7 @@ impl Value {
             if let Some(b) = a.as_slice().and_then(|s| Elem::as_le_bytes(s)) {
                 return b.to_vec();
             }
-            let mut out = Vec::with_capacity(a.len() * std::mem::size_of_val(&a.first().copied()).max(1));
+            let mut out = Vec::with_capacity(a.len() * a.first().map_or(1, std::mem::size_of_val));
             for &x in a.iter() {
                 Elem::to_le(x, &mut out);
             }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from ge.session import OPTION_KEYS, _options, _set_global_options
+from ge._native import SessionCore
+from ge.session import _options, _set_global_options
 
 __all__ = ["GeApi"]
 
@@ -19,9 +20,7 @@ class GeApi:
     @staticmethod
     def ge_initialize(config: Optional[Mapping[str, Any]] = None) -> None:
         opts = _options(config, "global")
-        unknown = sorted(k for k in opts if k not in OPTION_KEYS)
-        if unknown:
-            raise ValueError(f"unknown option {unknown[0]!r} (known: {', '.join(OPTION_KEYS)})")
+        SessionCore(opts, False)  # the same checks as every session's (names and values)
         from ge.passes import load_pass_plugins
 
         load_pass_plugins()

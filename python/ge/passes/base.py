@@ -37,6 +37,10 @@ class PassStage(str, Enum):
 class FusionBasePass:
     """A pass over the whole graph: implement ``run(graph, context)``.
 
+    The hooks of the three base classes that a subclass must define raise
+    ``NotImplementedError`` (as GE's base classes do), so a pass that forgets one fails with
+    ``ge.PassError`` naming the pass and the missing method.
+
     ``run`` returns ``None``/truthy for success and ``False``/``0`` for failure (GE's
     ``StatusLike``). The graph and context are views valid during the call only.
     """

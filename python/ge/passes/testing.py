@@ -14,6 +14,7 @@ import numpy as np
 
 from ge._native import SessionCore
 from ge.graph import DataType, Graph
+from ge.graph.tensor import numpy_dtype
 
 from . import PassStats, run_passes
 
@@ -94,18 +95,12 @@ def random_inputs(graph: Graph, seed: int = 0, unknown_dim: int = 2) -> List[np.
             out.append(rng.standard_normal(shape).astype(_FLOATS[dt]))
         elif dt in _INT_RANGES:
             lo, hi = _INT_RANGES[dt]
-            out.append(rng.integers(lo, hi, size=shape).astype(_np_dtype(dt)))
+            out.append(rng.integers(lo, hi, size=shape).astype(numpy_dtype(dt)))
         elif dt == DataType.DT_BOOL:
             out.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         else:
             raise ValueError(f"input '{n.name}' has dtype {dt.name}: give the inputs")
     return out
-
-
-def _np_dtype(dt: DataType) -> Any:
-    from ge.graph.tensor import numpy_dtype
-
-    return numpy_dtype(dt)
 
 
 def _run(graph: Graph, inputs: Sequence[Any]) -> List[np.ndarray]:

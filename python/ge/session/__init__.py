@@ -23,12 +23,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ge._native import SessionCore
+from ge._native import SessionCore, _session_option_keys
 from ge.graph import Graph, Tensor
 
 __all__ = ["Session", "OPTION_KEYS"]
 
-OPTION_KEYS = ("ge.device", "ge.graphMode", "ge.graphCacheCapacity")
+OPTION_KEYS = tuple(_session_option_keys())
 
 _global_options: Dict[str, str] = {}
 _global_lock = threading.Lock()

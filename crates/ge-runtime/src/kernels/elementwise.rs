@@ -808,74 +808,64 @@ fn logical_not(_: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// A binary kernel body.
+type BinaryFn = fn(&Value, &Value) -> Result<Value>;
+
+/// The binary ops: name and body (one table for the registry and the factory).
+const BINARY: &[(&str, BinaryFn)] = &[
+    ("Add", |a, b| binary_arith(Bin::Add, "Add", a, b)),
+    ("AddV2", |a, b| binary_arith(Bin::Add, "AddV2", a, b)),
+    ("Sub", |a, b| binary_arith(Bin::Sub, "Sub", a, b)),
+    ("Mul", |a, b| binary_arith(Bin::Mul, "Mul", a, b)),
+    ("Div", |a, b| binary_arith(Bin::Div, "Div", a, b)),
+    ("RealDiv", |a, b| binary_arith(Bin::Div, "RealDiv", a, b)),
+    ("DivNoNan", |a, b| {
+        binary_arith(Bin::DivNoNan, "DivNoNan", a, b)
+    }),
+    ("FloorDiv", |a, b| {
+        binary_arith(Bin::FloorDiv, "FloorDiv", a, b)
+    }),
+    ("FloorMod", |a, b| {
+        binary_arith(Bin::FloorMod, "FloorMod", a, b)
+    }),
+    ("Mod", |a, b| binary_arith(Bin::Mod, "Mod", a, b)),
+    ("Pow", |a, b| binary_arith(Bin::Pow, "Pow", a, b)),
+    ("Maximum", |a, b| {
+        binary_arith(Bin::Maximum, "Maximum", a, b)
+    }),
+    ("Minimum", |a, b| {
+        binary_arith(Bin::Minimum, "Minimum", a, b)
+    }),
+    ("SquaredDifference", |a, b| {
+        binary_arith(Bin::SquaredDifference, "SquaredDifference", a, b)
+    }),
+    ("Equal", |a, b| compare(Cmp::Eq, "Equal", a, b)),
+    ("NotEqual", |a, b| compare(Cmp::Ne, "NotEqual", a, b)),
+    ("Greater", |a, b| compare(Cmp::Gt, "Greater", a, b)),
+    ("GreaterEqual", |a, b| {
+        compare(Cmp::Ge, "GreaterEqual", a, b)
+    }),
+    ("Less", |a, b| compare(Cmp::Lt, "Less", a, b)),
+    ("LessEqual", |a, b| compare(Cmp::Le, "LessEqual", a, b)),
+    ("LogicalAnd", |a, b| {
+        logic("LogicalAnd", a, b, |p, q| p && q)
+    }),
+    ("LogicalOr", |a, b| logic("LogicalOr", a, b, |p, q| p || q)),
+    ("BitwiseAnd", |a, b| bitwise("BitwiseAnd", a, b, 0)),
+    ("BitwiseOr", |a, b| bitwise("BitwiseOr", a, b, 1)),
+    ("BitwiseXor", |a, b| bitwise("BitwiseXor", a, b, 2)),
+];
+
 fn binary_factory(info: &NodeInfo) -> Result<Kernel> {
-    let name: &'static str = BINARY
+    let f: BinaryFn = BINARY
         .iter()
-        .copied()
-        .find(|o| *o == info.op())
+        .find(|(name, _)| *name == info.op())
+        .map(|&(_, f)| f)
         .ok_or_else(|| Error::unsupported(info.op().to_string()))?;
-    let f: fn(&Value, &Value) -> Result<Value> = match name {
-        "Add" => |a, b| binary_arith(Bin::Add, "Add", a, b),
-        "AddV2" => |a, b| binary_arith(Bin::Add, "AddV2", a, b),
-        "Sub" => |a, b| binary_arith(Bin::Sub, "Sub", a, b),
-        "Mul" => |a, b| binary_arith(Bin::Mul, "Mul", a, b),
-        "Div" => |a, b| binary_arith(Bin::Div, "Div", a, b),
-        "RealDiv" => |a, b| binary_arith(Bin::Div, "RealDiv", a, b),
-        "DivNoNan" => |a, b| binary_arith(Bin::DivNoNan, "DivNoNan", a, b),
-        "FloorDiv" => |a, b| binary_arith(Bin::FloorDiv, "FloorDiv", a, b),
-        "FloorMod" => |a, b| binary_arith(Bin::FloorMod, "FloorMod", a, b),
-        "Mod" => |a, b| binary_arith(Bin::Mod, "Mod", a, b),
-        "Pow" => |a, b| binary_arith(Bin::Pow, "Pow", a, b),
-        "Maximum" => |a, b| binary_arith(Bin::Maximum, "Maximum", a, b),
-        "Minimum" => |a, b| binary_arith(Bin::Minimum, "Minimum", a, b),
-        "SquaredDifference" => {
-            |a, b| binary_arith(Bin::SquaredDifference, "SquaredDifference", a, b)
-        }
-        "Equal" => |a, b| compare(Cmp::Eq, "Equal", a, b),
-        "NotEqual" => |a, b| compare(Cmp::Ne, "NotEqual", a, b),
-        "Greater" => |a, b| compare(Cmp::Gt, "Greater", a, b),
-        "GreaterEqual" => |a, b| compare(Cmp::Ge, "GreaterEqual", a, b),
-        "Less" => |a, b| compare(Cmp::Lt, "Less", a, b),
-        "LessEqual" => |a, b| compare(Cmp::Le, "LessEqual", a, b),
-        "LogicalAnd" => |a, b| logic("LogicalAnd", a, b, |p, q| p && q),
-        "LogicalOr" => |a, b| logic("LogicalOr", a, b, |p, q| p || q),
-        "BitwiseAnd" => |a, b| bitwise("BitwiseAnd", a, b, 0),
-        "BitwiseOr" => |a, b| bitwise("BitwiseOr", a, b, 1),
-        "BitwiseXor" => |a, b| bitwise("BitwiseXor", a, b, 2),
-        _ => return Err(Error::unsupported(name.to_string())),
-    };
     Ok(Box::new(move |inputs| {
         Ok(vec![f(input(inputs, 0)?, input(inputs, 1)?)?])
     }))
 }
-
-const BINARY: &[&str] = &[
-    "Add",
-    "AddV2",
-    "Sub",
-    "Mul",
-    "Div",
-    "RealDiv",
-    "DivNoNan",
-    "FloorDiv",
-    "FloorMod",
-    "Mod",
-    "Pow",
-    "Maximum",
-    "Minimum",
-    "SquaredDifference",
-    "Equal",
-    "NotEqual",
-    "Greater",
-    "GreaterEqual",
-    "Less",
-    "LessEqual",
-    "LogicalAnd",
-    "LogicalOr",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-];
 
 fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
     // GE's Cast stores dst_type as an Int (a DataType value); a Type attribute works too.
@@ -914,7 +904,7 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     for op in UNARY {
         m.insert(op, unary_factory);
     }
-    for op in BINARY {
+    for (op, _) in BINARY {
         m.insert(op, binary_factory);
     }
     for op in ["IsNan", "IsInf", "IsFinite"] {

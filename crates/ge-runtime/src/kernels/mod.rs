@@ -163,15 +163,6 @@ pub fn lookup(op_type: &str) -> Option<CustomFactory> {
         .map(|&f| -> CustomFactory { std::sync::Arc::new(f) })
 }
 
-/// Whether the CPU backend has a kernel for `op_type`.
-pub fn has_kernel(op_type: &str) -> bool {
-    registry().contains_key(op_type)
-        || custom()
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(op_type)
-}
-
 /// The op types with a kernel (built-in or registered), sorted.
 pub fn kernel_op_types() -> Vec<String> {
     let mut v: Vec<String> = registry().keys().map(|k| k.to_string()).collect();
