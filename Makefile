@@ -4,12 +4,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
+.PHONY: demo test conformance venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80"
+	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80" "onnx>=1.23,<1.24"
 	touch $@
 
 venv: $(VENV)/.ready
@@ -36,6 +36,10 @@ bench-smoke:
 
 pytest: build
 	$(PY) -m pytest -q tests
+
+# ONNX conformance: every set, counts and failures (`--promote` adds newly passing cases).
+conformance: build
+	$(PY) tools/onnx_conformance.py --failures
 
 # `pip install .` into a fresh environment and import it.
 install-check:

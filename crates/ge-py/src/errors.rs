@@ -81,3 +81,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeviceError", py.get_type::<DeviceError>())?;
     Ok(())
 }
+
+/// ge-onnx error → Python exception: translation problems are `TranslationError`, IR errors
+/// outside a node keep their own class.
+pub fn onnx_to_py(e: ge_onnx::Error) -> PyErr {
+    match e {
+        ge_onnx::Error::Core(c) => to_py(c),
+        e @ ge_onnx::Error::Io(_) => TranslationError::new_err(e.to_string()),
+        e => TranslationError::new_err(e.to_string()),
+    }
+}

@@ -5,6 +5,7 @@ mod builder;
 mod convert;
 mod errors;
 mod graph;
+mod onnx;
 mod ops;
 mod passes;
 mod regop;
@@ -58,6 +59,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builder::_pop_attr_scope, m)?)?;
     m.add_function(wrap_pyfunction!(builder::_push_control_scope, m)?)?;
     m.add_function(wrap_pyfunction!(builder::_pop_control_scope, m)?)?;
+    m.add_function(wrap_pyfunction!(onnx::_onnx_load, m)?)?;
+    m.add_function(wrap_pyfunction!(onnx::_onnx_translator_keys, m)?)?;
     m.add_function(wrap_pyfunction!(_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_json, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_version, m)?)?;

@@ -1,0 +1,18 @@
+//! The built-in OpTranslator registry: the general handler driven by the declarative table
+//! `ops/onnx_mapping.json` (entries with a `direct` spec), then special handlers for the
+//! operators whose structure differs from GE's.
+
+mod direct;
+
+use crate::translate::Registry;
+use std::sync::OnceLock;
+
+/// The registry of built-in translators (built once).
+pub fn builtin() -> &'static Registry {
+    static R: OnceLock<Registry> = OnceLock::new();
+    R.get_or_init(|| {
+        let mut r = Registry::empty();
+        direct::register(&mut r);
+        r
+    })
+}

@@ -1,0 +1,1164 @@
+//! The ProgramTranslator: an ONNX model (name-based values) → the SSA IR.
+//!
+//! Graph-level work happens here: graph inputs become Data nodes with their index,
+//! initializers become Const parameters (`_is_mutable` when a graph input overrides them), graph
+//! outputs are set, model-local functions are inlined, and the bodies of If/Loop/Scan become
+//! subgraphs whose captured outer values are passed in as extra inputs. Each node goes to the
+//! [`OpTranslator`] registered for its op type through a [`NodeCtx`], after the
+//! [`crate::compat`] layer has brought it to the newest opset's form.
+
+use crate::attrs::{self, OnnxAttr};
+use crate::compat;
+use crate::error::{Error, Result};
+use crate::proto::{FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto};
+use crate::types::{desc_from_type, tensor_from_proto, DataDir, Limits};
+use es_core::graph::is_data_op;
+use es_core::{
+    AttrValue, DataType, Format, Graph, GraphBuilder, InPort, Node, NodeId, OpArgs, OutPort, Shape,
+    Tensor, TensorDesc,
+};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What to do with an op type that has no translator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnsupportedMode {
+    /// Fail, naming every unsupported op type with one node each.
+    #[default]
+    Error,
+    /// Keep each such node as an opaque node (op type `domain::OpType`, its ONNX attributes,
+    /// outputs of unknown type) for a user pass to replace.
+    Opaque,
+}
+
+/// Translates one ONNX node (already in the newest opset's form) into IR nodes; returns one
+/// entry per ONNX output (None for an output the node does not produce).
+pub trait OpTranslator: Send + Sync {
+    fn translate(&self, ctx: &mut NodeCtx<'_>) -> Result<Vec<Option<OutPort>>>;
+}
+
+impl<F> OpTranslator for F
+where
+    F: Fn(&mut NodeCtx<'_>) -> Result<Vec<Option<OutPort>>> + Send + Sync,
+{
+    fn translate(&self, ctx: &mut NodeCtx<'_>) -> Result<Vec<Option<OutPort>>> {
+        self(ctx)
+    }
+}
+
+/// The key of an op type: `OpType` in the default domain, `domain::OpType` otherwise.
+pub fn op_key(domain: &str, op_type: &str) -> String {
+    match domain {
+        "" | "ai.onnx" => op_type.to_string(),
+        d => format!("{d}::{op_type}"),
+    }
+}
+
+/// Op type → translator.
+#[derive(Clone, Default)]
+pub struct Registry {
+    map: FxHashMap<String, Arc<dyn OpTranslator>>,
+}
+
+impl Registry {
+    pub fn empty() -> Registry {
+        Registry::default()
+    }
+    /// Registers (or replaces) the translator of `key` (`OpType` or `domain::OpType`).
+    pub fn register(&mut self, key: &str, t: Arc<dyn OpTranslator>) {
+        let key = match key.split_once("::") {
+            Some((d, op)) => op_key(d, op),
+            None => key.to_string(),
+        };
+        self.map.insert(key, t);
+    }
+    pub fn get(&self, domain: &str, op_type: &str) -> Option<&Arc<dyn OpTranslator>> {
+        self.map.get(&op_key(domain, op_type))
+    }
+    pub fn contains(&self, domain: &str, op_type: &str) -> bool {
+        self.get(domain, op_type).is_some()
+    }
+    /// Every registered key, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut k: Vec<String> = self.map.keys().cloned().collect();
+        k.sort();
+        k
+    }
+}
+
+/// Import options.
+#[derive(Clone, Default)]
+pub struct Options {
+    pub unsupported: UnsupportedMode,
+    pub limits: Limits,
+}
+
+/// One node input as the translator sees it: a value, a literal made from an attribute by the
+/// compatibility layer (materialised as a Const on first use), or absent.
+#[derive(Debug, Clone)]
+pub(crate) enum InputSrc {
+    Port(OutPort),
+    /// `like`: the input whose dtype the literal takes when it is materialised.
+    Literal(Tensor, Option<usize>),
+    Absent,
+}
+
+/// A subgraph translated from an ONNX body graph, with the outer values it captures.
+pub struct Subgraph {
+    pub graph: Graph,
+    /// The outer values it reads, in the order of its extra Data inputs (which follow its
+    /// formal inputs).
+    pub captures: Vec<(String, OutPort)>,
+    /// Number of formal inputs (Data indexes 0..formal).
+    pub formal: usize,
+}
+
+/// One graph under translation: its builder and its names in scope.
+pub(crate) struct Frame {
+    b: GraphBuilder,
+    names: FxHashMap<String, OutPort>,
+    captures: Vec<(String, OutPort)>,
+    next_index: i64,
+    /// Opset imports in effect.
+    opsets: Arc<BTreeMap<String, i64>>,
+}
+
+impl Frame {
+    fn new(name: &str, opsets: Arc<BTreeMap<String, i64>>) -> Frame {
+        Frame {
+            b: GraphBuilder::new(name),
+            names: FxHashMap::default(),
+            captures: Vec::new(),
+            next_index: 0,
+            opsets,
+        }
+    }
+}
+
+/// The state of one import: the frames (outermost first), the registry, the functions.
+pub(crate) struct Program {
+    frames: Vec<Frame>,
+    registry: Registry,
+    functions: FxHashMap<String, Arc<FunctionProto>>,
+    dir: DataDir,
+    options: Options,
+    /// Unsupported op types found (opaque mode keeps going).
+    opaque: Vec<(String, String)>,
+    /// Function-call depth.
+    depth: usize,
+}
+
+/// Translates a model. `dir` is the model's directory (for external data), None for bytes.
+pub fn translate_model(
+    model: &ModelProto,
+    registry: &Registry,
+    dir: DataDir,
+    options: Options,
+) -> Result<Graph> {
+    let g = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| Error::tr("the model has no graph"))?;
+    let mut opsets = BTreeMap::new();
+    for o in &model.opset_import {
+        let d = match o.domain.as_deref() {
+            None | Some("ai.onnx") => "",
+            Some(d) => d,
+        };
+        opsets.insert(d.to_string(), o.version.unwrap_or(1));
+    }
+    if model.opset_import.is_empty() {
+        // IR version 1 models have no opset imports: opset 1.
+        opsets.insert(String::new(), 1);
+    }
+    let mut functions = FxHashMap::default();
+    for f in &model.functions {
+        let key = op_key(
+            f.domain.as_deref().unwrap_or(""),
+            f.name.as_deref().unwrap_or(""),
+        );
+        functions.insert(key, Arc::new(f.clone()));
+    }
+    // Every op type without a translator, before any work.
+    if options.unsupported == UnsupportedMode::Error {
+        let mut missing: BTreeMap<String, String> = BTreeMap::new();
+        scan_unsupported(
+            g,
+            registry,
+            &functions,
+            &mut missing,
+            0,
+            options.limits.max_depth,
+        )?;
+        for f in &model.functions {
+            for n in &f.node {
+                scan_node(
+                    n,
+                    registry,
+                    &functions,
+                    &mut missing,
+                    1,
+                    options.limits.max_depth,
+                )?;
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Error::Unsupported(missing.into_iter().collect()));
+        }
+    }
+    let name = g.name.clone().unwrap_or_else(|| "graph".to_string());
+    let mut p = Program {
+        frames: vec![Frame::new(&name, Arc::new(opsets))],
+        registry: registry.clone(),
+        functions,
+        dir,
+        options,
+        opaque: Vec::new(),
+        depth: 0,
+    };
+    p.graph_body(g, true)?;
+    let mut graph = p
+        .frames
+        .pop()
+        .ok_or_else(|| Error::tr("internal: no frame"))?
+        .b
+        .build_and_reset()?;
+    if let Some(doc) = model.producer_name.as_deref().filter(|s| !s.is_empty()) {
+        graph
+            .attrs
+            .insert("_onnx_producer".into(), AttrValue::String(doc.to_string()));
+    }
+    Ok(graph)
+}
+
+fn scan_node(
+    n: &NodeProto,
+    registry: &Registry,
+    functions: &FxHashMap<String, Arc<FunctionProto>>,
+    missing: &mut BTreeMap<String, String>,
+    depth: usize,
+    max_depth: usize,
+) -> Result<()> {
+    let key = op_key(n.onnx_domain(), n.op_type());
+    if !registry.contains(n.onnx_domain(), n.op_type()) && !functions.contains_key(&key) {
+        missing.entry(key).or_insert_with(|| n.name().to_string());
+    }
+    for a in &n.attribute {
+        if let Some(g) = a.g.as_deref() {
+            scan_unsupported(g, registry, functions, missing, depth + 1, max_depth)?;
+        }
+        for g in &a.graphs {
+            scan_unsupported(g, registry, functions, missing, depth + 1, max_depth)?;
+        }
+    }
+    Ok(())
+}
+
+fn scan_unsupported(
+    g: &GraphProto,
+    registry: &Registry,
+    functions: &FxHashMap<String, Arc<FunctionProto>>,
+    missing: &mut BTreeMap<String, String>,
+    depth: usize,
+    max_depth: usize,
+) -> Result<()> {
+    if depth > max_depth {
+        return Err(Error::tr(format!(
+            "subgraphs are nested more than {max_depth} deep"
+        )));
+    }
+    for n in &g.node {
+        scan_node(n, registry, functions, missing, depth, max_depth)?;
+    }
+    Ok(())
+}
+
+fn node_label(n: &NodeProto) -> String {
+    if n.name().is_empty() {
+        format!(
+            "node {} (output '{}')",
+            op_key(n.onnx_domain(), n.op_type()),
+            n.output.first().map(String::as_str).unwrap_or("")
+        )
+    } else {
+        format!(
+            "node '{}' ({})",
+            n.name(),
+            op_key(n.onnx_domain(), n.op_type())
+        )
+    }
+}
+
+impl Program {
+    fn frame(&mut self) -> &mut Frame {
+        self.frames.last_mut().expect("a frame is always present")
+    }
+
+    /// Looks a value up in frame `d`, capturing it from the enclosing frames when needed.
+    fn resolve(&mut self, d: usize, name: &str) -> Result<OutPort> {
+        if let Some(p) = self.frames[d].names.get(name) {
+            return Ok(*p);
+        }
+        if d == 0 {
+            return Err(Error::tr(format!(
+                "value '{name}' is used before it is produced (or never produced)"
+            )));
+        }
+        let outer = self.resolve(d - 1, name)?;
+        let desc = self.frames[d - 1].b.graph().out_desc(outer)?.clone();
+        let f = &mut self.frames[d];
+        let index = f.next_index;
+        f.next_index += 1;
+        let data_name = f.b.graph().unique_name(name);
+        let port = f.b.create_input(
+            index,
+            Some(data_name),
+            "Data",
+            desc.dtype,
+            Format::ND,
+            desc.shape.clone(),
+        )?;
+        f.names.insert(name.to_string(), port);
+        f.captures.push((name.to_string(), outer));
+        Ok(port)
+    }
+
+    /// Adds a Data node for a graph input.
+    fn add_input(&mut self, name: &str, desc: TensorDesc) -> Result<OutPort> {
+        let f = self.frame();
+        let index = f.next_index;
+        f.next_index += 1;
+        let node_name = f.b.graph().unique_name(name);
+        let port = f.b.create_input(
+            index,
+            Some(node_name),
+            "Data",
+            desc.dtype,
+            Format::ND,
+            desc.shape,
+        )?;
+        f.names.insert(name.to_string(), port);
+        Ok(port)
+    }
+
+    fn add_const(&mut self, name: &str, t: Tensor, mutable: bool) -> Result<OutPort> {
+        let f = self.frame();
+        let node_name = f.b.graph().unique_name(name);
+        let port = f.b.create_const(t, Some(node_name))?;
+        if mutable {
+            f.b.graph_mut()
+                .node_mut(port.node)?
+                .private_attrs
+                .insert("_is_mutable".into(), AttrValue::Bool(true));
+        }
+        f.names.insert(name.to_string(), port);
+        Ok(port)
+    }
+
+    /// Inputs, initializers, nodes and (for the main graph) outputs of one graph.
+    fn graph_body(&mut self, g: &GraphProto, main: bool) -> Result<()> {
+        let inits: FxHashMap<&str, &TensorProto> = g
+            .initializer
+            .iter()
+            .map(|t| (t.name.as_deref().unwrap_or(""), t))
+            .collect();
+        for vi in &g.input {
+            let name = vi.name.as_deref().unwrap_or("");
+            if name.is_empty() {
+                return Err(Error::tr("a graph input has no name"));
+            }
+            if let Some(t) = inits.get(name) {
+                // An input with an initializer: a parameter callers may override.
+                let t = tensor_from_proto(t, &self.dir, &self.options.limits)
+                    .map_err(|e| e.context(&format!("initializer '{name}'")))?;
+                if main {
+                    self.add_const(name, t, true)?;
+                    continue;
+                }
+            }
+            let desc = desc_from_type(vi.r#type.as_ref(), &format!("graph input '{name}'"))?;
+            self.add_input(name, desc)?;
+        }
+        for t in &g.initializer {
+            let name = t.name.as_deref().unwrap_or("");
+            if self.frame().names.contains_key(name) {
+                continue;
+            }
+            let v = tensor_from_proto(t, &self.dir, &self.options.limits)
+                .map_err(|e| e.context(&format!("initializer '{name}'")))?;
+            self.add_const(name, v, false)?;
+        }
+        if !g.sparse_initializer.is_empty() {
+            return Err(Error::unsupported("sparse initializers"));
+        }
+        for n in &g.node {
+            self.node(n)?;
+        }
+        if main {
+            for (i, vi) in g.output.iter().enumerate() {
+                let name = vi.name.as_deref().unwrap_or("");
+                let d = self.frames.len() - 1;
+                let port = self
+                    .resolve(d, name)
+                    .map_err(|e| e.context(&format!("graph output {i}")))?;
+                self.frame().b.set_output(port, i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Translates one node: a function call, a registered op, or an opaque node.
+    fn node(&mut self, n: &NodeProto) -> Result<()> {
+        let key = op_key(n.onnx_domain(), n.op_type());
+        if self.registry.get(n.onnx_domain(), n.op_type()).is_none() {
+            if let Some(f) = self.functions.get(&key).cloned() {
+                return self
+                    .inline_function(n, &f)
+                    .map_err(|e| e.context(&node_label(n)));
+            }
+        }
+        let d = self.frames.len() - 1;
+        let opset = self.frames[d]
+            .opsets
+            .get(n.onnx_domain())
+            .copied()
+            .unwrap_or(1);
+        let Some(t) = self.registry.get(n.onnx_domain(), n.op_type()).cloned() else {
+            return match self.options.unsupported {
+                UnsupportedMode::Opaque => {
+                    self.opaque.push((key, n.name().to_string()));
+                    self.opaque_node(n).map_err(|e| e.context(&node_label(n)))
+                }
+                UnsupportedMode::Error => {
+                    Err(Error::Unsupported(vec![(key, n.name().to_string())]))
+                }
+            };
+        };
+        let norm = compat::normalize(n, opset).map_err(|e| e.context(&node_label(n)))?;
+        let mut inputs = Vec::with_capacity(norm.node.input.len());
+        for name in &norm.node.input {
+            if name.is_empty() {
+                inputs.push(InputSrc::Absent);
+            } else {
+                let p = self
+                    .resolve(d, name)
+                    .map_err(|e| e.context(&node_label(n)))?;
+                inputs.push(InputSrc::Port(p));
+            }
+        }
+        for (i, lit) in norm.literals {
+            if inputs.len() <= i {
+                inputs.resize(i + 1, InputSrc::Absent);
+            }
+            inputs[i] = lit;
+        }
+        let base = if n.name().is_empty() {
+            n.output
+                .iter()
+                .find(|o| !o.is_empty())
+                .cloned()
+                .unwrap_or_else(|| n.op_type().to_string())
+        } else {
+            n.name().to_string()
+        };
+        let outputs = {
+            let mut ctx = NodeCtx {
+                node: &norm.node,
+                opset,
+                inputs,
+                prog: self,
+                base,
+                emitted: 0,
+            };
+            t.translate(&mut ctx)
+                .map_err(|e| e.context(&node_label(n)))?
+        };
+        let d = self.frames.len() - 1;
+        for (i, name) in n.output.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            match outputs.get(i).copied().flatten() {
+                Some(p) => {
+                    self.frames[d].names.insert(name.clone(), p);
+                }
+                None => {
+                    return Err(Error::tr(format!(
+                        "{}: output {i} ('{name}') is not produced by the translation",
+                        node_label(n)
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A node kept as is: op type `domain::OpType`, its attributes, outputs of unknown type.
+    fn opaque_node(&mut self, n: &NodeProto) -> Result<()> {
+        let d = self.frames.len() - 1;
+        let mut srcs = Vec::new();
+        for name in &n.input {
+            srcs.push(if name.is_empty() {
+                None
+            } else {
+                Some(self.resolve(d, name)?)
+            });
+        }
+        let f = &mut self.frames[d];
+        let base = if n.name().is_empty() {
+            n.op_type()
+        } else {
+            n.name()
+        };
+        let mut node = Node::new(
+            f.b.graph().unique_name(base),
+            op_key(n.onnx_domain(), n.op_type()),
+        );
+        for a in &n.attribute {
+            let name = a.name.clone().unwrap_or_default();
+            let v = match attrs::read(a)? {
+                OnnxAttr::Float(x) => AttrValue::Float(x),
+                OnnxAttr::Int(x) => AttrValue::Int(x),
+                OnnxAttr::String(s) => AttrValue::String(s),
+                OnnxAttr::Floats(v) => AttrValue::ListFloat(v.to_vec()),
+                OnnxAttr::Ints(v) => AttrValue::ListInt(v.to_vec()),
+                OnnxAttr::Strings(v) => AttrValue::ListString(v),
+                OnnxAttr::Tensor(t) => {
+                    AttrValue::Tensor(tensor_from_proto(t, &self.dir, &self.options.limits)?)
+                }
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "attribute '{name}' of kind {} on an opaque node",
+                        other.kind()
+                    )))
+                }
+            };
+            node.attrs.insert(name, v);
+        }
+        node.private_attrs.insert(
+            "_onnx_domain".into(),
+            AttrValue::String(n.onnx_domain().to_string()),
+        );
+        for (i, src) in srcs.iter().enumerate() {
+            let desc = match src {
+                Some(p) => f.b.graph().out_desc(*p)?.clone(),
+                None => TensorDesc::default(),
+            };
+            node.inputs.push(es_core::graph::InputSlot::new(
+                format!("x{i}"),
+                i as u32,
+                desc,
+            ));
+        }
+        for (i, _) in n.output.iter().enumerate() {
+            node.outputs.push(es_core::graph::OutputSlot {
+                name: format!("y{i}").into(),
+                ir_index: i as u32,
+                desc: TensorDesc::default(),
+                consumers: Vec::new(),
+            });
+        }
+        let g = f.b.graph_mut();
+        let id = g.add_node(node)?;
+        for (i, src) in srcs.into_iter().enumerate() {
+            if let Some(src) = src {
+                g.add_data_edge(
+                    src,
+                    InPort {
+                        node: id,
+                        index: i as u32,
+                    },
+                )?;
+            }
+        }
+        for (i, name) in n.output.iter().enumerate() {
+            if !name.is_empty() {
+                f.names.insert(
+                    name.clone(),
+                    OutPort {
+                        node: id,
+                        index: i as u32,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Inlines a model-local function: its body's values live in a scope of their own, its
+    /// attribute references take the calling node's attributes (or the function's defaults).
+    fn inline_function(&mut self, call: &NodeProto, f: &FunctionProto) -> Result<()> {
+        if self.depth >= self.options.limits.max_depth {
+            return Err(Error::tr(format!(
+                "function calls are nested more than {} deep",
+                self.options.limits.max_depth
+            )));
+        }
+        let d = self.frames.len() - 1;
+        // The function's values get a prefix so they cannot collide with the caller's.
+        let prefix = format!(
+            "{}/",
+            if call.name().is_empty() {
+                f.name.as_deref().unwrap_or("function")
+            } else {
+                call.name()
+            }
+        );
+        let mut rename: FxHashMap<String, String> = FxHashMap::default();
+        for (i, formal) in f.input.iter().enumerate() {
+            let actual = call.input.get(i).cloned().unwrap_or_default();
+            rename.insert(formal.clone(), actual);
+        }
+        for (i, formal) in f.output.iter().enumerate() {
+            let actual = call.output.get(i).cloned().unwrap_or_default();
+            rename.insert(formal.clone(), actual);
+        }
+        let mut attr_vals: FxHashMap<String, crate::proto::AttributeProto> = FxHashMap::default();
+        for a in &f.attribute_proto {
+            if let Some(n) = &a.name {
+                attr_vals.insert(n.clone(), a.clone());
+            }
+        }
+        for a in &call.attribute {
+            if let Some(n) = &a.name {
+                attr_vals.insert(n.clone(), a.clone());
+            }
+        }
+        let mut opsets = (*self.frames[d].opsets).clone();
+        for o in &f.opset_import {
+            let dom = match o.domain.as_deref() {
+                None | Some("ai.onnx") => "",
+                Some(d) => d,
+            };
+            opsets.insert(dom.to_string(), o.version.unwrap_or(1));
+        }
+        let saved = std::mem::replace(&mut self.frames[d].opsets, Arc::new(opsets));
+        self.depth += 1;
+        let result = (|| -> Result<()> {
+            for n in &f.node {
+                let mut m = n.clone();
+                let map = |s: &String, rename: &FxHashMap<String, String>| -> String {
+                    if s.is_empty() {
+                        return String::new();
+                    }
+                    match rename.get(s) {
+                        Some(a) => a.clone(),
+                        None => format!("{prefix}{s}"),
+                    }
+                };
+                m.input = n.input.iter().map(|s| map(s, &rename)).collect();
+                m.output = n.output.iter().map(|s| map(s, &rename)).collect();
+                if let Some(nm) = &n.name {
+                    m.name = Some(format!("{prefix}{nm}"));
+                }
+                let mut kept = Vec::with_capacity(n.attribute.len());
+                for a in &n.attribute {
+                    match &a.ref_attr_name {
+                        Some(r) => {
+                            if let Some(v) = attr_vals.get(r) {
+                                let mut v = v.clone();
+                                v.name = a.name.clone();
+                                kept.push(v);
+                            }
+                        }
+                        None => kept.push(a.clone()),
+                    }
+                }
+                m.attribute = kept;
+                self.node(&m)?;
+            }
+            Ok(())
+        })();
+        self.depth -= 1;
+        self.frames[d].opsets = saved;
+        result
+    }
+
+    /// Translates `g` as a subgraph of the current frame.
+    fn subgraph(&mut self, g: &GraphProto, formal: &[TensorDesc]) -> Result<Subgraph> {
+        if self.frames.len() > self.options.limits.max_depth {
+            return Err(Error::tr(format!(
+                "subgraphs are nested more than {} deep",
+                self.options.limits.max_depth
+            )));
+        }
+        let opsets = self.frame().opsets.clone();
+        let name = g.name.clone().unwrap_or_else(|| "body".to_string());
+        self.frames.push(Frame::new(&name, opsets));
+        let result = (|| -> Result<()> {
+            for (i, vi) in g.input.iter().enumerate() {
+                let name = vi.name.as_deref().unwrap_or("");
+                let mut desc =
+                    desc_from_type(vi.r#type.as_ref(), &format!("subgraph input '{name}'"))?;
+                if let Some(f) = formal.get(i) {
+                    if desc.dtype == DataType::UNDEFINED {
+                        desc.dtype = f.dtype;
+                    }
+                    if desc.shape.is_unknown_rank() {
+                        desc.shape = f.shape.clone();
+                    }
+                }
+                self.add_input(name, desc)?;
+            }
+            self.graph_body(g, false)?;
+            let d = self.frames.len() - 1;
+            for (i, vi) in g.output.iter().enumerate() {
+                let name = vi.name.as_deref().unwrap_or("");
+                let port = self
+                    .resolve(d, name)
+                    .map_err(|e| e.context(&format!("subgraph output {i}")))?;
+                self.frame().b.set_output(port, i)?;
+            }
+            Ok(())
+        })();
+        let mut f = self.frames.pop().expect("pushed above");
+        result?;
+        Ok(Subgraph {
+            graph: f.b.build_and_reset()?,
+            captures: f.captures,
+            formal: g.input.len(),
+        })
+    }
+}
+
+/// The view a translator has of one node.
+pub struct NodeCtx<'a> {
+    /// The node, in the newest opset's form.
+    pub node: &'a NodeProto,
+    /// The opset version of the node's domain.
+    pub opset: i64,
+    pub(crate) inputs: Vec<InputSrc>,
+    pub(crate) prog: &'a mut Program,
+    base: String,
+    emitted: usize,
+}
+
+impl<'a> NodeCtx<'a> {
+    pub fn op_type(&self) -> &str {
+        self.node.op_type()
+    }
+    pub fn name(&self) -> &str {
+        self.node.name()
+    }
+    /// Number of input positions (absent optional ones included).
+    pub fn num_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+    /// Number of output positions the node declares.
+    pub fn num_outputs(&self) -> usize {
+        self.node.output.len()
+    }
+    /// Whether output `i` is used (declared with a non-empty name).
+    pub fn output_used(&self, i: usize) -> bool {
+        self.node.output.get(i).is_some_and(|s| !s.is_empty())
+    }
+
+    fn builder(&mut self) -> &mut GraphBuilder {
+        &mut self.prog.frame().b
+    }
+    pub fn graph(&self) -> &Graph {
+        self.prog
+            .frames
+            .last()
+            .expect("a frame is always present")
+            .b
+            .graph()
+    }
+
+    /// Input `i` when present.
+    pub fn opt_input(&mut self, i: usize) -> Result<Option<OutPort>> {
+        match self.inputs.get(i).cloned() {
+            None | Some(InputSrc::Absent) => Ok(None),
+            Some(InputSrc::Port(p)) => Ok(Some(p)),
+            Some(InputSrc::Literal(mut t, like)) => {
+                if let Some(l) = like {
+                    let dt = self.input_desc(l)?.dtype;
+                    if dt != DataType::UNDEFINED && dt != t.desc.dtype {
+                        let vals = t.to_f64_vec()?;
+                        t = es_core::types::tensor_from_f64(
+                            dt,
+                            t.desc.shape.dims().to_vec(),
+                            &vals,
+                        )?;
+                    }
+                }
+                let p = self.constant(t)?;
+                self.inputs[i] = InputSrc::Port(p);
+                Ok(Some(p))
+            }
+        }
+    }
+    /// Input `i`, which must be present.
+    pub fn input(&mut self, i: usize) -> Result<OutPort> {
+        self.opt_input(i)?
+            .ok_or_else(|| Error::tr(format!("input {i} is required")))
+    }
+    /// Whether input `i` is present.
+    pub fn has_input(&self, i: usize) -> bool {
+        !matches!(self.inputs.get(i), None | Some(InputSrc::Absent))
+    }
+    /// The description of input `i` (dtype, shape as far as known).
+    pub fn input_desc(&self, i: usize) -> Result<TensorDesc> {
+        match self.inputs.get(i) {
+            Some(InputSrc::Port(p)) => Ok(self.desc(*p)?),
+            Some(InputSrc::Literal(t, _)) => Ok(t.desc.clone()),
+            _ => Err(Error::tr(format!("input {i} is required"))),
+        }
+    }
+    pub fn desc(&self, p: OutPort) -> Result<TensorDesc> {
+        Ok(self.graph().out_desc(p)?.clone())
+    }
+    /// The rank of input `i`; an error when it is not known at import.
+    pub fn input_rank(&self, i: usize) -> Result<usize> {
+        self.input_desc(i)?.shape.rank().ok_or_else(|| {
+            Error::unsupported(format!(
+                "{}: the rank of input {i} must be known at import",
+                self.op_type()
+            ))
+        })
+    }
+    /// The value of a port when it is a constant.
+    pub fn const_value(&self, p: OutPort) -> Option<Tensor> {
+        self.graph()
+            .node(p.node)
+            .ok()
+            .and_then(Node::const_value)
+            .cloned()
+    }
+    /// The value of input `i` when it is a constant (initializer, Constant, literal).
+    pub fn const_input(&self, i: usize) -> Option<Tensor> {
+        match self.inputs.get(i)? {
+            InputSrc::Port(p) => self.const_value(*p),
+            InputSrc::Literal(t, _) => Some(t.clone()),
+            InputSrc::Absent => None,
+        }
+    }
+    /// The value of input `i`, which must be a constant; None when absent.
+    pub fn need_const(&self, i: usize, what: &str) -> Result<Option<Tensor>> {
+        if !self.has_input(i) {
+            return Ok(None);
+        }
+        self.const_input(i).map(Some).ok_or_else(|| {
+            Error::unsupported(format!(
+                "{}: input {i} ({what}) must be a constant (an initializer or a Constant node)",
+                self.op_type()
+            ))
+        })
+    }
+    /// Input `i` as integers, which must be a constant; None when absent.
+    pub fn const_ints(&self, i: usize, what: &str) -> Result<Option<Vec<i64>>> {
+        Ok(match self.need_const(i, what)? {
+            Some(t) => Some(t.to_i64_vec()?),
+            None => None,
+        })
+    }
+    /// Input `i` as floats, which must be a constant; None when absent.
+    pub fn const_floats(&self, i: usize, what: &str) -> Result<Option<Vec<f64>>> {
+        Ok(match self.need_const(i, what)? {
+            Some(t) => Some(t.to_f64_vec()?),
+            None => None,
+        })
+    }
+
+    // Attributes.
+
+    pub fn attr(&self, name: &str) -> Result<Option<OnnxAttr<'a>>> {
+        match self.node.attr(name) {
+            None => Ok(None),
+            Some(a) => attrs::read(a)
+                .map(Some)
+                .map_err(|e| e.context(&format!("attribute '{name}'"))),
+        }
+    }
+    pub fn has_attr(&self, name: &str) -> bool {
+        self.node.attr(name).is_some()
+    }
+    pub fn attr_i(&self, name: &str, default: i64) -> Result<i64> {
+        match self.attr(name)? {
+            None => Ok(default),
+            Some(OnnxAttr::Int(v)) => Ok(v),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be INT, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_f(&self, name: &str, default: f32) -> Result<f32> {
+        match self.attr(name)? {
+            None => Ok(default),
+            Some(OnnxAttr::Float(v)) => Ok(v),
+            Some(OnnxAttr::Int(v)) => Ok(v as f32),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be FLOAT, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_s(&self, name: &str, default: &str) -> Result<String> {
+        match self.attr(name)? {
+            None => Ok(default.to_string()),
+            Some(OnnxAttr::String(v)) => Ok(v),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be STRING, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(OnnxAttr::Ints(v)) => Ok(Some(v.to_vec())),
+            Some(OnnxAttr::Int(v)) => Ok(Some(vec![v])),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be INTS, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_floats(&self, name: &str) -> Result<Option<Vec<f32>>> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(OnnxAttr::Floats(v)) => Ok(Some(v.to_vec())),
+            Some(OnnxAttr::Float(v)) => Ok(Some(vec![v])),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be FLOATS, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_tensor(&self, name: &str) -> Result<Option<Tensor>> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(OnnxAttr::Tensor(t)) => Ok(Some(
+                tensor_from_proto(t, &self.prog.dir, &self.prog.options.limits)
+                    .map_err(|e| e.context(&format!("attribute '{name}'")))?,
+            )),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be TENSOR, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    pub fn attr_graph(&self, name: &str) -> Result<Option<&'a GraphProto>> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(OnnxAttr::Graph(g)) => Ok(Some(g)),
+            Some(o) => Err(Error::tr(format!(
+                "attribute '{name}' must be GRAPH, got {}",
+                o.kind()
+            ))),
+        }
+    }
+    /// The ONNX attribute `name` coerced to the type GE op `ge_op` declares for `ge_attr`.
+    pub fn attr_for(&self, name: &str, ge_op: &str, ge_attr: &str) -> Result<Option<AttrValue>> {
+        let Some(v) = self.attr(name)? else {
+            return Ok(None);
+        };
+        let proto = self.graph_op_proto(ge_op)?;
+        let def = proto.attr(ge_attr).ok_or_else(|| {
+            Error::tr(format!(
+                "internal: GE op {ge_op} has no attribute '{ge_attr}'"
+            ))
+        })?;
+        attrs::coerce(&v, def.ty, name).map(Some)
+    }
+    /// The prototype of GE op `ge_op`.
+    pub fn graph_op_proto(&self, ge_op: &str) -> Result<Arc<es_core::OpProto>> {
+        Ok(self
+            .prog
+            .frames
+            .last()
+            .expect("a frame is always present")
+            .b
+            .proto(ge_op)?)
+    }
+
+    // Building.
+
+    fn next_name(&mut self, op_type: &str) -> String {
+        let base = if self.emitted == 0 {
+            self.base.clone()
+        } else {
+            format!("{}/{op_type}", self.base)
+        };
+        self.emitted += 1;
+        self.graph().unique_name(&base)
+    }
+
+    /// Adds GE op `op_type`: one entry of `inputs` per IR input (one port for a required or
+    /// optional input, None when absent, any number for a dynamic input). Returns every
+    /// output port.
+    pub fn op(
+        &mut self,
+        op_type: &str,
+        inputs: Vec<Vec<Option<OutPort>>>,
+        attrs: Vec<(&str, AttrValue)>,
+    ) -> Result<Vec<OutPort>> {
+        self.op_with_counts(op_type, inputs, attrs, &[])
+    }
+
+    /// [`NodeCtx::op`] with instance counts of dynamic outputs (`(output name, count)`).
+    pub fn op_with_counts(
+        &mut self,
+        op_type: &str,
+        mut inputs: Vec<Vec<Option<OutPort>>>,
+        attrs: Vec<(&str, AttrValue)>,
+        counts: &[(&str, usize)],
+    ) -> Result<Vec<OutPort>> {
+        let proto = self.graph_op_proto(op_type)?;
+        while inputs.len() < proto.inputs.len() {
+            inputs.push(
+                if proto.inputs[inputs.len()].kind == es_core::ops::IoKind::Dynamic {
+                    vec![]
+                } else {
+                    vec![None]
+                },
+            );
+        }
+        let name = self.next_name(op_type);
+        let args = OpArgs {
+            inputs,
+            attrs: attrs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            subgraphs: Vec::new(),
+            output_counts: counts.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            name: Some(name),
+        };
+        self.add(op_type, args)
+    }
+
+    /// Adds a GE op from fully specified arguments (subgraphs included).
+    pub fn add(&mut self, op_type: &str, args: OpArgs) -> Result<Vec<OutPort>> {
+        let id: NodeId = self.builder().add_op(op_type, args)?;
+        let n = self.graph().node(id)?.outputs.len();
+        Ok((0..n as u32)
+            .map(|index| OutPort { node: id, index })
+            .collect())
+    }
+
+    /// Adds GE op `op_type` with one port per IR input, in order (missing trailing inputs are
+    /// absent), and returns its first output.
+    pub fn op1(
+        &mut self,
+        op_type: &str,
+        inputs: &[OutPort],
+        attrs: Vec<(&str, AttrValue)>,
+    ) -> Result<OutPort> {
+        let ins = inputs.iter().map(|p| vec![Some(*p)]).collect();
+        let outs = self.op(op_type, ins, attrs)?;
+        outs.first()
+            .copied()
+            .ok_or_else(|| Error::tr(format!("internal: {op_type} has no output")))
+    }
+
+    /// A GE name for the node being built, for callers of [`NodeCtx::add`].
+    pub fn fresh_name(&mut self, op_type: &str) -> String {
+        self.next_name(op_type)
+    }
+
+    /// A Const node.
+    pub fn constant(&mut self, t: Tensor) -> Result<OutPort> {
+        let name = self.next_name("Const");
+        Ok(self.builder().create_const(t, Some(name))?)
+    }
+    pub fn const_i64(&mut self, v: &[i64], shape: &[i64]) -> Result<OutPort> {
+        self.constant(Tensor::from_values(v, shape.to_vec())?)
+    }
+    pub fn const_i32(&mut self, v: &[i32], shape: &[i64]) -> Result<OutPort> {
+        self.constant(Tensor::from_values(v, shape.to_vec())?)
+    }
+    /// A scalar (or shaped) constant of `dtype` holding `v`.
+    pub fn const_of(&mut self, dtype: DataType, v: &[f64], shape: &[i64]) -> Result<OutPort> {
+        self.constant(es_core::types::tensor_from_f64(dtype, shape.to_vec(), v)?)
+    }
+    /// `p` cast to `to` (no node when it already has that dtype).
+    pub fn cast(&mut self, p: OutPort, to: DataType) -> Result<OutPort> {
+        if self.desc(p)?.dtype == to {
+            return Ok(p);
+        }
+        self.op1(
+            "Cast",
+            &[p],
+            vec![("dst_type", AttrValue::Int(to.value() as i64))],
+        )
+    }
+
+    /// Translates a body graph (attribute `name`) as a subgraph; `formal` gives the
+    /// descriptions of its inputs where the body leaves them open.
+    pub fn subgraph(&mut self, g: &GraphProto, formal: &[TensorDesc]) -> Result<Subgraph> {
+        // SAFETY of the reborrow: `prog` is exclusively ours for the duration of the call.
+        self.prog.subgraph(g, formal)
+    }
+}
+
+/// Gives `subs` (branches of one node) the same input list: their formal inputs, then every
+/// capture of any branch, in one order. Returns the outer values to pass after the formal
+/// inputs.
+pub fn unify_captures(subs: &mut [Subgraph]) -> Result<Vec<OutPort>> {
+    let mut all: Vec<(String, OutPort)> = Vec::new();
+    for s in subs.iter() {
+        for c in &s.captures {
+            if !all.iter().any(|a| a.0 == c.0) {
+                all.push(c.clone());
+            }
+        }
+    }
+    for s in subs.iter_mut() {
+        let formal = s.formal as i64;
+        // Renumber: capture k of the union gets index formal + k.
+        let mut by_name: FxHashMap<String, NodeId> = FxHashMap::default();
+        for id in s.graph.input_nodes() {
+            let n = s.graph.node(id)?;
+            let idx = n
+                .attrs
+                .get("index")
+                .and_then(AttrValue::as_int)
+                .unwrap_or(0);
+            if idx >= formal {
+                let k = (idx - formal) as usize;
+                if let Some(c) = s.captures.get(k) {
+                    by_name.insert(c.0.clone(), id);
+                }
+            }
+        }
+        for (k, (name, outer)) in all.iter().enumerate() {
+            let index = AttrValue::Int(formal + k as i64);
+            match by_name.get(name) {
+                Some(id) => {
+                    s.graph.node_mut(*id)?.attrs.insert("index".into(), index);
+                }
+                None => {
+                    let _ = outer;
+                    let dname = s.graph.unique_name(name);
+                    let mut node = Node::new(dname, "Data");
+                    node.attrs.insert("index".into(), index);
+                    let desc = TensorDesc::default();
+                    node.inputs
+                        .push(es_core::graph::InputSlot::new("x", 0, desc.clone()));
+                    node.outputs.push(es_core::graph::OutputSlot {
+                        name: "y".into(),
+                        ir_index: 0,
+                        desc,
+                        consumers: Vec::new(),
+                    });
+                    s.graph.add_node(node)?;
+                }
+            }
+        }
+        s.captures = all.clone();
+        debug_assert!(s.graph.input_nodes().iter().all(|id| s
+            .graph
+            .node(*id)
+            .map(|n| is_data_op(&n.op_type))
+            .unwrap_or(false)));
+    }
+    Ok(all.into_iter().map(|c| c.1).collect())
+}
+
+/// A shape from integers, for messages.
+pub fn shape_of(dims: &[i64]) -> Shape {
+    Shape::new(dims.to_vec())
+}

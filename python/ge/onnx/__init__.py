@@ -1,0 +1,33 @@
+"""ONNX import: ``ge.onnx.load(path_or_bytes, unsupported="error"|"opaque") -> Graph``.
+
+``load`` translates an ONNX model into a ge ``Graph``: graph inputs become Data nodes (by
+position), initializers become Const parameters, each node goes through the translator of its
+op type (``ops/onnx_mapping.json`` and the special handlers of ``crates/ge-onnx``). Op types no
+translator handles are listed in one ``TranslationError``; with ``unsupported="opaque"`` they
+are kept as nodes (op type ``OpType`` or ``domain::OpType``) that a pass can replace.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Union
+
+from ge._native import _onnx_load, _onnx_translator_keys
+from ge.graph import Graph
+
+__all__ = ["load", "translator_keys"]
+
+
+def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error") -> Graph:
+    """Loads an ONNX model from a file path (external data is read from the model's directory
+    only) or from the serialized bytes."""
+    if isinstance(model, (bytearray, memoryview)):
+        model = bytes(model)
+    if not isinstance(model, bytes):
+        model = os.fspath(model)
+    return _onnx_load(model, unsupported)
+
+
+def translator_keys() -> List[str]:
+    """The op types the built-in translators handle (``OpType`` or ``domain::OpType``)."""
+    return _onnx_translator_keys()

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""ONNX conformance: ONNX backend test cases through ``ge.onnx.load`` and a ``Session``.
+
+Sets:
+
+- ``node``: the ONNX backend node tests, from ``$GE_ONNX_NODE_DIR`` (default
+  ``../shared/onnx-node`` beside the repository); a run without them says so;
+- ``pytorch-converted``, ``pytorch-operator``, ``simple``: shipped inside the ``onnx`` wheel.
+
+Each case is loaded once and run in both graph modes (``ge.graphMode`` on: captured plan; off:
+eager), and every output is compared with the expected one (dtype, shape, values within the
+case's tolerance). The allow-list ``tests/onnx_conformance.json`` names the cases that pass (CI
+runs exactly those) and the excluded families (regex, tag, reason).
+
+Usage::
+
+    python tools/onnx_conformance.py                 # run every set, print counts and failures
+    python tools/onnx_conformance.py --set node -k conv   # one set, cases matching a regex
+    python tools/onnx_conformance.py --promote       # add newly passing cases to the allow-list
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+ALLOW_LIST = ROOT / "tests" / "onnx_conformance.json"
+SETS = ("node", "pytorch-converted", "pytorch-operator", "simple")
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-7
+
+
+def node_dir() -> Path:
+    return Path(os.environ.get("GE_ONNX_NODE_DIR", str(ROOT.parent / "shared" / "onnx-node")))
+
+
+def set_dir(name: str) -> Optional[Path]:
+    """The directory holding a set's cases, or None when it is not available."""
+    if name == "node":
+        d = node_dir()
+        return d if d.is_dir() else None
+    try:
+        import onnx  # noqa: F401  (test extra)
+    except ImportError:
+        return None
+    d = Path(onnx.__file__).parent / "backend" / "test" / "data" / name
+    return d if d.is_dir() else None
+
+
+def cases(name: str) -> List[str]:
+    d = set_dir(name)
+    if d is None:
+        return []
+    return sorted(p.name for p in d.iterdir() if (p / "model.onnx").is_file())
+
+
+def load_allow_list() -> dict:
+    return json.loads(ALLOW_LIST.read_text())
+
+
+def excluded_family(allow: dict, set_name: str, case: str) -> Optional[dict]:
+    for fam in allow.get("excluded", []):
+        if set_name in fam.get("sets", SETS) and re.search(fam["pattern"], case):
+            return fam
+    return None
+
+
+def tolerance(allow: dict, case: str) -> Tuple[float, float]:
+    for t in allow.get("tolerances", []):
+        if re.search(t["pattern"], case):
+            return float(t["rtol"]), float(t["atol"])
+    return DEFAULT_RTOL, DEFAULT_ATOL
+
+
+def _read_tensor(path: str) -> Tuple[str, np.ndarray]:
+    import onnx
+    from onnx import numpy_helper
+
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    if not t.dims and not t.raw_data and t.data_type == 0:
+        raise ValueError(f"{os.path.basename(path)} is not a tensor (sequence or optional data)")
+    return t.name, numpy_helper.to_array(t)
+
+
+def _data_sets(case_dir: Path) -> List[Tuple[List[Tuple[str, np.ndarray]], List[Tuple[str, np.ndarray]]]]:
+    out = []
+    for ds in sorted(case_dir.glob("test_data_set_*")):
+        ins = [_read_tensor(p) for p in sorted(glob.glob(str(ds / "input_*.pb")), key=_pb_index)]
+        outs = [_read_tensor(p) for p in sorted(glob.glob(str(ds / "output_*.pb")), key=_pb_index)]
+        out.append((ins, outs))
+    return out
+
+
+def _pb_index(p: str) -> int:
+    return int(re.search(r"_(\d+)\.pb$", p).group(1))
+
+
+def _order_inputs(graph, given: List[Tuple[str, np.ndarray]]) -> List[np.ndarray]:
+    """The given inputs in the order of the graph's Data indexes (by name when named)."""
+    data = sorted(
+        (n for n in graph.get_direct_nodes() if n.type in ("Data", "RefData")),
+        key=lambda n: n.get_attr("index"),
+    )
+    by_name = {name: arr for name, arr in given if name}
+    if by_name and all(n.name in by_name for n in data):
+        return [by_name[n.name] for n in data]
+    if len(given) != len(data):
+        raise ValueError(f"the case gives {len(given)} inputs, the graph has {len(data)}")
+    return [arr for _, arr in given]
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> None:
+    if got.dtype != want.dtype:
+        raise AssertionError(f"{what}: dtype {got.dtype}, expected {want.dtype}")
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}: shape {got.shape}, expected {want.shape}")
+    if want.dtype.kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def run_case(set_name: str, case: str, allow: Optional[dict] = None) -> None:
+    """Loads and runs one case in both graph modes; raises on any failure."""
+    import ge.onnx
+    from ge.session import Session
+
+    allow = allow if allow is not None else load_allow_list()
+    d = set_dir(set_name)
+    if d is None:
+        raise FileNotFoundError(f"set {set_name} is not available")
+    case_dir = d / case
+    rtol, atol = tolerance(allow, case)
+    graph = ge.onnx.load(case_dir / "model.onnx")
+    sets = _data_sets(case_dir)
+    for mode in ("on", "off"):
+        s = Session({"ge.graphMode": mode})
+        s.add_graph(0, graph)
+        for k, (ins, outs) in enumerate(sets):
+            got = s.run_graph(0, _order_inputs(graph, ins))
+            if len(got) != len(outs):
+                raise AssertionError(f"{len(got)} outputs, expected {len(outs)}")
+            for i, (g, (_, w)) in enumerate(zip(got, outs)):
+                compare(np.asarray(g.numpy()), w, rtol, atol, f"graphMode={mode} data set {k} output {i}")
+
+
+def run_all(selected: List[str], pattern: Optional[str], verbose: bool) -> Dict[str, Dict[str, str]]:
+    """Runs the cases; returns {set: {case: "" (pass) or the failure}}."""
+    allow = load_allow_list()
+    results: Dict[str, Dict[str, str]] = {}
+    for s in selected:
+        names = cases(s)
+        if not names:
+            print(f"{s}: not available" + (f" (looked in {node_dir()}; set GE_ONNX_NODE_DIR)" if s == "node" else ""))
+            continue
+        res: Dict[str, str] = {}
+        for c in names:
+            if pattern and not re.search(pattern, c):
+                continue
+            try:
+                run_case(s, c, allow)
+                res[c] = ""
+            except Exception as e:  # noqa: BLE001 - every failure is a result here
+                msg = f"{type(e).__name__}: {e}".strip().splitlines()
+                res[c] = " / ".join(msg[:3])[:300]
+                if verbose:
+                    traceback.print_exc()
+        results[s] = res
+    return results
+
+
+def summary(allow: dict, results: Dict[str, Dict[str, str]]) -> List[str]:
+    lines = []
+    for s, res in results.items():
+        total = len(res)
+        passed = sum(1 for v in res.values() if not v)
+        excluded = sum(1 for c in res if excluded_family(allow, s, c))
+        passed_in = sum(1 for c, v in res.items() if not v and not excluded_family(allow, s, c))
+        rest = total - excluded
+        pct = 100.0 * passed_in / rest if rest else 0.0
+        lines.append(f"{s}: {passed}/{total} pass; outside exclusions {passed_in}/{rest} ({pct:.1f}%), "
+                     f"{excluded} excluded")
+    return lines
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", choices=SETS + ("all",), default="all")
+    ap.add_argument("-k", dest="pattern", help="only cases matching this regex")
+    ap.add_argument("--promote", action="store_true", help="add newly passing cases to the allow-list")
+    ap.add_argument("--failures", action="store_true", help="print every failure")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    selected = list(SETS) if a.set == "all" else [a.set]
+    t0 = time.perf_counter()
+    results = run_all(selected, a.pattern, a.verbose)
+    allow = load_allow_list()
+    regressions = []
+    for s, res in results.items():
+        listed = set(allow["passing"].get(s, []))
+        for c, v in sorted(res.items()):
+            if v and c in listed:
+                regressions.append(f"{s}/{c}: {v}")
+            if v and (a.failures or a.pattern) and c not in listed:
+                fam = excluded_family(allow, s, c)
+                print(f"FAIL {s}/{c}{' [' + fam['family'] + ']' if fam else ''}: {v}")
+    for line in summary(allow, results):
+        print(line)
+    print(f"({time.perf_counter() - t0:.1f} s)")
+    if a.promote:
+        added = 0
+        for s, res in results.items():
+            listed = set(allow["passing"].get(s, []))
+            new = {c for c, v in res.items() if not v} - listed
+            added += len(new)
+            allow["passing"][s] = sorted(listed | new)
+        ALLOW_LIST.write_text(json.dumps(allow, indent=1) + "\n")
+        print(f"promoted {added} cases into {ALLOW_LIST.relative_to(ROOT)}")
+    if regressions:
+        print("allow-listed cases that fail:\n  " + "\n  ".join(regressions))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
