@@ -3,6 +3,7 @@
 //! operators whose structure differs from GE's.
 
 mod direct;
+pub(crate) mod util;
 
 use crate::translate::Registry;
 use std::sync::OnceLock;

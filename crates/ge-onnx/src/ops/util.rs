@@ -1,0 +1,42 @@
+//! Small helpers shared by the special handlers.
+
+use crate::error::{Error, Result};
+
+/// `axis` (ONNX allows negative values counting from the end) as an index into `rank` dims.
+pub(crate) fn norm_axis(axis: i64, rank: usize, what: &str) -> Result<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if !(0..r.max(1)).contains(&a) {
+        return Err(Error::tr(format!(
+            "{what} {axis} is out of range for rank {rank}"
+        )));
+    }
+    Ok(a as usize)
+}
+
+/// Every axis of `axes` normalised with [`norm_axis`]; repeats are an error.
+pub(crate) fn norm_axes(axes: &[i64], rank: usize, what: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let n = norm_axis(a, rank, what)?;
+        if out.contains(&n) {
+            return Err(Error::tr(format!("{what} {axes:?} repeats axis {n}")));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_are_normalised_and_checked() {
+        assert_eq!(norm_axis(-1, 4, "axis").unwrap(), 3);
+        assert!(norm_axis(4, 4, "axis").is_err());
+        assert!(norm_axis(-5, 4, "axis").is_err());
+        assert_eq!(norm_axes(&[0, -1], 3, "axes").unwrap(), vec![0, 2]);
+        assert!(norm_axes(&[1, -2], 3, "axes").is_err());
+    }
+}
