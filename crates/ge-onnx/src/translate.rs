@@ -1019,10 +1019,7 @@ impl<'a> NodeCtx<'a> {
         let name = self.next_name(op_type);
         let args = OpArgs {
             inputs,
-            attrs: attrs
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
+            attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             subgraphs: Vec::new(),
             output_counts: counts.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             name: Some(name),

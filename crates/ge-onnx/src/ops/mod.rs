@@ -2,7 +2,12 @@
 //! `ops/onnx_mapping.json` (entries with a `direct` spec), then special handlers for the
 //! operators whose structure differs from GE's.
 
+mod basic;
+mod control;
 mod direct;
+mod math;
+mod nn;
+mod shape;
 pub(crate) mod util;
 
 use crate::translate::Registry;
@@ -14,6 +19,11 @@ pub fn builtin() -> &'static Registry {
     R.get_or_init(|| {
         let mut r = Registry::empty();
         direct::register(&mut r);
+        basic::register(&mut r);
+        shape::register(&mut r);
+        math::register(&mut r);
+        nn::register(&mut r);
+        control::register(&mut r);
         r
     })
 }

@@ -15,6 +15,7 @@ pub(crate) fn norm_axis(axis: i64, rank: usize, what: &str) -> Result<usize> {
 }
 
 /// Every axis of `axes` normalised with [`norm_axis`]; repeats are an error.
+#[allow(dead_code)] // for the reduction and squeeze handlers
 pub(crate) fn norm_axes(axes: &[i64], rank: usize, what: &str) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
