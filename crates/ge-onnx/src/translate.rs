@@ -1051,6 +1051,17 @@ impl<'a> NodeCtx<'a> {
             .ok_or_else(|| Error::tr(format!("internal: {op_type} has no output")))
     }
 
+    /// Takes the builder of the graph under construction out of the translator, for code that
+    /// builds through another front end (the Python translators). It must be given back with
+    /// [`NodeCtx::put_builder`] before the translator returns; until then the graph is empty.
+    pub fn take_builder(&mut self) -> GraphBuilder {
+        std::mem::replace(&mut self.prog.frame().b, GraphBuilder::new("taken"))
+    }
+    /// Gives back a builder taken with [`NodeCtx::take_builder`].
+    pub fn put_builder(&mut self, b: GraphBuilder) {
+        self.prog.frame().b = b;
+    }
+
     /// A GE name for the node being built, for callers of [`NodeCtx::add`].
     pub fn fresh_name(&mut self, op_type: &str) -> String {
         self.next_name(op_type)

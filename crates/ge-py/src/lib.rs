@@ -61,6 +61,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builder::_pop_control_scope, m)?)?;
     m.add_function(wrap_pyfunction!(onnx::_onnx_load, m)?)?;
     m.add_function(wrap_pyfunction!(onnx::_onnx_translator_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(onnx::_onnx_register_translator, m)?)?;
+    m.add_function(wrap_pyfunction!(onnx::_onnx_unregister_translator, m)?)?;
     m.add_function(wrap_pyfunction!(_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_json, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_version, m)?)?;

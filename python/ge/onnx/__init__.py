@@ -5,17 +5,29 @@ position), initializers become Const parameters, each node goes through the tran
 op type (``ops/onnx_mapping.json`` and the special handlers of ``crates/ge-onnx``). Op types no
 translator handles are listed in one ``TranslationError``; with ``unsupported="opaque"`` they
 are kept as nodes (op type ``OpType`` or ``domain::OpType``) that a pass can replace.
+
+Translators for other op types (or replacing built-in ones) are Python functions::
+
+    @ge.onnx.register_translator("my.domain::ScaledTanh")
+    def scaled_tanh(ctx):
+        x = ctx.inputs[0]
+        return Mul(Tanh(x), ctx.builder.create_scalar_float(ctx.attrs.get("scale", 1.0)))
 """
 
 from __future__ import annotations
 
 import os
-from typing import List, Union
+from typing import Any, Callable, Dict, List, Union
 
-from ge._native import _onnx_load, _onnx_translator_keys
+from ge._native import (
+    _onnx_load,
+    _onnx_register_translator,
+    _onnx_translator_keys,
+    _onnx_unregister_translator,
+)
 from ge.graph import Graph
 
-__all__ = ["load", "translator_keys"]
+__all__ = ["load", "translator_keys", "register_translator", "unregister_translator", "TranslatorContext"]
 
 
 def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error") -> Graph:
@@ -29,5 +41,61 @@ def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error
 
 
 def translator_keys() -> List[str]:
-    """The op types the built-in translators handle (``OpType`` or ``domain::OpType``)."""
+    """The op types with a translator (``OpType`` or ``domain::OpType``), built-in and registered."""
     return _onnx_translator_keys()
+
+
+class TranslatorContext:
+    """What a Python translator receives for one ONNX node.
+
+    - ``op_type``, ``domain`` (``""`` for the default domain), ``name``, ``opset`` (of the domain);
+    - ``inputs``: one ``TensorHolder`` per input position (None for an absent optional input);
+    - ``attrs``: the node's attributes as Python values (int, float, str, lists, numpy arrays for
+      tensors; graph attributes are not offered);
+    - ``num_outputs``: how many outputs the node declares;
+    - ``builder``: the ``ge.es.GraphBuilder`` the inputs belong to (for constants).
+
+    The translator returns one ``TensorHolder`` (one output) or a list with one entry per output
+    (None for an output it does not produce). The builder and tensors are usable only during the
+    call.
+    """
+
+    def __init__(self, op_type: str, domain: str, name: str, opset: int, inputs: List[Any],
+                 attrs: Dict[str, Any], num_outputs: int, builder: Any) -> None:
+        self.op_type = op_type
+        self.domain = domain
+        self.name = name
+        self.opset = opset
+        self.inputs = inputs
+        self.attrs = attrs
+        self.num_outputs = num_outputs
+        self.builder = builder
+
+    def __repr__(self) -> str:
+        key = f"{self.domain}::{self.op_type}" if self.domain else self.op_type
+        return f"TranslatorContext({key} '{self.name}', {len(self.inputs)} inputs, opset {self.opset})"
+
+
+Translator = Callable[[TranslatorContext], Any]
+
+
+def register_translator(key: str) -> Callable[[Translator], Translator]:
+    """Decorator: ``fn`` translates ONNX nodes of ``key`` (``"OpType"`` in the default domain, or
+    ``"domain::OpType"``), replacing any built-in translator. Returns ``fn`` unchanged."""
+    if not isinstance(key, str):
+        raise TypeError(f"translator key must be a string, got {type(key).__name__}")
+
+    def deco(fn: Translator) -> Translator:
+        if not callable(fn):
+            raise TypeError("register_translator decorates a function")
+        _onnx_register_translator(key, fn)
+        return fn
+
+    return deco
+
+
+def unregister_translator(key: str) -> bool:
+    """Removes the Python translator registered for ``key``; returns whether there was one."""
+    return _onnx_unregister_translator(key)
+
+
