@@ -1,5 +1,7 @@
 """The ``ge`` command: ``ge ops list``, ``ge ops show OP``, ``ge ops import-regop FILE... [--out JSON]``,
-``ge codegen --ops FILE --out DIR``."""
+``ge codegen --ops FILE --out DIR``, and the model commands ``ge convert MODEL -o OUT``,
+``ge run MODEL [--input NAME=FILE.npy ...] [--device cpu|acl|auto] [--mode eager|graph] [--repeat N]``,
+``ge show MODEL [--svg OUT.svg]`` (see ``ge._model_cli``)."""
 
 from __future__ import annotations
 
@@ -57,7 +59,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     cg.add_argument("--ops", type=Path, required=True, help="operators.json of the library")
     cg.add_argument("--out", type=Path, required=True, help="output package directory")
     cg.add_argument("--package", default=None, help="dotted package name (default: the directory name)")
+    from ge import _model_cli
+
+    _model_cli.add_parsers(sub)
     a = ap.parse_args(argv)
+    if a.cmd in ("convert", "run", "show"):
+        return _model_cli.main(a)
 
     if a.cmd == "ops":
         import ge.ops
