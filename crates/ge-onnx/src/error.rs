@@ -11,7 +11,8 @@ pub enum Error {
     /// the node (or graph, tensor, attribute) at fault.
     #[error("{0}")]
     Translation(String),
-    /// Operator types no translator handles: `(op type, a node name using it)`, one per type.
+    /// Operator types no translator handles: `(op type, a node using it)`, one per type; the
+    /// node is `node 'name'`, or `node producing 'output'` for an unnamed one.
     #[error("{}", unsupported_message(.0))]
     Unsupported(Vec<(String, String)>),
     /// A file could not be read or written.
@@ -28,7 +29,7 @@ pub enum Error {
 fn unsupported_message(ops: &[(String, String)]) -> String {
     let list: Vec<String> = ops
         .iter()
-        .map(|(op, node)| format!("{op} (node '{node}')"))
+        .map(|(op, node)| format!("{op} ({node})"))
         .collect();
     format!(
         "not supported: {} ONNX operator type{} without a translator: {}; load with \

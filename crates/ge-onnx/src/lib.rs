@@ -6,7 +6,8 @@
 //! - [`compat`]: OpCompatInfo (opset differences resolved to the newest form);
 //! - [`translate`]: the ProgramTranslator and the [`NodeCtx`] translators work through;
 //! - [`ops`]: the built-in OpTranslator registry (the table `ops/onnx_mapping.json` plus
-//!   special handlers).
+//!   special handlers);
+//! - [`fuzz`]: the mutation fuzzer of the loaders (ONNX and the native graph format).
 //!
 //! ```no_run
 //! let graph = ge_onnx::load_file("model.onnx".as_ref(), &ge_onnx::Options::default())?;
@@ -17,6 +18,7 @@
 pub mod attrs;
 pub mod compat;
 pub mod error;
+pub mod fuzz;
 pub mod ops;
 pub mod proto;
 pub mod translate;

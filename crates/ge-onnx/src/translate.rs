@@ -242,7 +242,7 @@ fn scan_node(
 ) -> Result<()> {
     let key = op_key(n.onnx_domain(), n.op_type());
     if !registry.contains(n.onnx_domain(), n.op_type()) && !functions.contains_key(&key) {
-        missing.entry(key).or_insert_with(|| n.name().to_string());
+        missing.entry(key).or_insert_with(|| unsupported_label(n));
     }
     for a in &n.attribute {
         if let Some(g) = a.g.as_deref() {
@@ -272,6 +272,18 @@ fn scan_unsupported(
         scan_node(n, registry, functions, missing, depth, max_depth)?;
     }
     Ok(())
+}
+
+/// How an unsupported node is named in the error: `node 'name'` or `node producing 'y'`.
+fn unsupported_label(n: &NodeProto) -> String {
+    if n.name().is_empty() {
+        format!(
+            "node producing '{}'",
+            n.output.first().map(String::as_str).unwrap_or("")
+        )
+    } else {
+        format!("node '{}'", n.name())
+    }
 }
 
 fn node_label(n: &NodeProto) -> String {
