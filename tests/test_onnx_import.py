@@ -78,6 +78,8 @@ def test_opaque_mode_keeps_unsupported_nodes_for_a_pass():
     assert foo.get_attr("mode") == "fast" and foo.get_attr("sizes") == [1, 2]
     src, _ = foo.get_in_data_nodes_and_port_indexes(0)
     assert src.type == "Relu"
+    with pytest.raises(ge.GeError, match="no CPU kernel for: FooOp"):
+        _run(g, np.ones((2, 3), np.float32))
     with pytest.raises(ValueError, match="unsupported must be"):
         ge.onnx.load(m, unsupported="ignore")
 
