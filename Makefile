@@ -52,6 +52,7 @@ bench: build
 	$(PY) benches/python/bench_build.py
 	$(PY) benches/python/bench_rewrite.py
 	$(PY) benches/python/bench_run.py
+	$(PY) benches/python/bench_models.py
 
 lint:
 	cargo fmt --all -- --check
