@@ -526,3 +526,59 @@ def test_recurrent_errors():
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "T"
     with pytest.raises(ge.TranslationError, match="sequence length"):
         ge.onnx.load(m.SerializeToString())
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention (opset 23)
+# ---------------------------------------------------------------------------------------------
+
+
+def attention_model(q, k, v, mask=None, past=None, opset=23, **attrs):
+    names = ["Q", "K", "V"]
+    feeds = {"Q": q, "K": k, "V": v}
+    if mask is not None:
+        names.append("M")
+        feeds["M"] = mask
+    if past is not None:
+        names += [""] * (4 - len(names)) + ["PK", "PV"]
+        feeds["PK"], feeds["PV"] = past
+    inputs = [vi(n, TensorProto.BOOL if feeds[n].dtype == bool else F, list(feeds[n].shape)) for n in names if n]
+    outs = ["Y", "PKo", "PVo", "QK"]
+    m = model([helper.make_node("Attention", names, outs, **attrs)], inputs,
+              [vi(o, F, None) for o in outs], opset=opset)
+    return m, feeds
+
+
+@pytest.mark.parametrize("case", ["4d", "3d_gqa", "causal_past", "bool_mask", "float_mask_short", "softcap_mode3"])
+def test_attention(case):
+    rng = np.random.default_rng(3)
+    r = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    if case == "4d":
+        m, f = attention_model(r(2, 3, 4, 8), r(2, 3, 5, 8), r(2, 3, 5, 6), scale=0.2)
+    elif case == "3d_gqa":
+        m, f = attention_model(r(2, 4, 16), r(2, 5, 8), r(2, 5, 6), q_num_heads=4, kv_num_heads=2)
+    elif case == "causal_past":
+        m, f = attention_model(r(1, 2, 3, 4), r(1, 2, 3, 4), r(1, 2, 3, 4),
+                               past=(r(1, 2, 2, 4), r(1, 2, 2, 4)), is_causal=1)
+    elif case == "bool_mask":
+        mask = rng.random((4, 5)) > 0.3
+        mask[1] = False  # a fully masked row gives 0
+        m, f = attention_model(r(2, 3, 4, 8), r(2, 3, 5, 8), r(2, 3, 5, 8), mask=mask)
+    elif case == "float_mask_short":
+        m, f = attention_model(r(1, 2, 3, 4), r(1, 2, 5, 4), r(1, 2, 5, 4), mask=r(3, 4),
+                               qk_matmul_output_mode=2)
+    else:
+        m, f = attention_model(r(1, 2, 3, 4), r(1, 2, 5, 4), r(1, 2, 5, 4), softcap=2.0,
+                               qk_matmul_output_mode=3, is_causal=1)
+    check(m, f, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_errors():
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 4, 16)).astype(np.float32)
+    m, _ = attention_model(q, q, q)  # 3-D without head counts
+    with pytest.raises(ge.TranslationError, match="q_num_heads"):
+        ge.onnx.load(m.SerializeToString())
+    m, _ = attention_model(q, q, q, q_num_heads=2, kv_num_heads=2, foo=1)
+    with pytest.raises(ge.TranslationError, match="foo"):
+        ge.onnx.load(m.SerializeToString())
