@@ -380,6 +380,10 @@ impl Program {
             if name.is_empty() {
                 return Err(Error::tr("a graph input has no name"));
             }
+            if !main && self.frame().names.contains_key(name) {
+                // A subgraph's formal input, already added by `subgraph`.
+                continue;
+            }
             if let Some(t) = inits.get(name) {
                 // An input with an initializer: a parameter callers may override.
                 let t = tensor_from_proto(t, &self.dir, &self.options.limits)
