@@ -1,0 +1,494 @@
+"""ONNX import of element-wise math, reductions and activations (crates/ge-onnx/src/ops/math.rs).
+
+Each case builds a one-node model with onnx.helper, imports it with ge.onnx.load, runs it with a
+Session and compares with onnx's ReferenceEvaluator (or numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import ge  # noqa: E402
+import ge.onnx  # noqa: E402
+from ge.session import Session  # noqa: E402
+
+NP2ONNX = {
+    np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float64): TensorProto.DOUBLE,
+    np.dtype(np.float16): TensorProto.FLOAT16,
+    np.dtype(np.int8): TensorProto.INT8,
+    np.dtype(np.int16): TensorProto.INT16,
+    np.dtype(np.int32): TensorProto.INT32,
+    np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.uint8): TensorProto.UINT8,
+    np.dtype(np.uint16): TensorProto.UINT16,
+    np.dtype(np.uint32): TensorProto.UINT32,
+    np.dtype(np.uint64): TensorProto.UINT64,
+    np.dtype(np.bool_): TensorProto.BOOL,
+}
+
+
+def model(op, inputs, n_out=1, opset=21, domain="", inits=(), out_types=None, **attrs):
+    """A one-node model; `inputs` are (name, array) pairs (array None: an absent input ''),
+    `inits` (name, array) initializers used as constant inputs."""
+    names = [n for n, _ in inputs]
+    node = helper.make_node(op, names, [f"y{i}" for i in range(n_out)], domain=domain, **attrs)
+    g_in = [
+        helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape)
+        for n, a in inputs
+        if n and a is not None and n not in dict(inits)
+    ]
+    init = [onnx.numpy_helper.from_array(a, n) for n, a in inits]
+    outs = [
+        helper.make_tensor_value_info(f"y{i}", (out_types or {}).get(i, TensorProto.UNDEFINED), None)
+        for i in range(n_out)
+    ]
+    g = helper.make_graph([node], "g", g_in, outs, initializer=init)
+    imports = [helper.make_opsetid("", opset)]
+    if domain:
+        imports.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(g, opset_imports=imports, ir_version=9)
+
+
+def run_ge(m, feeds):
+    g = ge.onnx.load(m.SerializeToString())
+    s = Session()
+    s.add_graph(0, g)
+    return [np.asarray(t.numpy()) for t in s.run_graph(0, feeds)]
+
+
+def check(op, inputs, inits=(), opset=21, domain="", rtol=1e-5, atol=1e-6, **attrs):
+    m = model(op, inputs, opset=opset, domain=domain, inits=inits, **attrs)
+    feeds = [a for n, a in inputs if n and a is not None and n not in dict(inits)]
+    got = run_ge(m, feeds)
+    ref = ReferenceEvaluator(m).run(None, {n: a for n, a in inputs if n and n not in dict(inits)})
+    for g, r in zip(got, ref):
+        r = np.asarray(r)
+        assert g.dtype == r.dtype, (g.dtype, r.dtype)
+        assert g.shape == r.shape, (g.shape, r.shape)
+        if r.dtype.kind == "f":
+            np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, r)
+    return got
+
+
+RNG = np.random.default_rng(0)
+
+
+def rand(shape, dtype=np.float32, lo=-5, hi=5):
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(lo, info.min), min(hi, info.max), size=shape, endpoint=True).astype(dtype)
+    return RNG.uniform(lo, hi, size=shape).astype(dtype)
+
+
+# Binary ops with the unsigned bridges.
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+@pytest.mark.parametrize("dt", [np.uint16, np.uint32, np.uint64, np.int8, np.float32])
+def test_arith_wraps_like_numpy(op, dt):
+    info = np.iinfo(dt) if np.dtype(dt).kind in "iu" else None
+    if info is not None:
+        a = np.array([0, 1, info.max, info.max - 3, 7], dtype=dt)
+        b = np.array([info.max, 2, 5, info.max, 0], dtype=dt)
+    else:
+        a, b = rand([5]), rand([5])
+    with np.errstate(over="ignore"):
+        check(op, [("a", a), ("b", b)])
+
+
+@pytest.mark.parametrize("op", ["Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"])
+@pytest.mark.parametrize("dt", [np.uint16, np.uint32, np.uint64])
+def test_unsigned_comparisons_are_exact(op, dt):
+    big = np.iinfo(dt).max
+    a = np.array([0, big, big - 1, 1 << (np.iinfo(dt).bits - 1), 3], dtype=dt)
+    b = np.array([big, big, big, 3, 3], dtype=dt)
+    check(op, [("a", a), ("b", b)])
+    check(op, [("a", b), ("b", a)])
+
+
+@pytest.mark.parametrize("dt", [np.uint16, np.uint32, np.int32, np.float64])
+def test_div(dt):
+    a = rand([2, 3], dt, 0 if np.dtype(dt).kind == "u" else -50, 50)
+    b = rand([3], dt, 1, 7)
+    check("Div", [("a", a), ("b", b)])
+
+
+def test_uint64_div_is_refused():
+    a = np.array([1, 2], dtype=np.uint64)
+    with pytest.raises(ge.TranslationError, match="uint64 division"):
+        ge.onnx.load(model("Div", [("a", a), ("b", a)]).SerializeToString())
+
+
+def test_legacy_broadcast_axis():
+    a, b = rand([2, 3, 4]), rand([3])
+    m = model("Add", [("a", a), ("b", b)], opset=6, broadcast=1, axis=1)
+    with pytest.raises(ge.TranslationError, match="legacy broadcast"):
+        ge.onnx.load(m.SerializeToString())
+    b = rand([4])
+    m = model("Add", [("a", a), ("b", b)], opset=6, broadcast=1, axis=2)
+    np.testing.assert_allclose(run_ge(m, [a, b])[0], a + b, rtol=1e-6)
+
+
+# Mod and Pow.
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32])
+def test_mod_integers(fmod, dt):
+    signed = np.dtype(dt).kind == "i"
+    a = rand([12], dt, -30 if signed else 0, 30)
+    b = rand([12], dt, 1, 7)
+    if signed:
+        b = b * np.where(np.arange(12) % 2 == 0, 1, -1).astype(dt)
+    check("Mod", [("a", a), ("b", b)], fmod=fmod)
+
+
+def test_mod_float_fmod():
+    a, b = rand([6], np.float32), rand([6], np.float32, 1, 3)
+    check("Mod", [("a", a), ("b", b)], fmod=1)
+
+
+def test_mod_uint64_is_refused():
+    a = np.array([1, 2], dtype=np.uint64)
+    with pytest.raises(ge.TranslationError, match="uint64"):
+        ge.onnx.load(model("Mod", [("a", a), ("b", a)]).SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "base,exp",
+    [
+        (np.float32, np.float32),
+        (np.float32, np.int64),
+        (np.float32, np.uint64),
+        (np.float64, np.int32),
+        (np.int32, np.float32),
+        (np.int64, np.int64),
+        (np.int32, np.int64),
+        (np.float16, np.float32),
+    ],
+)
+def test_pow_mixed_dtypes(base, exp):
+    a = rand([6], base, 1, 4)
+    b = rand([6], exp, 0, 3)
+    check("Pow", [("a", a), ("b", b)], rtol=1e-3)
+
+
+# Variadic ops.
+
+
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum"])
+@pytest.mark.parametrize("dt", [np.float32, np.int16, np.uint16, np.uint32, np.uint64, np.int64])
+def test_variadic_broadcasting(op, dt):
+    lo = 0 if np.dtype(dt).kind == "u" else -9
+    xs = [("a", rand([2, 3], dt, lo, 9)), ("b", rand([3], dt, lo, 9)), ("c", rand([2, 1], dt, lo, 9))]
+    check(op, xs)
+    check(op, xs[:1])
+
+
+def test_mean():
+    check("Mean", [("a", rand([2, 3])), ("b", rand([3])), ("c", rand([1]))])
+    with pytest.raises(ge.TranslationError, match="Mean"):
+        ge.onnx.load(model("Mean", [("a", rand([2], np.int32)), ("b", rand([2], np.int32))]).SerializeToString())
+
+
+def test_max_nan_propagates():
+    a = np.array([1.0, np.nan, 3.0], np.float32)
+    b = np.array([np.nan, 2.0, 1.0], np.float32)
+    check("Max", [("a", a), ("b", b)])
+
+
+# Reductions.
+
+REDUCE = ["ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    op=st.sampled_from(REDUCE),
+    axes=st.sampled_from([None, [0], [-1], [0, 2], [1, 0], []]),
+    keep=st.sampled_from([0, 1]),
+    noop=st.sampled_from([0, 1]),
+    dt=st.sampled_from([np.float32, np.float64]),
+)
+def test_reductions(op, axes, keep, noop, dt):
+    x = rand([2, 3, 4], dt, 0.5, 2)
+    inits = [] if axes is None else [("axes", np.array(axes, np.int64))]
+    inputs = [("x", x)] + ([] if axes is None else [("axes", inits[0][1])])
+    check(op, inputs, inits=inits, keepdims=keep, noop_with_empty_axes=noop, rtol=1e-4)
+
+
+@pytest.mark.parametrize("op", REDUCE)
+def test_reductions_old_opset_axes_attribute(op):
+    x = rand([2, 3, 4], np.float32, 0.5, 2)
+    check(op, [("x", x)], opset=11, axes=[1, -1], keepdims=0, rtol=1e-4)
+
+
+def test_reduce_axes_at_run_time():
+    x = rand([2, 3, 4], np.float32)
+    m = model("ReduceSum", [("x", x), ("axes", np.array([1], np.int64))], keepdims=0)
+    m.graph.input[1].type.tensor_type.shape.dim[0].dim_param = "n"
+    np.testing.assert_allclose(run_ge(m, [x, np.array([1], np.int64)])[0], x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(run_ge(m, [x, np.array([], np.int64)])[0], x.sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_bool_reductions(op):
+    x = np.array([[True, False], [True, True], [False, False]])
+    check(op, [("x", x), ("axes", np.array([1], np.int64))], inits=[("axes", np.array([1], np.int64))], keepdims=0)
+    m = model(op, [("x", x), ("axes", np.array([1], np.int64))], keepdims=1)
+    ref = ReferenceEvaluator(m).run(None, {"x": x, "axes": np.array([1], np.int64)})[0]
+    np.testing.assert_array_equal(run_ge(m, [x, np.array([1], np.int64)])[0], ref)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceLogSumExp", "ReduceSum", "ReduceProd"])
+def test_empty_reductions(op):
+    x = np.zeros([2, 0, 4], np.float32)
+    check(op, [("x", x), ("axes", np.array([1], np.int64))], inits=[("axes", np.array([1], np.int64))], keepdims=1)
+
+
+def test_log_sum_exp_double_is_stable():
+    x = np.array([[1000.0, 1000.0], [-np.inf, -np.inf], [np.inf, 1.0]], np.float64)
+    m = model("ReduceLogSumExp", [("x", x)], inits=[("axes", np.array([1], np.int64))], keepdims=0)
+    m.graph.node[0].input.append("axes")
+    got = run_ge(m, [x])[0]
+    np.testing.assert_allclose(got, [1000.0 + np.log(2.0), -np.inf, np.inf])
+
+
+def test_reduce_axes_attribute_in_new_opset_is_an_error():
+    x = rand([2, 3])
+    with pytest.raises(ge.TranslationError, match="axes as an input"):
+        ge.onnx.load(model("ReduceMean", [("x", x)], opset=18, axes=[0]).SerializeToString())
+
+
+# ArgMax/ArgMin.
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    op=st.sampled_from(["ArgMax", "ArgMin"]),
+    axis=st.integers(-3, 2),
+    keep=st.sampled_from([0, 1]),
+    last=st.sampled_from([0, 1]),
+)
+def test_arg(op, axis, keep, last):
+    x = RNG.integers(0, 3, size=[2, 3, 4]).astype(np.float32)  # many ties
+    check(op, [("x", x)], axis=axis, keepdims=keep, select_last_index=last)
+
+
+# Softmax family.
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax_family(op, opset, axis):
+    x = rand([2, 3, 4], np.float32)
+    if op == "Hardmax":
+        x = RNG.integers(0, 3, size=[2, 3, 4]).astype(np.float32)
+    if opset >= 13:
+        check(op, [("x", x)], opset=opset, axis=axis)
+        return
+    # Opsets < 13 coerce the input to 2-D at axis (the reference evaluator does not).
+    a = axis % 3
+    x2 = x.reshape(int(np.prod(x.shape[:a])), -1)
+    e = np.exp(x2 - x2.max(1, keepdims=True))
+    want = {
+        "Softmax": e / e.sum(1, keepdims=True),
+        "LogSoftmax": np.log(e / e.sum(1, keepdims=True)),
+        "Hardmax": np.eye(x2.shape[1], dtype=np.float32)[x2.argmax(1)],
+    }[op].reshape(x.shape)
+    got = run_ge(model(op, [("x", x)], opset=opset, axis=axis), [x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# Clip.
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int8, np.uint32, np.float64])
+@pytest.mark.parametrize("which", ["both", "min", "max", "none", "swapped"])
+def test_clip(dt, which):
+    x = rand([8], dt, 0 if np.dtype(dt).kind == "u" else -9, 9)
+    lo, hi = np.array(2, dt), np.array(5, dt)
+    if which == "swapped":
+        lo, hi = hi, lo
+    ins = [("x", x), ("lo", lo if which != "max" else None), ("hi", hi if which != "min" else None)]
+    if which == "none":
+        ins = [("x", x)]
+    ins = [(n if a is not None else "", a) for n, a in ins]
+    inits = [(n, a) for n, a in ins[1:] if n]
+    check("Clip", ins, inits=inits)
+
+
+def test_clip_keeps_infinities():
+    x = np.array([-np.inf, 1.0, np.inf], np.float32)
+    check("Clip", [("x", x)])
+    check("Clip", [("x", x)], opset=6, min=-1.0)
+
+
+# Element-wise logic and activations.
+
+
+def test_xor_isinf():
+    a, b = RNG.integers(0, 2, [3, 4]).astype(bool), RNG.integers(0, 2, [4]).astype(bool)
+    check("Xor", [("a", a), ("b", b)])
+    x = np.array([-np.inf, np.inf, 0.0, np.nan, 1.0], np.float32)
+    for pos in (0, 1):
+        for neg in (0, 1):
+            check("IsInf", [("x", x)], detect_positive=pos, detect_negative=neg)
+
+
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("Selu", {}),
+        ("Selu", {"alpha": 2.0, "gamma": 3.0}),
+        ("Celu", {"alpha": 2.0}),
+        ("Gelu", {}),
+        ("Gelu", {"approximate": "tanh"}),
+        ("Shrink", {"bias": 1.5, "lambd": 1.0}),
+        ("ThresholdedRelu", {"alpha": 0.5}),
+        ("HardSwish", {}),
+        ("Round", {}),
+    ],
+)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_activations(op, attrs, dt):
+    x = rand([3, 4], dt, -4, 4)
+    if op == "Round":
+        x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, 0.6], dt)
+    if op == "Celu" and dt == np.float64:
+        pytest.skip("Celu is float32 only in ONNX")
+    check(op, [("x", x)], rtol=1e-4, atol=1e-5, **attrs)
+
+
+def test_shrink_int():
+    x = np.arange(-5, 6, dtype=np.int32)
+    check("Shrink", [("x", x)], bias=1.0, lambd=1.5)
+    with pytest.raises(ge.TranslationError, match="Shrink"):
+        ge.onnx.load(model("Shrink", [("x", x)], bias=0.5).SerializeToString())
+
+
+def test_gelu_bad_approximate():
+    with pytest.raises(ge.TranslationError, match="approximate"):
+        ge.onnx.load(model("Gelu", [("x", rand([2]))], approximate="fast").SerializeToString())
+
+
+@pytest.mark.parametrize("slope_shape", [[1], [3, 1], [4], [2, 3, 4]])
+def test_prelu(slope_shape):
+    check("PRelu", [("x", rand([2, 3, 4])), ("s", rand(slope_shape))])
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dt", [np.uint8, np.uint32, np.uint64])
+def test_bit_shift(direction, dt):
+    x = rand([5], dt, 0, 200)
+    s = np.array([0, 1, 2, 3, 7], dt)
+    check("BitShift", [("x", x), ("s", s)], direction=direction)
+
+
+def test_bit_cast():
+    x = rand([2, 3], np.float32)
+    m = model("BitCast", [("x", x)], opset=26, to=TensorProto.INT32)
+    np.testing.assert_array_equal(run_ge(m, [x])[0], x.view(np.int32))
+    m = model("BitCast", [("x", x)], opset=26, to=TensorProto.INT16)
+    with pytest.raises(ge.TranslationError, match="bit widths"):
+        ge.onnx.load(m.SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "eq,shapes",
+    [
+        ("ij,jk->ik", [[2, 3], [3, 4]]),
+        ("bij,bjk->bik", [[2, 2, 3], [2, 3, 4]]),
+        ("i,i", [[5], [5]]),
+        ("ij->ji", [[2, 3]]),
+        ("ij->", [[2, 3]]),
+        ("...ii->...i", [[2, 3, 3]]),
+        ("ii", [[3, 3]]),
+        ("bn,anm,bm->ba", [[2, 3], [4, 3, 5], [2, 5]]),
+        ("...j,j", [[2, 3], [3]]),
+    ],
+)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_einsum(eq, shapes, dt):
+    ins = [(f"x{i}", rand(s, dt)) for i, s in enumerate(shapes)]
+    check("Einsum", ins, equation=eq, rtol=1e-4, atol=1e-5)
+
+
+def test_einsum_int64_and_refused_dtypes():
+    check("Einsum", [("x", rand([2, 3], np.int64)), ("y", rand([3], np.int64))], equation="ij,j->i")
+    x = rand([2, 2], np.uint32, 0, 9)
+    with pytest.raises(ge.TranslationError, match="Einsum"):
+        ge.onnx.load(model("Einsum", [("x", x)], equation="ij->ji").SerializeToString())
+
+
+def test_swiglu_mvn_lpnorm():
+    a, b = rand([2, 3]), rand([2, 3])
+    m = model("SwiGLU", [("a", a), ("b", b)], opset=28, alpha=1.5)
+    want = a / (1 + np.exp(-1.5 * a)) * b
+    np.testing.assert_allclose(run_ge(m, [a, b])[0], want, rtol=1e-5)
+    check("MeanVarianceNormalization", [("x", rand([2, 3, 4, 5]))], rtol=1e-4, atol=1e-5)
+    check("MeanVarianceNormalization", [("x", rand([2, 3, 4]))], axes=[1], rtol=1e-4, atol=1e-5)
+    # Positive x: the reference evaluator's p=1 leaves out the absolute value.
+    for p in (1, 2):
+        check("LpNormalization", [("x", rand([3, 4], lo=0.1))], p=p, axis=0)
+    x = np.array([[0.0, 1.0], [0.0, -2.0]], np.float32)
+    check("LpNormalization", [("x", x)], p=2, axis=0)
+    with pytest.raises(ge.TranslationError, match="p must be"):
+        ge.onnx.load(model("LpNormalization", [("x", rand([3]))], p=3).SerializeToString())
+
+
+@pytest.mark.parametrize("op", ["BlackmanWindow", "HammingWindow", "HannWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+@pytest.mark.parametrize("out", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_windows(op, periodic, out):
+    size = np.array(10, np.int32)
+    check(op, [("n", size)], opset=17, periodic=periodic, output_datatype=out, atol=1e-6)
+
+
+def test_unknown_attribute_is_an_error():
+    with pytest.raises(ge.TranslationError, match="attribute 'bogus'"):
+        ge.onnx.load(model("Softmax", [("x", rand([2]))], bogus=1).SerializeToString())
+
+
+# Random ops: by distribution.
+
+
+def test_bernoulli_distribution():
+    p = np.full([20000], 0.3, np.float32)
+    m = model("Bernoulli", [("p", p)], opset=15, seed=1.0)
+    y = run_ge(m, [p])[0]
+    assert y.dtype == np.float32 and set(np.unique(y)) <= {0.0, 1.0}
+    assert abs(y.mean() - 0.3) < 0.02
+    m = model("Bernoulli", [("p", p)], opset=15, dtype=TensorProto.INT32)
+    assert run_ge(m, [p])[0].dtype == np.int32
+
+
+def test_random_uniform_like_distribution():
+    x = np.zeros([20000], np.float32)
+    m = model("RandomUniformLike", [("x", x)], opset=15, low=2.0, high=5.0, dtype=TensorProto.DOUBLE)
+    y = run_ge(m, [x])[0]
+    assert y.dtype == np.float64 and y.shape == x.shape
+    assert y.min() >= 2.0 and y.max() < 5.0
+    assert abs(y.mean() - 3.5) < 0.05 and abs(y.std() - 3 / np.sqrt(12)) < 0.05
+
+
+# ai.onnx.ml.
+
+
+def test_binarizer_and_array_feature_extractor():
+    x = rand([3, 4], np.float32)
+    check("Binarizer", [("x", x)], domain="ai.onnx.ml", threshold=0.5)
+    idx = np.array([3, 0, 3], np.int64)
+    check("ArrayFeatureExtractor", [("x", x), ("i", idx)], domain="ai.onnx.ml")
+    check("ArrayFeatureExtractor", [("x", rand([5], np.int64)), ("i", idx[None])], domain="ai.onnx.ml")
