@@ -710,7 +710,7 @@ fn empty_reduction(
         Axes::List(v) => v.iter().map(|&a| a as usize).collect(),
         _ => return Ok(None),
     };
-    if ax.iter().any(|&a| a >= dims.len()) || ax.iter().map(|&a| dims[a]).product::<i64>() != 0 {
+    if ax.iter().any(|&a| a >= dims.len()) || !ax.iter().any(|&a| dims[a] == 0) {
         return Ok(None);
     }
     let mut out = Vec::new();
@@ -721,7 +721,17 @@ fn empty_reduction(
             out.push(1);
         }
     }
-    let count: i64 = out.iter().product();
+    // The result is materialised: bound it (a model may declare any static shape).
+    let count = out
+        .iter()
+        .try_fold(1i64, |acc, &n| acc.checked_mul(n))
+        .filter(|&c| (0..=1 << 24).contains(&c))
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "a reduction over an empty axis with an output of shape {out:?} (more than 2^24 \
+                 elements)"
+            ))
+        })?;
     let dt = d.dtype;
     let hi = red == Red::Min;
     let t = match (dt, dtype_range(dt)) {
