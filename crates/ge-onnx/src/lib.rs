@@ -14,9 +14,11 @@
 //! # Ok::<(), ge_onnx::Error>(())
 //! ```
 
+pub mod air;
 pub mod attrs;
 pub mod compat;
 pub mod error;
+pub mod export;
 pub mod ops;
 pub mod proto;
 pub mod translate;
