@@ -622,11 +622,12 @@ fn gemm(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &["transpose_a", "transpose_b"])?;
     let mut a = io.input(0, n)?;
     let mut b = io.input(1, n)?;
+    // GEMM is a 2-D operator.
     if attr_b(n, "transpose_a", false)? {
-        a = transpose_last2(ex, n, a, need_rank(n, 0)?);
+        a = transpose_last2(ex, n, a, 2);
     }
     if attr_b(n, "transpose_b", false)? {
-        b = transpose_last2(ex, n, b, need_rank(n, 1)?);
+        b = transpose_last2(ex, n, b, 2);
     }
     let (c, alpha, beta) = (io.input(2, n)?, io.input(3, n)?, io.input(4, n)?);
     // alpha * (a @ b) + beta * c, as GE's GEMM computes it.
@@ -1377,8 +1378,20 @@ pub fn to_onnx(g: &Graph) -> Result<ModelProto> {
             &format!("graph output {i}"),
         )?);
     }
+    // Consts read only as attributes (perm, axes, ...) leave no initializer behind.
+    let read: HashSet<&str> = ex
+        .nodes
+        .iter()
+        .flat_map(|n| n.input.iter().map(String::as_str))
+        .collect();
+    let inits: Vec<TensorProto> = ex
+        .inits
+        .iter()
+        .filter(|t| read.contains(t.name.as_deref().unwrap_or("")))
+        .cloned()
+        .collect();
     gp.node = ex.nodes;
-    gp.initializer = ex.inits;
+    gp.initializer = inits;
     Ok(model(gp, false))
 }
 
