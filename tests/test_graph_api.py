@@ -753,11 +753,11 @@ def test_dump_to_file_uses_dump_graph_path(monkeypatch, tmp_path):
     assert p2 == str(tmp_path / "ge_txt_main_after.txt")
     assert open(p1).read() == g.dump_to_stream(DumpFormat.kReadable)
     assert open(p2).read() == g.dump_to_stream(DumpFormat.kTxt)
-    with pytest.raises(ge.GeError, match="^not supported"):
-        g.dump_to_file(DumpFormat.kOnnx)
+    p3 = g.dump_to_file(DumpFormat.kOnnx)  # the ONNX dump (GE op types kept), for Netron
+    assert p3 == str(tmp_path / "ge_onnx_main.onnx")
     with pytest.raises(TypeError, match="Suffix must be a string"):
         g.dump_to_file(DumpFormat.kTxt, 3)
-    assert sorted(os.listdir(tmp_path)) == ["ge_readable_main.txt", "ge_txt_main_after.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["ge_onnx_main.onnx", "ge_readable_main.txt", "ge_txt_main_after.txt"]
 
 
 def test_dump_to_file_names_stay_in_the_dump_dir(monkeypatch, tmp_path):

@@ -15,9 +15,11 @@
 //! # Ok::<(), ge_onnx::Error>(())
 //! ```
 
+pub mod air;
 pub mod attrs;
 pub mod compat;
 pub mod error;
+pub mod export;
 pub mod fuzz;
 pub mod ops;
 pub mod proto;

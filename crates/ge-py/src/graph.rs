@@ -351,6 +351,7 @@ fn desc_from_py(o: &Bound<'_, PyAny>) -> PyResult<TensorDesc> {
     Ok(d)
 }
 
+const DUMP_ONNX: i64 = 0;
 const DUMP_TXT: i64 = 1;
 const DUMP_READABLE: i64 = 2;
 
@@ -493,7 +494,7 @@ impl PyGraph {
             DUMP_READABLE => Ok(es_core::dump::readable(g)),
             DUMP_TXT => Ok(es_core::dump::txt(g)),
             _ => Err(crate::errors::GeError::new_err(
-                "not supported: DumpFormat.kOnnx (ONNX export is not implemented yet; use kReadable or kTxt)",
+                "not supported: DumpFormat.kOnnx in dump_to_stream (ONNX is binary; use dump_to_file(DumpFormat.kOnnx) or ge.onnx.save)",
             )),
         })
     }
@@ -520,8 +521,17 @@ impl PyGraph {
             Some(f) => dump_format(f)?,
             None => DUMP_READABLE,
         };
-        let text = self.dump_to_stream(format)?;
-        let kind = if f == DUMP_TXT { "txt" } else { "readable" };
+        // kOnnx: the ONNX dump form (GE op types kept, for Netron), binary protobuf.
+        let bytes = if f == DUMP_ONNX {
+            self.src.read(&self.path, crate::air::dump_onnx_bytes)?
+        } else {
+            self.dump_to_stream(format)?.into_bytes()
+        };
+        let kind = match f {
+            DUMP_TXT => "txt",
+            DUMP_ONNX => "onnx",
+            _ => "readable",
+        };
         let name = self.name()?;
         let sanitize = |s: &str| -> String {
             s.chars()
@@ -536,16 +546,17 @@ impl PyGraph {
         };
         let safe = sanitize(&name);
         // The suffix is sanitized like the name: the file always lands in the dump directory.
+        let ext = if f == DUMP_ONNX { "onnx" } else { "txt" };
         let file = if suffix.is_empty() {
-            format!("ge_{kind}_{safe}.txt")
+            format!("ge_{kind}_{safe}.{ext}")
         } else {
-            format!("ge_{kind}_{safe}_{}.txt", sanitize(&suffix))
+            format!("ge_{kind}_{safe}_{}.{ext}", sanitize(&suffix))
         };
         let dir = std::env::var_os("DUMP_GRAPH_PATH")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from("."));
         let path = dir.join(file);
-        std::fs::write(&path, text).map_err(|e| {
+        std::fs::write(&path, bytes).map_err(|e| {
             PyRuntimeError::new_err(format!(
                 "Failed to dump graph {name} to {}: {e}",
                 path.display()
@@ -609,6 +620,17 @@ impl PyGraph {
     fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<PyGraph>> {
         let g = py.allow_threads(|| es_core::serialize::load(&path)).py()?;
         PyGraph::from_graph(py, g)
+    }
+
+    /// Saves the graph in GE's `.air` format (ModelDef protobuf of ge_ir.proto).
+    fn save_to_air(slf: &Bound<'_, Self>, path: std::path::PathBuf) -> PyResult<()> {
+        crate::air::save_air(slf, path)
+    }
+
+    /// Loads a graph from a `.air` file (GE's ModelDef protobuf).
+    #[staticmethod]
+    fn load_from_air(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<PyGraph>> {
+        crate::air::load_air(py, path)
     }
 
     /// Checks the graph (edges, required inputs, outputs, input indexes, no cycle).

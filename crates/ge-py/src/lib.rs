@@ -1,6 +1,7 @@
 //! `ge._native`: the PyO3 glue between es-core and the `ge` Python package. Glue only: every
 //! rule lives in es-core.
 
+mod air;
 mod builder;
 mod convert;
 mod errors;
@@ -63,6 +64,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(onnx::_onnx_translator_keys, m)?)?;
     m.add_function(wrap_pyfunction!(onnx::_onnx_register_translator, m)?)?;
     m.add_function(wrap_pyfunction!(onnx::_onnx_unregister_translator, m)?)?;
+    m.add_function(wrap_pyfunction!(air::_onnx_save, m)?)?;
+    m.add_function(wrap_pyfunction!(air::_onnx_export_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(air::_onnx_exporter_keys, m)?)?;
     m.add_function(wrap_pyfunction!(_op_names, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_json, m)?)?;
     m.add_function(wrap_pyfunction!(_ops_version, m)?)?;

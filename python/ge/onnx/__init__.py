@@ -6,6 +6,12 @@ op type (``ops/onnx_mapping.json`` and the special handlers of ``crates/ge-onnx`
 translator handles are listed in one ``TranslationError``; with ``unsupported="opaque"`` they
 are kept as nodes (op type ``OpType`` or ``domain::OpType``) that a pass can replace.
 
+ONNX export: ``ge.onnx.save(graph, path)`` writes a real ONNX model (opset 18, standard ops
+only) that onnxruntime runs: Data nodes become graph inputs in index order, Const nodes
+initializers, every other op goes through its exporter (``exporter_keys()``); op types without
+one are listed in one ``TranslationError``. ``Graph.dump_to_file(DumpFormat.kOnnx)`` writes any
+graph for viewing (GE op types kept in the domain ``ge``).
+
 Translators for other op types (or replacing built-in ones) are Python functions::
 
     @ge.onnx.register_translator("my.domain::ScaledTanh")
@@ -20,14 +26,18 @@ import os
 from typing import Any, Callable, Dict, List, Union
 
 from ge._native import (
+    _onnx_export_bytes,
+    _onnx_exporter_keys,
     _onnx_load,
     _onnx_register_translator,
+    _onnx_save,
     _onnx_translator_keys,
     _onnx_unregister_translator,
 )
 from ge.graph import Graph
 
-__all__ = ["load", "translator_keys", "register_translator", "unregister_translator", "TranslatorContext"]
+__all__ = ["load", "save", "to_bytes", "exporter_keys", "translator_keys", "register_translator",
+           "unregister_translator", "TranslatorContext"]
 
 
 def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error") -> Graph:
@@ -43,6 +53,21 @@ def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error
 def translator_keys() -> List[str]:
     """The op types with a translator (``OpType`` or ``domain::OpType``), built-in and registered."""
     return _onnx_translator_keys()
+
+
+def save(graph: Graph, path: Union[str, "os.PathLike[str]"]) -> None:
+    """Writes ``graph`` as an ONNX model (standard ONNX ops, runnable by onnxruntime)."""
+    _onnx_save(graph, os.fspath(path))
+
+
+def to_bytes(graph: Graph) -> bytes:
+    """``graph`` as a serialized ONNX model (what ``save`` writes)."""
+    return _onnx_export_bytes(graph)
+
+
+def exporter_keys() -> List[str]:
+    """The GE op types ``save`` can export (besides Data and Const)."""
+    return _onnx_exporter_keys()
 
 
 class TranslatorContext:

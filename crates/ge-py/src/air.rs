@@ -1,0 +1,65 @@
+//! Glue for GE's `.air` format and ONNX export (ge-onnx's `air` and `export` modules).
+
+use crate::errors::onnx_to_py;
+use crate::graph::PyGraph;
+use es_core::Graph;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// Runs `f` on the graph a `Graph` object refers to.
+pub fn with_graph<R>(
+    g: &Bound<'_, PyGraph>,
+    f: impl FnOnce(&Graph) -> ge_onnx::Result<R>,
+) -> PyResult<R> {
+    let g = g.get();
+    g.src.read(&g.path, |graph| f(graph).map_err(onnx_to_py))
+}
+
+/// Writes a graph in GE's `.air` format (ModelDef protobuf).
+pub fn save_air(g: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
+    let bytes = with_graph(g, ge_onnx::air::to_bytes)?;
+    g.py()
+        .allow_threads(|| std::fs::write(&path, bytes))
+        .map_err(|e| crate::errors::TranslationError::new_err(format!("{}: {e}", path.display())))
+}
+
+/// Reads a graph from a `.air` file.
+pub fn load_air(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyGraph>> {
+    let g = py
+        .allow_threads(|| ge_onnx::air::load(&path))
+        .map_err(onnx_to_py)?;
+    PyGraph::from_graph(py, g)
+}
+
+/// Writes a graph as an ONNX model that onnxruntime runs (`ge.onnx.save`).
+#[pyfunction]
+pub fn _onnx_save(graph: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
+    let bytes = with_graph(graph, ge_onnx::export::to_onnx_bytes)?;
+    graph
+        .py()
+        .allow_threads(|| std::fs::write(&path, bytes))
+        .map_err(|e| crate::errors::TranslationError::new_err(format!("{}: {e}", path.display())))
+}
+
+/// The graph as serialized ONNX (`ge.onnx.save` to bytes).
+#[pyfunction]
+pub fn _onnx_export_bytes<'py>(
+    graph: &Bound<'py, PyGraph>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let bytes = with_graph(graph, ge_onnx::export::to_onnx_bytes)?;
+    Ok(pyo3::types::PyBytes::new(graph.py(), &bytes))
+}
+
+/// The GE op types `ge.onnx.save` can export.
+#[pyfunction]
+pub fn _onnx_exporter_keys() -> Vec<String> {
+    ge_onnx::export::exporters()
+        .keys()
+        .map(|k| k.to_string())
+        .collect()
+}
+
+/// The dump form (GE op types kept, for Netron) as serialized ONNX.
+pub fn dump_onnx_bytes(g: &Graph) -> PyResult<Vec<u8>> {
+    ge_onnx::export::to_onnx_dump_bytes(g).map_err(onnx_to_py)
+}
