@@ -508,3 +508,16 @@ def test_unknown_attribute_is_an_error():
     # An attribute that later opsets turned into an input is not accepted there.
     with pytest.raises(ge.TranslationError, match="attribute 'axes'"):
         ge.onnx.load(model("Squeeze", [("x", x)], {"axes": [0]}, opset=13).SerializeToString())
+
+
+def test_scatter_nd_dynamic_data_shape_and_transpose_perm_check():
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3]),
+                                        helper.make_tensor_value_info("i", TensorProto.INT64, [2, 1]),
+                                        helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    x, i, u = rnd(5, 3), np.array([[-1], [2]], np.int64), rnd(2, 3, seed=4)
+    check(m, [x, i, u])
+    with pytest.raises(ge.TranslationError, match="negative entry"):
+        ge.onnx.load(model("Transpose", [("x", rnd(2, 3))], {"perm": [-1, 0]}).SerializeToString())

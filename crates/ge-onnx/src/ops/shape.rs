@@ -303,6 +303,11 @@ fn transpose(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let perm: Vec<i64> = match ctx.attr_ints("perm")? {
         Some(p) => {
+            if p.iter().any(|&a| a < 0) {
+                return Err(Error::tr(format!(
+                    "Transpose: perm {p:?} has a negative entry"
+                )));
+            }
             if let Some(r) = ctx.input_dims(0)?.map(|d| d.len()) {
                 let n = norm_axes(&p, r, "Transpose perm")?;
                 if n.len() != r {
@@ -933,24 +938,31 @@ fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 /// reduction none: ScatterNdUpdate on a TensorMove copy of data; add/mul/max/min: flat
-/// element indices and ScatterElements(axis 0) on the flattened data (static shapes).
+/// element indices and ScatterElements(axis 0) on the flattened data (static data shape).
+/// Negative indices are wrapped by the data dims.
 fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
     known_attrs(ctx, &["reduction"])?;
     let data = ctx.input(0)?;
-    let dims = ctx.static_dims(0, "negative indices are wrapped by the data dims")?;
-    let idims = ctx.static_dims(1, "the index depth")?;
-    let k = *idims
-        .last()
-        .ok_or_else(|| Error::tr("ScatterND: indices must have rank >= 1"))? as usize;
-    if k > dims.len() {
-        return Err(Error::tr(format!(
-            "ScatterND: index depth {k} exceeds the data rank {}",
-            dims.len()
-        )));
+    let k = match ctx.input_dims(1)?.and_then(|d| d.last().copied()) {
+        Some(k) if k >= 0 => k as usize,
+        _ => {
+            return Err(Error::unsupported(
+                "ScatterND: the last dim of indices (the index depth) must be known at import",
+            ))
+        }
+    };
+    if let Some(r) = ctx.input_dims(0)?.map(|d| d.len()) {
+        if k > r {
+            return Err(Error::tr(format!(
+                "ScatterND: index depth {k} exceeds the data rank {r}"
+            )));
+        }
     }
     let idx = ctx.input(1)?;
     let idx = ctx.cast(idx, I64)?;
-    let size = ctx.const_i64(&dims[..k], &[k as i64])?;
+    let xs = ctx.shape_i64(data)?;
+    let kk: Vec<i64> = (0..k as i64).collect();
+    let size = ctx.gather_const(xs, &kk)?;
     let idx = wrap_negative(ctx, idx, size)?;
     let upd = ctx.input(2)?;
     let reduction = ctx.attr_s("reduction", "none")?;
@@ -960,6 +972,7 @@ fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
             ctx.op1("ScatterNdUpdate", &[copy, idx, upd], vec![])?
         }
         "add" | "mul" | "max" | "min" => {
+            let dims = ctx.static_dims(0, "ScatterND with a reduction flattens data")?;
             // Element strides of data; the flat offset of each index tuple.
             let mut strides = vec![1i64; dims.len()];
             for i in (0..dims.len().saturating_sub(1)).rev() {
