@@ -1070,7 +1070,7 @@ fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
         let (rx, rs) = (ctx.input_rank(0)?, ctx.input_rank(1)?);
         if rs == 1 && rx > 2 {
             let mut shape = vec![-1i64];
-            shape.extend(std::iter::repeat_n(1, rx - 2));
+            shape.resize(rx - 1, 1);
             let sc = ctx.const_i64(&shape, &[shape.len() as i64])?;
             slope = ctx.op1("Reshape", &[slope, sc], vec![])?;
         }
