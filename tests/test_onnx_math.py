@@ -388,6 +388,12 @@ def test_prelu(slope_shape):
     check("PRelu", [("x", rand([2, 3, 4])), ("s", rand(slope_shape))])
 
 
+def test_prelu_opset6_slope_is_per_channel():
+    x, s = rand([2, 3, 4, 5]), rand([3])
+    got = run_ge(model("PRelu", [("x", x), ("s", s)], opset=6), [x, s])[0]
+    np.testing.assert_allclose(got, np.where(x < 0, x * s[:, None, None], x), rtol=1e-6)
+
+
 @pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
 @pytest.mark.parametrize("dt", [np.uint8, np.uint32, np.uint64])
 def test_bit_shift(direction, dt):
@@ -492,3 +498,72 @@ def test_binarizer_and_array_feature_extractor():
     idx = np.array([3, 0, 3], np.int64)
     check("ArrayFeatureExtractor", [("x", x), ("i", idx)], domain="ai.onnx.ml")
     check("ArrayFeatureExtractor", [("x", rand([5], np.int64)), ("i", idx[None])], domain="ai.onnx.ml")
+
+
+# DFT and MelWeightMatrix.
+
+
+def _np_dft(x, length, axis, inverse, onesided):
+    c = x[..., 0] + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
+    if inverse and onesided:
+        return np.fft.irfft(c, n=length, axis=axis)[..., None]
+    y = (np.fft.ifft if inverse else np.fft.fft)(c, n=length, axis=axis)
+    if onesided:
+        y = np.take(y, np.arange(length // 2 + 1), axis=axis)
+    return np.stack([y.real, y.imag], -1)
+
+
+@pytest.mark.parametrize(
+    "shape,axis,length,inverse,onesided",
+    [
+        ([2, 8, 1], 1, None, 0, 0),
+        ([2, 8, 2], 1, None, 0, 0),
+        ([2, 8, 3, 1], 1, 6, 0, 1),
+        ([2, 5, 3, 2], -3, 9, 0, 0),
+        ([2, 8, 2], 1, None, 1, 0),
+        ([2, 5, 2], 1, 8, 1, 1),
+        ([2, 5, 2], 1, 7, 1, 1),
+        ([3, 4, 2], 0, None, 0, 0),
+    ],
+)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_dft(shape, axis, length, inverse, onesided, dt):
+    x = rand(shape, dt)
+    ins = [("x", x)]
+    inits = [("axis", np.array(axis, np.int64))]
+    if length is not None:
+        inits.append(("len", np.array(length, np.int64)))
+    ins += [("len" if length is not None else "", None if length is None else inits[-1][1]), ("axis", inits[0][1])]
+    m = model("DFT", ins, opset=20, inits=inits, inverse=inverse, onesided=onesided)
+    got = run_ge(m, [x])[0]
+    n = length if length is not None else (2 * (shape[axis] - 1) if inverse and onesided else shape[axis])
+    want = _np_dft(x.astype(np.float64), n, axis % len(shape), inverse, onesided)
+    assert got.dtype == dt and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # Opset 19: axis is an attribute.
+    m = model("DFT", ins[:2], opset=19, inits=inits[1:], axis=axis, inverse=inverse, onesided=onesided)
+    np.testing.assert_allclose(run_ge(m, [x])[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_dft_errors():
+    x = rand([2, 8, 1])
+    m = model("DFT", [("x", x), ("", None), ("axis", np.array(2, np.int64))], opset=20,
+              inits=[("axis", np.array(2, np.int64))])
+    with pytest.raises(ge.TranslationError, match="last"):
+        ge.onnx.load(m.SerializeToString())
+    m = model("DFT", [("x", x), ("", None), ("axis", np.array(1, np.int64))], opset=20)
+    with pytest.raises(ge.TranslationError, match="axis"):
+        ge.onnx.load(m.SerializeToString())
+
+
+def test_mel_weight_matrix():
+    vals = [("bins", np.array(8, np.int64)), ("dft", np.array(16, np.int64)), ("rate", np.array(8192, np.int64)),
+            ("lo", np.array(0.0, np.float32)), ("hi", np.array(2048.0, np.float32))]
+    m = model("MelWeightMatrix", vals, opset=17, inits=vals)
+    got = run_ge(m, [])[0]
+    want = ReferenceEvaluator(m).run(None, {})[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    m = model("MelWeightMatrix", vals, opset=17, inits=vals[1:])
+    with pytest.raises(ge.TranslationError, match="constant"):
+        ge.onnx.load(m.SerializeToString())

@@ -1066,13 +1066,24 @@ fn hard_swish(ctx: &mut NodeCtx<'_>) -> Out {
     one(ctx.bin("Mul", x, hs)?)
 }
 
-/// x < 0 ? x * slope : x (slope broadcasts onto x).
+/// x < 0 ? x * slope : x (slope broadcasts onto x; before opset 7 a 1-D slope is per channel).
 fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.only_attrs(&["consumed_inputs"])?;
     let (x, slope) = (ctx.input(0)?, ctx.input(1)?);
     let dt = ctx.in_dtype(0)?;
     if is_unsigned(dt) {
         return one(ctx.un("Identity", x)?);
+    }
+    // Opsets < 7: a 1-D slope of C values is per channel (dim 1), not numpy-broadcast.
+    let mut slope = slope;
+    if ctx.opset < 7 {
+        let (rx, rs) = (ctx.input_rank(0)?, ctx.input_rank(1)?);
+        if rs == 1 && rx > 2 {
+            let mut shape = vec![-1i64];
+            shape.resize(rx - 1, 1);
+            let sc = ctx.const_i64(&shape, &[shape.len() as i64])?;
+            slope = ctx.op1("Reshape", &[slope, sc], vec![])?;
+        }
     }
     let zero = ctx.scalar(dt, 0.0)?;
     let neg = ctx.bin("Less", x, zero)?;
