@@ -582,3 +582,51 @@ def test_attention_errors():
     m, _ = attention_model(q, q, q, q_num_heads=2, kv_num_heads=2, foo=1)
     with pytest.raises(ge.TranslationError, match="foo"):
         ge.onnx.load(m.SerializeToString())
+
+
+# ---------------------------------------------------------------------------------------------
+# RotaryEmbedding (opset 23)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rank,interleaved,rd,pos", [
+    (4, 0, 0, True), (4, 1, 0, True), (3, 0, 4, True), (3, 1, 4, False), (4, 0, 2, False),
+])
+def test_rotary_embedding(rank, interleaved, rd, pos):
+    rng = np.random.default_rng(5)
+    Bt, S, H, D = 2, 3, 2, 8
+    half = (rd or D) // 2
+    x = rng.standard_normal((Bt, H, S, D) if rank == 4 else (Bt, S, H * D)).astype(np.float32)
+    feeds = {"x": x}
+    names = ["x", "cos", "sin"]
+    if pos:
+        feeds["cos"] = rng.standard_normal((10, half)).astype(np.float32)
+        feeds["sin"] = rng.standard_normal((10, half)).astype(np.float32)
+        feeds["pos"] = rng.integers(0, 10, (Bt, S)).astype(np.int64)
+        names.append("pos")
+    else:
+        feeds["cos"] = rng.standard_normal((Bt, S, half)).astype(np.float32)
+        feeds["sin"] = rng.standard_normal((Bt, S, half)).astype(np.float32)
+    attrs = {"interleaved": interleaved}
+    if rd:
+        attrs["rotary_embedding_dim"] = rd
+    if rank == 3:
+        attrs["num_heads"] = H
+    m = model([helper.make_node("RotaryEmbedding", names, ["y"], **attrs)],
+              [vi(n, I64 if n == "pos" else F, list(feeds[n].shape)) for n in names],
+              [vi("y", F, None)], opset=23)
+    check(m, feeds, rtol=1e-5, atol=1e-5)
+
+
+def test_rotary_embedding_errors():
+    x = np.zeros((1, 2, 8), np.float32)
+    c = np.zeros((1, 2, 4), np.float32)
+    m = model([helper.make_node("RotaryEmbedding", ["x", "c", "c"], ["y"])],
+              [vi("x", F, [1, 2, 8]), vi("c", F, [1, 2, 4])], [vi("y", F, None)], opset=23)
+    with pytest.raises(ge.TranslationError, match="num_heads"):
+        ge.onnx.load(m.SerializeToString())
+    m = model([helper.make_node("RotaryEmbedding", ["x", "c", "c"], ["y"], num_heads=1, rotary_embedding_dim=3)],
+              [vi("x", F, [1, 2, 8]), vi("c", F, [1, 2, 4])], [vi("y", F, None)], opset=23)
+    with pytest.raises(ge.TranslationError, match="rotary_embedding_dim"):
+        ge.onnx.load(m.SerializeToString())
+    del x, c

@@ -28,6 +28,7 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("GRU", Arc::new(gru));
     r.register("LSTM", Arc::new(lstm));
     r.register("Attention", Arc::new(attention));
+    r.register("RotaryEmbedding", Arc::new(rotary_embedding));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1645,4 +1646,107 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         Some(present_v),
         Some(qk_out),
     ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// RotaryEmbedding (opset 23)
+// ---------------------------------------------------------------------------------------------
+
+fn rotary_embedding(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.check_attrs(&["interleaved", "num_heads", "rotary_embedding_dim"])?;
+    let x = ctx.input(0)?;
+    let cos = ctx.input(1)?;
+    let sin = ctx.input(2)?;
+    let dt = ctx.desc(x)?.dtype;
+    let xd = static_dims(ctx, x, "the input")?;
+    let interleaved = ctx.attr_i("interleaved", 0)? != 0;
+    // To [batch, seq, heads, head_size].
+    let (x4, d4) = match xd.len() {
+        4 => {
+            let y = ctx.transpose(x, &[0, 2, 1, 3])?;
+            (y, vec![xd[0], xd[2], xd[1], xd[3]])
+        }
+        3 => {
+            let nh = ctx.attr_i("num_heads", 0)?;
+            if nh <= 0 || xd[2] % nh != 0 {
+                return Err(Error::tr(
+                    "RotaryEmbedding: a 3-D input needs num_heads dividing its hidden size",
+                ));
+            }
+            let d = vec![xd[0], xd[1], nh, xd[2] / nh];
+            let s = ctx.const_i64(&d, &[4])?;
+            (ctx.op1("Reshape", &[x, s], vec![])?, d)
+        }
+        _ => return Err(Error::tr("RotaryEmbedding: the input must be 3-D or 4-D")),
+    };
+    let head = d4[3];
+    let mut rd = ctx.attr_i("rotary_embedding_dim", 0)?;
+    if rd == 0 {
+        rd = head;
+    }
+    if rd <= 0 || rd > head || rd % 2 != 0 {
+        return Err(Error::tr(format!(
+            "RotaryEmbedding: rotary_embedding_dim {rd} must be even and at most the head size {head}"
+        )));
+    }
+    let half = rd / 2;
+    let (x_rot, x_pass) = if rd < head {
+        let sizes = ctx.const_i64(&[rd, head - rd], &[2])?;
+        let ax = ctx.const_i64(&[3], &[])?;
+        let parts = ctx.op(
+            "SplitV",
+            vec![vec![Some(x4)], vec![Some(sizes)], vec![Some(ax)]],
+            vec![("num_split", AttrValue::Int(2))],
+        )?;
+        (parts[0], Some(parts[1]))
+    } else {
+        (x4, None)
+    };
+    let (mut c, mut s) = (cos, sin);
+    if let Some(pos) = ctx.opt_input(3)? {
+        let ax = ctx.const_i64(&[0], &[])?;
+        c = ctx.op1("GatherV2", &[c, pos, ax], vec![])?;
+        s = ctx.op1("GatherV2", &[s, pos, ax], vec![])?;
+    }
+    let cs = ctx.const_i64(&[d4[0], d4[1], 1, half], &[4])?;
+    let c = ctx.op1("Reshape", &[c, cs], vec![])?;
+    let s = ctx.op1("Reshape", &[s, cs], vec![])?;
+    let c = ctx.cast(c, dt)?;
+    let s = ctx.cast(s, dt)?;
+    let (x1, x2) = if interleaved {
+        let sh = ctx.const_i64(&[d4[0], d4[1], d4[2], half, 2], &[5])?;
+        let y = ctx.op1("Reshape", &[x_rot, sh], vec![])?;
+        let parts = ctx.op(
+            "Unpack",
+            vec![vec![Some(y)]],
+            vec![("num", AttrValue::Int(2)), ("axis", AttrValue::Int(4))],
+        )?;
+        (parts[0], parts[1])
+    } else {
+        let parts = ctx.split_n(x_rot, 3, 2)?;
+        (parts[0], parts[1])
+    };
+    let a = ctx.op1("Mul", &[c, x1], vec![])?;
+    let bb = ctx.op1("Mul", &[s, x2], vec![])?;
+    let real = ctx.op1("Sub", &[a, bb], vec![])?;
+    let a = ctx.op1("Mul", &[s, x1], vec![])?;
+    let bb = ctx.op1("Mul", &[c, x2], vec![])?;
+    let imag = ctx.op1("Add", &[a, bb], vec![])?;
+    let mut rot = if interleaved {
+        let y = ctx.pack(&[real, imag], 4)?;
+        let sh = ctx.const_i64(&[d4[0], d4[1], d4[2], rd], &[4])?;
+        ctx.op1("Reshape", &[y, sh], vec![])?
+    } else {
+        ctx.concat(&[real, imag], 3)?
+    };
+    if let Some(p) = x_pass {
+        rot = ctx.concat(&[rot, p], 3)?;
+    }
+    let y = if xd.len() == 4 {
+        ctx.transpose(rot, &[0, 2, 1, 3])?
+    } else {
+        let sh = ctx.const_i64(&xd, &[3])?;
+        ctx.op1("Reshape", &[rot, sh], vec![])?
+    };
+    Ok(vec![Some(y)])
 }
