@@ -1,4 +1,5 @@
-//! Special handlers for the basic operators: Constant, Cast, CastLike, Identity, Div, Flatten.
+//! Special handlers for the basic operators: Constant, Cast, CastLike, Identity, Flatten
+//! (Div and the other arithmetic: `math.rs`).
 //! (Also the pattern for other handler files: a `register` function, one `fn` per op type.)
 
 use crate::error::{Error, Result};
@@ -13,7 +14,6 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("Cast", Arc::new(cast));
     r.register("CastLike", Arc::new(cast_like));
     r.register("Identity", Arc::new(identity));
-    r.register("Div", Arc::new(div));
     r.register("Flatten", Arc::new(flatten));
 }
 
@@ -83,14 +83,6 @@ fn cast_like(ctx: &mut NodeCtx<'_>) -> Out {
 fn identity(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     Ok(vec![Some(ctx.op1("Identity", &[x], vec![])?)])
-}
-
-/// Floating types: RealDiv (GE's ONNX parser target); integers: Div (truncating, as ONNX).
-fn div(ctx: &mut NodeCtx<'_>) -> Out {
-    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-    let dt = ctx.desc(a)?.dtype;
-    let op = if dt.is_integer() { "Div" } else { "RealDiv" };
-    Ok(vec![Some(ctx.op1(op, &[a, b], vec![])?)])
 }
 
 /// axis > 0: Flatten(axis); axis = 0: Reshape to [1, -1].
