@@ -274,9 +274,9 @@ def test_max_pool_uint8_and_global():
     check(make_model("GlobalAveragePool", [("x", x)]), [("x", x)])
 
 
-def test_max_pool_indices_refused():
+def test_max_pool_refusals():
     x = randn(1, 1, 4, 4)
-    refuse(make_model("MaxPool", [("x", x)], n_out=2, kernel_shape=[2, 2]), "Indices")
+    refuse(make_model("MaxPool", [("x", x)], kernel_shape=[2, 2], storage_order=2), "storage")
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
@@ -424,3 +424,67 @@ def test_blocked_quantization():
     q = rng.integers(0, 255, (3, 5)).astype(np.uint8)
     check(make_model("DequantizeLinear", [("q", q)], inits=inits, axis=1, block_size=2),
           [("q", q)])
+
+
+def test_integer_and_qlinear_products():
+    a = rng.integers(0, 255, (3, 4)).astype(np.uint8)
+    b = rng.integers(-128, 127, (4, 5)).astype(np.int8)
+    ins = [("a", a), ("b", b)]
+    check(make_model("MatMulInteger", ins, inits=[("za", np.array(3, np.uint8)),
+                                                  ("zb", np.array(-2, np.int8))]), ins)
+    check(make_model("MatMulInteger", ins), ins)
+    inits = [("as", np.array(0.02, np.float32)), ("az", np.array(10, np.uint8)),
+             ("b", b), ("bs", np.array(0.05, np.float32)), ("bz", np.array(1, np.int8)),
+             ("ys", np.array(0.5, np.float32)), ("yz", np.array(128, np.uint8))]
+    check(make_model("QLinearMatMul", [("a", a)], inits=inits), [("a", a)])
+    x = rng.integers(0, 255, (1, 2, 5, 5)).astype(np.uint8)
+    w = rng.integers(0, 255, (3, 2, 3, 3)).astype(np.uint8)
+    check(make_model("ConvInteger", [("x", x)], inits=[("w", w), ("xz", np.array(7, np.uint8))],
+                     pads=[1, 1, 1, 1]), [("x", x)])
+    inits = [("xs", np.array(0.1, np.float32)), ("xz", np.array(5, np.uint8)), ("w", w),
+             ("ws", np.array([0.01, 0.02, 0.03], np.float32)),
+             ("wz", np.array([0, 0, 0], np.uint8)), ("ys", np.array(2.0, np.float32)),
+             ("yz", np.array(100, np.uint8)), ("bias", np.array([10, -20, 30], np.int32))]
+    check(make_model("QLinearConv", [("x", x)], inits=inits, strides=[2, 2]), [("x", x)])
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore", [None, 1])
+def test_losses(reduction, weighted, ignore):
+    x = randn(3, 4, 2)
+    t = np.array([[0, 1], [3, 1], [2, 2]], np.int64)
+    ins = [("x", x), ("t", t)]
+    inits = [("w", np.array([0.5, 1.0, 2.0, 1.5], np.float32))] if weighted else []
+    attrs = dict(reduction=reduction)
+    if ignore is not None:
+        attrs["ignore_index"] = ignore
+    check(make_model("NegativeLogLikelihoodLoss", ins, inits=inits, opset=13, **attrs), ins)
+    check(make_model("SoftmaxCrossEntropyLoss", ins, inits=inits, n_out=2, opset=13, **attrs),
+          ins)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[2, 2], strides=[2, 2]),
+                                   dict(kernel_shape=[3, 2], pads=[1, 0, 1, 1], ceil_mode=1,
+                                        strides=[2, 2]),
+                                   dict(kernel_shape=[2], dilations=[2])])
+def test_max_pool_indices(storage_order, attrs):
+    x = randn(2, 3, 5, 6) if len(attrs["kernel_shape"]) == 2 else randn(2, 3, 7)
+    check(make_model("MaxPool", [("x", x)], n_out=2, storage_order=storage_order, opset=12,
+                     **attrs), [("x", x)])
+
+
+def test_max_unpool():
+    x = randn(2, 3, 6, 4)
+    pool = make_model("MaxPool", [("x", x)], n_out=2, kernel_shape=[2, 2], strides=[2, 2])
+    v, i = ReferenceEvaluator(pool).run(None, {"x": x})
+    ins = [("v", v), ("i", i)]
+    check(make_model("MaxUnpool", ins, kernel_shape=[2, 2], strides=[2, 2]), ins)
+    shape = np.array([2, 3, 6, 4], np.int64)
+    check(make_model("MaxUnpool", ins, inits=[("s", shape)], kernel_shape=[2, 2],
+                     strides=[2, 2]), ins)
+    refuse(make_model("MaxUnpool", ins, inits=[("s", shape + 1)], kernel_shape=[2, 2],
+                      strides=[2, 2]), "other than the default")
+    refuse(make_model("MaxUnpool", ins + [("s", shape)], kernel_shape=[2, 2], strides=[2, 2]),
+           "must be a constant")

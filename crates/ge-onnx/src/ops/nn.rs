@@ -42,6 +42,7 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("QLinearConv", Arc::new(qlinear_conv));
     r.register("NegativeLogLikelihoodLoss", Arc::new(nll_loss));
     r.register("SoftmaxCrossEntropyLoss", Arc::new(softmax_cross_entropy));
+    r.register("MaxUnpool", Arc::new(max_unpool));
 }
 
 fn li(v: &[i64]) -> AttrValue {
@@ -726,10 +727,14 @@ fn max_pool(ctx: &mut NodeCtx<'_>) -> Out {
         "storage_order",
         "strides",
     ])?;
+    let order = ctx.attr_i("storage_order", 0)?;
+    if order != 0 && order != 1 {
+        return Err(Error::tr(format!(
+            "attribute 'storage_order' must be 0 or 1, got {order}"
+        )));
+    }
     if ctx.output_used(1) {
-        return Err(Error::unsupported(
-            "MaxPool with the Indices output (GE's MaxPoolV3 gives the values only)",
-        ));
+        return max_pool_indices(ctx, order == 1);
     }
     Ok(vec![Some(pool(ctx, Pool::Max)?)])
 }
@@ -1758,4 +1763,192 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
         )?;
     }
     Ok(y)
+}
+
+/// MaxPool with its Indices output: values and flat indices ((n * C + c) * S + the spatial
+/// offset, row-major, or column-major for storage_order 1) reduced together, one spatial dim
+/// at a time from the last (so that ties keep the first in row-major order); x's dims must be
+/// known.
+fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option<OutPort>>> {
+    let xd = ctx.input_dims(0)?;
+    if xd.len() < 3 {
+        return Err(Error::tr(format!(
+            "MaxPool needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}"
+        )));
+    }
+    if xd.iter().any(|&v| v < 0) {
+        return Err(Error::unsupported(format!(
+            "MaxPool with the Indices output needs the input dims at import, got {xd:?}"
+        )));
+    }
+    let r = xd.len();
+    let n = r - 2;
+    let k = ctx
+        .attr_ints("kernel_shape")?
+        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
+    if k.len() != n {
+        return Err(Error::tr(format!(
+            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
+        )));
+    }
+    let win = window(ctx, k, &xd[2..])?;
+    let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
+    let x = ctx.input(0)?;
+    let dt = ctx.desc(x)?.dtype;
+    let sp = &xd[2..];
+    // Output sizes and the padded extents.
+    let mut outs = Vec::with_capacity(n);
+    let mut ends = Vec::with_capacity(n);
+    for (i, &size) in sp.iter().enumerate() {
+        let o = pooled_size(size, &win, i, ceil)?;
+        let need = (o - 1) * win.s[i] + (win.k[i] - 1) * win.d[i] + 1;
+        outs.push(o);
+        ends.push((need - size - win.p0[i]).max(0));
+    }
+    let total: i64 = sp.iter().product();
+    if total > (1 << 40) {
+        return Err(Error::unsupported("MaxPool Indices of a huge input"));
+    }
+    // The spatial index of every padded position (-1 in the pads).
+    let padded: Vec<i64> = (0..n).map(|i| win.p0[i] + sp[i] + ends[i]).collect();
+    let count: i64 = padded.iter().product();
+    let mut idx = Vec::with_capacity(count as usize);
+    for f in 0..count {
+        let mut rem = f;
+        let mut pos = vec![0i64; n];
+        for i in (0..n).rev() {
+            pos[i] = rem % padded[i] - win.p0[i];
+            rem /= padded[i];
+        }
+        if (0..n).any(|i| pos[i] < 0 || pos[i] >= sp[i]) {
+            idx.push(-1);
+            continue;
+        }
+        let mut v = 0i64;
+        if col_major {
+            for i in (0..n).rev() {
+                v = v * sp[i] + pos[i];
+            }
+        } else {
+            for i in 0..n {
+                v = v * sp[i] + pos[i];
+            }
+        }
+        idx.push(v);
+    }
+    let mut ishape = vec![1i64, 1];
+    ishape.extend_from_slice(&padded);
+    let mut ip = ctx.const_i64(&idx, &ishape)?;
+    let mut vp = x;
+    if win.p0.iter().chain(&ends).any(|&p| p > 0) {
+        let mut pads = vec![0i64; 2 * r];
+        for i in 0..n {
+            pads[2 * (2 + i)] = win.p0[i];
+            pads[2 * (2 + i) + 1] = ends[i];
+        }
+        let pads = ctx.const_i64(&pads, &[2 * r as i64])?;
+        let low = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
+        vp = ctx.op1("PadV3", &[vp, pads, low], vec![("mode", st("constant"))])?;
+    }
+    for i in (0..n).rev() {
+        let axis = 2 + i;
+        let (k, s, d, o) = (win.k[i], win.s[i], win.d[i], outs[i]);
+        let mask = ((1i64 << r) - 1) & !(1i64 << axis);
+        let mut acc: Option<(OutPort, OutPort)> = None;
+        for j in 0..k {
+            let mut begin = vec![0i64; r];
+            let mut end = vec![0i64; r];
+            let mut strides = vec![1i64; r];
+            begin[axis] = j * d;
+            end[axis] = j * d + (o - 1) * s + 1;
+            strides[axis] = s;
+            let bb = ctx.const_i64(&begin, &[r as i64])?;
+            let ee = ctx.const_i64(&end, &[r as i64])?;
+            let ss = ctx.const_i64(&strides, &[r as i64])?;
+            let masks = vec![
+                ("begin_mask", AttrValue::Int(mask)),
+                ("end_mask", AttrValue::Int(mask)),
+            ];
+            let pv = ctx.op1("StridedSlice", &[vp, bb, ee, ss], masks.clone())?;
+            let pi = ctx.op1("StridedSlice", &[ip, bb, ee, ss], masks)?;
+            acc = Some(match acc {
+                None => (pv, pi),
+                Some((av, ai)) => {
+                    let gt = ctx.op1("Greater", &[pv, av], vec![])?;
+                    let v = ctx.op1("SelectV2", &[gt, pv, av], vec![])?;
+                    let ix = ctx.op1("SelectV2", &[gt, pi, ai], vec![])?;
+                    (v, ix)
+                }
+            });
+        }
+        let (v, ix) = acc.ok_or_else(|| Error::tr("empty pooling window"))?;
+        vp = v;
+        ip = ix;
+    }
+    // (n * C + c) * S offsets.
+    let (nn, c) = (xd[0], xd[1]);
+    let offs: Vec<i64> = (0..nn * c).map(|v| v * total).collect();
+    let mut oshape = vec![nn, c];
+    oshape.resize(r, 1);
+    let off = ctx.const_i64(&offs, &oshape)?;
+    let ip = ctx.op1("Add", &[ip, off], vec![])?;
+    Ok(vec![Some(vp), Some(ip)])
+}
+
+/// MaxUnpool: X scattered at its flat indices I into zeros of the output's size (I indexes the
+/// whole output tensor, as MaxPool's Indices do); the dims must be known at import.
+fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["kernel_shape", "pads", "strides"])?;
+    let xd = ctx.input_dims(0)?;
+    if xd.len() < 3 || xd.iter().any(|&v| v < 0) {
+        return Err(Error::unsupported(format!(
+            "MaxUnpool needs an input of rank >= 3 with dims known at import, got {xd:?}"
+        )));
+    }
+    let n = xd.len() - 2;
+    let k = ctx
+        .attr_ints("kernel_shape")?
+        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
+    if k.len() != n {
+        return Err(Error::tr(format!(
+            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
+        )));
+    }
+    let win = window(ctx, k, &xd[2..])?;
+    let mut out = xd[..2].to_vec();
+    for i in 0..n {
+        out.push((xd[2 + i] - 1) * win.s[i] + win.k[i] - win.p0[i] - win.p1[i]);
+    }
+    if let Some(os) = ctx.const_ints(2, "output_shape")? {
+        if os != out {
+            // onnx's reference places the indices by their coordinates in the default shape,
+            // runtimes by flat position in the given one: ambiguous, refused.
+            return Err(Error::unsupported(format!(
+                "MaxUnpool with an output_shape {os:?} other than the default {out:?}"
+            )));
+        }
+    }
+    if out.iter().any(|&v| v < 1) {
+        return Err(Error::tr(format!(
+            "MaxUnpool output shape {out:?} is empty"
+        )));
+    }
+    let total = out
+        .iter()
+        .try_fold(1i64, |a, &b| a.checked_mul(b))
+        .filter(|&t| t <= 1 << 28)
+        .ok_or_else(|| Error::unsupported(format!("MaxUnpool output {out:?} is too large")))?;
+    let (x, i) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.desc(x)?.dtype;
+    let zeros = ctx.const_of(dt, &vec![0.0; total as usize], &[total])?;
+    let flat = ctx.const_i64(&[-1], &[1])?;
+    let xf = ctx.op1("Reshape", &[x, flat], vec![])?;
+    let i_f = ctx.op1("Reshape", &[i, flat], vec![])?;
+    let y = ctx.op1(
+        "ScatterElements",
+        &[zeros, i_f, xf],
+        vec![("axis", AttrValue::Int(0))],
+    )?;
+    let shape = ctx.const_i64(&out, &[out.len() as i64])?;
+    Ok(vec![Some(ctx.op1("Reshape", &[y, shape], vec![])?)])
 }
