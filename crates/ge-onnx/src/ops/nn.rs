@@ -69,7 +69,7 @@ impl NodeCtx<'_> {
     }
 
     /// The dims of input `i` (-1 where unknown); its rank must be known.
-    fn input_dims(&self, i: usize) -> Result<Vec<i64>> {
+    fn rank_dims(&self, i: usize) -> Result<Vec<i64>> {
         self.input_rank(i)?;
         Ok(self.input_desc(i)?.shape.dims().to_vec())
     }
@@ -83,7 +83,7 @@ impl NodeCtx<'_> {
     }
 
     /// A scalar constant of the dtype of `like`.
-    fn scalar_like(&mut self, like: OutPort, v: f64) -> Result<OutPort> {
+    fn scalar_as(&mut self, like: OutPort, v: f64) -> Result<OutPort> {
         let dt = self.desc(like)?.dtype;
         self.const_of(dt, &[v], &[])
     }
@@ -180,7 +180,7 @@ fn kernel_shape(ctx: &NodeCtx<'_>, n: usize, w: usize) -> Result<Vec<i64>> {
     let k = match ctx.attr_ints("kernel_shape")? {
         Some(k) => k,
         None => {
-            let wd = ctx.input_dims(w)?;
+            let wd = ctx.rank_dims(w)?;
             let k = wd.get(2..).map(<[i64]>::to_vec).unwrap_or_default();
             if k.iter().any(|&x| x < 0) {
                 return Err(Error::unsupported(format!(
@@ -273,7 +273,7 @@ fn conv(ctx: &mut NodeCtx<'_>) -> Out {
         "pads",
         "strides",
     ])?;
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "Conv needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}"
@@ -307,7 +307,7 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
         "pads",
         "strides",
     ])?;
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "ConvTranspose needs an input of rank >= 3, got {xd:?}"
@@ -320,7 +320,7 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
              are supported)"
         )));
     }
-    let wd = ctx.input_dims(1)?;
+    let wd = ctx.rank_dims(1)?;
     let group = ctx.attr_i("group", 1)?;
     if group < 1 {
         return Err(Error::tr(format!(
@@ -449,7 +449,7 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
             pads[2 * (2 + i) + 1] = grow1[i];
         }
         let pads = ctx.const_i64(&pads, &[2 * r as i64])?;
-        let zero = ctx.scalar_like(y, 0.0)?;
+        let zero = ctx.scalar_as(y, 0.0)?;
         y = ctx.op1("PadV3", &[y, pads, zero], vec![("mode", st("constant"))])?;
         if let Some(b) = bias {
             let mut shape = vec![1i64, -1];
@@ -489,12 +489,12 @@ fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
         ],
     )?;
     if alpha != 1.0 {
-        let k = ctx.scalar_like(y, alpha)?;
+        let k = ctx.scalar_as(y, alpha)?;
         y = ctx.op1("Mul", &[y, k], vec![])?;
     }
     if let Some(mut c) = ctx.opt_input(2)? {
         if beta != 1.0 {
-            let k = ctx.scalar_like(c, beta)?;
+            let k = ctx.scalar_as(c, beta)?;
             c = ctx.op1("Mul", &[c, k], vec![])?;
         }
         y = ctx.op1("Add", &[y, c], vec![])?;
@@ -540,7 +540,7 @@ fn pooled_size(size: i64, win: &Window, i: usize, ceil: bool) -> Result<i64> {
 }
 
 fn pool(ctx: &mut NodeCtx<'_>, kind: Pool) -> Result<OutPort> {
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
@@ -969,7 +969,7 @@ fn group_norm(ctx: &mut NodeCtx<'_>) -> Out {
              rounds once)",
         ));
     }
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "GroupNormalization needs an input of rank >= 3, got {xd:?}"
@@ -1060,7 +1060,7 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
     if p <= 0.0 {
         return Err(Error::tr(format!("LpPool needs p > 0, got {p}")));
     }
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "LpPool needs an input of rank >= 3, got {xd:?}"
@@ -1085,7 +1085,7 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
         if p == 1.0 {
             a
         } else {
-            let e = ctx.scalar_like(x, p)?;
+            let e = ctx.scalar_as(x, p)?;
             ctx.op1("Pow", &[a, e], vec![])?
         }
     };
@@ -1095,7 +1095,7 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
     } else if p == 1.0 {
         s
     } else {
-        let e = ctx.scalar_like(x, 1.0 / p)?;
+        let e = ctx.scalar_as(x, 1.0 / p)?;
         ctx.op1("Pow", &[s, e], vec![])?
     };
     Ok(vec![Some(y)])
@@ -1286,7 +1286,7 @@ fn qrange(dt: DataType) -> Option<(f64, f64)> {
 /// broadcast; a scalar (or 1-element) one as is. Blocked quantization is refused.
 fn per_axis(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize) -> Result<OutPort> {
     let p = ctx.input(i)?;
-    let d = ctx.input_dims(i)?;
+    let d = ctx.rank_dims(i)?;
     if d.is_empty() || (d.len() == 1 && d[0] == 1) {
         return Ok(p);
     }
@@ -1517,7 +1517,7 @@ fn matmul_integer(ctx: &mut NodeCtx<'_>) -> Out {
         let x = ctx.input(i)?;
         let mut v = ctx.cast(x, DataType::INT32)?;
         if let Some(zp) = ctx.opt_input(zi)? {
-            let zd = ctx.input_dims(zi)?;
+            let zd = ctx.rank_dims(zi)?;
             let mut zp = ctx.cast(zp, DataType::INT32)?;
             if i == 0 && zd.len() == 1 && zd[0] != 1 {
                 // a per-row zero point of A: [M] -> [M, 1]
@@ -1549,7 +1549,7 @@ fn conv_window(ctx: &NodeCtx<'_>, wi: usize) -> Result<(Window, i64)> {
         "pads",
         "strides",
     ])?;
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
@@ -1712,8 +1712,8 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
     if block < 0 {
         return Err(Error::tr(format!("block_size must be >= 0, got {block}")));
     }
-    let d = ctx.input_dims(i)?;
-    let xd = ctx.input_dims(0)?;
+    let d = ctx.rank_dims(i)?;
+    let xd = ctx.rank_dims(0)?;
     if d.len() != r {
         return Err(Error::tr(format!(
             "{}: a blocked scale or zero point must have the input's rank {r}, got {d:?}",
@@ -1770,7 +1770,7 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
 /// at a time from the last (so that ties keep the first in row-major order); x's dims must be
 /// known.
 fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option<OutPort>>> {
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 {
         return Err(Error::tr(format!(
             "MaxPool needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}"
@@ -1899,7 +1899,7 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
 /// whole output tensor, as MaxPool's Indices do); the dims must be known at import.
 fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["kernel_shape", "pads", "strides"])?;
-    let xd = ctx.input_dims(0)?;
+    let xd = ctx.rank_dims(0)?;
     if xd.len() < 3 || xd.iter().any(|&v| v < 0) {
         return Err(Error::unsupported(format!(
             "MaxUnpool needs an input of rank >= 3 with dims known at import, got {xd:?}"
