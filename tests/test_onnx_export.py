@@ -339,7 +339,8 @@ UNARY = [Relu, Tanh, Sigmoid]
 @settings(max_examples=25, deadline=None)
 @given(ops=st.lists(st.sampled_from(range(len(UNARY))), min_size=1, max_size=6),
        shape=st.lists(st.integers(-1, 4), max_size=3),
-       attr=st.one_of(st.integers(-2**63, 2**63 - 1), st.text(max_size=5), st.lists(st.integers(), max_size=3)))
+       attr=st.one_of(st.integers(-2**63, 2**63 - 1), st.text(max_size=5),
+                          st.lists(st.integers(-2**63, 2**63 - 1), max_size=3)))
 def test_air_round_trip_random_chains(tmp_path_factory, ops, shape, attr):
     b = GraphBuilder("chain")
     x = b.create_input(0, shape=shape)

@@ -206,3 +206,25 @@ def test_python_translator_errors_name_the_translator_and_node():
     assert _run(ge.onnx.load(m), -np.ones((2, 3), np.float32))[0].max() == 0
     with pytest.raises(ValueError, match="translator key"):
         ge.onnx.register_translator("::")(lambda ctx: None)
+
+
+def test_ml_dtypes_arrays_become_tensors_of_their_type():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from ge.graph import Tensor
+    from ge.graph.types import DataType
+
+    for np_type, dt, bits in ((ml_dtypes.bfloat16, DataType.DT_BF16, np.uint16),
+                              (ml_dtypes.float8_e4m3fn, DataType.DT_FLOAT8_E4M3FN, np.uint8),
+                              (ml_dtypes.float8_e5m2, DataType.DT_FLOAT8_E5M2, np.uint8)):
+        a = np.array([[1.5, -2.0], [0.25, 3.0]], dtype=np_type)
+        t = Tensor(a)
+        assert t.get_data_type() == dt and t.get_shape() == [2, 2]
+        np.testing.assert_array_equal(t.numpy(), a.view(bits))
+        if dt != DataType.DT_BF16:
+            continue  # the CPU backend computes in bf16, not in the float8 types
+        # Through a graph: Cast to float32 gives the values back.
+        m = _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                   [_vi("x", helper.np_dtype_to_tensor_dtype(np.dtype(np_type)), (2, 2))],
+                   [_vi("y", TensorProto.FLOAT, (2, 2))], opset=19)
+        (y,) = _run(ge.onnx.load(m), a)
+        np.testing.assert_array_equal(y, a.astype(np.float32))

@@ -29,10 +29,21 @@ _NP_TO_DT = {
 _DT_TO_NP = {v: k for k, v in _NP_TO_DT.items()}
 
 
+# Types numpy lacks, as ml_dtypes (used by onnx, JAX, TensorFlow) names them: data is moved as
+# raw bits (uint16 for bf16, uint8 for the float8 types).
+_BITS_TYPES = {
+    "bfloat16": (DataType.DT_BF16, np.dtype(np.uint16)),
+    "float8_e4m3fn": (DataType.DT_FLOAT8_E4M3FN, np.dtype(np.uint8)),
+    "float8_e5m2": (DataType.DT_FLOAT8_E5M2, np.dtype(np.uint8)),
+}
+_BITS_OF = {dt: bits for dt, bits in _BITS_TYPES.values()}
+
+
 def numpy_dtype(dt: DataType) -> np.dtype:
-    """The numpy dtype of a GE data type (bf16 is returned as its raw uint16 bits)."""
-    if dt == DataType.DT_BF16:
-        return np.dtype(np.uint16)
+    """The numpy dtype of a GE data type (bf16 and the float8 types are returned as their raw bits:
+    uint16, uint8)."""
+    if DataType(dt) in _BITS_OF:
+        return _BITS_OF[DataType(dt)]
     try:
         return _DT_TO_NP[DataType(dt)]
     except KeyError:
@@ -44,6 +55,8 @@ def data_type_of(array: np.ndarray) -> DataType:
     try:
         return _NP_TO_DT[array.dtype.newbyteorder("=")]  # byte-swapped arrays too
     except KeyError:
+        if array.dtype.name in _BITS_TYPES:
+            return _BITS_TYPES[array.dtype.name][0]
         raise TypeError(f"numpy dtype {array.dtype} has no GE data type") from None
 
 
@@ -61,6 +74,12 @@ def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> Tens
     if isinstance(value, Tensor):
         return value._tensor
     array = np.asarray(value)
+    if array.dtype.name in _BITS_TYPES:  # an ml_dtypes array (bfloat16, float8): its raw bits
+        dt, bits = _BITS_TYPES[array.dtype.name]
+        if data_type is None or DataType(data_type) == dt:
+            return TensorData(np.ascontiguousarray(array).view(bits).tobytes(order="C"), int(dt),
+                              list(array.shape))
+        array = array.astype(np.float32)
     if data_type is None:
         if array.dtype == np.dtype(np.float64) and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)
@@ -110,8 +129,8 @@ class Tensor:
         return obj
 
     def numpy(self) -> np.ndarray:
-        """The data as a writable numpy array of its own (the bytes are copied once; bf16 comes
-        back as its uint16 bits)."""
+        """The data as a writable numpy array of its own (the bytes are copied once; bf16 and the
+        float8 types come back as their raw bits, uint16 and uint8)."""
         dt = numpy_dtype(DataType(self._tensor.dtype))
         arr = np.frombuffer(self._tensor.to_bytearray(), dtype=dt.newbyteorder("<")).reshape(self._tensor.shape)
         return arr if arr.dtype == dt else arr.astype(dt)

@@ -89,7 +89,15 @@ fn identity(ctx: &mut NodeCtx<'_>) -> Out {
 fn flatten(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let rank = ctx.input_rank(0)?;
-    let axis = super::util::norm_axis(ctx.attr_i("axis", 1)?, rank + 1, "Flatten axis")?;
+    // ONNX allows axis in [-rank, rank]; a negative one counts from the end (-1 = rank - 1).
+    let a = ctx.attr_i("axis", 1)?;
+    let axis = if a < 0 { a + rank as i64 } else { a };
+    if !(0..=rank as i64).contains(&axis) {
+        return Err(Error::tr(format!(
+            "Flatten axis {a} is out of range for rank {rank}"
+        )));
+    }
+    let axis = axis as usize;
     let y = if axis == 0 {
         let shape = ctx.const_i64(&[1, -1], &[2])?;
         ctx.op1("Reshape", &[x, shape], vec![])?
