@@ -1119,6 +1119,13 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
             "{op}: the sequence length must be known (and positive) at import to unroll it"
         )));
     }
+    // Each step becomes nodes: bound the unrolling (a model may declare any length).
+    const MAX_STEPS: i64 = 4096;
+    if t_len > MAX_STEPS {
+        return Err(Error::unsupported(format!(
+            "{op}: a sequence of {t_len} steps is longer than the {MAX_STEPS} ge unrolls"
+        )));
+    }
     let t_len = t_len as usize;
     let w = ctx.input(1)?;
     let r = ctx.input(2)?;
@@ -1579,6 +1586,7 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         });
     }
     if causal && nonpad.is_none() {
+        super::util::const_elems(&[sq, total], "Attention causal mask")?;
         let mut vals = Vec::with_capacity((sq * total).max(0) as usize);
         for i in 0..sq {
             for j in 0..total {

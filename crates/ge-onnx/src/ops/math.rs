@@ -1657,6 +1657,7 @@ fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
             (((nd + 1) as f64 * hz) / rate).floor() as i64
         })
         .collect();
+    super::util::const_elems(&[spec, nb], "MelWeightMatrix")?;
     let (rows, cols) = (spec as usize, nb as usize);
     let mut m = vec![0f64; rows * cols];
     let mut set = |j: i64, i: usize, v: f64| -> Result<()> {

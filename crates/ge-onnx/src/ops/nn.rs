@@ -104,8 +104,24 @@ struct Window {
 }
 
 /// A per-spatial-dim list attribute (default `def` for every dim), each value >= `min`.
+/// Largest kernel size, stride, dilation or pad accepted: window arithmetic on model-given
+/// values must not overflow.
+const MAX_WINDOW: i64 = 1 << 20;
+/// Largest spatial dim used in window arithmetic.
+const MAX_DIM: i64 = 1 << 40;
+
+fn check_bound(v: &[i64], max: i64, what: &str) -> Result<()> {
+    match v.iter().find(|&&x| x > max) {
+        Some(bad) => Err(Error::unsupported(format!(
+            "{what} value {bad} is larger than {max}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn spatial_list(ctx: &NodeCtx<'_>, name: &str, n: usize, def: i64, min: i64) -> Result<Vec<i64>> {
     let v = ctx.attr_ints(name)?.unwrap_or_else(|| vec![def; n]);
+    check_bound(&v, MAX_WINDOW, &format!("attribute '{name}'"))?;
     if v.len() != n {
         return Err(Error::tr(format!(
             "attribute '{name}' must have {n} values (one per spatial dim), got {v:?}"
@@ -128,6 +144,8 @@ fn window(ctx: &NodeCtx<'_>, k: Vec<i64>, sp: &[i64]) -> Result<Window> {
             "kernel_shape values must be >= 1, got {bad} in {k:?}"
         )));
     }
+    check_bound(&k, MAX_WINDOW, "kernel_shape")?;
+    check_bound(sp, MAX_DIM, "input spatial dim")?;
     let s = spatial_list(ctx, "strides", n, 1, 1)?;
     let d = spatial_list(ctx, "dilations", n, 1, 1)?;
     let auto_pad = ctx.attr_s("auto_pad", "NOTSET")?;
@@ -140,6 +158,7 @@ fn window(ctx: &NodeCtx<'_>, k: Vec<i64>, sp: &[i64]) -> Result<Window> {
                     2 * n
                 )));
             }
+            check_bound(&p, MAX_WINDOW, "attribute 'pads'")?;
             (p[..n].to_vec(), p[n..].to_vec())
         }
         "VALID" => (vec![0; n], vec![0; n]),
@@ -173,6 +192,19 @@ fn window(ctx: &NodeCtx<'_>, k: Vec<i64>, sp: &[i64]) -> Result<Window> {
         }
     };
     Ok(Window { k, s, d, p0, p1 })
+}
+
+/// The required attribute `kernel_shape`, with one value per spatial dim.
+fn required_kernel_shape(ctx: &NodeCtx<'_>, n: usize) -> Result<Vec<i64>> {
+    let k = ctx
+        .attr_ints("kernel_shape")?
+        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
+    if k.len() != n {
+        return Err(Error::tr(format!(
+            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
+        )));
+    }
+    Ok(k)
 }
 
 /// The kernel's spatial dims: attribute `kernel_shape`, or the weight's dims 2.. .
@@ -337,6 +369,9 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
              dims {xd:?} (batch and spatial) and the weight's dim 1 ({wd:?}) must be known"
         )));
     }
+    check_bound(&k, MAX_WINDOW, "kernel_shape")?;
+    check_bound(&xd, MAX_DIM, "input dim")?;
+    check_bound(&[wd[1], group], MAX_DIM, "weight dim and group")?;
     let m = wd[1] * group;
     let eff: Vec<i64> = (0..n).map(|i| (k[i] - 1) * d[i] + 1).collect();
     let full: Vec<i64> = (0..n)
@@ -519,6 +554,7 @@ enum Pool {
 /// One pooled dim's output size (ONNX's rule; ceil mode drops a last window starting in the
 /// trailing pad).
 fn pooled_size(size: i64, win: &Window, i: usize, ceil: bool) -> Result<i64> {
+    check_bound(&[size], MAX_DIM, "input spatial dim")?;
     let eff = (win.k[i] - 1) * win.d[i] + 1;
     let span = size + win.p0[i] + win.p1[i] - eff;
     if span < 0 {
@@ -548,14 +584,7 @@ fn pool(ctx: &mut NodeCtx<'_>, kind: Pool) -> Result<OutPort> {
         )));
     }
     let n = xd.len() - 2;
-    let k = ctx
-        .attr_ints("kernel_shape")?
-        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
-    if k.len() != n {
-        return Err(Error::tr(format!(
-            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
-        )));
-    }
+    let k = required_kernel_shape(ctx, n)?;
     let win = window(ctx, k, &xd[2..])?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
@@ -1067,14 +1096,7 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     let n = xd.len() - 2;
-    let k = ctx
-        .attr_ints("kernel_shape")?
-        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
-    if k.len() != n {
-        return Err(Error::tr(format!(
-            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
-        )));
-    }
+    let k = required_kernel_shape(ctx, n)?;
     let win = window(ctx, k, &xd[2..])?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
@@ -1783,14 +1805,7 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
     }
     let r = xd.len();
     let n = r - 2;
-    let k = ctx
-        .attr_ints("kernel_shape")?
-        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
-    if k.len() != n {
-        return Err(Error::tr(format!(
-            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
-        )));
-    }
+    let k = required_kernel_shape(ctx, n)?;
     let win = window(ctx, k, &xd[2..])?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
@@ -1805,13 +1820,10 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
         outs.push(o);
         ends.push((need - size - win.p0[i]).max(0));
     }
-    let total: i64 = sp.iter().product();
-    if total > (1 << 40) {
-        return Err(Error::unsupported("MaxPool Indices of a huge input"));
-    }
+    let total = super::util::const_elems(sp, "MaxPool Indices input")? as i64;
     // The spatial index of every padded position (-1 in the pads).
     let padded: Vec<i64> = (0..n).map(|i| win.p0[i] + sp[i] + ends[i]).collect();
-    let count: i64 = padded.iter().product();
+    let count = super::util::const_elems(&padded, "MaxPool Indices table")? as i64;
     let mut idx = Vec::with_capacity(count as usize);
     for f in 0..count {
         let mut rem = f;
@@ -1887,6 +1899,7 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
     }
     // (n * C + c) * S offsets.
     let (nn, c) = (xd[0], xd[1]);
+    super::util::const_elems(&[nn, c], "MaxPool Indices offsets")?;
     let offs: Vec<i64> = (0..nn * c).map(|v| v * total).collect();
     let mut oshape = vec![nn, c];
     oshape.resize(r, 1);
@@ -1906,14 +1919,7 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     let n = xd.len() - 2;
-    let k = ctx
-        .attr_ints("kernel_shape")?
-        .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
-    if k.len() != n {
-        return Err(Error::tr(format!(
-            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
-        )));
-    }
+    let k = required_kernel_shape(ctx, n)?;
     let win = window(ctx, k, &xd[2..])?;
     let mut out = xd[..2].to_vec();
     for i in 0..n {
@@ -1936,7 +1942,7 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
     let total = out
         .iter()
         .try_fold(1i64, |a, &b| a.checked_mul(b))
-        .filter(|&t| t <= 1 << 28)
+        .filter(|&t| t <= super::util::MAX_CONST_ELEMS)
         .ok_or_else(|| Error::unsupported(format!("MaxUnpool output {out:?} is too large")))?;
     let (x, i) = (ctx.input(0)?, ctx.input(1)?);
     let dt = ctx.desc(x)?.dtype;

@@ -886,6 +886,9 @@ fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
 /// of static shape `idims` = [B1, .., Bb, I.., k]).
 fn batch_coords(idims: &[i64], b: usize) -> Result<Tensor> {
     let outer = &idims[..idims.len() - 1];
+    let mut table = outer.to_vec();
+    table.push(b as i64);
+    super::util::const_elems(&table, "GatherND batch coordinates")?;
     let n: i64 = outer.iter().product();
     let mut vals = Vec::with_capacity((n as usize).saturating_mul(b));
     for flat in 0..n {

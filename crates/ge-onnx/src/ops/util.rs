@@ -28,6 +28,23 @@ pub(crate) fn norm_axes(axes: &[i64], rank: usize, what: &str) -> Result<Vec<usi
     Ok(out)
 }
 
+/// Largest number of elements a translator materialises as a constant (index tables, DFT
+/// matrices, fills): model-given shapes must not make the importer allocate without bound.
+pub(crate) const MAX_CONST_ELEMS: i64 = 1 << 26;
+
+/// The product of `dims`, when it is at most [`MAX_CONST_ELEMS`].
+pub(crate) fn const_elems(dims: &[i64], what: &str) -> Result<usize> {
+    dims.iter()
+        .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })
+        .filter(|&n| n <= MAX_CONST_ELEMS)
+        .map(|n| n as usize)
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "{what} of shape {dims:?}: more than {MAX_CONST_ELEMS} elements to build at import"
+            ))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
