@@ -191,7 +191,7 @@ def test_dead_nodes_are_not_run():
 
 
 def test_unknown_option_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown option 'ge.nope' \(known: ge.device, ge.graphMode, ge.graphCacheCapacity, ge.threads\)"):
+    with pytest.raises(ValueError, match=r"unknown option 'ge.nope' \(known: ge.device, ge.exec.deviceId, ge.graphMode, ge.graphCacheCapacity, ge.threads\)"):
         Session({"ge.nope": "1"})
     s = Session()
     with pytest.raises(ValueError, match="unknown option"):
@@ -203,11 +203,11 @@ def test_unknown_option_lists_the_known_ones():
 
 
 def test_device_options():
+    # Running on ACL (and without it) is tested in test_acl.py.
     assert Session({"ge.device": "auto"}).options["ge.device"] == "auto"
-    with pytest.raises(ge.DeviceError, match="not supported: the ACL backend"):
-        Session({"ge.device": "acl"})
-    with pytest.raises(ge.DeviceError, match="not supported: the ACL backend"):
-        Session().add_graph(1, mlp(), {"ge.device": "acl"})
+    assert Session({"ge.exec.deviceId": "0"}).options["ge.exec.deviceId"] == 0
+    with pytest.raises(ValueError, match="ge.exec.deviceId must be a device number"):
+        Session({"ge.exec.deviceId": "-1"})
 
 
 def test_bad_inputs_name_what_is_wrong():

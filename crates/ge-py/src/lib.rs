@@ -52,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<session::PySession>()?;
     m.add_function(wrap_pyfunction!(session::_cpu_kernel_op_types, m)?)?;
+    m.add_function(wrap_pyfunction!(session::_acl_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(session::_session_option_keys, m)?)?;
     m.add_function(wrap_pyfunction!(session::_register_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(session::_unregister_kernel, m)?)?;

@@ -123,15 +123,31 @@ impl PySession {
     }
 
     /// The resolved options: (device, graph mode, cache capacity, threads).
-    fn _options(&self) -> (String, bool, usize, usize) {
+    fn _options(&self) -> (String, bool, usize, usize, i32) {
         let o = self.inner.options();
         (
             format!("{:?}", o.device).to_lowercase(),
             o.graph_mode,
             o.cache_capacity,
             o.threads,
+            o.device_id,
         )
     }
+
+    /// Where graph `graph_id` runs: "cpu" or "acl" (`auto` resolves when the graph is added).
+    fn graph_device(&self, graph_id: u32) -> PyResult<&'static str> {
+        Ok(if self.inner.runs_on_acl(graph_id).map_err(to_py)? {
+            "acl"
+        } else {
+            "cpu"
+        })
+    }
+}
+
+/// The GE operators the ACL backend runs.
+#[pyfunction]
+pub fn _acl_op_types() -> Vec<&'static str> {
+    ge_runtime::acl::ACL_OPS.to_vec()
 }
 
 /// The option keys a session or graph accepts.

@@ -204,13 +204,19 @@ fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
     Ok(data)
 }
 
-/// Compiles `graph` for `sig`. `passes`: the registry whose passes run at their stages.
+/// A graph taken through every compile stage before planning, for one signature: what a
+/// backend builds its plan from.
+pub struct Prepared {
+    pub graph: Graph,
+    /// The graph's Data nodes, in input-index order.
+    pub data: Vec<NodeId>,
+    pub report: CompileReport,
+    pub start: Instant,
+}
+
+/// Compiles `graph` for `sig` into a CPU plan. `passes`: the registry whose passes run at
+/// their stages.
 pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) -> Result<Plan> {
-    let start = Instant::now();
-    let mut report = CompileReport::default();
-    let mut g = graph.clone();
-    g.validate()
-        .map_err(|e| Error::Compile(format!("graph '{}' is not valid: {e}", graph.name)))?;
     for s in sig {
         if !supported_dtype(s.dtype) {
             return Err(Error::unsupported(format!(
@@ -219,6 +225,40 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
             )));
         }
     }
+    let Prepared {
+        graph: g,
+        data,
+        mut report,
+        start,
+    } = prepare(graph, sig, passes)?;
+    let t = Instant::now();
+    let before = g.node_count();
+    let mut plan = build(&g, &data, sig.clone())?;
+    report.stages.push(StageReport {
+        stage: "Plan".into(),
+        nodes_before: before,
+        nodes_after: before,
+        passes: Vec::new(),
+        notes: vec![format!(
+            "products fused with their bias and activation: {}",
+            plan.fused
+        )],
+        elapsed: t.elapsed(),
+    });
+    report.planned_nodes = plan.steps.len();
+    report.elapsed = start.elapsed();
+    plan.report = report;
+    Ok(plan)
+}
+
+/// Validation, passes at their stages, inference from `sig`, built-in optimisation: every
+/// stage before a backend plans.
+pub fn prepare(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) -> Result<Prepared> {
+    let start = Instant::now();
+    let mut report = CompileReport::default();
+    let mut g = graph.clone();
+    g.validate()
+        .map_err(|e| Error::Compile(format!("graph '{}' is not valid: {e}", graph.name)))?;
     run_stage(&mut g, passes, PassStage::BeforeInferShape, &mut report)?;
     // Inference from the actual inputs.
     let t = Instant::now();
@@ -265,24 +305,12 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
             "a pass added or removed graph inputs; inputs must stay as they are".into(),
         ));
     }
-    let t = Instant::now();
-    let before = g.node_count();
-    let mut plan = build(&g, &data, sig.clone())?;
-    report.stages.push(StageReport {
-        stage: "Plan".into(),
-        nodes_before: before,
-        nodes_after: before,
-        passes: Vec::new(),
-        notes: vec![format!(
-            "products fused with their bias and activation: {}",
-            plan.fused
-        )],
-        elapsed: t.elapsed(),
-    });
-    report.planned_nodes = plan.steps.len();
-    report.elapsed = start.elapsed();
-    plan.report = report;
-    Ok(plan)
+    Ok(Prepared {
+        graph: g,
+        data,
+        report,
+        start,
+    })
 }
 
 fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {

@@ -5,7 +5,13 @@
 //! loaded); a miss compiles ("captures") one and stores it, evicting the least recently used
 //! plan when the cache is full. In eager mode every run compiles and runs node by node, and
 //! nothing is cached. Both modes run the same kernels, so they give identical results.
+//!
+//! `ge.device` picks the backend: the CPU, ACL ([`crate::acl`]: a cached plan holds a captured
+//! graph that a hit replays, and evicting it destroys the graph), or `auto` (ACL when its
+//! libraries load, otherwise the CPU with a log line saying why). Both backends share the
+//! cache, its signature rules, its counters and the options.
 
+use crate::acl::{self, AclBackend, AclPlan, RunMode};
 use crate::error::{Error, Result};
 use crate::plan::{self, CompileReport, Plan, Signature};
 use crate::value::Value;
@@ -36,11 +42,14 @@ pub struct Options {
     pub cache_capacity: usize,
     /// Threads a run's kernels may use (`ge.threads`; default: the machine's parallelism).
     pub threads: usize,
+    /// The ACL device (`ge.exec.deviceId`, GE's option; default 0).
+    pub device_id: i32,
 }
 
 /// The option keys a session or graph accepts.
-pub const OPTION_KEYS: [&str; 4] = [
+pub const OPTION_KEYS: [&str; 5] = [
     "ge.device",
+    "ge.exec.deviceId",
     "ge.graphMode",
     "ge.graphCacheCapacity",
     "ge.threads",
@@ -90,6 +99,7 @@ impl Options {
             graph_mode,
             cache_capacity,
             threads,
+            device_id: 0,
         })
     }
 
@@ -116,6 +126,16 @@ impl Options {
                     o.cache_capacity = parse_positive(v, "ge.graphCacheCapacity")?
                 }
                 "ge.threads" => o.threads = parse_positive(v, "ge.threads")?,
+                "ge.exec.deviceId" => {
+                    o.device_id = match v.trim().parse::<i32>() {
+                        Ok(n) if n >= 0 => n,
+                        _ => {
+                            return Err(Error::Option(format!(
+                                "ge.exec.deviceId must be a device number (0 or more), got '{v}'"
+                            )))
+                        }
+                    }
+                }
                 _ => {
                     return Err(Error::Option(format!(
                         "unknown option '{k}' (known: {})",
@@ -140,10 +160,33 @@ pub struct CacheStats {
     pub capacity: usize,
 }
 
+/// Where a graph runs.
+#[derive(Clone)]
+enum Backend {
+    Cpu,
+    Acl(Arc<AclBackend>),
+}
+
+/// A compiled plan of either backend.
+enum Compiled {
+    Cpu(Plan),
+    Acl(AclPlan),
+}
+
+impl Compiled {
+    fn report(&self) -> &CompileReport {
+        match self {
+            Compiled::Cpu(p) => p.report(),
+            Compiled::Acl(p) => p.report(),
+        }
+    }
+}
+
 struct GraphEntry {
     graph: Graph,
     options: Options,
-    cache: Mutex<LruCache<Signature, Arc<Plan>>>,
+    backend: Backend,
+    cache: Mutex<LruCache<Signature, Arc<Compiled>>>,
     stats: Mutex<CacheStats>,
     last_report: Mutex<Option<CompileReport>>,
 }
@@ -161,6 +204,8 @@ pub struct Session {
     options: Options,
     graphs: RwLock<FxHashMap<u32, Arc<GraphEntry>>>,
     passes: Option<PassSource>,
+    /// ACL backends opened by this session, by device id.
+    acl: Mutex<FxHashMap<i32, Arc<AclBackend>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -171,30 +216,49 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn check_device(o: &Options) -> Result<()> {
-    match o.device {
-        Device::Cpu => Ok(()),
-        Device::Acl => Err(Error::Device(
-            "not supported: the ACL backend (ge.device=acl) is not built yet; use cpu or auto"
-                .into(),
-        )),
-        Device::Auto => {
-            log::info!("ge.device=auto: running on the CPU (the ACL backend is not built yet)");
-            Ok(())
-        }
-    }
-}
-
 impl Session {
     /// A session with `options` over the environment's defaults.
     pub fn new(options: &BTreeMap<String, String>) -> Result<Session> {
         let o = Options::from_env()?.with(options)?;
-        check_device(&o)?;
-        Ok(Session {
+        let s = Session {
             options: o,
             graphs: RwLock::new(FxHashMap::default()),
             passes: None,
-        })
+            acl: Mutex::new(FxHashMap::default()),
+        };
+        s.backend(&s.options)?;
+        Ok(s)
+    }
+
+    /// The backend `o` asks for, opening the ACL device on first use.
+    fn backend(&self, o: &Options) -> Result<Backend> {
+        let open = || -> Result<Arc<AclBackend>> {
+            let mut m = lock(&self.acl);
+            if let Some(b) = m.get(&o.device_id) {
+                return Ok(b.clone());
+            }
+            let b = Arc::new(AclBackend::open(o.device_id)?);
+            m.insert(o.device_id, b.clone());
+            Ok(b)
+        };
+        match o.device {
+            Device::Cpu => Ok(Backend::Cpu),
+            Device::Acl => Ok(Backend::Acl(open()?)),
+            Device::Auto => match open() {
+                Ok(b) => Ok(Backend::Acl(b)),
+                Err(e) => {
+                    log::warn!(
+                        "ge.device=auto: running on the CPU, because ACL is not usable: {e}"
+                    );
+                    Ok(Backend::Cpu)
+                }
+            },
+        }
+    }
+
+    /// Whether graph `id` runs on the ACL backend (else on the CPU).
+    pub fn runs_on_acl(&self, id: u32) -> Result<bool> {
+        Ok(matches!(self.entry(id)?.backend, Backend::Acl(_)))
     }
 
     /// Sets where compiles get their passes from.
@@ -215,7 +279,7 @@ impl Session {
         options: &BTreeMap<String, String>,
     ) -> Result<()> {
         let o = self.options.with(options)?;
-        check_device(&o)?;
+        let backend = self.backend(&o)?;
         graph
             .validate()
             .map_err(|e| Error::Compile(format!("graph '{}' is not valid: {e}", graph.name)))?;
@@ -229,6 +293,7 @@ impl Session {
             }),
             last_report: Mutex::new(None),
             options: o,
+            backend,
         };
         let mut g = self.graphs.write().unwrap_or_else(|p| p.into_inner());
         if g.contains_key(&id) {
@@ -269,12 +334,32 @@ impl Session {
         v
     }
 
-    fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Plan> {
+    fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Compiled> {
         let passes = self.passes.as_ref().and_then(|p| p());
-        let plan = plan::compile(&e.graph, sig, passes.as_ref())?;
+        let plan = match &e.backend {
+            Backend::Cpu => Compiled::Cpu(plan::compile(&e.graph, sig, passes.as_ref())?),
+            Backend::Acl(b) => Compiled::Acl(acl::build(
+                b,
+                plan::prepare(&e.graph, sig, passes.as_ref())?,
+            )?),
+        };
         log::debug!("graph '{}': {}", e.graph.name, plan.report());
         *lock(&e.last_report) = Some(plan.report().clone());
         Ok(plan)
+    }
+
+    fn execute(e: &GraphEntry, plan: &Compiled, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        match plan {
+            Compiled::Cpu(p) => crate::par::run_with(e.options.threads, || p.execute(inputs)),
+            Compiled::Acl(p) => p.run(
+                inputs,
+                if e.options.graph_mode {
+                    RunMode::Graph
+                } else {
+                    RunMode::Eager
+                },
+            ),
+        }
     }
 
     /// Runs graph `id` on `inputs` (in input-index order).
@@ -283,7 +368,7 @@ impl Session {
         let sig = plan::signature(&inputs);
         if !e.options.graph_mode {
             let plan = self.compile(&e, &sig)?;
-            return crate::par::run_with(e.options.threads, || plan.execute(inputs));
+            return Self::execute(&e, &plan, inputs);
         }
         let cached = lock(&e.cache).get(&sig).cloned();
         let plan = match cached {
@@ -299,17 +384,24 @@ impl Session {
                 let mut st = lock(&e.stats);
                 if cache.peek(&sig).is_none() {
                     st.captures += 1;
-                    if let Some((old, _)) = cache.push(sig, p.clone()) {
-                        if old != *p.signature() {
+                    if let Some((old, evicted)) = cache.push(sig.clone(), p.clone()) {
+                        if old != sig {
                             st.evictions += 1;
                         }
+                        st.size = cache.len();
+                        // Dropped outside the locks: an ACL plan's captured graph and buffers
+                        // are released here (or by the last run still using it).
+                        drop(cache);
+                        drop(st);
+                        drop(evicted);
+                        return Self::execute(&e, &p, inputs);
                     }
                 }
                 st.size = cache.len();
                 p
             }
         };
-        crate::par::run_with(e.options.threads, || plan.execute(inputs))
+        Self::execute(&e, &plan, inputs)
     }
 
     /// The counters of graph `id`'s plan cache.

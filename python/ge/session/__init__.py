@@ -1,4 +1,4 @@
-"""``ge.session``: run graphs (GE's ``Session``), on the CPU backend.
+"""``ge.session``: run graphs (GE's ``Session``), on the CPU backend or through ACL.
 
 ``Session(options)`` holds graphs by id; ``run_graph(graph_id, inputs)`` runs one and returns its
 outputs as ``ge.graph.Tensor`` (``.numpy()`` gives arrays). Inputs are ``ge.graph.Tensor`` objects
@@ -6,8 +6,10 @@ or anything numpy can make an array of, in the order of the graphs' Data indexes
 
 Options (session-wide, or per graph in ``add_graph``), as strings:
 
-- ``ge.device``: ``cpu`` (default), ``auto`` (the CPU until the ACL backend exists), ``acl``
-  (not built yet: ``ge.DeviceError``);
+- ``ge.device``: ``cpu`` (default), ``acl`` (an Ascend NPU through ACL, see docs/acl.md; a
+  ``ge.DeviceError`` when ACL cannot be loaded; tested against a test double of ACL only, never
+  on an NPU), ``auto`` (ACL when it loads, otherwise the CPU with a warning in the log);
+- ``ge.exec.deviceId``: the ACL device number (default 0);
 - ``ge.graphMode``: ``on`` (default; ``GE_GRAPH_MODE`` sets the default) captures an execution plan
   per input signature (dtypes and shapes) and replays it from an LRU cache; ``off`` runs eagerly,
   compiling and running node by node on every run;
@@ -58,7 +60,7 @@ def _options(options: Optional[Mapping[str, Any]], what: str) -> Dict[str, str]:
 
 
 class Session:
-    """A session: graphs by id, run on the CPU backend (GE's ``ge.session.Session``)."""
+    """A session: graphs by id, run on the CPU or ACL backend (GE's ``ge.session.Session``)."""
 
     def __init__(self, options: Optional[Mapping[str, Any]] = None) -> None:
         with _global_lock:
@@ -99,14 +101,19 @@ class Session:
         """The latest compile of the graph (nodes per stage, passes, time), or None."""
         return self._core.compile_report(_graph_id(graph_id))
 
+    def graph_device(self, graph_id: int) -> str:
+        """Where the graph runs: ``"cpu"`` or ``"acl"`` (``auto`` is resolved when it is added)."""
+        return self._core.graph_device(_graph_id(graph_id))
+
     def get_graph_ids(self) -> List[int]:
         return list(self._core.graph_ids())
 
     @property
     def options(self) -> Dict[str, Any]:
-        device, mode, capacity, threads = self._core._options()
+        device, mode, capacity, threads, device_id = self._core._options()
         return {
             "ge.device": device,
+            "ge.exec.deviceId": device_id,
             "ge.graphMode": "on" if mode else "off",
             "ge.graphCacheCapacity": capacity,
             "ge.threads": threads,

@@ -1,0 +1,428 @@
+//! acl-sys against the ACL test double (a C library built by this test that stands in for
+//! ACL; see `acl_sys::test_double`). Nothing here runs on an NPU.
+
+use acl_sys::ffi;
+use acl_sys::ops::{self, Binary, Reduce, Unary};
+use acl_sys::test_double::TestDouble;
+use acl_sys::{Acl, Api, Error, Tensor};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+struct Fixture {
+    double: TestDouble,
+    acl: Acl,
+    _dir: tempfile::TempDir,
+}
+
+/// The double is one global state: the tests take turns.
+fn fixture() -> (MutexGuard<'static, ()>, &'static Fixture) {
+    static TURN: Mutex<()> = Mutex::new(());
+    static FIX: OnceLock<Fixture> = OnceLock::new();
+    let guard = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let f = FIX.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let double = TestDouble::build(dir.path()).expect("the test double builds");
+        let api: &'static Api = Box::leak(Box::new(
+            Api::load_from(&[double.lib_dir()]).expect("the double loads"),
+        ));
+        let acl = Acl::with_api(api).expect("aclInit");
+        Fixture {
+            double,
+            acl,
+            _dir: dir,
+        }
+    });
+    f.double.reset();
+    (guard, f)
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn missing_library_names_the_paths_and_set_env() {
+    let dirs = vec![
+        PathBuf::from("/nonexistent/a/lib64"),
+        PathBuf::from("/nonexistent/b/lib64"),
+    ];
+    let e = Api::load_from(&dirs).unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }));
+    let m = e.to_string();
+    assert!(
+        m.contains("/nonexistent/a/lib64") && m.contains("/nonexistent/b/lib64"),
+        "{m}"
+    );
+    assert!(m.contains("set_env.sh"), "{m}");
+    assert!(m.contains("libascendcl.so"), "{m}");
+}
+
+#[test]
+fn search_dirs_follow_the_documented_order() {
+    let d = acl_sys::search_dirs();
+    assert_eq!(
+        d.last().unwrap(),
+        &PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest/lib64")
+    );
+}
+
+#[test]
+fn a_library_that_cannot_load_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("libascendcl.so"), b"not a library").unwrap();
+    let e = Api::load_from(&[dir.path().to_path_buf()]).unwrap_err();
+    assert!(matches!(e, Error::Load { .. }), "{e}");
+    assert!(e.to_string().contains("libascendcl.so"), "{e}");
+}
+
+#[test]
+fn copies_and_an_eager_launch() {
+    let (_g, f) = fixture();
+    let api = f.acl.api();
+    assert!(api.has_capture());
+    let device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let x = device.alloc(16).unwrap();
+    let y = device.alloc(16).unwrap();
+    device
+        .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 2.0, -3.0, 4.0]))
+        .unwrap();
+    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[4], &x).unwrap();
+    let ty = Tensor::contiguous(api, ffi::ACL_FLOAT, &[4], &y).unwrap();
+    stream
+        .launch(ops::unary(api, Unary::Relu, &tx, &ty).unwrap(), None)
+        .unwrap();
+    stream.synchronize().unwrap();
+    let mut out = [0u8; 16];
+    device.copy_from_device(&mut out, &y, 0).unwrap();
+    assert_eq!(f32s(&out), vec![0.0, 2.0, 0.0, 4.0]);
+    // A copy that does not fit is refused before reaching ACL.
+    assert!(matches!(
+        device.copy_to_device(&x, 8, &[0u8; 16]),
+        Err(Error::Invalid(_))
+    ));
+    drop((tx, ty, x, y, stream, device));
+    assert_eq!(f.double.violations(), 0, "{}", f.double.log());
+    for kind in [
+        "device_buffers",
+        "streams",
+        "contexts",
+        "tensors",
+        "executors",
+        "scalars",
+    ] {
+        assert_eq!(f.double.live(kind), 0, "{kind} left");
+    }
+}
+
+#[test]
+fn every_bound_operator_computes() {
+    let (_g, f) = fixture();
+    let api = f.acl.api();
+    let device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let a = device.alloc(24).unwrap();
+    let b = device.alloc(24).unwrap();
+    let o = device.alloc(64).unwrap();
+    let ws = device.alloc(1024).unwrap();
+    device
+        .copy_to_device(&a, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+        .unwrap();
+    device
+        .copy_to_device(&b, 0, &f32_bytes(&[1.0, 0.5, 2.0, -1.0, 1.0, 3.0]))
+        .unwrap();
+    let t = |buf, dims: &[i64]| Tensor::contiguous(api, ffi::ACL_FLOAT, dims, buf).unwrap();
+    let read = |n: usize, stream: &mut acl_sys::Stream| {
+        stream.synchronize().unwrap();
+        let mut out = vec![0u8; n * 4];
+        device.copy_from_device(&mut out, &o, 0).unwrap();
+        f32s(&out)
+    };
+    let (ta, tb) = (t(&a, &[2, 3]), t(&b, &[2, 3]));
+    let cases: Vec<(Binary, Vec<f32>)> = vec![
+        (Binary::Add, vec![2.0, 2.5, 5.0, 3.0, 6.0, 9.0]),
+        (Binary::Sub, vec![0.0, 1.5, 1.0, 5.0, 4.0, 3.0]),
+        (Binary::Mul, vec![1.0, 1.0, 6.0, -4.0, 5.0, 18.0]),
+        (Binary::Div, vec![1.0, 4.0, 1.5, -4.0, 5.0, 2.0]),
+    ];
+    for (op, want) in cases {
+        let to = t(&o, &[2, 3]);
+        stream
+            .launch(ops::binary(api, op, &ta, &tb, &to).unwrap(), Some(&ws))
+            .unwrap();
+        assert_eq!(read(6, &mut stream), want, "{op:?}");
+    }
+    // [2,3] @ [3,2] (b viewed transposed: dims [3,2], strides [1,3]).
+    let tbt = Tensor::new(api, ffi::ACL_FLOAT, &[3, 2], &[1, 3], 0, &b).unwrap();
+    let to = t(&o, &[2, 2]);
+    let e = ops::matmul(api, &ta, &tbt, &to).unwrap();
+    stream.launch(e, Some(&ws)).unwrap();
+    assert_eq!(read(4, &mut stream), vec![8.0, 10.0, 18.5, 19.0]);
+    // Softmax rows sum to one.
+    let to = t(&o, &[2, 3]);
+    stream
+        .launch(ops::softmax(api, &ta, -1, &to).unwrap(), Some(&ws))
+        .unwrap();
+    let s = read(6, &mut stream);
+    assert!((s[0] + s[1] + s[2] - 1.0).abs() < 1e-6 && s[2] > s[1]);
+    // Permute [2,3] -> [3,2].
+    let to = t(&o, &[3, 2]);
+    stream
+        .launch(ops::permute(api, &ta, &[1, 0], &to).unwrap(), Some(&ws))
+        .unwrap();
+    assert_eq!(read(6, &mut stream), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    // Reductions over dim 1.
+    for (r, want) in [
+        (Reduce::Sum, vec![6.0, 15.0]),
+        (Reduce::Mean, vec![2.0, 5.0]),
+        (Reduce::Max, vec![3.0, 6.0]),
+        (Reduce::Min, vec![1.0, 4.0]),
+    ] {
+        let to = t(&o, &[2]);
+        let e = ops::reduce(api, r, &ta, &[1], false, ffi::ACL_FLOAT, &to).unwrap();
+        stream.launch(e, Some(&ws)).unwrap();
+        assert_eq!(read(2, &mut stream), want, "{r:?}");
+    }
+    // Cast f32 -> i32.
+    let ti = Tensor::contiguous(api, ffi::ACL_INT32, &[2, 3], &o).unwrap();
+    stream
+        .launch(ops::cast(api, &tb, ffi::ACL_INT32, &ti).unwrap(), Some(&ws))
+        .unwrap();
+    stream.synchronize().unwrap();
+    let mut out = vec![0u8; 24];
+    device.copy_from_device(&mut out, &o, 0).unwrap();
+    let ints: Vec<i32> = out
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ints, vec![1, 0, 2, -1, 1, 3]);
+    assert_eq!(f.double.violations(), 0, "{}", f.double.log());
+}
+
+#[test]
+fn a_launch_without_its_workspace_is_refused_before_acl() {
+    let (_g, f) = fixture();
+    let api = f.acl.api();
+    let device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let a = device.alloc(16).unwrap();
+    let o = device.alloc(16).unwrap();
+    let ta = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2, 2], &a).unwrap();
+    let to = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2, 2], &o).unwrap();
+    let e = ops::matmul(api, &ta, &ta, &to).unwrap();
+    assert!(e.workspace_size() > 0);
+    let err = stream.launch(e, None).unwrap_err();
+    assert!(err.to_string().contains("needs a workspace"), "{err}");
+}
+
+#[test]
+fn capture_records_and_replay_runs() {
+    let (_g, f) = fixture();
+    let api = f.acl.api();
+    let mut device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let x = device.alloc(8).unwrap();
+    let y = device.alloc(8).unwrap();
+    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &x).unwrap();
+    let ty = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &y).unwrap();
+    let e = ops::unary(api, Unary::Neg, &tx, &ty).unwrap();
+    let graph = {
+        let mut cap = stream.capture(&mut device).unwrap();
+        cap.launch(e, None).unwrap();
+        cap.end().unwrap()
+    };
+    for v in [[1.0f32, -2.0], [3.0, 4.0]] {
+        device.copy_to_device(&x, 0, &f32_bytes(&v)).unwrap();
+        graph.replay(&mut stream).unwrap();
+        stream.synchronize().unwrap();
+        let mut out = [0u8; 8];
+        device.copy_from_device(&mut out, &y, 0).unwrap();
+        assert_eq!(f32s(&out), vec![-v[0], -v[1]]);
+    }
+    assert_eq!(f.double.calls("aclmdlRIExecuteAsync"), 2);
+    assert_eq!(f.double.live("graphs"), 1);
+    drop(graph);
+    assert_eq!(f.double.live("graphs"), 0);
+    assert_eq!(f.double.violations(), 0, "{}", f.double.log());
+}
+
+#[test]
+fn a_buffer_dropped_during_capture_is_freed_after_it() {
+    let (_g, f) = fixture();
+    let mut device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let scratch = device.alloc(64).unwrap();
+    let before = f.double.live("device_buffers");
+    {
+        let cap = stream.capture(&mut device).unwrap();
+        drop(scratch);
+        // Not freed yet: aclrtFree is illegal while the stream captures.
+        assert_eq!(f.double.live("device_buffers"), before);
+        drop(cap.end().unwrap());
+    }
+    assert_eq!(f.double.live("device_buffers"), before - 1);
+    assert_eq!(f.double.violations(), 0, "{}", f.double.log());
+}
+
+#[test]
+fn a_capture_dropped_without_end_ends_and_destroys() {
+    let (_g, f) = fixture();
+    let mut device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    {
+        let _cap = stream.capture(&mut device).unwrap();
+        assert_eq!(f.double.live("capturing"), 1);
+    }
+    assert_eq!(f.double.live("capturing"), 0);
+    assert_eq!(f.double.live("graphs"), 0);
+    assert_eq!(f.double.calls("aclmdlRICaptureEnd"), 1);
+    assert_eq!(
+        stream.capture_status().unwrap(),
+        ffi::ACL_MODEL_RI_CAPTURE_STATUS_NONE
+    );
+}
+
+#[test]
+fn error_codes_become_errors_with_the_runtime_message() {
+    let (_g, f) = fixture();
+    let api = f.acl.api();
+    let device = f.acl.open_device(0).unwrap();
+    f.double
+        .fail_next("aclrtMalloc", 207001, "injected: out of device memory");
+    let e = device.alloc(64).unwrap_err();
+    assert_eq!(
+        e,
+        Error::Acl {
+            call: "aclrtMalloc",
+            code: 207001,
+            message: "injected: out of device memory".into()
+        }
+    );
+    assert!(e
+        .to_string()
+        .contains("aclrtMalloc failed with error 207001"));
+    // A first phase that fails.
+    let a = device.alloc(8).unwrap();
+    let ta = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &a).unwrap();
+    f.double
+        .fail_next("aclnnReluGetWorkspaceSize", 161002, "injected: bad shape");
+    let e = ops::unary(api, Unary::Relu, &ta, &ta).err().unwrap();
+    assert!(e.to_string().contains("161002") && e.to_string().contains("injected: bad shape"));
+    // A launch that fails.
+    let mut stream = device.create_stream().unwrap();
+    let exec = ops::unary(api, Unary::Relu, &ta, &ta).unwrap();
+    f.double
+        .fail_next("aclnnRelu", 361001, "injected: launch failed");
+    let e = stream.launch(exec, None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Acl {
+                call: "aclnnRelu",
+                code: 361001,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The double's own checks: a shape mismatch in the first phase.
+    let b = device.alloc(12).unwrap();
+    let tb = Tensor::contiguous(api, ffi::ACL_FLOAT, &[3], &b).unwrap();
+    let e = ops::binary(api, Binary::Mul, &ta, &tb, &ta).err().unwrap();
+    assert!(matches!(e, Error::Acl { code: 161002, .. }), "{e}");
+    assert!(!e.to_string().ends_with("161002"), "carries a message: {e}");
+}
+
+#[test]
+fn views_outside_their_buffer_are_refused() {
+    let (_g, f) = fixture();
+    let device = f.acl.open_device(0).unwrap();
+    let a = device.alloc(16).unwrap();
+    let api = f.acl.api();
+    assert!(matches!(
+        Tensor::contiguous(api, ffi::ACL_FLOAT, &[5], &a),
+        Err(Error::Invalid(_))
+    ));
+    assert!(Tensor::new(api, ffi::ACL_FLOAT, &[2, 2], &[1, 2], 0, &a).is_ok());
+}
+
+#[test]
+fn device_count_and_opening_a_missing_device() {
+    let (_g, f) = fixture();
+    f.double.set_device_count(2);
+    assert_eq!(f.acl.device_count().unwrap(), 2);
+    let e = f.acl.open_device(5).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Acl {
+                call: "aclrtSetDevice",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(f.double.live("contexts"), 0);
+}
+
+#[test]
+fn without_the_capture_functions_capture_is_off_and_eager_works() {
+    let (_g, _f) = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let old = TestDouble::build_with(dir.path(), &["-DACL_TEST_DOUBLE_NO_CAPTURE"]).unwrap();
+    // A different file from the fixture's: its own state.
+    let api: &'static Api = Box::leak(Box::new(Api::load_from(&[old.lib_dir()]).unwrap()));
+    assert!(!api.has_capture());
+    let acl = Acl::with_api(api).unwrap();
+    let mut device = acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let e = stream.capture(&mut device).err().unwrap();
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    let x = device.alloc(8).unwrap();
+    device
+        .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 1.0]))
+        .unwrap();
+    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &x).unwrap();
+    stream
+        .launch(ops::unary(api, Unary::Abs, &tx, &tx).unwrap(), None)
+        .unwrap();
+    stream.synchronize().unwrap();
+    let mut out = [0u8; 8];
+    device.copy_from_device(&mut out, &x, 0).unwrap();
+    assert_eq!(f32s(&out), vec![1.0, 1.0]);
+    assert_eq!(old.violations(), 0, "{}", old.log());
+}
+
+/// The double checks itself (its own C self-test: operators against hand-computed values,
+/// capture semantics, illegal calls, fault injection, leak counts).
+#[test]
+fn the_test_double_passes_its_self_test() {
+    let (_g, f) = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("selftest");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdouble/selftest.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let ok = std::process::Command::new(&cc)
+        .args(["-std=c11", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = std::process::Command::new(&exe)
+        .arg(f.double.lib_dir().join(acl_sys::test_double::LIBRARY_FILE))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("selftest ok"),
+        "{text}"
+    );
+}

@@ -1,0 +1,372 @@
+//! The ACL backend against the ACL test double (a C library built by this test that stands
+//! in for ACL: it computes on the host, records every call and flags illegal ones; see
+//! `acl_sys::test_double`). Nothing here runs on an NPU.
+
+use acl_sys::test_double::TestDouble;
+use es_core::attr::AttrValue;
+use es_core::builder::OpArgs;
+use es_core::{DataType, Format, Graph, GraphBuilder, OutPort, Shape, Tensor};
+use ge_runtime::{Error, Session, Value};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Builds the double once and points `ASCEND_HOME_PATH` at it (before anything loads ACL).
+/// The double is one global state, so the tests take turns.
+fn double() -> (MutexGuard<'static, ()>, &'static TestDouble) {
+    static TURN: Mutex<()> = Mutex::new(());
+    static D: OnceLock<TestDouble> = OnceLock::new();
+    let guard = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let d = D.get_or_init(|| {
+        let dir = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+        let d = TestDouble::build(dir.path()).expect("the test double builds");
+        std::env::set_var("ASCEND_HOME_PATH", d.root());
+        d
+    });
+    d.reset();
+    (guard, d)
+}
+
+fn op(
+    b: &mut GraphBuilder,
+    ty: &str,
+    ins: &[Option<OutPort>],
+    attrs: &[(&str, AttrValue)],
+) -> OutPort {
+    let mut a = OpArgs {
+        inputs: ins.iter().map(|i| vec![*i]).collect(),
+        ..Default::default()
+    };
+    for (k, v) in attrs {
+        a.attrs.insert((*k).into(), v.clone());
+    }
+    let node = b.add_op(ty, a).unwrap();
+    OutPort { node, index: 0 }
+}
+
+fn input(b: &mut GraphBuilder, i: i64, dims: Vec<i64>) -> OutPort {
+    b.create_input(
+        i,
+        None,
+        "Data",
+        DataType::FLOAT,
+        Format::ND,
+        Shape::new(dims),
+    )
+    .unwrap()
+}
+
+fn c_f32(b: &mut GraphBuilder, v: &[f32], dims: Vec<usize>) -> OutPort {
+    b.create_const(
+        Tensor::from_values(v, dims.iter().map(|&d| d as i64).collect()).unwrap(),
+        None,
+    )
+    .unwrap()
+}
+
+fn c_i64(b: &mut GraphBuilder, v: &[i64]) -> OutPort {
+    b.create_const(Tensor::from_values(v, vec![v.len() as i64]).unwrap(), None)
+        .unwrap()
+}
+
+/// softmax(relu(x @ w^T + bias)) and mean(transpose(x)) as f16-cast, reshaped: most of the
+/// operators the backend runs. `x` is [n, 3] (n dynamic).
+fn model() -> Graph {
+    let mut b = GraphBuilder::new("mlp");
+    let x = input(&mut b, 0, vec![-1, 3]);
+    let w = c_f32(&mut b, &[0.5, -1.0, 2.0, 1.0, 0.25, -0.5], vec![2, 3]);
+    let bias = c_f32(&mut b, &[0.1, -0.2], vec![2]);
+    let y = op(
+        &mut b,
+        "MatMulV2",
+        &[Some(x), Some(w), None, None],
+        &[("transpose_x2", AttrValue::Bool(true))],
+    );
+    let y = op(&mut b, "Add", &[Some(y), Some(bias)], &[]);
+    let y = op(&mut b, "Relu", &[Some(y)], &[]);
+    let y = op(&mut b, "SoftmaxV2", &[Some(y)], &[]);
+    let perm = c_i64(&mut b, &[1, 0]);
+    let t = op(&mut b, "Transpose", &[Some(x), Some(perm)], &[]);
+    let axes = c_i64(&mut b, &[1]);
+    let m = op(
+        &mut b,
+        "ReduceMean",
+        &[Some(t), Some(axes)],
+        &[("keep_dims", AttrValue::Bool(true))],
+    );
+    let m = op(&mut b, "Exp", &[Some(m)], &[]);
+    let m = op(
+        &mut b,
+        "Cast",
+        &[Some(m)],
+        &[("dst_type", AttrValue::Int(DataType::FLOAT16.value() as i64))],
+    );
+    let shape = c_i64(&mut b, &[3]);
+    let m = op(&mut b, "Reshape", &[Some(m), Some(shape)], &[]);
+    b.set_output(y, 0).unwrap();
+    b.set_output(m, 1).unwrap();
+    b.build_and_reset().unwrap()
+}
+
+fn opts(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn x(n: usize, seed: f32) -> Value {
+    let v: Vec<f32> = (0..n * 3)
+        .map(|i| (i as f32 * 0.37 + seed).sin() * 2.0)
+        .collect();
+    Value::F32(ndarray::ArrayD::from_shape_vec(vec![n, 3], v).unwrap())
+}
+
+fn close(a: &[Value], b: &[Value]) {
+    assert_eq!(a.len(), b.len());
+    for (a, b) in a.iter().zip(b) {
+        assert_eq!(a.dtype(), b.dtype());
+        assert_eq!(a.shape(), b.shape());
+        for (p, q) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
+            assert!((p - q).abs() <= 2e-3 * (1.0 + q.abs()), "{p} vs {q}");
+        }
+    }
+}
+
+/// Functions ACL forbids while a stream captures.
+const ILLEGAL_IN_CAPTURE: [&str; 7] = [
+    "aclrtSynchronizeStream",
+    "aclrtMemcpy",
+    "aclrtMemset",
+    "aclrtMalloc",
+    "aclrtFree",
+    "aclrtMallocHost",
+    "aclrtFreeHost",
+];
+
+/// The calls between each CaptureBegin and its End.
+fn captured_calls(d: &TestDouble) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur: Option<Vec<String>> = None;
+    for name in d.call_names() {
+        match name.as_str() {
+            "aclmdlRICaptureBegin" => cur = Some(Vec::new()),
+            "aclmdlRICaptureEnd" => out.extend(cur.take()),
+            _ => {
+                if let Some(c) = cur.as_mut() {
+                    c.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn graph_mode_captures_once_and_replays_matching_the_cpu() {
+    let (_t, d) = double();
+    let cpu = Session::new(&opts(&[("ge.device", "cpu")])).unwrap();
+    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let npu = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+    npu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    assert!(npu.runs_on_acl(1).unwrap());
+
+    let first = npu.run_graph(1, vec![x(4, 0.0)]).unwrap();
+    close(&first, &cpu.run_graph(1, vec![x(4, 0.0)]).unwrap());
+    assert_eq!(d.calls("aclmdlRICaptureBegin"), 1);
+    assert_eq!(d.calls("aclmdlRICaptureEnd"), 1);
+    assert_eq!(d.calls("aclmdlRIExecuteAsync"), 1);
+    let launches = d.calls("aclnnMatmul");
+    assert_eq!(launches, 1);
+
+    // A hit replays: no new capture, no new launch, new inputs give new results.
+    for seed in [1.0, 2.0] {
+        let got = npu.run_graph(1, vec![x(4, seed)]).unwrap();
+        close(&got, &cpu.run_graph(1, vec![x(4, seed)]).unwrap());
+    }
+    assert_eq!(d.calls("aclmdlRICaptureBegin"), 1);
+    assert_eq!(d.calls("aclmdlRIExecuteAsync"), 3);
+    assert_eq!(d.calls("aclnnMatmul"), launches);
+    let st = npu.graph_cache_stats(1).unwrap();
+    assert_eq!((st.hits, st.misses, st.captures, st.size), (2, 1, 1, 1));
+
+    // Nothing illegal happened during the capture, and the double saw no misuse at all.
+    let inside = captured_calls(d);
+    assert_eq!(inside.len(), 1);
+    assert!(
+        inside[0].iter().any(|c| c == "aclnnMatmul"),
+        "{:?}",
+        inside[0]
+    );
+    for c in &inside[0] {
+        assert!(
+            !ILLEGAL_IN_CAPTURE.contains(&c.as_str()),
+            "{c} during capture"
+        );
+        assert!(
+            !c.ends_with("GetWorkspaceSize"),
+            "{c}: first phases run before the capture"
+        );
+    }
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+#[test]
+fn eviction_and_shutdown_destroy_every_graph_and_free_every_buffer() {
+    let (_t, d) = double();
+    let before: Vec<i64> = ["device_buffers", "graphs", "streams", "contexts"]
+        .iter()
+        .map(|k| d.live(k))
+        .collect();
+    {
+        let s = Session::new(&opts(&[
+            ("ge.device", "acl"),
+            ("ge.graphCacheCapacity", "2"),
+        ]))
+        .unwrap();
+        s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+        for n in [1, 2, 3, 4, 1] {
+            s.run_graph(1, vec![x(n, 0.5)]).unwrap();
+        }
+        let st = s.graph_cache_stats(1).unwrap();
+        assert_eq!(
+            (st.misses, st.captures, st.evictions, st.size),
+            (5, 5, 3, 2)
+        );
+        assert_eq!(d.calls("aclmdlRIDestroy"), 3);
+        assert_eq!(d.live("graphs"), before[1] + 2);
+        // Removing the graph destroys its plans.
+        s.remove_graph(1).unwrap();
+        assert_eq!(d.live("graphs"), before[1]);
+        s.add_graph(2, model(), &BTreeMap::new()).unwrap();
+        s.run_graph(2, vec![x(2, 0.5)]).unwrap();
+        assert_eq!(d.live("graphs"), before[1] + 1);
+    }
+    // The session is gone: every graph, buffer, stream and context with it.
+    let after: Vec<i64> = ["device_buffers", "graphs", "streams", "contexts"]
+        .iter()
+        .map(|k| d.live(k))
+        .collect();
+    assert_eq!(after, before);
+    for kind in [
+        "tensors",
+        "scalars",
+        "int_arrays",
+        "executors",
+        "host_buffers",
+    ] {
+        assert_eq!(d.live(kind), 0, "{kind} left");
+    }
+    assert_eq!(d.calls("aclmdlRIDestroy"), 3 + 2 + 1);
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+#[test]
+fn eager_mode_launches_every_run_and_never_captures() {
+    let (_t, d) = double();
+    let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.graphMode", "off")])).unwrap();
+    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let cpu = Session::new(&BTreeMap::new()).unwrap();
+    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    for _ in 0..3 {
+        close(
+            &s.run_graph(1, vec![x(3, 0.2)]).unwrap(),
+            &cpu.run_graph(1, vec![x(3, 0.2)]).unwrap(),
+        );
+    }
+    assert_eq!(d.calls("aclmdlRICaptureBegin"), 0);
+    assert_eq!(d.calls("aclmdlRIExecuteAsync"), 0);
+    assert_eq!(d.calls("aclnnMatmul"), 3);
+    assert_eq!(d.calls("aclnnSoftmax"), 3);
+    assert_eq!(d.calls("aclnnPermute"), 3);
+    assert_eq!(d.calls("aclnnMean"), 3);
+    assert_eq!(d.calls("aclnnCast"), 3);
+    drop(s);
+    assert_eq!(d.live("device_buffers"), 0);
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+#[test]
+fn operators_without_an_acl_implementation_are_listed_in_one_error() {
+    let (_t, _d) = double();
+    let mut b = GraphBuilder::new("g");
+    let xin = input(&mut b, 0, vec![2, 3]);
+    let y = op(&mut b, "Log", &[Some(xin)], &[]);
+    let y = op(&mut b, "Relu", &[Some(y)], &[]);
+    let y = op(&mut b, "Sin", &[Some(y)], &[]);
+    b.set_output(y, 0).unwrap();
+    let g = b.build_and_reset().unwrap();
+    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+    s.add_graph(1, g, &BTreeMap::new()).unwrap();
+    let e = s.run_graph(1, vec![x(2, 0.0)]).unwrap_err();
+    let m = e.to_string();
+    assert!(matches!(e, Error::Unsupported(_)), "{m}");
+    assert!(m.contains("cannot run 2 node(s)"), "{m}");
+    assert!(m.contains("(Log)") && m.contains("(Sin)"), "{m}");
+    assert!(m.contains("it runs: Abs, Add"), "{m}");
+}
+
+#[test]
+fn acl_error_codes_become_errors_naming_the_node() {
+    let (_t, d) = double();
+    let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.graphMode", "off")])).unwrap();
+    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    d.fail_next(
+        "aclnnSoftmax",
+        361001,
+        "injected: the AI core reported an exception",
+    );
+    let e = s.run_graph(1, vec![x(2, 0.0)]).unwrap_err();
+    match &e {
+        Error::Execution { op, message, .. } => {
+            assert_eq!(op, "SoftmaxV2");
+            assert!(message.contains("361001"), "{message}");
+            assert!(
+                message.contains("the AI core reported an exception"),
+                "{message}"
+            );
+        }
+        e => panic!("expected an execution error, got {e:?}"),
+    }
+    d.fail_next("aclrtMalloc", 207001, "injected: out of device memory");
+    let e = s.run_graph(1, vec![x(2, 0.0)]).unwrap_err();
+    assert!(matches!(e, Error::Device(_)), "{e:?}");
+    assert!(e.to_string().contains("out of device memory"), "{e}");
+    // After failures the session still works and nothing leaked.
+    s.run_graph(1, vec![x(2, 0.0)]).unwrap();
+    drop(s);
+    assert_eq!(d.live("device_buffers"), 0);
+}
+
+#[test]
+fn a_failed_capture_leaves_no_graph_and_the_next_run_recovers() {
+    let (_t, d) = double();
+    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    d.fail_next("aclnnRelu", 361001, "injected: launch refused");
+    assert!(s.run_graph(1, vec![x(2, 0.0)]).is_err());
+    assert_eq!(d.live("capturing"), 0);
+    let cpu = Session::new(&BTreeMap::new()).unwrap();
+    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    close(
+        &s.run_graph(1, vec![x(2, 0.0)]).unwrap(),
+        &cpu.run_graph(1, vec![x(2, 0.0)]).unwrap(),
+    );
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+#[test]
+fn auto_picks_acl_when_it_loads_and_device_ids_are_checked() {
+    let (_t, d) = double();
+    let s = Session::new(&opts(&[("ge.device", "auto")])).unwrap();
+    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    assert!(s.runs_on_acl(1).unwrap());
+    s.add_graph(2, model(), &opts(&[("ge.device", "cpu")]))
+        .unwrap();
+    assert!(!s.runs_on_acl(2).unwrap());
+    drop(s);
+    let e = Session::new(&opts(&[("ge.device", "acl"), ("ge.exec.deviceId", "3")])).unwrap_err();
+    assert!(e.to_string().contains("ACL reports 1 device(s)"), "{e}");
+    d.set_device_count(4);
+    let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.exec.deviceId", "3")])).unwrap();
+    drop(s);
+    assert_eq!(d.live("contexts"), 0);
+}
