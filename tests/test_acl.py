@@ -173,13 +173,16 @@ b = GraphBuilder("g")
 s.add_graph(1, b.build_and_reset([Relu(b.create_input(0, shape=[2]))]))
 print("auto:", s.graph_device(1))
 """
+    code = "import logging; logging.basicConfig(format='LOG %(name)s %(levelname)s %(message)s')\n" + code
     env = {k: v for k, v in os.environ.items() if k not in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")}
     env["ASCEND_HOME_PATH"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out, err = r.stdout, r.stderr
     assert "DeviceError: the ACL runtime was not found" in out, out
     assert str(tmp_path / "lib64") in out and "/usr/local/Ascend/ascend-toolkit/latest/lib64" in out, out
     assert "source /usr/local/Ascend/ascend-toolkit/set_env.sh" in out, out
     assert "auto: cpu" in out, out
+    assert "LOG ge.session WARNING ge.device=auto: running on the CPU, because ACL is not usable: the ACL runtime was not found" in err, err
 
 
 def test_the_cli_runs_a_model_on_acl(acl, tmp_path):

@@ -38,3 +38,38 @@ pub enum Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_and_how_to_fix() {
+        let e = Error::NotFound {
+            searched: vec![PathBuf::from("/opt/cann/lib64")],
+        };
+        let m = e.to_string();
+        assert!(
+            m.contains("/opt/cann/lib64") && m.contains("set_env.sh"),
+            "{m}"
+        );
+        let e = Error::Acl {
+            call: "aclrtMalloc",
+            code: 207001,
+            message: "out of memory".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "aclrtMalloc failed with error 207001: out of memory"
+        );
+        let e = Error::Acl {
+            call: "aclrtFree",
+            code: 100000,
+            message: String::new(),
+        };
+        assert_eq!(e.to_string(), "aclrtFree failed with error 100000");
+        assert!(Error::Unsupported("graph capture".into())
+            .to_string()
+            .starts_with("not supported: "));
+    }
+}

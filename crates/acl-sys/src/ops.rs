@@ -450,3 +450,28 @@ pub fn reduce(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strides_are_row_major_in_elements() {
+        assert_eq!(contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
+        assert_eq!(contiguous_strides(&[5]), vec![1]);
+        assert_eq!(contiguous_strides(&[]), Vec::<i64>::new());
+        // A zero-size dim does not zero the strides before it.
+        assert_eq!(contiguous_strides(&[2, 0, 3]), vec![3, 3, 1]);
+    }
+
+    #[test]
+    fn element_sizes_follow_acl_data_types() {
+        assert_eq!(dtype_size(ffi::ACL_FLOAT), Some(4));
+        assert_eq!(dtype_size(ffi::ACL_FLOAT16), Some(2));
+        assert_eq!(dtype_size(ffi::ACL_BF16), Some(2));
+        assert_eq!(dtype_size(ffi::ACL_INT64), Some(8));
+        assert_eq!(dtype_size(ffi::ACL_BOOL), Some(1));
+        assert_eq!(dtype_size(ffi::ACL_DT_UNDEFINED), None);
+        assert_eq!(dtype_size(13), None); // ACL_STRING
+    }
+}

@@ -134,6 +134,11 @@ impl PySession {
         )
     }
 
+    /// Why `ge.device=auto` chose the CPU, since the last call.
+    fn _take_device_notes(&self) -> Vec<String> {
+        self.inner.take_device_notes()
+    }
+
     /// Where graph `graph_id` runs: "cpu" or "acl" (`auto` resolves when the graph is added).
     fn graph_device(&self, graph_id: u32) -> PyResult<&'static str> {
         Ok(if self.inner.runs_on_acl(graph_id).map_err(to_py)? {

@@ -206,6 +206,8 @@ pub struct Session {
     passes: Option<PassSource>,
     /// ACL backends opened by this session, by device id.
     acl: Mutex<FxHashMap<i32, Arc<AclBackend>>>,
+    /// Why `auto` chose the CPU, not yet taken by [`Session::take_device_notes`].
+    notes: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -225,6 +227,7 @@ impl Session {
             graphs: RwLock::new(FxHashMap::default()),
             passes: None,
             acl: Mutex::new(FxHashMap::default()),
+            notes: Mutex::new(Vec::new()),
         };
         s.backend(&s.options)?;
         Ok(s)
@@ -247,13 +250,21 @@ impl Session {
             Device::Auto => match open() {
                 Ok(b) => Ok(Backend::Acl(b)),
                 Err(e) => {
-                    log::warn!(
+                    let note = format!(
                         "ge.device=auto: running on the CPU, because ACL is not usable: {e}"
                     );
+                    log::warn!("{note}");
+                    lock(&self.notes).push(note);
                     Ok(Backend::Cpu)
                 }
             },
         }
+    }
+
+    /// The messages saying why `ge.device=auto` chose the CPU since the last call (also
+    /// logged with `log::warn!`; the Python layer passes them to `logging`).
+    pub fn take_device_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.notes))
     }
 
     /// Whether graph `id` runs on the ACL backend (else on the CPU).

@@ -370,3 +370,161 @@ fn auto_picks_acl_when_it_loads_and_device_ids_are_checked() {
     drop(s);
     assert_eq!(d.live("contexts"), 0);
 }
+
+#[test]
+fn shutdown_releases_in_a_legal_order() {
+    let (_t, d) = double();
+    {
+        let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+        s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+        s.run_graph(1, vec![x(2, 0.0)]).unwrap();
+        d.reset();
+    }
+    let names = d.call_names();
+    let last = |n: &str| names.iter().rposition(|c| c == n);
+    let first = |n: &str| names.iter().position(|c| c == n);
+    let destroy_graph = last("aclmdlRIDestroy").expect("the captured graph is destroyed");
+    let last_free = last("aclrtFree").expect("buffers are freed");
+    let stream = first("aclrtDestroyStream").expect("the stream is destroyed");
+    let ctx = first("aclrtDestroyContext").expect("the context is destroyed");
+    let reset = first("aclrtResetDevice").expect("the device is reset");
+    assert!(
+        destroy_graph < stream && last_free < ctx && stream < ctx && ctx < reset,
+        "{names:?}"
+    );
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+#[test]
+fn runs_from_several_threads_share_the_device() {
+    let (_t, d) = double();
+    let s = std::sync::Arc::new(Session::new(&opts(&[("ge.device", "acl")])).unwrap());
+    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let cpu = Session::new(&BTreeMap::new()).unwrap();
+    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let want: Vec<Vec<Value>> = (0..4)
+        .map(|i| cpu.run_graph(1, vec![x(1 + i % 2, i as f32)]).unwrap())
+        .collect();
+    std::thread::scope(|sc| {
+        for (i, w) in want.iter().enumerate() {
+            let s = s.clone();
+            sc.spawn(move || {
+                for _ in 0..5 {
+                    close(&s.run_graph(1, vec![x(1 + i % 2, i as f32)]).unwrap(), w);
+                }
+            });
+        }
+    });
+    let st = s.graph_cache_stats(1).unwrap();
+    assert_eq!(st.hits + st.misses, 20);
+    assert_eq!(st.size, 2);
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
+
+mod random_graphs {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    struct Case {
+        a: Vec<usize>,
+        b: Vec<usize>,
+        binary: &'static str,
+        unary: &'static str,
+        reduce: &'static str,
+        axis: usize,
+        keep: bool,
+        transpose: bool,
+        seed: u64,
+    }
+
+    fn case() -> impl Strategy<Value = Case> {
+        (
+            prop::collection::vec(1usize..4, 1..4),
+            any::<u64>(),
+            0usize..4,
+            0usize..6,
+            0usize..4,
+            any::<(bool, bool, bool)>(),
+            0usize..3,
+        )
+            .prop_map(
+                |(a, seed, bi, ui, ri, (keep, transpose, drop_lead), axis)| {
+                    // b broadcasts against a: some dims 1, maybe fewer leading dims.
+                    let mut b: Vec<usize> = a
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &d)| if (seed >> i) & 1 == 1 { 1 } else { d })
+                        .collect();
+                    if drop_lead && b.len() > 1 {
+                        b.remove(0);
+                    }
+                    Case {
+                        axis: axis % a.len(),
+                        a,
+                        b,
+                        binary: ["Add", "Sub", "Mul", "RealDiv"][bi],
+                        unary: ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp"][ui],
+                        reduce: ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"][ri],
+                        keep,
+                        transpose,
+                        seed,
+                    }
+                },
+            )
+    }
+
+    fn values(dims: &[usize], seed: u64, lo: f32) -> Value {
+        let n: usize = dims.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|i| lo + (((i as u64 * 2654435761 + seed) % 1000) as f32) / 500.0)
+            .collect();
+        Value::F32(ndarray::ArrayD::from_shape_vec(dims.to_vec(), v).unwrap())
+    }
+
+    fn graph(c: &Case) -> Graph {
+        let mut b = GraphBuilder::new("random");
+        let dims = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<_>>();
+        let xa = input(&mut b, 0, dims(&c.a));
+        let xb = input(&mut b, 1, dims(&c.b));
+        let mut y = op(&mut b, c.binary, &[Some(xa), Some(xb)], &[]);
+        y = op(&mut b, c.unary, &[Some(y)], &[]);
+        if c.transpose && c.a.len() > 1 {
+            let mut perm: Vec<i64> = (0..c.a.len() as i64).collect();
+            perm.reverse();
+            let p = c_i64(&mut b, &perm);
+            y = op(&mut b, "Transpose", &[Some(y), Some(p)], &[]);
+        }
+        let axes = c_i64(&mut b, &[c.axis as i64]);
+        let r = op(
+            &mut b,
+            c.reduce,
+            &[Some(y), Some(axes)],
+            &[("keep_dims", AttrValue::Bool(c.keep))],
+        );
+        b.set_output(y, 0).unwrap();
+        b.set_output(r, 1).unwrap();
+        b.build_and_reset().unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+        /// Random broadcasting element-wise chains, transposes and reductions give the CPU
+        /// backend's results through the ACL backend (captured and replayed), with no misuse.
+        #[test]
+        fn acl_matches_the_cpu(c in case()) {
+            let (_t, d) = double();
+            let g = graph(&c);
+            let ins = || vec![values(&c.a, c.seed, -1.0), values(&c.b, c.seed ^ 7, 0.5)];
+            let cpu = Session::new(&BTreeMap::new()).unwrap();
+            cpu.add_graph(1, g.clone(), &BTreeMap::new()).unwrap();
+            let npu = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+            npu.add_graph(1, g, &BTreeMap::new()).unwrap();
+            let want = cpu.run_graph(1, ins()).unwrap();
+            close(&npu.run_graph(1, ins()).unwrap(), &want);
+            close(&npu.run_graph(1, ins()).unwrap(), &want); // the replay
+            prop_assert_eq!(d.violations(), 0, "{}", d.log());
+        }
+    }
+}

@@ -25,6 +25,7 @@ registered passes at their stages (see ``ge.passes``).
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -35,6 +36,8 @@ from ge.graph import Graph, Tensor
 __all__ = ["Session", "OPTION_KEYS"]
 
 OPTION_KEYS = tuple(_session_option_keys())
+
+_log = logging.getLogger("ge.session")
 
 _global_options: Dict[str, str] = {}
 _global_lock = threading.Lock()
@@ -67,6 +70,7 @@ class Session:
             merged = dict(_global_options)
         merged.update(_options(options, "session"))
         self._core = SessionCore(merged)
+        self._log_device_notes()
         self._executor: Optional[ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()
 
@@ -75,6 +79,12 @@ class Session:
         if not isinstance(graph, Graph):
             raise TypeError(f"add_graph needs a ge.graph.Graph, got {type(graph).__name__}")
         self._core.add_graph(_graph_id(graph_id), graph, _options(options, "graph"))
+        self._log_device_notes()
+
+    def _log_device_notes(self) -> None:
+        # Why ge.device=auto fell back to the CPU (ACL not found, not initialisable, ...).
+        for note in self._core._take_device_notes():
+            _log.warning("%s", note)
 
     def remove_graph(self, graph_id: int) -> None:
         self._core.remove_graph(_graph_id(graph_id))
