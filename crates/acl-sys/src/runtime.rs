@@ -8,6 +8,52 @@
 //! `Stream` method, and both are borrowed by the `Capture`, which offers only launches and
 //! device-to-device asynchronous copies. A buffer dropped during capture (the one thing the
 //! borrow checker cannot stop) is freed after the capture ends.
+//!
+//! ```no_run
+//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! let mut device = acl.open_device(0)?;
+//! let mut stream = device.create_stream()?;
+//! let scratch = device.alloc(1024)?; // allocate before the capture
+//! let mut capture = stream.capture(&mut device)?;
+//! // capture.launch(...), capture.copy_async(...)
+//! let graph = capture.end()?;
+//! graph.replay(&mut stream)?;
+//! stream.synchronize()?;
+//! # drop(scratch); Ok(()) }
+//! ```
+//!
+//! Allocating, copying synchronously or synchronising while the capture lives does not
+//! compile:
+//!
+//! ```compile_fail,E0502
+//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! let mut device = acl.open_device(0)?;
+//! let mut stream = device.create_stream()?;
+//! let capture = stream.capture(&mut device)?;
+//! let buffer = device.alloc(1024)?; // error: `device` is borrowed by the capture
+//! let graph = capture.end()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0499
+//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! let mut device = acl.open_device(0)?;
+//! let mut stream = device.create_stream()?;
+//! let capture = stream.capture(&mut device)?;
+//! stream.synchronize()?; // error: `stream` is borrowed by the capture
+//! let graph = capture.end()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0502
+//! # fn f(acl: acl_sys::Acl, buffer: &acl_sys::DeviceBuffer) -> acl_sys::Result<()> {
+//! let mut device = acl.open_device(0)?;
+//! let mut stream = device.create_stream()?;
+//! let capture = stream.capture(&mut device)?;
+//! device.copy_to_device(buffer, 0, &[0u8; 4])?; // error: a synchronous copy
+//! let graph = capture.end()?;
+//! # Ok(()) }
+//! ```
 
 use crate::api::Api;
 use crate::error::{Error, Result};
