@@ -409,12 +409,12 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
         )));
     }
 
-    let inner = lock(&backend.inner);
-    let device = &inner.device;
-    let mut buffers: Vec<DeviceBuffer> = Vec::new();
+    // Values get virtual buffers first (views share their input's); liveness then maps them
+    // onto fewer device buffers.
+    let mut virt: Vec<usize> = Vec::new();
     let mut alloc = |bytes: usize| -> Result<usize> {
-        buffers.push(device.alloc(bytes).map_err(dev)?);
-        Ok(buffers.len() - 1)
+        virt.push(bytes);
+        Ok(virt.len() - 1)
     };
     let mut view_of: FxHashMap<OutPort, View> = FxHashMap::default();
     let mut inputs: Vec<Option<View>> = vec![None; data.len()];
@@ -524,10 +524,7 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
             }
         }
     }
-    for (b, bytes) in consts {
-        device.copy_to_device(&buffers[b], 0, &bytes).map_err(dev)?;
-    }
-    let outputs = g
+    let mut outputs = g
         .outputs
         .iter()
         .map(|p| {
@@ -537,16 +534,45 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
                 .ok_or_else(|| Error::Compile("a graph output is not planned".into()))
         })
         .collect::<Result<Vec<_>>>()?;
+    let values = virt.len();
+    let phys = assign_buffers(&virt, &inputs, &consts, &steps, &outputs);
+    let mut sizes: Vec<usize> = Vec::new();
+    for (v, &p) in phys.iter().enumerate() {
+        if p >= sizes.len() {
+            sizes.resize(p + 1, 0);
+        }
+        sizes[p] = sizes[p].max(virt[v]);
+    }
+    let inner = lock(&backend.inner);
+    let device = &inner.device;
+    let buffers = sizes
+        .iter()
+        .map(|&b| device.alloc(b).map_err(dev))
+        .collect::<Result<Vec<_>>>()?;
+    for (v, bytes) in consts {
+        device
+            .copy_to_device(&buffers[phys[v]], 0, &bytes)
+            .map_err(dev)?;
+    }
     drop(inner);
+    for v in inputs.iter_mut().flatten().chain(outputs.iter_mut()) {
+        v.buf = phys[v.buf];
+    }
+    for s in &mut steps {
+        for v in s.inputs.iter_mut().chain(std::iter::once(&mut s.output)) {
+            v.buf = phys[v.buf];
+        }
+    }
     report.stages.push(StageReport {
         stage: "Plan".into(),
         nodes_before: g.node_count(),
         nodes_after: g.node_count(),
         passes: Vec::new(),
         notes: vec![format!(
-            "ACL device {}: {} aclnn launches, {} device buffers",
+            "ACL device {}: {} aclnn launches, {} values in {} device buffers",
             backend.device_id,
             steps.len(),
+            values,
             buffers.len()
         )],
         elapsed: t.elapsed(),
@@ -580,6 +606,85 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
         signature,
         report,
     })
+}
+
+/// Maps each virtual buffer (index into `sizes`) to a device buffer. Graph inputs, constants
+/// and graph outputs keep buffers of their own; a step's output reuses a buffer whose values
+/// are all read by earlier steps (one stream runs the steps in order, so a later step may
+/// overwrite it; a step never writes a buffer it reads).
+fn assign_buffers(
+    sizes: &[usize],
+    inputs: &[Option<View>],
+    consts: &[(usize, Vec<u8>)],
+    steps: &[Step],
+    outputs: &[View],
+) -> Vec<usize> {
+    const NONE: usize = usize::MAX;
+    let mut pinned = vec![false; sizes.len()];
+    for v in inputs.iter().flatten().chain(outputs) {
+        pinned[v.buf] = true;
+    }
+    for (v, _) in consts {
+        pinned[*v] = true;
+    }
+    // The last step reading each virtual buffer (its writer when nothing reads it).
+    let mut last = vec![0usize; sizes.len()];
+    for (i, s) in steps.iter().enumerate() {
+        last[s.output.buf] = last[s.output.buf].max(i);
+        for v in &s.inputs {
+            last[v.buf] = last[v.buf].max(i);
+        }
+    }
+    let mut phys = vec![NONE; sizes.len()];
+    let mut next = 0usize;
+    for (v, p) in phys.iter_mut().enumerate() {
+        if pinned[v] {
+            *p = next;
+            next += 1;
+        }
+    }
+    let mut cap: Vec<usize> = vec![0; next]; // the size each device buffer needs
+    let mut free: Vec<usize> = Vec::new(); // device buffers no live value uses
+    let mut live: Vec<(usize, usize)> = Vec::new(); // (last reader, device buffer)
+    for (i, s) in steps.iter().enumerate() {
+        live.retain(|&(l, p)| {
+            if l < i {
+                free.push(p);
+                false
+            } else {
+                true
+            }
+        });
+        let v = s.output.buf;
+        if phys[v] != NONE {
+            continue;
+        }
+        // Best fit: the smallest free buffer that holds it, else the largest (it grows).
+        let pick = free
+            .iter()
+            .enumerate()
+            .filter(|(_, &p)| cap[p] >= sizes[v])
+            .min_by_key(|(_, &p)| cap[p])
+            .or_else(|| free.iter().enumerate().max_by_key(|(_, &p)| cap[p]))
+            .map(|(k, _)| k);
+        let p = match pick {
+            Some(k) => free.swap_remove(k),
+            None => {
+                cap.push(0);
+                next += 1;
+                next - 1
+            }
+        };
+        cap[p] = cap[p].max(sizes[v]);
+        phys[v] = p;
+        live.push((last[v], p));
+    }
+    // Anything left unassigned (not written by a step) gets its own buffer.
+    for p in phys.iter_mut().filter(|p| **p == NONE) {
+        *p = next;
+        next += 1;
+    }
+    phys
 }
 
 /// How a run executes a plan.

@@ -528,3 +528,43 @@ mod random_graphs {
         }
     }
 }
+
+#[test]
+fn values_share_device_buffers_once_they_are_dead() {
+    let (_t, d) = double();
+    let mut b = GraphBuilder::new("chain");
+    let mut y = input(&mut b, 0, vec![4, 3]);
+    let first = y;
+    for i in 0..20 {
+        y = op(
+            &mut b,
+            if i % 2 == 0 { "Neg" } else { "Exp" },
+            &[Some(y)],
+            &[],
+        );
+        if i == 10 {
+            // A value read much later stays alive until then.
+            y = op(&mut b, "Add", &[Some(y), Some(first)], &[]);
+        }
+    }
+    b.set_output(y, 0).unwrap();
+    let g = b.build_and_reset().unwrap();
+    let cpu = Session::new(&BTreeMap::new()).unwrap();
+    cpu.add_graph(1, g.clone(), &BTreeMap::new()).unwrap();
+    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
+    s.add_graph(1, g, &BTreeMap::new()).unwrap();
+    let before = d.live("device_buffers");
+    let xs = || vec![x(4, 0.3)];
+    close(
+        &s.run_graph(1, xs()).unwrap(),
+        &cpu.run_graph(1, xs()).unwrap(),
+    );
+    close(
+        &s.run_graph(1, xs()).unwrap(),
+        &cpu.run_graph(1, xs()).unwrap(),
+    );
+    let report = s.compile_report(1).unwrap().unwrap().to_string();
+    assert!(report.contains("22 values in 4 device buffers"), "{report}");
+    assert_eq!(d.live("device_buffers") - before, 4);
+    assert_eq!(d.violations(), 0, "{}", d.log());
+}
