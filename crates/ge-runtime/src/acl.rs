@@ -1,8 +1,9 @@
 //! The ACL backend: graphs on an Ascend NPU through `acl-sys`.
 //!
 //! A plan for one input signature owns device buffers for the graph's inputs, constants and
-//! every computed value (views such as Reshape share their input's buffer), and one step per
-//! operator, each an aclnn two-phase call. Eager mode (`ge.graphMode=off`) builds a plan per run
+//! outputs, and buffers that computed values share once the values before them are dead (views
+//! such as Reshape share their input's buffer), and one step per operator, each an aclnn
+//! two-phase call. Eager mode (`ge.graphMode=off`) builds a plan per run
 //! and launches its steps one by one. Graph mode builds the plan on a cache miss, prepares
 //! every step's executor and the workspace first, then captures the launches on the stream
 //! (`aclmdlRICaptureBegin` in global mode ... `aclmdlRICaptureEnd`) and replays the captured
@@ -352,9 +353,10 @@ fn lower(g: &Graph, n: &es_core::Node, in_rank: usize) -> Result<Lowered> {
     })
 }
 
-/// Plans `p` (a prepared graph) on `backend`: checks every node, then allocates the buffers
-/// and loads the constants. Every node the backend cannot run is named in one error.
-pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
+/// Plans `p` (a graph prepared for `signature`) on `backend`: checks every node, then
+/// allocates the buffers and loads the constants. Every node the backend cannot run is named
+/// in one error.
+pub fn build(backend: &Arc<AclBackend>, p: Prepared, signature: Signature) -> Result<AclPlan> {
     let Prepared {
         graph: g,
         data,
@@ -412,9 +414,9 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
     // Values get virtual buffers first (views share their input's); liveness then maps them
     // onto fewer device buffers.
     let mut virt: Vec<usize> = Vec::new();
-    let mut alloc = |bytes: usize| -> Result<usize> {
+    let mut alloc = |bytes: usize| -> usize {
         virt.push(bytes);
-        Ok(virt.len() - 1)
+        virt.len() - 1
     };
     let mut view_of: FxHashMap<OutPort, View> = FxHashMap::default();
     let mut inputs: Vec<Option<View>> = vec![None; data.len()];
@@ -436,7 +438,7 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
                 dtype,
                 dims,
             };
-            v.buf = alloc(v.bytes())?;
+            v.buf = alloc(v.bytes());
             inputs[k] = Some(v.clone());
             view_of.insert(port0, v);
             continue;
@@ -455,7 +457,7 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
                 dtype,
                 dims,
             };
-            v.buf = alloc(tv.data.len())?;
+            v.buf = alloc(tv.data.len());
             consts.push((v.buf, tv.data.to_vec()));
             view_of.insert(port0, v);
             continue;
@@ -494,7 +496,7 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
                     dtype,
                     dims,
                 };
-                out.buf = alloc(out.bytes())?;
+                out.buf = alloc(out.bytes());
                 view_of.insert(port0, out.clone());
                 let arity = match kind {
                     Kind::Binary(_) | Kind::MatMul { .. } => 2,
@@ -579,20 +581,6 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared) -> Result<AclPlan> {
     });
     report.planned_nodes = steps.len();
     report.elapsed = start.elapsed();
-    let signature = data
-        .iter()
-        .zip(&inputs)
-        .map(|(_, v)| match v {
-            Some(v) => crate::plan::InputSignature {
-                dtype: v.dtype,
-                dims: v.dims.iter().map(|&d| d as usize).collect(),
-            },
-            None => crate::plan::InputSignature {
-                dtype: DataType::UNDEFINED,
-                dims: Vec::new(),
-            },
-        })
-        .collect();
     Ok(AclPlan {
         backend: backend.clone(),
         buffers,

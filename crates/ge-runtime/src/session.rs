@@ -352,6 +352,7 @@ impl Session {
             Backend::Acl(b) => Compiled::Acl(acl::build(
                 b,
                 plan::prepare(&e.graph, sig, passes.as_ref())?,
+                sig.clone(),
             )?),
         };
         log::debug!("graph '{}': {}", e.graph.name, plan.report());
