@@ -145,9 +145,7 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
         let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
             return Err(Error::kernel("internal cast error"));
         };
-        if matches!(op, Red::Max | Red::Min) && count == 0 {
-            return Err(Error::kernel("max/min of an empty set"));
-        }
+        // Max/min of an empty set: -inf/+inf (ONNX's and TensorFlow's identities).
         let out = match op {
             Red::Sum => fold(&a, &ax, keep, 0.0, |p, q| p + q),
             Red::Mean => fold(&a, &ax, keep, 0.0, |p, q| p + q).mapv(|s| s / count as f64),
@@ -174,9 +172,8 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
     // Integers: exact in i128; wrapping mod 2^128 then keeping the dtype's low bits is the
     // dtype's own wrap-around.
     let a = to_i128(x).ok_or_else(|| Error::unsupported(format!("{op:?} reduction of {dt}")))?;
-    if matches!(op, Red::Max | Red::Min) && count == 0 {
-        return Err(Error::kernel("max/min of an empty set"));
-    }
+    // Max/min of an empty set: the dtype's lowest/highest value (ONNX, TensorFlow).
+    let (lowest, highest) = int_limits(dt)?;
     let out = match op {
         Red::Sum => fold(&a, &ax, keep, 0, i128::wrapping_add),
         Red::Mean => {
@@ -186,8 +183,8 @@ fn reduce(op: Red, x: &Value, axes: &[i64], keep: bool) -> Result<Value> {
             fold(&a, &ax, keep, 0, i128::wrapping_add).mapv(|s| s / count as i128)
         }
         Red::Prod => fold(&a, &ax, keep, 1, i128::wrapping_mul),
-        Red::Max => fold(&a, &ax, keep, i128::MIN, i128::max),
-        Red::Min => fold(&a, &ax, keep, i128::MAX, i128::min),
+        Red::Max => fold(&a, &ax, keep, lowest, i128::max),
+        Red::Min => fold(&a, &ax, keep, highest, i128::min),
         Red::All | Red::Any => unreachable!("handled above"),
     };
     from_i128(&out, dt)
@@ -209,6 +206,22 @@ fn to_i128(x: &Value) -> Option<ArrayD<i128>> {
 }
 
 /// i128 results into integer dtype `dt`, keeping the low bits (numpy's wrap-around).
+/// The lowest and highest values of an integer dtype.
+fn int_limits(dt: DataType) -> Result<(i128, i128)> {
+    use DataType::*;
+    Ok(match dt {
+        INT8 => (i8::MIN.into(), i8::MAX.into()),
+        INT16 => (i16::MIN.into(), i16::MAX.into()),
+        INT32 => (i32::MIN.into(), i32::MAX.into()),
+        INT64 => (i64::MIN.into(), i64::MAX.into()),
+        UINT8 => (0, u8::MAX.into()),
+        UINT16 => (0, u16::MAX.into()),
+        UINT32 => (0, u32::MAX.into()),
+        UINT64 => (0, u64::MAX.into()),
+        _ => return Err(Error::kernel(format!("{dt} is not an integer dtype"))),
+    })
+}
+
 fn from_i128(a: &ArrayD<i128>, dt: DataType) -> Result<Value> {
     use DataType::*;
     Ok(match dt {
