@@ -122,7 +122,7 @@ impl PySession {
         self.inner.graph_ids()
     }
 
-    /// The resolved options: (device, graph mode, cache capacity, threads).
+    /// The resolved options: (device, graph mode, cache capacity, threads, device id).
     fn _options(&self) -> (String, bool, usize, usize, i32) {
         let o = self.inner.options();
         (
