@@ -98,7 +98,7 @@ impl Tensor {
         Ok(Tensor { api, raw })
     }
 
-    /// A contiguous view of `buffer` from element `offset`.
+    /// A contiguous (row-major) view of `buffer` from its start.
     pub fn contiguous(
         api: &'static Api,
         dtype: ffi::aclDataType,

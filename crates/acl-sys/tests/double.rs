@@ -426,3 +426,38 @@ fn the_test_double_passes_its_self_test() {
         "{text}"
     );
 }
+
+#[test]
+fn device_copies_are_recorded_in_a_capture_and_pinned_host_memory_is_freed() {
+    let (_g, f) = fixture();
+    let mut device = f.acl.open_device(0).unwrap();
+    let mut stream = device.create_stream().unwrap();
+    let (a, b) = (device.alloc(8).unwrap(), device.alloc(8).unwrap());
+    let mut host = device.alloc_host(8).unwrap();
+    assert_eq!(host.as_slice(), &[0u8; 8]);
+    host.as_mut_slice()
+        .copy_from_slice(&f32_bytes(&[1.5, -2.5]));
+    assert_eq!(f.double.live("host_buffers"), 1);
+    device.copy_to_device(&a, 0, host.as_slice()).unwrap();
+    let graph = {
+        let mut cap = stream.capture(&mut device).unwrap();
+        cap.copy_async(&b, 4, &a, 0, 4).unwrap();
+        assert!(cap.copy_async(&b, 6, &a, 0, 4).is_err(), "out of range");
+        cap.end().unwrap()
+    };
+    let mut out = [0u8; 8];
+    device.copy_from_device(&mut out, &b, 0).unwrap();
+    assert_eq!(f32s(&out), vec![0.0, 0.0], "recorded, not run");
+    graph.replay(&mut stream).unwrap();
+    stream.synchronize().unwrap();
+    device.copy_from_device(&mut out, &b, 0).unwrap();
+    assert_eq!(f32s(&out), vec![0.0, 1.5]);
+    // Outside a capture the same copy runs on the stream.
+    stream.copy_async(&b, 0, &a, 4, 4).unwrap();
+    stream.synchronize().unwrap();
+    device.copy_from_device(&mut out, &b, 0).unwrap();
+    assert_eq!(f32s(&out), vec![-2.5, 1.5]);
+    drop((graph, host, a, b, stream, device));
+    assert_eq!(f.double.live("host_buffers"), 0);
+    assert_eq!(f.double.violations(), 0, "{}", f.double.log());
+}

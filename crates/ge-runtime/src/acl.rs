@@ -237,15 +237,14 @@ fn const_ints(g: &Graph, node: &es_core::Node, i: usize, what: &str) -> Result<V
     Ok(Value::from_tensor(t)?.to_i64_vec())
 }
 
+/// `axis` normalised for `rank` (the kernels' rule), as a compile error.
 fn norm(axis: i64, rank: usize) -> Result<i64> {
-    let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) {
-        return Err(Error::Compile(format!(
-            "axis {axis} is out of range for rank {rank}"
-        )));
-    }
-    Ok(a)
+    crate::kernels::norm_axis(axis, rank)
+        .map(|a| a as i64)
+        .map_err(|e| match e {
+            Error::Execution { message, .. } => Error::Compile(message),
+            e => e,
+        })
 }
 
 /// What a node is on the ACL backend: a step, a view of its first input, or unsupported.
@@ -844,7 +843,6 @@ impl AclPlan {
         }
         let mut inner = lock(&self.backend.inner);
         let inner = &mut *inner;
-        inner.device.bind().map_err(dev)?;
         for (x, v) in inputs.iter().zip(&self.inputs) {
             if let Some(v) = v {
                 inner

@@ -392,24 +392,25 @@ impl Session {
                 lock(&e.stats).misses += 1;
                 // Compiled outside the lock: other signatures keep running meanwhile.
                 let p = Arc::new(self.compile(&e, &sig)?);
-                let mut cache = lock(&e.cache);
-                let mut st = lock(&e.stats);
-                if cache.peek(&sig).is_none() {
-                    st.captures += 1;
-                    if let Some((old, evicted)) = cache.push(sig.clone(), p.clone()) {
-                        if old != sig {
-                            st.evictions += 1;
+                let evicted = {
+                    let mut cache = lock(&e.cache);
+                    let mut st = lock(&e.stats);
+                    let mut evicted = None;
+                    if cache.peek(&sig).is_none() {
+                        st.captures += 1;
+                        if let Some((old, plan)) = cache.push(sig.clone(), p.clone()) {
+                            if old != sig {
+                                st.evictions += 1;
+                            }
+                            evicted = Some(plan);
                         }
-                        st.size = cache.len();
-                        // Dropped outside the locks: an ACL plan's captured graph and buffers
-                        // are released here (or by the last run still using it).
-                        drop(cache);
-                        drop(st);
-                        drop(evicted);
-                        return Self::execute(&e, &p, inputs);
                     }
-                }
-                st.size = cache.len();
+                    st.size = cache.len();
+                    evicted
+                };
+                // Dropped outside the locks: an evicted ACL plan's captured graph and buffers
+                // are released here (or by the last run still using it).
+                drop(evicted);
                 p
             }
         };
