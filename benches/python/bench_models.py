@@ -43,7 +43,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -52,6 +51,9 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
+
+# Machine and package versions, and CPU-time counters: the same as bench_run's.
+from bench_run import busy_cpu_s, own_cpu_s, versions
 
 MODELS = ("resnet50", "googlenet", "densenet121", "shufflenet_v2", "squeezenet1_1", "vgg16", "transformer")
 RUNTIMES = ("ort", "tract", "ge")
@@ -407,43 +409,6 @@ def run_worker(spec: Dict[str, Any], timeout: float) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------------------------
-
-
-def versions() -> str:
-    from importlib import metadata
-
-    out = [f"Python {platform.python_version()}"]
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
-        if model:
-            out.append(model)
-    except OSError:
-        pass
-    out.append(f"{os.cpu_count()} CPUs")
-    for dist in ("ge-rs", "onnxruntime", "tract", "torch", "onnx", "numpy"):
-        try:
-            out.append(f"{dist} {metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            pass
-    return "; ".join(out)
-
-
-def busy_cpu_s() -> Optional[float]:
-    try:
-        with open("/proc/stat") as fh:
-            f = [int(v) for v in fh.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = f
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_s() -> float:
-    import resource
-
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def compare(out: np.ndarray, ref: np.ndarray) -> Dict[str, float]:
