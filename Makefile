@@ -28,8 +28,10 @@ check-codegen:
 demo: build
 	$(PY) examples/quickstart.py
 
+# No incremental cache: a one-off full test build does not reuse it, and it
+# would double the debug build's size on disk.
 cargo-test:
-	cargo test --workspace --exclude ge-py
+	CARGO_INCREMENTAL=0 cargo test --workspace --exclude ge-py
 
 bench-smoke:
 	cargo bench -p es-core -p pass-bridge -p acl-sys -p ge-runtime -p ge-onnx -- --test
