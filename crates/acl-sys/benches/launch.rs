@@ -19,7 +19,13 @@ fn launch(c: &mut Criterion) {
     let mut g = c.benchmark_group("acl_test_double_chain");
     for n in [10usize, 100] {
         // a -> b -> a -> ... (Neg), n launches of 64 floats.
-        let step = |i: usize| if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let step = |i: usize| {
+            if i.is_multiple_of(2) {
+                (&a, &b)
+            } else {
+                (&b, &a)
+            }
+        };
         g.bench_with_input(BenchmarkId::new("eager", n), &n, |bch, &n| {
             bch.iter(|| {
                 for i in 0..n {

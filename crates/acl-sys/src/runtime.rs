@@ -288,7 +288,7 @@ impl Device {
     }
 
     fn check_range(what: &str, off: usize, n: usize, len: usize) -> Result<()> {
-        if off.checked_add(n).map_or(true, |end| end > len) {
+        if off.checked_add(n).is_none_or(|end| end > len) {
             return Err(Error::Invalid(format!(
                 "{what}: {n} bytes at offset {off} do not fit a buffer of {len} bytes"
             )));

@@ -576,7 +576,7 @@ impl Ctx<'_> {
     #[cold]
     fn record(&mut self, depth: usize, f: Failure) {
         let deeper = match &self.rec {
-            Some(r) => r.deepest.as_ref().map_or(true, |(d, _)| depth > *d),
+            Some(r) => r.deepest.as_ref().is_none_or(|(d, _)| depth > *d),
             None => false,
         };
         if deeper {

@@ -556,7 +556,7 @@ fn first_sentence(lines: &[String]) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut cut = chars.len();
     for (k, &c) in chars.iter().enumerate() {
-        let end = chars.get(k + 1).map_or(true, |n| n.is_whitespace());
+        let end = chars.get(k + 1).is_none_or(|n| n.is_whitespace());
         if (c == '.' && end) || c == '。' {
             cut = k + 1;
             break;

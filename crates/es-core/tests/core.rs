@@ -461,7 +461,7 @@ fn values_round_trip<T: Element + PartialEq + std::fmt::Debug>(vals: &[T]) {
     assert_eq!(T::DTYPE.size(), Some(std::mem::size_of::<T>()));
     assert_eq!(t.values::<T>().unwrap(), vals);
     // 2-D as well.
-    if vals.len() % 2 == 0 {
+    if vals.len().is_multiple_of(2) {
         let t2 = Tensor::from_values(vals, vec![2, vals.len() as i64 / 2]).unwrap();
         assert_eq!(t2.values::<T>().unwrap(), vals);
     }

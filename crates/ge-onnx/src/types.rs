@@ -297,7 +297,7 @@ fn read_external(t: &TensorProto, name: &str, dir: &DataDir, limits: &Limits) ->
         .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?
         .len();
     let length = length.unwrap_or(size.saturating_sub(offset));
-    if offset.checked_add(length).map_or(true, |end| end > size) {
+    if offset.checked_add(length).is_none_or(|end| end > size) {
         return Err(Error::tr(format!(
             "tensor '{name}': external data [{offset}, {offset}+{length}) is past the end of \
              '{location}' ({size} bytes)"

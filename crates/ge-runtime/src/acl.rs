@@ -785,7 +785,7 @@ impl AclPlan {
             && st
                 .workspace
                 .as_ref()
-                .map_or(true, |w| (w.len() as u64) < need)
+                .is_none_or(|w| (w.len() as u64) < need)
         {
             st.workspace = None;
             st.workspace = Some(device.alloc(need as usize).map_err(dev)?);

@@ -363,7 +363,7 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
     let s = spatial_list(ctx, "strides", n, 1, 1)?;
     let d = spatial_list(ctx, "dilations", n, 1, 1)?;
     let op = spatial_list(ctx, "output_padding", n, 0, 0)?;
-    if xd[0] < 0 || xd[2..].iter().any(|&v| v < 0) || !wd.get(1).is_some_and(|&v| v >= 0) {
+    if xd[0] < 0 || xd[2..].iter().any(|&v| v < 0) || wd.get(1).is_none_or(|&v| v < 0) {
         return Err(Error::unsupported(format!(
             "ConvTranspose: GE's Conv2DTranspose needs the output size at import; the input \
              dims {xd:?} (batch and spatial) and the weight's dim 1 ({wd:?}) must be known"

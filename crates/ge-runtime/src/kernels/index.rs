@@ -1033,7 +1033,7 @@ fn split_sizes(x: &Value, axis: i64, sizes: &[usize]) -> Result<Vec<Value>> {
 fn equal_sizes(x: &Value, axis: i64, num: usize) -> Result<Vec<usize>> {
     let xs = x.shape();
     let ax = norm_axis(axis, xs.len())?;
-    if xs.is_empty() || num == 0 || xs[ax] % num != 0 {
+    if xs.is_empty() || num == 0 || !xs[ax].is_multiple_of(num) {
         return Err(Error::kernel(format!(
             "num_split {num} does not divide dim {ax} of x {xs:?}"
         )));

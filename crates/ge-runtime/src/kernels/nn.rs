@@ -306,7 +306,7 @@ impl Geom {
         };
         let oh = out("height", h, kh, s[0], d[0], pt, pb)?;
         let ow = out("width", w, kw, s[1], d[1], pl, pr)?;
-        if groups == 0 || c % groups != 0 || o % groups != 0 {
+        if groups == 0 || c % groups != 0 || !o.is_multiple_of(groups) {
             return Err(bad());
         }
         Ok(Geom {

@@ -1666,7 +1666,7 @@ fn nms(
             let mut cand: Vec<(f32, usize)> = cs
                 .iter()
                 .enumerate()
-                .filter(|(_, &s)| !s.is_nan() && score_t.map_or(true, |t| s > t))
+                .filter(|(_, &s)| !s.is_nan() && score_t.is_none_or(|t| s > t))
                 .map(|(i, &s)| (s, i))
                 .collect();
             cand.sort_by(|x, y| {

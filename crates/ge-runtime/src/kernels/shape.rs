@@ -52,7 +52,7 @@ fn reshape_target(x: &[usize], want: &[i64]) -> Result<Vec<usize>> {
     }
     if let Some(i) = infer {
         let known: usize = out.iter().product();
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(Error::kernel(format!(
                 "cannot reshape shape {x:?} into {want:?}"
             )));
@@ -297,7 +297,7 @@ fn tile_factory(_: &NodeInfo) -> Result<Kernel> {
         let mut cur = reshape(x, &dims)?;
         for (ax, &r) in reps.iter().enumerate() {
             if r != 1 {
-                let copies: Vec<&Value> = std::iter::repeat(&cur).take(r as usize).collect();
+                let copies: Vec<&Value> = std::iter::repeat_n(&cur, r as usize).collect();
                 cur = if copies.is_empty() {
                     let mut dims = cur.shape().to_vec();
                     dims[ax] = 0;
