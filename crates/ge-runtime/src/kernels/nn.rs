@@ -1075,7 +1075,6 @@ fn batch_norm_factory(info: &NodeInfo) -> Result<Kernel> {
         let xs = x.shape();
         let (_, c, inner) = channels(xs, channel_last)?;
         let cid = |i: usize| (i / inner.max(1)) % c.max(1);
-        let xv = floats(x, "x")?;
         let scale = param(input(inputs, 1)?, c, "scale")?;
         let offset = param(input(inputs, 2)?, c, "offset")?;
         let mean_in = match inputs.get(3).copied().flatten() {
@@ -1086,6 +1085,37 @@ fn batch_norm_factory(info: &NodeInfo) -> Result<Kernel> {
             Some(v) => Some(param(v, c, "variance")?),
             None => None,
         };
+        if !training {
+            if let (Some(m), Some(v)) = (&mean_in, &var_in) {
+                let factor: Vec<f64> = scale
+                    .iter()
+                    .zip(v)
+                    .map(|(&a, &s)| a / (s + eps).sqrt())
+                    .collect();
+                let per = Affine {
+                    shift: m,
+                    factor: &factor,
+                    offset: &offset,
+                };
+                let y = match x {
+                    Value::F32(a) => per_channel_affine(a, channel_last, c, inner, per)?,
+                    Value::F64(a) => per_channel_affine(a, channel_last, c, inner, per)?,
+                    Value::F16(a) => per_channel_affine(a, channel_last, c, inner, per)?,
+                    Value::BF16(a) => per_channel_affine(a, channel_last, c, inner, per)?,
+                    _ => None,
+                };
+                if let Some(y) = y.filter(|_| float_out(y_dt, x.dtype()) == x.dtype()) {
+                    let mut out = vec![y];
+                    for s in [m, v, m, v] {
+                        out.push(from_f64(stat_dt, &[c], s.clone())?);
+                    }
+                    out.push(from_f64(stat_dt, &[1], vec![0.0])?);
+                    out.truncate(n_out);
+                    return Ok(out);
+                }
+            }
+        }
+        let xv = floats(x, "x")?;
         let (m, v, stats) = if training {
             let (bm, bv) = group_stats(&xv, c, cid);
             let count = xv.len().checked_div(c).unwrap_or(0);
@@ -1126,6 +1156,62 @@ fn batch_norm_factory(info: &NodeInfo) -> Result<Kernel> {
         out.truncate(n_out);
         Ok(out)
     }))
+}
+
+/// Per channel k: `y = (x - shift[k]) * factor[k] + offset[k]`.
+#[derive(Clone, Copy)]
+struct Affine<'a> {
+    shift: &'a [f64],
+    factor: &'a [f64],
+    offset: &'a [f64],
+}
+
+/// [`Affine`] over the channels of a standard-layout `x` ([n, c, inner] or [n, inner, c] with
+/// `channel_last`), in f64 per element and rounded once to x's dtype, split across the run's
+/// threads; `None` when x is not in standard layout.
+fn per_channel_affine<T: Elem>(
+    x: &ArrayD<T>,
+    channel_last: bool,
+    c: usize,
+    inner: usize,
+    per: Affine<'_>,
+) -> Result<Option<Value>> {
+    let Some(xs) = x.as_slice() else {
+        return Ok(None);
+    };
+    let Affine {
+        shift,
+        factor,
+        offset,
+    } = per;
+    if shift.len() != c || factor.len() != c || offset.len() != c {
+        return Err(Error::kernel(format!(
+            "BatchNorm parameters need {c} values per channel"
+        )));
+    }
+    // One unit: a channel's run of `inner` elements, or one position's `c` channels.
+    let unit = if channel_last { c } else { inner }.max(1);
+    let mut out = alloc(xs.len(), T::from_f64(0.0))?;
+    par::for_chunks_mut(&mut out, unit, xs.len(), |start, chunk| {
+        let src = &xs[start..start + chunk.len()];
+        for (k, (dst, src)) in chunk.chunks_mut(unit).zip(src.chunks(unit)).enumerate() {
+            if channel_last {
+                for (j, (d, &e)) in dst.iter_mut().zip(src).enumerate() {
+                    *d = T::from_f64((e.to_f64() - shift[j]) * factor[j] + offset[j]);
+                }
+            } else {
+                let ch = (start / unit + k) % c;
+                let (m, f, b) = (shift[ch], factor[ch], offset[ch]);
+                for (d, &e) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64((e.to_f64() - m) * f + b);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let y = ArrayD::from_shape_vec(x.raw_dim(), out)
+        .map_err(|e| Error::kernel(format!("internal error: {e}")))?;
+    Ok(Some(T::wrap(y)))
 }
 
 /// A normalised tensor with each row's mean and variance.
