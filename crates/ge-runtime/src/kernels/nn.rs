@@ -881,6 +881,18 @@ impl PoolGeom {
     }
 }
 
+/// The larger of `b` (seen first) and `v`: `b` when it is NaN or `v` is not larger, so a NaN
+/// anywhere in a window wins and of equal values the first seen is kept.
+#[inline(always)]
+fn keep_max<T: PartialOrd>(b: T, v: T) -> T {
+    #[allow(clippy::eq_op)]
+    if b != b || v <= b {
+        b
+    } else {
+        v
+    }
+}
+
 pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
     x: &ArrayD<T>,
     a: &PoolAttrs,
@@ -890,16 +902,16 @@ pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
     let low = T::from_f64(f64::NEG_INFINITY);
     let dims = g.out_dims();
     let mut y = alloc(numel(&dims)?, low)?;
+    if g.nchw {
+        max_pool_planes(&src, &g, low, &mut y)?;
+        return array(&dims, y);
+    }
     g.each(|at, ry, rx, _, n, c| {
         let mut m: Option<T> = None;
         for iy in ry {
             for ix in rx.clone() {
                 if let Some(&v) = src.get(g.xi(n, c, iy, ix)) {
-                    m = Some(match m {
-                        #[allow(clippy::eq_op)]
-                        Some(b) if b != b || v <= b => b,
-                        _ => v,
-                    });
+                    m = Some(m.map_or(v, |b| keep_max(b, v)));
                 }
             }
         }
@@ -908,6 +920,57 @@ pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
         }
     });
     array(&dims, y)
+}
+
+/// NCHW max pooling plane by plane, separably: each input row's window maxima along W, then
+/// those rows' maxima along H per output row. Rows and columns are visited in the order the
+/// window-by-window scan visits them, so [`keep_max`] keeps the same element (NaN wins, the
+/// first of equal values); a window with no input element gives `low`.
+fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
+    src: &[T],
+    g: &PoolGeom,
+    low: T,
+    y: &mut [T],
+) -> Result<()> {
+    let rows: Vec<Range<usize>> = (0..g.oh).map(|oy| g.window(oy, 0).0).collect();
+    let cols: Vec<Range<usize>> = (0..g.ow).map(|ox| g.window(0, ox).1).collect();
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    if plane_out == 0 || y.is_empty() {
+        return Ok(());
+    }
+    let work = numel(&[g.n, g.c, plane_out, g.kh * g.kw])?;
+    par::for_chunks_mut(y, plane_out, work, |start, ys| {
+        // tmp[iy][ox]: the maximum of input row iy over output column ox's window.
+        let mut tmp: Vec<T> = Vec::with_capacity(g.h * g.ow);
+        for (k, yp) in ys.chunks_exact_mut(plane_out).enumerate() {
+            let p = start / plane_out + k;
+            let xp = sub(src, p * plane_in, plane_in)?;
+            tmp.clear();
+            for iy in 0..g.h {
+                let xr = sub(xp, iy * g.w, g.w)?;
+                tmp.extend(cols.iter().map(|r| {
+                    let mut it = xr[r.clone()].iter().copied();
+                    it.next().map_or(low, |first| it.fold(first, keep_max))
+                }));
+            }
+            for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
+                yr.fill(low);
+                let mut first = true;
+                for iy in r.clone() {
+                    let t = sub(&tmp, iy * g.ow, g.ow)?;
+                    if first {
+                        yr.copy_from_slice(t);
+                        first = false;
+                    } else {
+                        for (d, &v) in yr.iter_mut().zip(t) {
+                            *d = keep_max(*d, v);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Result<Value> {
@@ -1522,6 +1585,52 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The NCHW plane-by-plane max pool keeps exactly the element the window-by-window scan
+        /// keeps (NaN, the first of +0/-0): checked against the NHWC scan of the same data.
+        #[test]
+        fn separable_max_pool_matches_the_window_scan(
+            (n, c, h, w) in (1usize..3, 1usize..4, 1usize..9, 1usize..9),
+            k in (1usize..4, 1usize..4),
+            s in (1usize..4, 1usize..4),
+            pads in proptest::array::uniform4(0usize..3),
+            ceil in any::<bool>(),
+            same in any::<bool>(),
+            picks in proptest::collection::vec(0usize..6, 512),
+        ) {
+            const VALUES: [f32; 6] = [f32::NAN, 0.0, -0.0, 1.0, -2.0, f32::NEG_INFINITY];
+            let len = n * c * h * w;
+            let data: Vec<f32> = (0..len).map(|i| VALUES[picks[i % picks.len()]]).collect();
+            let x = ArrayD::from_shape_vec(IxDyn(&[n, c, h, w]), data).unwrap();
+            // Pads smaller than the window, as the operators require.
+            let pads = [pads[0] % k.0, pads[1] % k.0, pads[2] % k.1, pads[3] % k.1];
+            let pad = if same { PoolPad::Same } else { PoolPad::Explicit { pads, ceil } };
+            let attrs = |nchw| PoolAttrs {
+                nchw,
+                k: [k.0, k.1],
+                s: [s.0, s.1],
+                pad,
+                global: false,
+                avg: None,
+            };
+            let planes = max_pool(&x, &attrs(true));
+            let nhwc = x.view().permuted_axes(IxDyn(&[0, 2, 3, 1])).as_standard_layout().into_owned();
+            let scan = max_pool(&nhwc, &attrs(false));
+            match (planes, scan) {
+                (Ok(a), Ok(b)) => {
+                    let b = b.permuted_axes(IxDyn(&[0, 3, 1, 2]));
+                    prop_assert_eq!(a.shape(), b.shape());
+                    for (p, q) in a.iter().zip(b.iter()) {
+                        prop_assert_eq!(p.to_bits(), q.to_bits());
+                    }
+                }
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "one failed: {:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+    }
 
     #[test]
     fn conv_output_sizes() {
