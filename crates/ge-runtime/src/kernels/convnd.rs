@@ -140,7 +140,7 @@ impl Vol {
 }
 
 /// The outputs `j` in `[lo, hi)` (of `n`) whose input `j * s + off` lies in `[0, size)`.
-fn span(n: usize, s: usize, off: i64, size: usize) -> (usize, usize) {
+pub(super) fn span(n: usize, s: usize, off: i64, size: usize) -> (usize, usize) {
     let (n, s, off, size) = (n as i128, s.max(1) as i128, i128::from(off), size as i128);
     let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
     let hi = if size - off <= 0 {

@@ -883,10 +883,12 @@ impl PoolGeom {
 
 /// The larger of `b` (seen first) and `v`: `b` when it is NaN or `v` is not larger, so a NaN
 /// anywhere in a window wins and of equal values the first seen is kept.
+/// (Both tests always evaluated, so that loops over it vectorise into compares and blends.)
 #[inline(always)]
 fn keep_max<T: PartialOrd>(b: T, v: T) -> T {
     #[allow(clippy::eq_op)]
-    if b != b || v <= b {
+    let keep = (b != b) | (v <= b);
+    if keep {
         b
     } else {
         v
@@ -933,7 +935,6 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
     y: &mut [T],
 ) -> Result<()> {
     let rows: Vec<Range<usize>> = (0..g.oh).map(|oy| g.window(oy, 0).0).collect();
-    let cols: Vec<Range<usize>> = (0..g.ow).map(|ox| g.window(0, ox).1).collect();
     let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
     if plane_out == 0 || y.is_empty() {
         return Ok(());
@@ -946,12 +947,9 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
             let p = start / plane_out + k;
             let xp = sub(src, p * plane_in, plane_in)?;
             tmp.clear();
-            for iy in 0..g.h {
-                let xr = sub(xp, iy * g.w, g.w)?;
-                tmp.extend(cols.iter().map(|r| {
-                    let mut it = xr[r.clone()].iter().copied();
-                    it.next().map_or(low, |first| it.fold(first, keep_max))
-                }));
+            tmp.resize(g.h * g.ow, low);
+            for (iy, t) in tmp.chunks_exact_mut(g.ow).enumerate() {
+                row_maxima(sub(xp, iy * g.w, g.w)?, g, t);
             }
             for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
                 yr.fill(low);
@@ -971,6 +969,54 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
         }
         Ok(())
     })
+}
+
+/// `t[ox]`: the maximum of input row `xr` over output column ox's window, tap by tap (a pass
+/// per kernel column, vectorised at unit stride), in the window scan's order: the first valid
+/// tap of each window assigns (tap 0, or the tap that reads input column 0 at the left edge),
+/// later ones combine; windows with no valid tap keep `t`'s value.
+fn row_maxima<T: Copy + PartialOrd>(xr: &[T], g: &PoolGeom, t: &mut [T]) {
+    for j in 0..g.kw {
+        let off = j as i64 - g.pl as i64;
+        let (lo, hi) = super::convnd::span(t.len(), g.sw, off, xr.len());
+        if lo >= hi {
+            continue;
+        }
+        let ix = |ox: usize| (ox as i64 * g.sw as i64 + off) as usize;
+        // Windows [lo, mid) take this tap first; [mid, hi) combine it.
+        let mid = if j == 0 {
+            hi
+        } else if ix(lo) == 0 {
+            lo + 1
+        } else {
+            lo
+        };
+        for (range, first) in [(lo..mid, true), (mid..hi, false)] {
+            if range.is_empty() {
+                continue;
+            }
+            let src = &xr[ix(range.start)..];
+            let dst = &mut t[range];
+            match (g.sw, first) {
+                (1, true) => dst.copy_from_slice(&src[..dst.len()]),
+                (1, false) => {
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = keep_max(*d, v);
+                    }
+                }
+                (sw, true) => {
+                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                        *d = v;
+                    }
+                }
+                (sw, false) => {
+                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                        *d = keep_max(*d, v);
+                    }
+                }
+            }
+        }
+    }
 }
 
 pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Result<Value> {
