@@ -28,11 +28,35 @@ pub(crate) fn gemm_into<T: LinalgScalar + Send + Sync>(
     let (m, k) = a.dim();
     let n = b.ncols();
     let work = m.saturating_mul(n).saturating_mul(k) / par::MACS_PER_UNIT;
+    if m > THIN_ROWS && k > 0 && avx512() && n >= 2 * SPLIT_COLS && gemm_dtype::<T>() {
+        // Wide products (convolutions: n = output pixels) split by columns across the run's
+        // threads, one single-threaded gemm call each: the gemm crate's own threading gains
+        // nothing on these at 2 threads.
+        let parts = par::chunks_for(work).min(n / SPLIT_COLS);
+        if parts > 1 {
+            use rayon::prelude::*;
+            let cols = n.div_ceil(parts);
+            let blocks: Vec<_> = b
+                .axis_chunks_iter(Axis(1), cols)
+                .zip(c.axis_chunks_iter_mut(Axis(1), cols))
+                .collect();
+            // `thin` takes every block: f32/f64, no empty dim, the views' dims consistent.
+            par::install(|| {
+                blocks.into_par_iter().for_each(|(b, mut c)| {
+                    thin(&a, &b, &mut c, 0);
+                })
+            });
+            return;
+        }
+    }
     if (m <= THIN_ROWS || avx512()) && thin(&a, &b, &mut c, work) {
         return;
     }
     blocked(a, b, c, work);
 }
+
+/// The fewest columns a thread's share of a product split by columns gets.
+const SPLIT_COLS: usize = 64;
 
 /// `c = a @ b` through matrixmultiply (via ndarray), split by rows or columns across the run's
 /// threads when `work` is large.
@@ -85,6 +109,13 @@ fn avx512() -> bool {
     }
 }
 
+/// Whether the `gemm` crate computes products of `T` (f32, f64).
+fn gemm_dtype<T: 'static>() -> bool {
+    use std::any::TypeId;
+    let t = TypeId::of::<T>();
+    t == TypeId::of::<f32>() || t == TypeId::of::<f64>()
+}
+
 /// An f32 or f64 product through the `gemm` crate; false (nothing done) for other dtypes.
 fn thin<T: LinalgScalar + Send + Sync>(
     a: &ArrayView2<'_, T>,
@@ -92,9 +123,7 @@ fn thin<T: LinalgScalar + Send + Sync>(
     c: &mut ArrayViewMut2<'_, T>,
     work: usize,
 ) -> bool {
-    use std::any::TypeId;
-    let t = TypeId::of::<T>();
-    if t != TypeId::of::<f32>() && t != TypeId::of::<f64>() {
+    if !gemm_dtype::<T>() {
         return false;
     }
     let (m, k) = a.dim();
@@ -399,9 +428,9 @@ mod tests {
         assert!(batched(&a, &arr(&[3, 1], vec![0.0; 3]), false, false).is_err());
     }
 
-    /// Both product paths (the gemm crate's and matrixmultiply's, whichever `gemm_into` picks on
-    /// this CPU), on plain and transposed operands, at 1 and 2 threads, against a naive f64
-    /// product.
+    /// Both product paths (the gemm crate's and matrixmultiply's) and whichever `gemm_into`
+    /// picks on this CPU (a split by columns for wide products at 2 threads), on plain and
+    /// transposed operands, at 1 and 2 threads, against a naive f64 product.
     #[test]
     fn both_product_paths_match_a_naive_product() {
         use ndarray::Array2;
@@ -411,6 +440,8 @@ mod tests {
             (64, 147, 200),
             (300, 40, 3),
             (0, 3, 4),
+            (20, 0, 130),
+            (40, 300, 256),
         ] {
             let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f32 - 5.0);
             let b = Array2::from_shape_fn((n, k), |(i, j)| ((i * 5 + j) % 13) as f32 * 0.5);
@@ -424,14 +455,24 @@ mod tests {
                 let work = (m * n * k) << 20;
                 let mut via_gemm = Array2::<f32>::zeros((m, n));
                 let mut via_mm = Array2::<f32>::from_elem((m, n), f32::NAN);
+                let mut picked = Array2::<f32>::from_elem((m, n), f32::NAN);
                 par::run_with(threads, || {
                     let done = thin(&a.view(), &bt, &mut via_gemm.view_mut(), work);
-                    assert!(done || m == 0, "the gemm crate takes f32 products");
+                    if done {
+                        assert!(
+                            m > 0 && k > 0,
+                            "the gemm crate does not take empty products"
+                        );
+                    } else {
+                        assert!(m == 0 || k == 0, "the gemm crate takes f32 products");
+                        via_gemm.fill(0.0);
+                    }
                     blocked(a.view(), bt, via_mm.view_mut(), work);
+                    gemm_into(a.view(), bt, picked.view_mut());
                     Ok(())
                 })
                 .unwrap();
-                for got in [&via_gemm, &via_mm] {
+                for got in [&via_gemm, &via_mm, &picked] {
                     for (g, w) in got.iter().zip(want.iter()) {
                         assert!(
                             (f64::from(*g) - w).abs() <= 1e-4 * w.abs().max(1.0),
