@@ -34,17 +34,9 @@ pub(crate) fn gemm_into<T: LinalgScalar + Send + Sync>(
         // nothing on these at 2 threads.
         let parts = par::chunks_for(work).min(n / SPLIT_COLS);
         if parts > 1 {
-            use rayon::prelude::*;
-            let cols = n.div_ceil(parts);
-            let blocks: Vec<_> = b
-                .axis_chunks_iter(Axis(1), cols)
-                .zip(c.axis_chunks_iter_mut(Axis(1), cols))
-                .collect();
             // `thin` takes every block: f32/f64, no empty dim, the views' dims consistent.
-            par::install(|| {
-                blocks.into_par_iter().for_each(|(b, mut c)| {
-                    thin(&a, &b, &mut c, 0);
-                })
+            by_columns(&a, &b, &mut c, parts, |a, b, mut c| {
+                thin(a, &b, &mut c, 0);
             });
             return;
         }
@@ -53,6 +45,23 @@ pub(crate) fn gemm_into<T: LinalgScalar + Send + Sync>(
         return;
     }
     blocked(a, b, c, work);
+}
+
+/// `f(a, b_j, c_j)` on `parts` column blocks of `b` and `c`, in parallel.
+fn by_columns<T: Send + Sync>(
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+    parts: usize,
+    f: impl Fn(&ArrayView2<'_, T>, ArrayView2<'_, T>, ArrayViewMut2<'_, T>) + Sync,
+) {
+    use rayon::prelude::*;
+    let cols = b.ncols().div_ceil(parts.max(1)).max(1);
+    let blocks: Vec<_> = b
+        .axis_chunks_iter(Axis(1), cols)
+        .zip(c.axis_chunks_iter_mut(Axis(1), cols))
+        .collect();
+    par::install(|| blocks.into_par_iter().for_each(|(b, c)| f(a, b, c)));
 }
 
 /// The fewest columns a thread's share of a product split by columns gets.
@@ -81,16 +90,8 @@ fn blocked<T: LinalgScalar + Send + Sync>(
             })
         });
     } else if parts > 1 && n >= parts * 8 {
-        use rayon::prelude::*;
-        let cols = n.div_ceil(parts);
-        let blocks: Vec<_> = b
-            .axis_chunks_iter(Axis(1), cols)
-            .zip(c.axis_chunks_iter_mut(Axis(1), cols))
-            .collect();
-        par::install(|| {
-            blocks.into_par_iter().for_each(|(b, mut c)| {
-                ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c)
-            })
+        by_columns(&a, &b, &mut c, parts, |a, b, mut c| {
+            ndarray::linalg::general_mat_mul(T::one(), a, &b, T::zero(), &mut c)
         });
     } else {
         ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
