@@ -3,8 +3,8 @@
 //! where it does not pack the right operand: a Linear layer at batch 1 is 5-10× faster than
 //! through matrixmultiply) and, on CPUs with AVX-512, for every product (its AVX-512 kernels
 //! are 1.1-2× faster than matrixmultiply's AVX2 ones on convolution-sized products);
-//! `matrixmultiply` (via ndarray) for the rest, split across the run's threads when large. f16 and bf16 compute in f32 and round once; integers accumulate in their
-//! own type, wrapping.
+//! `matrixmultiply` (via ndarray) for the rest, split across the run's threads when large. f16
+//! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
 use super::elementwise::{broadcast_shape, zip2};
 use super::{input, Factory, Kernel, NodeInfo};
@@ -30,8 +30,8 @@ pub(crate) fn gemm_into<T: LinalgScalar + Send + Sync>(
     let work = m.saturating_mul(n).saturating_mul(k) / par::MACS_PER_UNIT;
     if m > THIN_ROWS && k > 0 && avx512() && n >= 2 * SPLIT_COLS && gemm_dtype::<T>() {
         // Wide products (convolutions: n = output pixels) split by columns across the run's
-        // threads, one single-threaded gemm call each: the gemm crate's own threading gains
-        // nothing on these at 2 threads.
+        // threads, one single-threaded gemm call each: the gemm crate's own threading gained
+        // less on these at 2 threads (BENCHMARKS.md, real models).
         let parts = par::chunks_for(work).min(n / SPLIT_COLS);
         if parts > 1 {
             // `thin` takes every block: f32/f64, no empty dim, the views' dims consistent.

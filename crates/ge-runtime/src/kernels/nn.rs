@@ -951,8 +951,8 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
             for (iy, t) in tmp.chunks_exact_mut(g.ow).enumerate() {
                 row_maxima(sub(xp, iy * g.w, g.w)?, g, t);
             }
+            // (y starts as `low`: a row of windows with no input row keeps it.)
             for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
-                yr.fill(low);
                 let mut first = true;
                 for iy in r.clone() {
                     let t = sub(&tmp, iy * g.ow, g.ow)?;
