@@ -28,13 +28,14 @@ pub(crate) fn gemm_into<T: LinalgScalar + Send + Sync>(
     let (m, k) = a.dim();
     let n = b.ncols();
     let work = m.saturating_mul(n).saturating_mul(k) / par::MACS_PER_UNIT;
-    if m > THIN_ROWS && k > 0 && avx512() && n >= 2 * SPLIT_COLS && gemm_dtype::<T>() {
+    if m > THIN_ROWS && avx512() && n >= 2 * SPLIT_COLS && gemm_dtype::<T>() {
         // Wide products (convolutions: n = output pixels) split by columns across the run's
         // threads, one single-threaded gemm call each: the gemm crate's own threading gained
         // less on these at 2 threads (BENCHMARKS.md, real models).
         let parts = par::chunks_for(work).min(n / SPLIT_COLS);
         if parts > 1 {
-            // `thin` takes every block: f32/f64, no empty dim, the views' dims consistent.
+            // `thin` takes every block: f32/f64, no empty dim (parts > 1 needs work, so k > 0),
+            // the views' dims consistent.
             by_columns(&a, &b, &mut c, parts, |a, b, mut c| {
                 thin(a, &b, &mut c, 0);
             });

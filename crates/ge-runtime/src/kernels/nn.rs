@@ -953,16 +953,13 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
             }
             // (y starts as `low`: a row of windows with no input row keeps it.)
             for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
-                let mut first = true;
-                for iy in r.clone() {
-                    let t = sub(&tmp, iy * g.ow, g.ow)?;
-                    if first {
-                        yr.copy_from_slice(t);
-                        first = false;
-                    } else {
-                        for (d, &v) in yr.iter_mut().zip(t) {
-                            *d = keep_max(*d, v);
-                        }
+                let mut iys = r.clone();
+                if let Some(first) = iys.next() {
+                    yr.copy_from_slice(sub(&tmp, first * g.ow, g.ow)?);
+                }
+                for iy in iys {
+                    for (d, &v) in yr.iter_mut().zip(sub(&tmp, iy * g.ow, g.ow)?) {
+                        *d = keep_max(*d, v);
                     }
                 }
             }

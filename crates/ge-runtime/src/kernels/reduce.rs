@@ -205,7 +205,6 @@ fn to_i128(x: &Value) -> Option<ArrayD<i128>> {
     })
 }
 
-/// i128 results into integer dtype `dt`, keeping the low bits (numpy's wrap-around).
 /// The lowest and highest values of an integer dtype.
 fn int_limits(dt: DataType) -> Result<(i128, i128)> {
     use DataType::*;
@@ -222,6 +221,7 @@ fn int_limits(dt: DataType) -> Result<(i128, i128)> {
     })
 }
 
+/// i128 results into integer dtype `dt`, keeping the low bits (numpy's wrap-around).
 fn from_i128(a: &ArrayD<i128>, dt: DataType) -> Result<Value> {
     use DataType::*;
     Ok(match dt {
