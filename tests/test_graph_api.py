@@ -362,7 +362,7 @@ def test_input_and_output_attrs():
 
 
 def full_desc():
-    d = TensorDesc([4, -1], DataType.DT_FLOAT16, Format.FORMAT_NCHW)
+    d = TensorDesc([4, -1], Format.FORMAT_NCHW, DataType.DT_FLOAT16)
     d.set_origin_shape([1, 4, 2, 2])
     d.set_origin_format(Format.FORMAT_NHWC)
     d.set_placement(Placement.PLACEMENT_DEVICE)
@@ -805,7 +805,7 @@ def test_tensor_numpy_round_trip_every_dtype(dtype):
     t = Tensor(a)
     assert t.get_data_type() == _NP_TO_DT[dtype]
     assert t.get_shape() == [2, 3] and t.get_format() == Format.FORMAT_ND
-    assert t.get_data() == a.astype(a.dtype.newbyteorder("<")).tobytes()
+    assert np.array_equal(np.array(t.get_data(), a.dtype), a, equal_nan=a.dtype.kind in "fc")
     back = t.numpy()
     assert back.dtype == a.dtype and back.shape == a.shape
     assert np.array_equal(back, a, equal_nan=a.dtype.kind in "fc")
@@ -828,15 +828,14 @@ def test_tensor_scalar_and_empty(dtype):
     s = Tensor(sample(dtype, (1,)).reshape(()))
     assert s.get_shape() == [] and s.numpy().shape == ()
     e = Tensor(np.zeros((0, 4), dtype))
-    assert e.get_shape() == [0, 4] and e.get_data() == b"" and e.numpy().shape == (0, 4)
+    assert e.get_shape() == [0, 4] and e.get_data() == [] and e.numpy().shape == (0, 4)
 
 
 def test_tensor_construction_rules():
-    assert Tensor([1, 2, 3]).get_data_type() == DataType.DT_INT64
-    assert Tensor([1.0, 2.0]).get_data_type() == DataType.DT_FLOAT  # Python floats: float32
+    assert Tensor([1, 2, 3], shape=[3]).get_data_type() == DataType.DT_FLOAT  # GE's default
     assert Tensor(np.array([1.0])).get_data_type() == DataType.DT_DOUBLE  # an array keeps its dtype
-    assert Tensor(2.5).get_shape() == []
-    t = Tensor([1.7, -2.2], data_type=DataType.DT_INT32)
+    assert Tensor([2.5]).get_shape() == []  # shape None: a scalar
+    t = Tensor([1.7, -2.2], data_type=DataType.DT_INT32, shape=[2])
     assert t.get_data_type() == DataType.DT_INT32 and t.numpy().tolist() == [1, -2]
     r = Tensor(np.arange(6), shape=[3, 2])
     assert r.get_shape() == [3, 2] and r.numpy().tolist() == [[0, 1], [2, 3], [4, 5]]
@@ -847,22 +846,23 @@ def test_tensor_construction_rules():
     for bad in ([-1], [2, -1], [-2]):
         with pytest.raises(ValueError, match="a tensor needs a known shape"):
             Tensor(shape=bad)
-    with pytest.raises(TypeError, match="shape must be a list of ints"):
+    with pytest.raises(TypeError, match="Shape must be a list of integers"):
         Tensor(shape=[2, "3"])
     empty = Tensor()
-    assert empty.get_data_type() == DataType.DT_FLOAT and empty.get_shape() == [0] and empty.get_data() == b""
+    assert empty.get_data_type() == DataType.DT_FLOAT and empty.get_shape() == [0] and empty.get_data() == []
     assert Tensor(np.arange(4), format=Format.FORMAT_NCHW).get_format() == Format.FORMAT_NCHW
-    assert Tensor(np.arange(4)).get_tensor_desc() == TensorDesc([4], DataType.DT_INT64)
+    assert Tensor(np.arange(4)).get_tensor_desc() == TensorDesc([4], Format.FORMAT_ND, DataType.DT_INT64)
     assert repr(Tensor(np.zeros((2, 3), np.float16))) == "Tensor(DT_FLOAT16[2, 3])"
-    assert Tensor([1, 2]) == Tensor(np.array([1, 2], np.int64)) and Tensor([1, 2]) != Tensor([1, 3])
-    assert Tensor([1, 2]) != Tensor([1, 2], data_type=DataType.DT_INT32)
-    assert Tensor([1, 2]).__eq__("x") is NotImplemented
+    i64 = dict(data_type=DataType.DT_INT64, shape=[2])
+    assert Tensor([1, 2], **i64) == Tensor(np.array([1, 2], np.int64)) and Tensor([1, 2], **i64) != Tensor([1, 3], **i64)
+    assert Tensor([1, 2], **i64) != Tensor([1, 2], data_type=DataType.DT_INT32, shape=[2])
+    assert Tensor([1, 2], **i64).__eq__("x") is NotImplemented
     with pytest.raises(TypeError, match="has no GE data type"):
         Tensor(np.array(["a"]))
     with pytest.raises(TypeError, match="has no GE data type"):
         Tensor(np.zeros(2, np.float128) if hasattr(np, "float128") else np.zeros(2, "datetime64[s]"))
     with pytest.raises(TypeError, match="DT_STRING has no numpy equivalent"):
-        Tensor([1, 2], data_type=DataType.DT_STRING)
+        Tensor(np.array([1, 2]), data_type=DataType.DT_STRING)
 
 
 def test_bf16_tensors_hold_bf16_bits():
@@ -871,17 +871,17 @@ def test_bf16_tensors_hold_bf16_bits():
     t = Tensor(vals, data_type=DataType.DT_BF16)
     assert t.get_data_type() == DataType.DT_BF16 and t.get_shape() == [10]
     assert t.numpy().dtype == np.uint16 and t.numpy().tolist() == want
-    nan = Tensor([float("nan")], data_type=DataType.DT_BF16).numpy()[0]
+    nan = Tensor(np.array([np.nan]), data_type=DataType.DT_BF16).numpy()[0]
     assert (nan & 0x7F80) == 0x7F80 and (nan & 0x7F) != 0
-    assert Tensor(1.5, data_type=DataType.DT_BF16).get_shape() == []
+    assert Tensor(np.array(1.5), data_type=DataType.DT_BF16).get_shape() == []
     # uint16 data is taken as raw bits; ints are values.
     assert Tensor(np.array([0x3FC0], np.uint16), data_type=DataType.DT_BF16).numpy().tolist() == [0x3FC0]
-    assert Tensor([1, 2], data_type=DataType.DT_BF16).numpy().tolist() == [0x3F80, 0x4000]
+    assert Tensor(np.array([1, 2]), data_type=DataType.DT_BF16).numpy().tolist() == [0x3F80, 0x4000]
     # The same bits as the builder's own conversion of a literal.
     b = GraphBuilder("g")
     x = b.create_input(0, data_type=DataType.DT_BF16, shape=[1])
     lit = (x + 1.5).get_producer().get_in_data_nodes_and_port_indexes(1)[0].get_attr("value")
-    assert lit.numpy().tolist() == Tensor(1.5, data_type=DataType.DT_BF16).numpy().tolist()
+    assert lit.numpy().tolist() == Tensor(np.array(1.5), data_type=DataType.DT_BF16).numpy().tolist()
     c = b.create_const(np.array([1.5, -3.0]), DataType.DT_BF16)
     assert c.get_producer().get_attr("value").numpy().tolist() == [0x3FC0, 0xC040]
 
@@ -893,7 +893,7 @@ def test_tensor_desc_fields():
     d = TensorDesc()
     assert (d.get_shape(), d.get_data_type(), d.get_format()) == ([], DataType.DT_FLOAT, Format.FORMAT_ND)
     assert d.get_placement() == Placement.PLACEMENT_HOST
-    d = TensorDesc([2, 3], DataType.DT_INT8, Format.FORMAT_NHWC)
+    d = TensorDesc([2, 3], Format.FORMAT_NHWC, DataType.DT_INT8)
     assert d.get_origin_shape() == [2, 3] and d.get_origin_format() == Format.FORMAT_NHWC
     d.set_shape([4, -1])
     assert d.get_shape() == [4, -1] and d.get_origin_shape() == [2, 3]
@@ -907,9 +907,9 @@ def test_tensor_desc_fields():
     assert d.get_attr("_a") == 1
     with pytest.raises(RuntimeError, match="TensorDesc has no attribute '_b'"):
         d.get_attr("_b")
-    assert repr(d) == "TensorDesc(DT_BF16, [4, -1], FORMAT_NCHW)"
+    assert repr(d) == "TensorDesc(shape=[4, -1], format=0, data_type=27)"
     assert TensorDesc([1]) == TensorDesc([1]) and TensorDesc([1]) != TensorDesc([2])
-    assert TensorDesc([1]) != TensorDesc([1], DataType.DT_INT32) and TensorDesc([1]) != [1]
+    assert TensorDesc([1]) != TensorDesc([1], Format.FORMAT_ND, DataType.DT_INT32) and TensorDesc([1]) != [1]
     e = TensorDesc([1])
     e.set_attr("_x", 1)
     assert e != TensorDesc([1])
@@ -917,21 +917,21 @@ def test_tensor_desc_fields():
 
 def test_tensor_desc_errors():
     d = TensorDesc([2])
-    with pytest.raises(TypeError, match="data_type must be a DataType"):
+    with pytest.raises(TypeError, match="Data type must be a DataType"):
         d.set_data_type(3)
-    with pytest.raises(TypeError, match="format must be a Format"):
+    with pytest.raises(TypeError, match="Format must be a Format"):
         d.set_format(1)
-    with pytest.raises(TypeError, match="format must be a Format"):
+    with pytest.raises(TypeError, match="Format must be a Format"):
         d.set_origin_format("ND")
-    with pytest.raises(TypeError, match="shape must be a list of ints"):
+    with pytest.raises(TypeError, match="shape must be a list of integers"):
         d.set_shape("23")
-    with pytest.raises(TypeError, match="shape must be a list of ints"):
+    with pytest.raises(TypeError, match="shape must be a list of integers"):
         TensorDesc([2, True])
     with pytest.raises(ValueError, match=r"invalid shape \[2, -3\]"):
         TensorDesc([2, -3])
     with pytest.raises(ValueError, match=r"invalid shape \[-2, 3\]"):
         d.set_origin_shape([-2, 3])
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="Data type must be a DataType"):
         TensorDesc([2], data_type=99)
     assert d.get_shape() == [2]
 
@@ -941,18 +941,18 @@ def test_shape():
     assert s.get_dims() == [2, -1, 3] and s.get_dim_num() == 3 and s.get_dim(2) == 3
     assert s.get_shape_size() == -1 and s.is_unknown_shape() and not s.is_unknown_rank()
     assert list(s) == [2, -1, 3] and len(s) == 3 and s == [2, -1, 3] and s == Shape([2, -1, 3])
-    assert s != Shape([2, 3]) and repr(s) == "Shape([2, -1, 3])"
+    assert s != Shape([2, 3]) and repr(s) == "[2, -1, 3]"
     u = Shape([-2])
     assert u.get_dim_num() == -1 and u.get_shape_size() == -1 and u.is_unknown_rank() and u.is_unknown_shape()
     scalar = Shape()
-    assert scalar.get_dims() == [] and scalar.get_dim_num() == 0 and scalar.get_shape_size() == 1
+    assert scalar.get_dims() == [] and scalar.get_dim_num() == 0 and scalar.get_shape_size() == 0
     assert Shape([2, 3, 4]).get_shape_size() == 24 and Shape([2, 0]).get_shape_size() == 0
     assert not Shape([2, 3]).is_unknown_shape()
     with pytest.raises(ValueError, match="invalid shape"):
         Shape([-3])
     with pytest.raises(ValueError, match="invalid shape"):
         Shape([1, -2])
-    with pytest.raises(TypeError, match="shape must be a list of ints"):
+    with pytest.raises(TypeError, match="dims must be a list of integers"):
         Shape([1.0])
     with pytest.raises(IndexError):
         Shape([1]).get_dim(1)

@@ -770,7 +770,7 @@ def test_infer_shape():
     g = b.build_and_reset([Relu(x)])
     relu = [n for n in g.get_all_nodes() if n.type == "Relu"][0]
     data = [n for n in g.get_all_nodes() if n.type == "Data"][0]
-    data.update_output_desc(0, ge.graph.TensorDesc([5, 7], ge.graph.DataType.DT_FLOAT16))
+    data.update_output_desc(0, ge.graph.TensorDesc([5, 7], ge.graph.Format.FORMAT_ND, ge.graph.DataType.DT_FLOAT16))
     infer_shape(relu)
     d = relu.get_output_desc(0)
     assert d.get_shape() == [5, 7] and d.get_data_type() == ge.graph.DataType.DT_FLOAT16

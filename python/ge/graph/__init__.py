@@ -1,10 +1,11 @@
-"""GE's graph API: ``Graph``, ``Node``, ``Tensor``, ``TensorDesc``, and the types."""
+"""GE's graph API: ``Graph``, ``Node``, ``Operator``, ``Tensor``, ``TensorDesc``, ``Shape``, and the types."""
 
 from ge._native import Graph, Node
+from ge.graph.operator import Operator
 from ge.graph.tensor import Tensor
 from ge.graph.tensor_desc import Shape, TensorDesc
 from ge.graph.types import AttrValueType, DataType, DumpFormat, Format, Placement
 
 
-__all__ = ["Graph", "Node", "Tensor", "TensorDesc", "DataType", "Format", "Placement", "DumpFormat",
-           "AttrValueType", "Shape"]
+__all__ = ["Graph", "Node", "Operator", "DataType", "Format", "Placement", "Shape", "Tensor", "TensorDesc",
+           "DumpFormat", "AttrValueType"]

@@ -1,14 +1,26 @@
-"""``Tensor``: a tensor description plus its data, convertible to and from numpy."""
+"""``Tensor``: a tensor description plus its data.
+
+GE's API: ``Tensor(data=None, file_path=None, data_type=DT_FLOAT, format=FORMAT_ND, shape=None,
+placement=PLACEMENT_HOST)``, where ``data`` is a flat list (``shape=None`` is a scalar) and
+``file_path`` a raw binary file of the data type's elements; ``get_data()`` gives the values
+as a nested list shaped like the tensor (a bare number for a scalar); ``set_format`` and
+``set_data_type`` return the tensor; ``to_device``/``to_host`` move it between placements.
+
+Beyond GE: numpy arrays as data (``Tensor(array)`` keeps the array's dtype and shape, any dtype
+numpy has, plus ml_dtypes' bfloat16/float8 as raw bits), nested lists (their nesting is their
+shape), ``Tensor(shape=..., data_type=...)`` as zeros, ``numpy()``, comparison by value.
+"""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+import os
+from typing import Any, List, NoReturn, Optional, Sequence, Union
 
 import numpy as np
 
 from ge._native import TensorData
-from ge.graph.tensor_desc import TensorDesc, _dims
-from ge.graph.types import DataType, Format
+from ge.graph.tensor_desc import Shape, TensorDesc, _dims
+from ge.graph.types import DataType, Format, Placement
 
 _NP_TO_DT = {
     np.dtype(np.float32): DataType.DT_FLOAT,
@@ -37,6 +49,13 @@ _BITS_TYPES = {
     "float8_e5m2": (DataType.DT_FLOAT8_E5M2, np.dtype(np.uint8)),
 }
 _BITS_OF = {dt: bits for dt, bits in _BITS_TYPES.values()}
+
+# The data types GE's constructor takes from a list or a file (EsCreateEsCTensor's).
+_GE_INT_TYPES = (DataType.DT_INT8, DataType.DT_INT16, DataType.DT_INT32, DataType.DT_INT64,
+                 DataType.DT_UINT8, DataType.DT_UINT16, DataType.DT_UINT32, DataType.DT_UINT64)
+GE_CONSTRUCTOR_TYPES = _GE_INT_TYPES + (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BOOL)
+
+TensorValue = Union[int, float, bool, complex, List[Any]]
 
 
 def numpy_dtype(dt: DataType) -> np.dtype:
@@ -69,8 +88,32 @@ def _bf16_bits(values: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(f), quiet_nan, rounded).astype(np.uint16)
 
 
+def _e4m3fn_table() -> np.ndarray:
+    """The float32 value of each float8_e4m3fn bit pattern (bias 7, no infinities, S.1111.111 NaN)."""
+    bits = np.arange(256, dtype=np.uint32)
+    exp, man = (bits >> 3) & 0xF, (bits & 7).astype(np.float32)
+    mag = np.where(exp == 0, man / 8 * 2.0 ** -6, (1 + man / 8) * 2.0 ** (exp.astype(np.float32) - 7))
+    mag = np.where((exp == 0xF) & (man == 7), np.nan, mag)
+    return np.where(bits & 0x80, -mag, mag).astype(np.float32)
+
+
+def _values(array: np.ndarray, dt: DataType) -> np.ndarray:
+    """An array whose ``tolist()`` gives a tensor's values as Python numbers: float32 values as
+    the shortest decimal that reads back as the same float32 (2.1, not 2.0999999046325684),
+    the 16-bit and 8-bit float types exactly."""
+    if dt == DataType.DT_FLOAT:
+        return array.astype(str).astype(np.float64)
+    if dt == DataType.DT_BF16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    if dt == DataType.DT_FLOAT8_E5M2:
+        return (array.astype(np.uint16) << 8).view(np.float16)
+    if dt == DataType.DT_FLOAT8_E4M3FN:
+        return _e4m3fn_table()[array]
+    return array
+
+
 def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> TensorData:
-    """A native tensor from anything numpy can turn into an array."""
+    """A native tensor from anything numpy can turn into an array (the builder's constants)."""
     if isinstance(value, Tensor):
         return value._tensor
     array = np.asarray(value)
@@ -90,43 +133,200 @@ def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> Tens
             array = _bf16_bits(array)  # values; a uint16 array is taken as raw bf16 bits
         else:
             array = array.astype(numpy_dtype(dt))
+    return _native(array, dt, list(array.shape), Format.FORMAT_ND)
+
+
+def _native(array: np.ndarray, dt: DataType, dims: List[int], format: Format) -> TensorData:
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    return TensorData(little.tobytes(order="C"), int(dt), list(array.shape))
+    return TensorData(little.tobytes(order="C"), int(dt), dims, int(format))
+
+
+def _size(dims: Sequence[int]) -> int:
+    size = 1
+    for d in dims:
+        size *= d
+    return size
+
+
+def _ge_data_type(data_type: Any) -> DataType:
+    """A constructor's data type; GE's RuntimeError for a value that is not one."""
+    try:
+        if isinstance(data_type, bool):
+            raise TypeError
+        return DataType(data_type)
+    except (ValueError, TypeError):
+        raise RuntimeError(f"Failed to create Tensor with data type: {data_type}") from None
+
+
+def _list_array(values: List[Any], dt: DataType) -> np.ndarray:
+    """GE's conversion of flat list data: all-bool data is taken as bools, ints for the integer
+    types, floats for DT_FLOAT and DT_FLOAT16; other types are GE's RuntimeError."""
+    all_bool = all(isinstance(v, (bool, np.bool_)) for v in values)
+    if all_bool and dt not in GE_CONSTRUCTOR_TYPES:
+        raise RuntimeError(f"Failed to create Tensor with data type: {int(dt)}")
+    if all_bool and dt == DataType.DT_BOOL:
+        return np.array(values, dtype=np.bool_)
+    if dt in _GE_INT_TYPES:
+        ints = [int(v) for v in values]
+        info = np.iinfo(_DT_TO_NP[dt])
+        for v in ints:
+            if not info.min <= v <= info.max:
+                raise ValueError(f"Value {v} is out of range for {dt.name}")
+        return np.array(ints, dtype=_DT_TO_NP[dt])
+    if dt in (DataType.DT_FLOAT, DataType.DT_FLOAT16):
+        with np.errstate(over="ignore"):  # beyond the type's range: inf, as C's conversion
+            # float16 through float32, as GE rounds it.
+            return np.array([float(v) for v in values], dtype=np.float64).astype(np.float32).astype(_DT_TO_NP[dt])
+    if dt == DataType.DT_DOUBLE:
+        raise RuntimeError("DT_DOUBLE is not supported in python Tensor constructor")
+    raise RuntimeError(f"Failed to create Tensor with data type: {int(dt)}")
+
+
+def _check_count(count: int, dims: List[int], given: Optional[Sequence[int]], what: str) -> None:
+    want = _size(dims)
+    if count != want:
+        scalar = " (shape None is a scalar)" if given is None else ""
+        raise ValueError(f"{what} has {count} elements, shape {dims}{scalar} needs {want}")
+
+
+def _known(dims: List[int]) -> List[int]:
+    if any(d < 0 for d in dims):
+        raise ValueError(f"a tensor needs a known shape, got {dims}")
+    return dims
 
 
 class Tensor:
-    """A tensor: description and bytes.
+    """A tensor: a description (data type, format, shape), its data, and a placement.
 
-    ``Tensor(np.ones((2, 3), np.float32))``, ``Tensor([1, 2, 3], data_type=DataType.DT_INT32)``,
-    ``Tensor()`` is an empty float tensor of shape [0]. ``numpy()`` gives the data back.
+    >>> Tensor([1, 2, 3, 4, 5, 6], None, DataType.DT_INT8, Format.FORMAT_ND, [2, 3]).get_data()
+    [[1, 2, 3], [4, 5, 6]]
+    >>> Tensor(np.ones((2, 3), np.float32)).numpy().shape
+    (2, 3)
     """
 
-    __slots__ = ("_tensor",)
+    __slots__ = ("_tensor", "_placement")
 
-    def __init__(self, data: Any = None, *, data_type: Optional[DataType] = None,
-                 shape: Optional[Sequence[int]] = None, format: Format = Format.FORMAT_ND) -> None:
-        if data is None:
-            dt = DataType.DT_FLOAT if data_type is None else DataType(data_type)
-            dims = _dims(shape) if shape is not None else [0]
-            if any(d < 0 for d in dims):
-                raise ValueError(f"a tensor needs a known shape, got {dims}")
-            size = int(np.prod(dims)) if dims else 1
-            self._tensor = TensorData(bytes(size * numpy_dtype(dt).itemsize), int(dt), dims, int(format))
-            return
-        t = _native_from_array(data, data_type)
-        dims = list(t.shape)
+    def __init__(self, data: Any = None, file_path: Optional[Union[str, os.PathLike]] = None,
+                 data_type: Optional[DataType] = None, format: Format = Format.FORMAT_ND,
+                 shape: Optional[Sequence[int]] = None,
+                 placement: Placement = Placement.PLACEMENT_HOST) -> None:
+        """``data_type`` None is GE's default, DT_FLOAT, except for a numpy array, which keeps
+        its own dtype."""
         if shape is not None:
-            want = list(shape)
-            if int(np.prod(want)) != int(np.prod(dims)):
-                raise ValueError(f"data of shape {dims} cannot take shape {want}")
-            dims = want
-        self._tensor = TensorData(t.data, t.dtype, dims, int(format))
+            shape = _dims(shape, "Shape")
+        if not isinstance(placement, Placement):
+            raise TypeError("Placement must be a Placement")
+        if data is not None and file_path is not None:
+            raise RuntimeError("Tensor should be created either by data or by file")
+        try:
+            fmt = Format(format)
+        except (ValueError, TypeError):
+            raise TypeError("Format must be a Format") from None
+        if data is not None:
+            self._tensor = _from_data(data, data_type, fmt, shape)
+        elif file_path is not None:
+            self._tensor = _from_file(file_path, data_type, fmt, shape)
+        else:
+            dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
+            dims = _known(list(shape)) if shape is not None else [0]
+            self._tensor = _native(np.zeros(dims, numpy_dtype(dt)), dt, dims, fmt)
+        self._placement = Placement.PLACEMENT_HOST
+        if placement == Placement.PLACEMENT_DEVICE:
+            self.to_device()
 
     @classmethod
     def _wrap(cls, native: TensorData) -> "Tensor":
         obj = cls.__new__(cls)
         obj._tensor = native
+        obj._placement = Placement.PLACEMENT_HOST
         return obj
+
+    # GE's properties.
+
+    @property
+    def data(self) -> TensorValue:
+        return self.get_data()
+
+    @property
+    def data_type(self) -> DataType:
+        return self.get_data_type()
+
+    @property
+    def format(self) -> Format:
+        return self.get_format()
+
+    @property
+    def shape(self) -> Shape:
+        return self.get_shape()
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    # GE's accessors.
+
+    def get_data(self) -> TensorValue:
+        """The values as nested lists shaped like the tensor; a bare number for a scalar."""
+        dt = DataType(self._tensor.dtype)
+        try:
+            array = self.numpy()
+        except TypeError:
+            raise RuntimeError(f"Failed to get Tensor data: not supported: values of {dt.name}") from None
+        return _values(array, dt).tolist()
+
+    def get_data_type(self) -> DataType:
+        return DataType(self._tensor.dtype)
+
+    def set_data_type(self, data_type: DataType) -> "Tensor":
+        """Relabels the data as GE does (the bytes stay); the element size must not change (use
+        ``numpy().astype(...)`` to convert values)."""
+        if not isinstance(data_type, DataType):
+            raise TypeError("Data_type must be a DataType")
+        self._relabel(data_type, Format(self._tensor.format), f"Failed to set datatype {int(data_type)}")
+        return self
+
+    def get_format(self) -> Format:
+        return Format(self._tensor.format)
+
+    def set_format(self, format: Format) -> "Tensor":
+        if not isinstance(format, Format):
+            raise TypeError("Format must be a Format")
+        self._relabel(DataType(self._tensor.dtype), format, f"Failed to set format {int(format)}")
+        return self
+
+    def get_shape(self) -> Shape:
+        return Shape(self._tensor.shape)
+
+    def get_placement(self) -> Placement:
+        return self._placement
+
+    def get_tensor_desc(self) -> TensorDesc:
+        desc = TensorDesc(self.get_shape(), self.get_format(), self.get_data_type())
+        return desc.set_placement(self._placement)
+
+    def to_device(self) -> "Tensor":
+        """Marks a host tensor as device-placed. Its bytes stay in host memory: the CPU backend's
+        device memory is host memory, and a session copies inputs to an NPU when it runs."""
+        if self._placement != Placement.PLACEMENT_HOST:
+            raise ValueError("to_device() only supports host tensors")
+        self._placement = Placement.PLACEMENT_DEVICE
+        return self
+
+    def to_host(self) -> "Tensor":
+        """Marks a device-placed tensor as host-placed (its bytes are already in host memory)."""
+        if self._placement != Placement.PLACEMENT_DEVICE:
+            raise ValueError("to_host() only supports device tensors")
+        self._placement = Placement.PLACEMENT_HOST
+        return self
+
+    def _relabel(self, dt: DataType, fmt: Format, failure: str) -> None:
+        t = self._tensor
+        try:
+            self._tensor = TensorData(t.data, int(dt), list(t.shape), int(fmt))
+        except Exception as e:  # noqa: BLE001 - the native error, under GE's message
+            raise RuntimeError(f"{failure}: {e}") from None
+
+    # Beyond GE.
 
     def numpy(self) -> np.ndarray:
         """The data as a writable numpy array of its own (the bytes are copied once; bf16 and the
@@ -135,20 +335,11 @@ class Tensor:
         arr = np.frombuffer(self._tensor.to_bytearray(), dtype=dt.newbyteorder("<")).reshape(self._tensor.shape)
         return arr if arr.dtype == dt else arr.astype(dt)
 
-    def get_data(self) -> bytes:
-        return self._tensor.data
+    def __copy__(self) -> NoReturn:
+        raise RuntimeError("Tensor does not support copy")
 
-    def get_data_type(self) -> DataType:
-        return DataType(self._tensor.dtype)
-
-    def get_shape(self) -> List[int]:
-        return list(self._tensor.shape)
-
-    def get_format(self) -> Format:
-        return Format(self._tensor.format)
-
-    def get_tensor_desc(self) -> TensorDesc:
-        return TensorDesc(shape=self.get_shape(), data_type=self.get_data_type(), format=self.get_format())
+    def __deepcopy__(self, memodict: Any) -> NoReturn:
+        raise RuntimeError("Tensor does not support deepcopy")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tensor):
@@ -156,5 +347,71 @@ class Tensor:
         a, b = self._tensor, other._tensor
         return (a.dtype, a.shape, a.format, a.data) == (b.dtype, b.shape, b.format, b.data)
 
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return f"""
+        Tensor format is {int(self.get_format())},
+        data_type is {int(self.get_data_type())},
+        shape is {self.get_shape()},
+        data is {self.get_data()}
+        """
+
     def __repr__(self) -> str:
-        return f"Tensor({self.get_data_type().name}{self.get_shape()})"
+        return f"Tensor({self.get_data_type().name}{list(self._tensor.shape)})"
+
+
+def _from_data(data: Any, data_type: Optional[DataType], fmt: Format,
+               shape: Optional[List[int]]) -> TensorData:
+    if isinstance(data, (np.ndarray, np.generic)):  # beyond GE: the array's own dtype and shape
+        t = _native_from_array(data, None if data_type is None else _ge_data_type(data_type))
+        dims = list(t.shape)
+        if shape is not None:
+            if _size(shape) != _size(dims):
+                raise ValueError(f"data of shape {dims} cannot take shape {shape}")
+            dims = _known(shape)
+        return TensorData(t.data, t.dtype, dims, int(fmt))
+    if not isinstance(data, list):
+        raise TypeError("data should be List")
+    dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
+    if any(isinstance(v, (list, tuple, np.ndarray)) for v in data):
+        # Beyond GE: nested lists, whose nesting is their shape.
+        nested = np.array(data, dtype=object)
+        values, dims = nested.ravel().tolist(), list(nested.shape)
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+            raise ValueError("nested list data must be rectangular")
+        if shape is not None:
+            dims = _known(shape)
+            _check_count(len(values), dims, shape, "data")
+    else:
+        values, dims = data, _known(list(shape)) if shape is not None else []
+        _check_count(len(values), dims, shape, "data")
+    return _native(_list_array(values, dt).reshape(dims), dt, dims, fmt)
+
+
+def _from_file(file_path: Any, data_type: Optional[DataType], fmt: Format,
+               shape: Optional[List[int]]) -> TensorData:
+    """GE's raw binary file: the elements of the data type, little-endian, at least as many as
+    the shape holds (extra bytes are ignored, as GE does)."""
+    if not isinstance(file_path, (str, os.PathLike)):
+        raise TypeError("file_path must be a string")
+    dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
+    if dt not in GE_CONSTRUCTOR_TYPES:
+        raise RuntimeError(f"Failed to create Tensor from file: not supported: data type {dt.name}")
+    dims = _known(list(shape) if shape is not None else [])
+    try:
+        with open(file_path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise RuntimeError(f"Failed to create Tensor: cannot read '{os.fspath(file_path)}': {e.strerror}") from None
+    item = numpy_dtype(dt).itemsize
+    need = _size(dims) * item
+    if not raw:
+        raise RuntimeError(f"Failed to create Tensor: file '{os.fspath(file_path)}' is empty")
+    if len(raw) < need:
+        raise RuntimeError(f"Failed to create Tensor: file '{os.fspath(file_path)}' has {len(raw)} bytes, "
+                           f"shape {dims} of {dt.name} needs {need}")
+    raw = raw[:need]
+    if dt == DataType.DT_BOOL:  # any nonzero byte is true, as C++'s bool reads it
+        raw = (np.frombuffer(raw, np.uint8) != 0).tobytes()
+    return TensorData(raw, int(dt), dims, int(fmt))
