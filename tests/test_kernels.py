@@ -262,7 +262,7 @@ def run(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str],
             results.append(None)
             errors.append(e)
     if errors[0] is not None or errors[1] is not None:
-        assert type(errors[0]) is type(errors[1]) and str(errors[0]) == str(errors[1]), (
+        assert type(errors[0]) is type(errors[1]) and errors[0].error_message == errors[1].error_message, (
             f"graph mode and eager mode disagree: {errors[0]!r} vs {errors[1]!r}")
         raise errors[0]  # type: ignore[misc]
     g, e = results
@@ -1455,7 +1455,7 @@ def test_fill(shape, seed, index_dt):
 def test_integer_division_by_zero_names_the_node(op, d):
     a = np.array([[1, 2, 3], [4, 5, 6]], NP[d])
     b = np.array([1, 0, 2], NP[d])
-    with pytest.raises(ge.ExecutionError, match=rf"^node '{op}_0' \({op}\): integer division by zero$"):
+    with pytest.raises(ge.ExecutionError, match=rf"; node '{op}_0' \({op}\): integer division by zero$"):
         run(lambda bl, x, y: op_fn(op)(x, y), (a, d), (b, d))
     # DivNoNan gives 0 instead.
     if op == "Div" and d in proto_dtypes("DivNoNan"):
@@ -1499,5 +1499,5 @@ REG_OP(KernelTestNoKernelOp)
     .OP_END_FACTORY_REG(KernelTestNoKernelOp)
 """)
     fn = op_fn("KernelTestNoKernelOp")
-    with pytest.raises(ge.GeError, match=r"^not supported: no CPU kernel for: KernelTestNoKernelOp \(node "):
+    with pytest.raises(ge.GeError, match=r"; not supported: no CPU kernel for: KernelTestNoKernelOp \(node "):
         run(lambda b, h: es.Exp(fn(h)), (np.ones(2, np.float32), "float32"))

@@ -206,7 +206,7 @@ def run(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str],
             results.append(None)
             errors.append(e)
     if errors[0] is not None or errors[1] is not None:
-        assert type(errors[0]) is type(errors[1]) and str(errors[0]) == str(errors[1]), errors
+        assert type(errors[0]) is type(errors[1]) and errors[0].error_message == errors[1].error_message, errors
         raise errors[0]
     g, e = results
     if same:

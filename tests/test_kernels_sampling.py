@@ -298,7 +298,7 @@ def test_tensorflow_resize_errors():
             xh, b.create_const(np.array([2, 2], np.int32)), scales=[2.0, 2.0]
         ),
         x,
-        match="^not supported: ResizeNearestNeighborV2 with non-zero scales",
+        match="; not supported: ResizeNearestNeighborV2 with non-zero scales",
     )
     fails(
         lambda b, xh, sh: ops.ResizeBilinearV2(xh, sh),
@@ -533,14 +533,14 @@ def test_onnx_resize_errors():
             coordinate_transformation_mode="half_pixel_symmetric",
         ),
         x,
-        match="^not supported: Resize with coordinate_transformation_mode",
+        match="; not supported: Resize with coordinate_transformation_mode",
     )
     fails(
         lambda b, xh: ops.Resize(
             xh, None, b.create_const(np.array([1, 1, 2, 2], np.float32)), nearest_mode="nearest"
         ),
         x,
-        match="^not supported: Resize with nearest_mode",
+        match="; not supported: Resize with nearest_mode",
     )
     both = lambda b, xh, sc, sz: ops.Resize(xh, None, sc, sz)
     fails(both, x, np.array([1, 1, 2, 2], np.float32), np.array([1, 1, 4, 4], np.int64), match="both given")
@@ -744,13 +744,13 @@ def test_grid_sampler_unsupported_and_bad_shapes():
         lambda b, xh, gh: ops.GridSampler3D(xh, gh, interpolation_mode="bicubic"),
         x5,
         g5,
-        match="^not supported: GridSampler3D with interpolation_mode",
+        match="; not supported: GridSampler3D with interpolation_mode",
     )
     fails(
         lambda b, xh, gh: ops.GridSampler2D(xh, gh, padding_mode="circular"),
         np.zeros((1, 1, 2, 2), np.float32),
         np.zeros((1, 1, 1, 2), np.float32),
-        match="^not supported: GridSampler2D with padding_mode",
+        match="; not supported: GridSampler2D with padding_mode",
     )
     fails(
         lambda b, xh, gh: ops.GridSampler2D(xh, gh),

@@ -190,11 +190,12 @@ def test_dead_nodes_are_not_run():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_unknown_option_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown option 'ge.nope' \(known: ge.device, ge.exec.deviceId, ge.graphMode, ge.graphCacheCapacity, ge.threads\)"):
+def test_unknown_option_is_a_warning_naming_the_closest_key():
+    # GE accepts unknown keys (with a warning in its log); tests/test_ge_options.py has the rest.
+    with pytest.warns(UserWarning, match=r"unknown option 'ge.nope' ignored"):
         Session({"ge.nope": "1"})
     s = Session()
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.warns(UserWarning, match="did you mean 'ge.graphMode'"):
         s.add_graph(1, mlp(), {"ge.graphmode": "on"})
     with pytest.raises(ValueError, match="ge.graphCacheCapacity must be a positive integer"):
         Session({"ge.graphCacheCapacity": "0"})
@@ -219,13 +220,13 @@ def test_bad_inputs_name_what_is_wrong():
         s.run_graph(1, [np.ones((2, 4))])
     with pytest.raises(ValueError, match=r"must have shape \[2, 4\], got \[3, 4\]"):
         s.run_graph(1, [np.ones((3, 4), np.float32)])
-    with pytest.raises(TypeError, match="list of tensors"):
+    with pytest.raises(TypeError, match="inputs must be a list of Tensor"):
         s.run_graph(1, np.ones((2, 4), np.float32))
     with pytest.raises(ValueError, match="graph id 9 is not in the session"):
         s.run_graph(9, [])
     with pytest.raises(ValueError, match="already in the session"):
         s.add_graph(1, mlp())
-    with pytest.raises(TypeError, match="graph_id must be an int"):
+    with pytest.raises(TypeError, match="Graph_id must be an integer"):
         s.run_graph("1", [])
     s.remove_graph(1)
     with pytest.raises(ValueError, match="not in the session"):
@@ -399,8 +400,9 @@ def test_ge_initialize_loads_plugins_and_sets_defaults(tmp_path, monkeypatch):
     finally:
         GeApi.ge_finalize()
     assert Session().options["ge.graphMode"] == "on"
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.warns(UserWarning, match="unknown option 'ge.bad' ignored"):
         GeApi.ge_initialize({"ge.bad": "1"})
+    GeApi.ge_finalize()
 
 
 def test_cast_and_reduce_through_a_session():

@@ -1,6 +1,7 @@
-"""The ge-rs exception tree (created in Rust, re-exported here).
+"""The ge-rs exception tree (re-exported here).
 
-``GeError`` is the base of ``GraphBuildError``, ``ShapeInferenceError``, ``CompatibilityError``,
+``GeError`` is GE's ``ge.error.GeError`` (a ``RuntimeError`` with ``error_message``, ``api_name``
+and ``context``); the native extension derives the others from it. It is the base of ``GraphBuildError``, ``ShapeInferenceError``, ``CompatibilityError``,
 ``PassError``, ``TranslationError``, ``ExecutionError`` and ``DeviceError``. Where GE's API
 specifies a built-in exception (``TypeError`` for an argument of the wrong type, ``ValueError`` for
 a bad value or tensors of two builders, ``RuntimeError`` for a builder used after

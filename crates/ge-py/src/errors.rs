@@ -1,15 +1,13 @@
 //! The `ge.GeError` tree and the one mapping from es-core errors to Python exceptions.
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::{create_exception, import_exception};
 
-create_exception!(
-    _native,
-    GeError,
-    PyException,
-    "Base class of every ge-rs error."
-);
+// The base of every ge-rs error is GE's `ge.error.GeError` (a RuntimeError with `error_message`,
+// `api_name` and `context`), defined in Python (python/ge/error.py), so that `except
+// ge.error.GeError` catches them all.
+import_exception!(ge.error, GeError);
 create_exception!(
     _native,
     GraphBuildError,

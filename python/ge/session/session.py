@@ -1,0 +1,230 @@
+"""GE's ``Session`` (module ``ge.session.session``), on ge-rs's CPU backend or through ACL.
+
+The GE API (argument checks and messages, return values, ``ge.error.GeError`` failures carrying
+``api_name`` and ``context``) is GE's; ge-rs's extras sit beside it: numpy arrays as inputs,
+``run_graph_async``, ``graph_cache_stats``, ``compile_report``, ``graph_device``,
+``get_graph_ids`` and ``options``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ge._native import SessionCore
+from ge.allocator import Allocator
+from ge.error import _api_call, _set_error_msg, raise_ge_error
+from ge.graph import Graph, Tensor
+from ge.session._options import Options, global_options, sort_options
+
+__all__ = ["Session"]
+
+_log = logging.getLogger("ge.session")
+
+# stream -> the allocator registered for it. Process-wide, as GE's registry of external
+# allocators is; ge-rs records them and never calls them (it keeps its own host memory).
+_external_allocators: Dict[int, Allocator] = {}
+_allocators_lock = threading.Lock()
+
+
+def _check_graph_id(graph_id: Any) -> int:
+    if not isinstance(graph_id, int):
+        raise TypeError("Graph_id must be an integer")
+    if not 0 <= graph_id < 2**32:  # GE would wrap it to 32 bits
+        raise ValueError(f"graph_id must be in [0, 2**32), got {graph_id}")
+    return int(graph_id)
+
+
+def _check_inputs(inputs: Any) -> List[Any]:
+    if not isinstance(inputs, list):
+        raise TypeError("inputs must be a list of Tensor")
+    # ge.graph.Tensor as in GE; numpy arrays (and numpy scalars) are ge-rs's extra.
+    if not all(isinstance(x, (Tensor, np.ndarray, np.generic)) for x in inputs):
+        raise TypeError("All elements in inputs must be the type of Tensor")
+    return list(inputs)
+
+
+def _stream_text(stream: int) -> str:
+    return f"0x{stream:x}"
+
+
+def _reject_null_stream(api_name: str, stream: int, **context: Any) -> None:
+    # GE's C API asserts the stream is not null before it does anything.
+    if stream == 0:
+        _set_error_msg("the stream is null (0)")
+        raise_ge_error(api_name, **context, stream=_stream_text(stream))
+
+
+def _external_allocator(stream: int) -> Optional[Allocator]:
+    """The allocator registered for ``stream`` (recorded, never called), or None."""
+    with _allocators_lock:
+        return _external_allocators.get(stream)
+
+
+class Session:
+    """A session: graphs by id, run on the CPU (or ACL) backend (GE's ``ge.session.Session``).
+
+    ``Session(options=None)``: ``options`` a dict of str to str (see ``ge.session``), over the
+    ones ``GeApi.ge_initialize`` set. A ``Session`` cannot be copied (``RuntimeError``, as in GE).
+    """
+
+    def __init__(self, options: Optional[Dict[str, str]] = None) -> None:
+        if options is None:
+            options = {}
+        elif not isinstance(options, dict):
+            raise TypeError("option must be a dictionary")
+        self._options = sort_options(options, "S", stacklevel=2).over(global_options())
+        with _api_call("CreateSession"):
+            self._core = SessionCore(self._options.ours)
+        self._graph_options: Dict[int, Options] = {}
+        self._log_device_notes()
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._executor_lock = threading.Lock()
+
+    def __copy__(self) -> None:
+        raise RuntimeError("Session does not support copy")
+
+    def __deepcopy__(self, memo: Any) -> None:
+        raise RuntimeError("Session does not support deepcopy")
+
+    # -- GE's API ------------------------------------------------------------------------------
+
+    def add_graph(self, graph_id: int, add_graph: Graph, options: Optional[Dict[str, str]] = None) -> int:
+        """Adds a copy of graph ``add_graph`` under ``graph_id``; ``options`` (a dict of str to
+        str) over the session's. Returns 0, as GE."""
+        if not isinstance(graph_id, int):
+            raise TypeError("Graph_id must be an integer")
+        if not isinstance(add_graph, Graph):
+            raise TypeError("Add_graph must be a Graph")
+        if options is None:
+            options = {}
+        elif not isinstance(options, dict):
+            raise TypeError("options must be a dictionary")
+        graph_id = _check_graph_id(graph_id)
+        graph_options = sort_options(options, "R", stacklevel=2)
+        with _api_call("AddGraph", graph_id=graph_id):
+            self._core.add_graph(graph_id, add_graph, graph_options.ours)
+        self._graph_options[graph_id] = graph_options.over(self._options)
+        self._log_device_notes()
+        return 0
+
+    def remove_graph(self, graph_id: int) -> None:
+        """Removes graph ``graph_id`` (a ``GeError`` when the session has none of that id)."""
+        graph_id = _check_graph_id(graph_id)
+        with _api_call("RemoveGraph", graph_id=graph_id):
+            self._core.remove_graph(graph_id)
+        self._graph_options.pop(graph_id, None)
+
+    def run_graph(self, graph_id: int, inputs: List[Any]) -> List[Tensor]:
+        """Runs graph ``graph_id`` on ``inputs`` (a list, in Data-index order, of
+        ``ge.graph.Tensor`` or, as ge-rs's extra, numpy arrays). Returns the outputs as
+        ``ge.graph.Tensor``."""
+        graph_id = _check_graph_id(graph_id)
+        return self._run("RunGraph", graph_id, _check_inputs(inputs))
+
+    def run_graph_with_stream_async(self, graph_id: int, stream: int, inputs: List[Any]) -> List[Tensor]:
+        """GE's asynchronous run on ``stream`` (an integer handle, not 0). ge-rs runs it at once
+        on the calling thread: the run is finished when this returns (synchronising the stream
+        has nothing left to wait for). The outputs are placed on the device, as GE's are
+        (``PLACEMENT_DEVICE``; ``to_host()`` moves them), but their bytes are in host memory,
+        ge-rs's own, whatever allocator is registered for the stream (it is never called).
+        Checks and failures are GE's (``api_name`` ``RunGraphWithStreamAsync``, ``context``
+        graph_id and stream)."""
+        if not isinstance(graph_id, int):
+            raise TypeError("Graph_id must be an integer")
+        if not isinstance(stream, int):
+            raise TypeError("Stream must be an integer")
+        graph_id = _check_graph_id(graph_id)
+        inputs = _check_inputs(inputs)
+        _reject_null_stream("RunGraphWithStreamAsync", stream, graph_id=graph_id)
+        outputs = self._run("RunGraphWithStreamAsync", graph_id, inputs, stream=_stream_text(stream))
+        return [t.to_device() for t in outputs]
+
+    def register_external_allocator(self, stream: int, allocator: Allocator) -> None:
+        """Registers ``allocator`` (a ``ge.allocator.Allocator``) for ``stream`` (an integer
+        handle, not 0), replacing one registered before; process-wide, as in GE. ge-rs records
+        it and never calls it: runs keep ge-rs's own host memory."""
+        if not isinstance(stream, int):
+            raise TypeError("stream must be an integer")
+        if not isinstance(allocator, Allocator):
+            raise TypeError("allocator must be an Allocator instance")
+        _reject_null_stream("RegisterExternalAllocator", stream)
+        with _allocators_lock:
+            _external_allocators[stream] = allocator
+        _log.debug("allocator %r recorded for stream %s; ge-rs keeps its own host memory and does not call it",
+                   allocator, _stream_text(stream))
+
+    def unregister_external_allocator(self, stream: int) -> None:
+        """Forgets the allocator registered for ``stream`` (none registered is not an error, as
+        in GE)."""
+        if not isinstance(stream, int):
+            raise TypeError("stream must be an integer")
+        _reject_null_stream("UnregisterExternalAllocator", stream)
+        with _allocators_lock:
+            _external_allocators.pop(stream, None)
+
+    # -- ge-rs's extras ------------------------------------------------------------------------
+
+    def run_graph_async(self, graph_id: int, inputs: List[Any]) -> "Future[List[Tensor]]":
+        """Like ``run_graph``, in a worker thread; returns a ``concurrent.futures.Future``."""
+        graph_id = _check_graph_id(graph_id)
+        inputs = _check_inputs(inputs)
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(thread_name_prefix="ge-session")
+            ex = self._executor
+        return ex.submit(self._run, "RunGraph", graph_id, inputs)
+
+    def graph_cache_stats(self, graph_id: int) -> Dict[str, int]:
+        """The plan cache's counters: hits, misses, captures, evictions, size, capacity."""
+        return dict(self._core.graph_cache_stats(_check_graph_id(graph_id)))
+
+    def compile_report(self, graph_id: int) -> Optional[str]:
+        """The latest compile of the graph (nodes per stage, passes, time), or None before its
+        first run; it ends with the GE options recorded for the graph and the unknown ones
+        ignored, when there are any."""
+        graph_id = _check_graph_id(graph_id)
+        report = self._core.compile_report(graph_id)
+        if report is None:
+            return None
+        lines = self._graph_options.get(graph_id, Options()).report_lines()
+        return "\n".join([report.rstrip("\n"), *lines]) if lines else report
+
+    def graph_device(self, graph_id: int) -> str:
+        """Where the graph runs: ``"cpu"`` or ``"acl"`` (``auto`` is resolved when it is added)."""
+        return self._core.graph_device(_check_graph_id(graph_id))
+
+    def get_graph_ids(self) -> List[int]:
+        return list(self._core.graph_ids())
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The options ge-rs interprets, resolved (defaults and environment included)."""
+        device, mode, capacity, threads, device_id = self._core._options()
+        return {
+            "ge.device": device,
+            "ge.exec.deviceId": device_id,
+            "ge.graphMode": "on" if mode else "off",
+            "ge.graphCacheCapacity": capacity,
+            "ge.threads": threads,
+        }
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _run(self, api_name: str, graph_id: int, inputs: List[Any], **context: Any) -> List[Tensor]:
+        with _api_call(api_name, graph_id=graph_id, **context):
+            return list(self._core.run_graph(graph_id, inputs))
+
+    def _log_device_notes(self) -> None:
+        # Why ge.device=auto fell back to the CPU (ACL not found, not initialisable, ...).
+        for note in self._core._take_device_notes():
+            _log.warning("%s", note)
+
+    def __del__(self) -> None:
+        ex = getattr(self, "_executor", None)
+        if ex is not None:
+            ex.shutdown(wait=False)
