@@ -6,7 +6,7 @@ import pytest
 
 import ge
 from ge.es import GraphBuilder, TensorHolder, attr_scope, control_dependency_scope
-from ge.es.all import Add, BatchMatMulV2, Cast, ConcatD, IdentityN, MatMulV2, Relu, SplitD, TopKV2
+from ge.es.all import Add, BatchMatMulV2, Cast, ConcatD, ConcatV2, IdentityN, MatMulV2, Relu, SplitD, TopKV2
 from ge.graph import DataType, DumpFormat, Format
 
 
@@ -95,7 +95,7 @@ def test_tensor_like_follows_the_other_input():
 
 def test_tensor_like_without_a_tensor_uses_ge_default_dtypes():
     b = GraphBuilder("g")
-    t = ConcatD([[1, 2], [3, 4]], concat_dim=0, owner_builder=b)
+    t = ConcatV2([[1, 2], [3, 4]], b.create_scalar_int32(0))  # x has no tensor of its type to follow
     assert t._desc[0] == int(DataType.DT_INT64)
     with pytest.raises(ValueError, match="owner_builder"):
         ConcatD([[1.0], [2.0]], concat_dim=0)
@@ -134,10 +134,10 @@ def test_method_forms_match_ge():
 def test_multi_and_dynamic_outputs():
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[4, 6])
-    parts = SplitD(x, split_dim=1, num_split=3)
+    parts = SplitD(x, 3, split_dim=1, num_split=3)
     assert isinstance(parts, list) and len(parts) == 3
     assert [p._desc[1] for p in parts] == [[4, 2]] * 3
-    ids = IdentityN([x, parts[0]])
+    ids = IdentityN([x, parts[0]], 2)
     assert len(ids) == 2
     top = TopKV2(x, 2)
     assert isinstance(top.values, TensorHolder) and isinstance(top.indices, TensorHolder)
@@ -151,7 +151,7 @@ def test_derived_attribute_is_filled():
     node = y.get_producer()
     assert node.get_attr("N") == 3
     assert y._desc[1] == [6, 3]
-    assert "N" not in inspect.signature(ConcatD).parameters
+    assert inspect.signature(ConcatD).parameters["N"].default == 1  # GE's keyword; its default means len(x)
 
 
 def test_setters_change_description():

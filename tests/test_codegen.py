@@ -1,5 +1,6 @@
-"""The generated op functions follow GE's ES codegen rules, checked through ``inspect.signature``,
-and ``python -m ge.codegen`` generates an importable package for a user's operator library."""
+"""The generated op functions follow GE's ES Python generator's rules (es_generator/py_generator.h),
+checked through ``inspect.signature`` for every operator of the library, and ``python -m ge.codegen``
+generates an importable package for a user's operator library."""
 
 import ast
 import importlib
@@ -7,6 +8,7 @@ import inspect
 import json
 import keyword
 import math
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -20,16 +22,14 @@ from ge.codegen import builtin_library_path
 from ge.es import GraphBuilder, TensorHolder
 from ge.es.all import (Add, BatchNorm, BatchNormOutput, Case, ConcatD, ConcatV2, Const, Conv2D, Exp, IdentityN,
                        If, MatMulV2, Relu, SplitD, TopKV2, TopKV2Output, While)
-from ge.graph import DataType, Graph
+from ge.graph import DataType, Graph, Tensor
 
 P = inspect.Parameter
 LIBRARY = json.loads(builtin_library_path().read_text())
 OPS = {op["name"]: op for op in LIBRARY["operators"]}
 REPO = Path(__file__).resolve().parents[1]
-
-
-def ident(name):
-    return name + "_" if keyword.iskeyword(name) else name
+CPP_KEYWORDS = {"default", "int", "if", "else", "for", "while", "class", "return", "new", "delete", "this",
+                "auto", "bool", "char", "const", "float", "double", "long", "short", "signed", "switch", "case"}
 
 
 def params(fn):
@@ -41,12 +41,17 @@ def layout(fn):
     return [(p.name, p.kind, "-" if p.default is P.empty else p.default) for p in params(fn)]
 
 
-def json_default(ty, v):
-    """The Python value of a JSON attribute default."""
+def f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def ge_default(ty, v):
+    """The Python value of GE's printed default (floats through C's %f of the float32 value)."""
     def f(x):
-        return float(x)  # numbers, and the strings "inf", "-inf", "nan"
+        x = float(x)  # numbers, and the strings "inf", "-inf", "nan"
+        return x if math.isinf(x) or math.isnan(x) else float("%f" % f32(x))
     if ty == "Tensor":
-        return None
+        return "Tensor()" if not v.get("values") else None
     if ty == "Float":
         return f(v)
     if ty == "ListFloat":
@@ -59,6 +64,8 @@ def json_default(ty, v):
 
 
 def same_default(a, b):
+    if b == "Tensor()":
+        return isinstance(a, Tensor) and a.numpy().size == 0
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or a == b
     if isinstance(a, list) and isinstance(b, list):
@@ -66,61 +73,62 @@ def same_default(a, b):
     return type(a) is type(b) and a == b
 
 
+def expected_positional(op):
+    """[(name, has_default)] before the ``*``, by GE's rules."""
+    inputs, outputs = op.get("inputs", []), op.get("outputs", [])
+    names = [i["name"] for i in inputs]
+    dyn_out = [o for o in outputs if o.get("kind") == "dynamic"]
+    defaulted = set()
+    if not dyn_out and not op.get("subgraphs"):
+        for i in inputs:
+            defaulted = defaulted | {i["name"]} if i.get("kind") == "optional" else set()
+    out = [("in_" + i["name"] if keyword.iskeyword(i["name"]) else i["name"], i["name"] in defaulted)
+           for i in inputs]
+    if not inputs:
+        out.insert(0, ("owner_graph_builder", False))
+    elif all(i.get("kind") == "optional" for i in inputs):
+        out.append(("owner_builder", bool(defaulted)))
+    for o in dyn_out:
+        n = o["name"]
+        base = ("ref_" + ("in_" + n if n in CPP_KEYWORDS else n)) if n in names else \
+            ("out_" + n if n in CPP_KEYWORDS else n)
+        out.append((base + "_num", False))
+    out += [("subgraph_" + s["name"] if keyword.iskeyword(s["name"]) else s["name"], False)
+            for s in op.get("subgraphs", [])]
+    return out
+
+
+def attr_ident(name, op):
+    if name in [i["name"] for i in op.get("inputs", [])]:
+        return "attr_" + ("in_" + name if keyword.iskeyword(name) else name)
+    return "attr_" + name if keyword.iskeyword(name) else name
+
+
 def check_follows_rules(fn, op):
     """Checks one generated function against its operator's IR (GE's ES rules)."""
     ps = params(fn)
-    inputs = op.get("inputs", [])
-    # Inputs: positional in IR order; optional ones default to None.
     positional = [p for p in ps if p.kind != P.KEYWORD_ONLY]
-    assert [p.name for p in positional] == [ident(i["name"]) for i in inputs]
-    for p, i in zip(positional, inputs):
-        assert p.kind == P.POSITIONAL_OR_KEYWORD
-        if i.get("kind", "required") == "optional":
-            assert p.default is None, (op["name"], p.name)
-        else:
-            assert p.default is P.empty, (op["name"], p.name)
+    assert all(p.kind == P.POSITIONAL_OR_KEYWORD for p in positional)
+    assert [(p.name, p.default is not P.empty) for p in positional] == expected_positional(op), op["name"]
+    for p in positional:
+        assert p.default in (P.empty, None)
+    # Every IR attribute keyword-only (N included): required first, then defaulted, IR order.
     kw = [p for p in ps if p.kind == P.KEYWORD_ONLY]
     assert len(positional) + len(kw) == len(ps)  # no *args / **kwargs
-    kw_names = [p.name for p in kw]
-    # Dynamic outputs without a count rule take <name>_num.
-    counts = op.get("output_counts") or {}
-    nums = [f"{o['name']}_num" for o in op.get("outputs", []) if o.get("kind") == "dynamic" and o["name"] not in counts]
-    attr_idents = {ident(a["name"]) for a in op.get("attrs", [])}  # e.g. ROIAlign's sample_num
-    assert [n for n in kw_names if n.endswith("_num") and n not in attr_idents] == nums
-    # Attributes: derived ones absent; required first (no default), then defaulted (JSON defaults).
-    derived = set(op.get("derived_attrs") or {})
-    attrs = [a for a in op.get("attrs", []) if a["name"] not in derived]
-    by_name = {p.name: p for p in kw}
-    for d in derived:
-        assert d not in by_name and ident(d) not in by_name
-    assert [n for n in kw_names if n in {ident(a["name"]) for a in attrs}] == \
-        [ident(a["name"]) for a in attrs if a.get("required")] + [ident(a["name"]) for a in attrs if not a.get("required")]
-    last_required = max([kw_names.index(ident(a["name"])) for a in attrs if a.get("required")], default=-1)
-    first_default = min([kw_names.index(ident(a["name"])) for a in attrs if not a.get("required")], default=len(kw))
-    assert last_required < first_default
-    for a in attrs:
-        p = by_name[ident(a["name"])]
+    attrs = op.get("attrs", [])
+    ordered = [a for a in attrs if a.get("required")] + [a for a in attrs if not a.get("required")]
+    assert [p.name for p in kw] == [attr_ident(a["name"], op) for a in ordered], op["name"]
+    for p, a in zip(kw, ordered):
         if a.get("required"):
             assert p.default is P.empty, (op["name"], a["name"])
         else:
-            assert same_default(p.default, json_default(a["type"], a.get("default"))), (op["name"], a["name"], p.default)
-    # Subgraphs are required keywords.
-    for s in op.get("subgraphs", []):
-        assert by_name[ident(s["name"])].default is P.empty
-    # An op without a required input takes owner_builder, last, default None.
-    needs_owner = not any(i.get("kind", "required") == "required" for i in inputs)
-    assert ("owner_builder" in by_name) == needs_owner, op["name"]
-    if needs_owner:
-        assert kw_names[-1] == "owner_builder" and by_name["owner_builder"].default is None
-    expected = set(nums) | {ident(a["name"]) for a in attrs} | {ident(s["name"]) for s in op.get("subgraphs", [])}
-    assert set(kw_names) - {"owner_builder"} == expected
-    # Multi-output ops return a NamedTuple with one field per output.
+            assert same_default(p.default, ge_default(a["type"], a.get("default"))), (op["name"], a["name"], p.default)
+    # Return: one output (or none) a TensorHolder, one dynamic output a list, else <Op>Output.
     ret = inspect.signature(fn).return_annotation
     outputs = op.get("outputs", [])
-    if len(outputs) != 1:
+    if len(outputs) > 1:
         assert ret.__name__ == f"{op['name']}Output" and issubclass(ret, tuple)
-        assert ret._fields == tuple(ident(o["name"]) for o in outputs)
-    elif outputs[0].get("kind") == "dynamic":
+    elif outputs and outputs[0].get("kind") == "dynamic":
         assert ret == List[TensorHolder]
     else:
         assert ret is TensorHolder
@@ -128,7 +136,7 @@ def check_follows_rules(fn, op):
     doc = inspect.getdoc(fn)
     assert doc and doc.strip()
     for p in ps:
-        assert p.name.rstrip("_") in doc, (op["name"], p.name)
+        assert p.name in doc, (op["name"], p.name)
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -142,7 +150,7 @@ def test_every_builtin_op_follows_the_rules(name):
 
 
 def test_all_exports_every_op_and_output_type():
-    multi = [f"{n}Output" for n, op in OPS.items() if len(op.get("outputs", [])) != 1]
+    multi = [f"{n}Output" for n, op in OPS.items() if len(op.get("outputs", [])) > 1]
     assert set(es_all.__all__) == set(OPS) | set(multi)
     assert len(es_all.__all__) == len(set(es_all.__all__))
     for n in es_all.__all__:
@@ -170,40 +178,58 @@ def test_required_attrs_come_before_defaulted_ones():
     assert [(p.name, p.default) for p in params(Exp)[1:]] == [("base", -1.0), ("scale", 1.0), ("shift", 0.0)]
 
 
-def test_dynamic_outputs_without_a_rule_take_a_count():
+def test_dynamic_outputs_take_a_positional_count_then_the_subgraphs():
     assert layout(If) == [
         ("cond", P.POSITIONAL_OR_KEYWORD, "-"), ("input", P.POSITIONAL_OR_KEYWORD, "-"),
-        ("output_num", P.KEYWORD_ONLY, "-"), ("then_branch", P.KEYWORD_ONLY, "-"),
-        ("else_branch", P.KEYWORD_ONLY, "-")]
+        ("output_num", P.POSITIONAL_OR_KEYWORD, "-"), ("then_branch", P.POSITIONAL_OR_KEYWORD, "-"),
+        ("else_branch", P.POSITIONAL_OR_KEYWORD, "-")]
     assert inspect.signature(If).return_annotation == List[TensorHolder]
     assert get_type_hints(If)["then_branch"] is Graph
     assert get_type_hints(Case)["branches"] == List[Graph]
-    assert [p.name for p in params(While)] == ["input", "output_num", "cond", "body", "parallel_iterations",
-                                               "owner_builder"]
-    # A count rule (attr(num_split), len(x)) means no count parameter.
-    assert [p.name for p in params(SplitD)] == ["x", "split_dim", "num_split"]
-    assert [p.name for p in params(IdentityN)] == ["x", "owner_builder"]
+    assert [p.name for p in params(While)] == ["input", "output_num", "cond", "body", "parallel_iterations"]
+    # GE asks for the count even where the library has a rule (num_split, len(x)); the rule checks it.
+    assert [p.name for p in params(SplitD)] == ["x", "y_num", "split_dim", "num_split"]
+    assert [p.name for p in params(IdentityN)] == ["x", "y_num"]
+    b = GraphBuilder("g")
+    x = b.create_input(0, shape=[2, 6])
+    assert len(SplitD(x, 3, split_dim=1, num_split=3)) == 3
+    with pytest.raises(ValueError, match="y_num is 2 but attribute 'num_split' is 3"):
+        SplitD(x, 2, split_dim=1, num_split=3)
+    # Named, the subgraphs and the count still work.
+    c = b.create_input(1, data_type=DataType.DT_BOOL, shape=[])
+    then_b, else_b = GraphBuilder("t"), GraphBuilder("e")
+    for sb in (then_b, else_b):
+        sb.set_graph_output(sb.create_input(0, shape=[2, 6]), 0)
+    (out,) = If(c, [x], output_num=1, then_branch=then_b.build_and_reset(), else_branch=else_b.build_and_reset())
+    assert out.get_producer().type == "If"
 
 
-def test_derived_attrs_are_not_parameters():
+def test_n_is_a_keyword_attribute_checked_against_the_list():
     assert layout(ConcatD) == [("x", P.POSITIONAL_OR_KEYWORD, "-"), ("concat_dim", P.KEYWORD_ONLY, "-"),
-                               ("owner_builder", P.KEYWORD_ONLY, None)]
-    assert "N" not in inspect.signature(ConcatV2).parameters
+                               ("N", P.KEYWORD_ONLY, 1)]
+    assert inspect.signature(ConcatV2).parameters["N"].default == 1
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[2])
-    assert ConcatD([x, x, x, x], concat_dim=0).get_producer().get_attr("N") == 4
-    with pytest.raises(TypeError):
-        ConcatD([x, x], concat_dim=0, N=2)
+    assert ConcatD([x, x, x, x], concat_dim=0).get_producer().get_attr("N") == 4  # default: len(x)
+    assert ConcatD([x, x], concat_dim=0, N=2).get_producer().get_attr("N") == 2
+    with pytest.raises(ValueError, match="attribute 'N' is 3 but input 'x' has 2 tensors"):
+        ConcatD([x, x], concat_dim=0, N=3)
 
 
-def test_ops_without_a_required_input_take_owner_builder():
-    assert layout(Const) == [("value", P.KEYWORD_ONLY, None), ("owner_builder", P.KEYWORD_ONLY, None)]
+def test_ops_without_inputs_take_the_builder_first():
+    assert layout(Const) == [("owner_graph_builder", P.POSITIONAL_OR_KEYWORD, "-"), ("value", P.KEYWORD_ONLY,
+                                                                                      Const.__kwdefaults__["value"])]
+    assert isinstance(Const.__kwdefaults__["value"], Tensor)
     b = GraphBuilder("g")
-    c = ConcatD([[1.0, 2.0], [3.0]], concat_dim=0, owner_builder=b)
+    c = Const(b, value=Tensor([1.0, 2.0], shape=[2]))
     assert c.get_owner_builder() is b
-    with pytest.raises(ValueError, match="owner_builder"):
-        IdentityN([[1.0]])
-    outs = IdentityN([[1.0], [2, 3]], owner_builder=b)
+    # Ops with inputs find the builder from their tensors; none to be found is GE's ValueError.
+    with pytest.raises(ValueError, match="explicit owner_builder is provided when supported"):
+        IdentityN([[1.0]], 1)
+    with pytest.raises(TypeError):
+        IdentityN([[1.0]], 1, owner_builder=b)  # not GE's parameter
+    x = b.create_input(0, shape=[1])
+    outs = IdentityN([x, [2, 3]], 2)  # TensorLike in a list beside a tensor: ours
     assert len(outs) == 2 and all(t.get_owner_builder() is b for t in outs)
 
 
@@ -279,6 +305,21 @@ CUSTOM = {
          "type_vars": {"T": ["DT_FLOAT"]}, "derived_attrs": {"N": "len(x)"}, "output_counts": {"same": "len(x)"}},
         {"name": "MySink", "inputs": [{"name": "x", "kind": "required", "type": ["DT_FLOAT"]}], "outputs": [],
          "attrs": [], "subgraphs": [], "type_vars": {}, "derived_attrs": {}, "output_counts": {}},
+        {"name": "MyFill", "doc": "All inputs optional.",
+         "inputs": [{"name": "a", "kind": "optional", "type": ["DT_FLOAT"]},
+                    {"name": "b", "kind": "optional", "type": ["DT_FLOAT"]}],
+         "outputs": [{"name": "y", "kind": "required", "type": ["DT_FLOAT"]}],
+         "attrs": [{"name": "v", "type": "Float", "default": 1e-7}], "subgraphs": [], "type_vars": {},
+         "derived_attrs": {}, "output_counts": {}},
+        {"name": "MyNames", "doc": "Names GE renames.",
+         "inputs": [{"name": "x", "kind": "optional", "type": ["DT_FLOAT"]},
+                    {"name": "lambda", "kind": "required", "type": ["DT_FLOAT"]},
+                    {"name": "c", "kind": "optional", "type": ["DT_FLOAT"]}],
+         "outputs": [{"name": "x", "kind": "dynamic", "type": ["DT_FLOAT"]},
+                     {"name": "default", "kind": "dynamic", "type": ["DT_FLOAT"]},
+                     {"name": "pass", "kind": "required", "type": ["DT_FLOAT"]}],
+         "attrs": [{"name": "x", "type": "Int", "default": 0}, {"name": "class", "type": "Int", "default": 1}],
+         "subgraphs": [{"name": "if", "kind": "static"}], "type_vars": {}, "derived_attrs": {}, "output_counts": {}},
     ],
 }
 
@@ -296,7 +337,7 @@ def generated(tmp_path, monkeypatch):
     r = subprocess.run([python(), "-m", "ge.codegen", "--ops", str(lib), "--out", str(out), "--package", "myops"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"generated 8 files in {out}",
+    assert r.stdout.splitlines() == [f"generated 10 files in {out}",
                                      'mount it as ge.es.myops: [project.entry-points."ge.es.plugins"] myops = "myops"']
     monkeypatch.syspath_prepend(str(tmp_path))
     for m in [m for m in sys.modules if m == "myops" or m.startswith("myops.")]:
@@ -309,11 +350,11 @@ def generated(tmp_path, monkeypatch):
 
 def test_codegen_cli_writes_a_package(generated):
     out, mod = generated
-    assert sorted(p.name for p in (out / "ops").iterdir()) == ["__init__.py", "my_gather.py", "my_scale.py",
-                                                                "my_sink.py"]
+    assert sorted(p.name for p in (out / "ops").iterdir()) == ["__init__.py", "my_fill.py", "my_gather.py",
+                                                                "my_names.py", "my_scale.py", "my_sink.py"]
     assert (out / "all.py").exists() and (out / "all.pyi").exists()
     ast.parse((out / "all.pyi").read_text())
-    assert mod.__all__ == ["MyScale", "MyGather", "MyGatherOutput", "MySink", "MySinkOutput"]
+    assert mod.__all__ == ["MyScale", "MyGather", "MyGatherOutput", "MySink", "MyFill", "MyNames", "MyNamesOutput"]
     assert "0.1.0" in mod.__doc__
     for op in CUSTOM["operators"]:
         check_follows_rules(getattr(mod, op["name"]), op)
@@ -325,21 +366,33 @@ def test_codegen_cli_signatures(generated):
         ("x", P.POSITIONAL_OR_KEYWORD, "-"), ("bias", P.POSITIONAL_OR_KEYWORD, None),
         ("mode", P.KEYWORD_ONLY, "-"), ("axes", P.KEYWORD_ONLY, "-"),
         ("alpha", P.KEYWORD_ONLY, float("inf")), ("dt", P.KEYWORD_ONLY, DataType.DT_INT8),
-        ("lambda_", P.KEYWORD_ONLY, mod.MyScale.__kwdefaults__["lambda_"]),
+        ("attr_lambda", P.KEYWORD_ONLY, mod.MyScale.__kwdefaults__["attr_lambda"]),
         ("dts", P.KEYWORD_ONLY, [DataType.DT_FLOAT, DataType.DT_BF16]),
         ("grid", P.KEYWORD_ONLY, [[1], [2, 3]]), ("init", P.KEYWORD_ONLY, None),
         ("flags", P.KEYWORD_ONLY, [True]), ("tags", P.KEYWORD_ONLY, ["a"])]
-    lam = mod.MyScale.__kwdefaults__["lambda_"]
+    lam = mod.MyScale.__kwdefaults__["attr_lambda"]
     assert lam[0] == 1.5 and math.isnan(lam[1]) and lam[2] == float("-inf")
     assert inspect.getdoc(mod.MyScale).startswith("Scales x by alpha.")
-    assert [(p.name, p.kind) for p in params(mod.MyGather)] == [
-        ("x", P.POSITIONAL_OR_KEYWORD), ("in_", P.POSITIONAL_OR_KEYWORD), ("rest_num", P.KEYWORD_ONLY),
-        ("body", P.KEYWORD_ONLY), ("branches", P.KEYWORD_ONLY), ("k", P.KEYWORD_ONLY),
-        ("owner_builder", P.KEYWORD_ONLY)]
+    # A dynamic output takes away the optional input's default; counts, then subgraphs, positional.
+    assert [(p.name, p.kind, p.default is P.empty) for p in params(mod.MyGather)] == [
+        ("x", P.POSITIONAL_OR_KEYWORD, True), ("in_in", P.POSITIONAL_OR_KEYWORD, True),
+        ("rest_num", P.POSITIONAL_OR_KEYWORD, True), ("same_num", P.POSITIONAL_OR_KEYWORD, True),
+        ("body", P.POSITIONAL_OR_KEYWORD, True), ("branches", P.POSITIONAL_OR_KEYWORD, True),
+        ("N", P.KEYWORD_ONLY, False), ("k", P.KEYWORD_ONLY, False)]
     assert get_type_hints(mod.MyGather)["branches"] == List[Graph]
     assert mod.MyGatherOutput._fields == ("first", "rest", "same")
     assert inspect.getdoc(mod.MyGather).startswith("The MyGather operator.")
-    assert mod.MySinkOutput._fields == ()
+    # No outputs: a TensorHolder (a handle on the node), no output structure.
+    assert inspect.signature(mod.MySink).return_annotation is TensorHolder
+    assert not hasattr(mod, "MySinkOutput")
+    # All inputs optional: owner_builder after them.
+    assert layout(mod.MyFill) == [("a", P.POSITIONAL_OR_KEYWORD, None), ("b", P.POSITIONAL_OR_KEYWORD, None),
+                                  ("owner_builder", P.POSITIONAL_OR_KEYWORD, None), ("v", P.KEYWORD_ONLY, 0.0)]
+    # GE's renaming: in_ (Python keyword input), ref_/out_ counts by GE's C++ rule, out_ (Python keyword
+    # output field), subgraph_ (keyword subgraph), attr_ (keyword attribute, or an input's name).
+    assert [p.name for p in params(mod.MyNames)] == ["x", "in_lambda", "c", "ref_x_num", "out_default_num",
+                                                    "subgraph_if", "attr_x", "attr_class"]
+    assert mod.MyNamesOutput._fields == ("ref_x", "default", "out_pass")
 
 
 def test_generated_package_registers_its_operators_on_import(generated):

@@ -53,7 +53,7 @@ def test_dynamic_output_count_must_be_valid():
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[4])
     with pytest.raises(ValueError, match="num_split"):
-        SplitD(x, split_dim=0, num_split=-1)
+        SplitD(x, 1, split_dim=0, num_split=-1)
 
 
 def test_subgraph_must_be_a_graph():
@@ -111,7 +111,7 @@ def test_no_panic_reaches_python():
         lambda: b.create_input(1, data_type=9999),
         lambda: b.set_graph_output(x, -1),
         lambda: b.set_graph_output(x, 10**12),
-        lambda: SplitD(x, split_dim=0, num_split=10**9),
+        lambda: SplitD(x, 10**9, split_dim=0, num_split=10**9),
         lambda: Add(x, [[1.0], [2.0, 3.0]]),
         lambda: Add(x, 2**70),
         lambda: Graph.from_bytes(b"GERSGRPH\x01\x00\x00\x00\xff\xff"),

@@ -95,7 +95,7 @@ def test_inputs_and_outputs_size():
     w = b.create_input(1, shape=[6, 2])
     mm = MatMulV2(x, w).get_producer()
     assert (mm.get_inputs_size(), mm.get_outputs_size()) == (4, 1)  # optional inputs count
-    parts = SplitD(x, split_dim=1, num_split=3)
+    parts = SplitD(x, 3, split_dim=1, num_split=3)
     assert (parts[0].get_producer().get_inputs_size(), parts[0].get_producer().get_outputs_size()) == (1, 3)
     cat = ConcatD([parts[2], parts[0], parts[1]], concat_dim=1).get_producer()
     assert (cat.get_inputs_size(), cat.get_outputs_size()) == (3, 1)
@@ -111,7 +111,7 @@ def test_inputs_and_outputs_size():
 def test_in_and_out_data_nodes_and_port_indexes():
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[4, 6])
-    parts = SplitD(x, split_dim=1, num_split=3)
+    parts = SplitD(x, 3, split_dim=1, num_split=3)
     ConcatD([parts[2], parts[0], parts[1]], concat_dim=1)
     top = TopKV2(x, 2)
     r = Relu(top.values)

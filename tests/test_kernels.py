@@ -733,7 +733,7 @@ def test_identity_n_keeps_each_dtype(data):
                    label="dtypes")
     rng = np.random.default_rng(data.draw(SEEDS))
     xs = [values(rng, d, data.draw(shapes(min_side=0))) for d in ds]
-    got = run(lambda b, *hs: es.IdentityN(list(hs)), *zip(xs, ds))
+    got = run(lambda b, *hs: es.IdentityN(list(hs), len(hs)), *zip(xs, ds))
     assert len(got) == len(xs)
     for g, x, d in zip(got, xs, ds):
         check(g, x, d, exact=True, what="IdentityN")

@@ -1093,13 +1093,13 @@ def test_split(op, data):
         with case(op, d):
             x = values(rng, d, shape)
             if op == "Split":
-                got = run(lambda b, h: es.Split(const(b, axis, "int32"), h, num_split=num), (x, d))
+                got = run(lambda b, h: es.Split(const(b, axis, "int32"), h, num, num_split=num), (x, d))
             elif op == "SplitD":
-                got = run(lambda b, h: es.SplitD(h, split_dim=axis, num_split=num), (x, d))
+                got = run(lambda b, h: es.SplitD(h, num, split_dim=axis, num_split=num), (x, d))
             else:
                 sd, ad = cycle(SPLITV["size_splits"], k), cycle(SPLITV["split_dim"], k // 2)
                 got = run(lambda b, h: es.SplitV(h, const(b, np.array(spec).reshape(num), sd),
-                                                 const(b, axis, ad), num_split=num), (x, d))
+                                                 const(b, axis, ad), num, num_split=num), (x, d))
             want = np.split(x, bounds, axis=ax)
             assert len(got) == num
             for g, w in zip(got, want):
@@ -1120,7 +1120,7 @@ def test_unpack(data):
     for d in UNPACK:
         with case("Unpack", d):
             x = values(rng, d, shape)
-            got = run(lambda b, h: es.Unpack(h, num=shape[ax], axis=axis), (x, d))
+            got = run(lambda b, h: es.Unpack(h, shape[ax], num=shape[ax], axis=axis), (x, d))
             assert len(got) == shape[ax]
             for i, g in enumerate(got):
                 same(g, np.take(x, i, axis=ax), d, f"Unpack {shape} axis {axis} part {i}")

@@ -778,16 +778,16 @@ def test_reverse_split_unpack():
     x = rand(rng, (4, 6, 3))
     y = run1(lambda b, xh: ops.ReverseV2(xh, const(b, [0, -1])), x)
     np.testing.assert_array_equal(y, x[::-1, :, ::-1])
-    outs = run(lambda _, xh: ops.SplitD(xh, split_dim=1, num_split=3), x)
+    outs = run(lambda _, xh: ops.SplitD(xh, 3, split_dim=1, num_split=3), x)
     for got, want in zip(outs, np.split(x, 3, axis=1)):
         np.testing.assert_array_equal(got, want)
-    outs = run(lambda b, xh: ops.Split(const(b, 0), xh, num_split=2), x)
+    outs = run(lambda b, xh: ops.Split(const(b, 0), xh, 2, num_split=2), x)
     for got, want in zip(outs, np.split(x, 2, axis=0)):
         np.testing.assert_array_equal(got, want)
-    outs = run(lambda b, xh: ops.SplitV(xh, const(b, [1, -1, 2]), const(b, -2), num_split=3), x)
+    outs = run(lambda b, xh: ops.SplitV(xh, const(b, [1, -1, 2]), const(b, -2), 3, num_split=3), x)
     for got, want in zip(outs, np.split(x, [1, 4], axis=1)):
         np.testing.assert_array_equal(got, want)
-    outs = run(lambda _, xh: ops.Unpack(xh, num=3, axis=2), x)
+    outs = run(lambda _, xh: ops.Unpack(xh, 3, num=3, axis=2), x)
     for k, got in enumerate(outs):
         np.testing.assert_array_equal(got, x[:, :, k])
 
@@ -977,8 +977,8 @@ def test_extreme_values_are_errors_not_panics():
         (lambda _, xh, o, s: ops.Slice(xh, o, s), x, i64(1, 0), i64(big.max, 1)),
         (lambda _, xh, k: ops.TopKV2(xh, k), x, i32(-1)),
         (lambda _, xh, a: ops.Cumsum(xh, a), x, i32(5)),
-        (lambda b, xh, s: ops.SplitV(xh, s, const(b, 1), num_split=2), x, i32(-1, -1)),
-        (lambda b, xh, s: ops.SplitV(xh, s, const(b, 1), num_split=2), x, i32(-5, 8)),
+        (lambda b, xh, s: ops.SplitV(xh, s, const(b, 1), 2, num_split=2), x, i32(-1, -1)),
+        (lambda b, xh, s: ops.SplitV(xh, s, const(b, 1), 2, num_split=2), x, i32(-5, 8)),
         (lambda _, xh, p: ops.PadV3(xh, p), x, i64(big.max, big.max, 0, 0)),
         (lambda _, xh, p: ops.PadV3(xh, p), x, i64(-3, 0, 0, 0)),
         (lambda _, xh, p: ops.PadV3(xh, p, mode="edge"), np.zeros((0, 2), np.float32), i64(1, 0, 0, 0)),

@@ -195,7 +195,7 @@ def _shape_graph():
     t = Transpose(x, b.create_const_int64([2, 0, 1]))
     s = SoftmaxV2(t, axes=[1])
     p = Pack([x, x], axis=-1)
-    parts = SplitV(x, b.create_const_int32([1, -1]), b.create_scalar_int32(2), num_split=2)
+    parts = SplitV(x, b.create_const_int32([1, -1]), b.create_scalar_int32(2), 2, num_split=2)
     c = ConcatV2([parts[1], parts[0]], b.create_scalar_int32(-1))
     gth = GatherV2(x, i, b.create_scalar_int32(1))
     mean = ReduceMeanD(Tanh(x), axes=[0, 2], keep_dims=True)

@@ -46,3 +46,25 @@ def test_class_members_match():
             inspect.getattr_static(obj, n), (property, type(_native.Graph.name)))}
         actual -= {"__new__"}
         assert names - {"__new__"} == actual, cls
+
+
+ES_ALL_STUB = Path(ge.__file__).parent / "es" / "all.pyi"
+
+
+def test_es_all_stub_has_the_generated_signatures():
+    """``ge/es/all.pyi`` declares every ES function with the signature of its module, and every
+    output structure with its fields."""
+    import ge.es.all as es_all
+
+    tree = ast.parse(ES_ALL_STUB.read_text())
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert set(funcs) | set(classes) == set(es_all.__all__)
+    for name, node in funcs.items():
+        real = ast.parse(inspect.getsource(getattr(es_all, name))).body[0]
+        assert isinstance(real, ast.FunctionDef)
+        assert ast.dump(node.args) == ast.dump(real.args), name
+        assert ast.dump(node.returns) == ast.dump(real.returns), name
+    for name, node in classes.items():
+        fields = tuple(n.target.id for n in node.body if isinstance(n, ast.AnnAssign))
+        assert fields == getattr(es_all, name)._fields, name

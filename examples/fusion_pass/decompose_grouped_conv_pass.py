@@ -87,12 +87,12 @@ class DecomposeGroupedConvToSplitedPass(DecomposePass):
         builder = GraphBuilder("replacement")
         x = builder.create_input(0, shape=UNKNOWN_RANK)
         weights = builder.create_input(1, shape=UNKNOWN_RANK)
-        xs = Split(builder.create_scalar_int32(1), x, num_split=groups)
-        ws = Split(builder.create_scalar_int32(0), weights, num_split=groups)
+        xs = Split(builder.create_scalar_int32(1), x, groups, num_split=groups)
+        ws = Split(builder.create_scalar_int32(0), weights, groups, num_split=groups)
         bs: List[TensorHolder] = []
         if has_bias:
             bias = builder.create_input(2, shape=UNKNOWN_RANK)
-            bs = Split(builder.create_scalar_int32(0), bias, num_split=groups)
+            bs = Split(builder.create_scalar_int32(0), bias, groups, num_split=groups)
         convs: List[Union[TensorHolder, TensorLike]] = [  # (ConcatV2 takes a list of either)
             Conv2D(
                 xs[i],

@@ -156,7 +156,7 @@ def build_replacement(key: GroupKey, n: int) -> Graph:
     x2: List[Union[TensorHolder, TensorLike]] = [
         b.create_input(n + i, shape=list(key.x2_shape), data_type=dtype) for i in range(n)]
     y = BatchMatMulV2(Pack(x1, axis=0), Pack(x2, axis=0), adj_x1=key.transpose_x1, adj_x2=key.transpose_x2)
-    parts = Split(b.create_scalar_int32(0), y, num_split=n)
+    parts = Split(b.create_scalar_int32(0), y, n, num_split=n)
     return b.build_and_reset([Squeeze(p, axis=[0]) for p in parts])
 
 

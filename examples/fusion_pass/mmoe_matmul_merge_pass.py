@@ -143,7 +143,7 @@ def build_replacement(key: GroupKey, mms: List[Node]) -> Graph:
     y = MatMulV2(x1, x2, transpose_x1=key.transpose_x1, transpose_x2=key.transpose_x2)
     split_dim = key.const_idx  # output columns for x @ W, rows for W @ x
     size = mms[0].get_output_desc(0).get_shape()[split_dim]
-    parts = SplitV(y, b.create_const_int64([size] * len(mms)), b.create_scalar_int32(split_dim),
+    parts = SplitV(y, b.create_const_int64([size] * len(mms)), b.create_scalar_int32(split_dim), len(mms),
                    num_split=len(mms))
     return b.build_and_reset(list(parts))
 

@@ -7,7 +7,7 @@ use crate::convert::{
 use crate::errors::IntoPyResult;
 use crate::graph::{GraphSource, PyGraph, PyNode};
 use es_core::builder::OpArgs;
-use es_core::ops::{IoKind, OpProto, SubgraphKind, TypeSpec};
+use es_core::ops::{AttrDef, CountRule, IoKind, OpProto, SubgraphKind, TypeSpec};
 use es_core::{AttrValue, DataType, GraphBuilder, NodeId, OutPort, Shape, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -745,12 +745,88 @@ fn classify<'py>(v: &Bound<'py, PyAny>) -> Arg<'py> {
     }
 }
 
+/// The attributes in the order of GE's generated parameters: required ones first, then those
+/// with defaults, each group in IR order (derived ones included).
+fn ge_attr_order(p: &OpProto) -> Vec<&AttrDef> {
+    let mut v: Vec<&AttrDef> = p.attrs.iter().collect();
+    v.sort_by_key(|a| !a.required());
+    v
+}
+
+/// A float default as GE's generated signature shows it: C's `%f` of the float32 value
+/// (`1e-07` shows as `0.000000`).
+fn ge_printed(x: f32) -> f32 {
+    format!("{:.6}", x as f64)
+        .parse::<f64>()
+        .map_or(x, |v| v as f32)
+}
+
+/// Whether `v` equals the default `d` as GE's generated C compares them (float32 values against
+/// the printed default). Tensors are always set, as in GE.
+fn is_ge_default(v: &AttrValue, d: &AttrValue) -> bool {
+    let same = |a: f32, b: f32| a == b || a == ge_printed(b);
+    match (v, d) {
+        (AttrValue::Float(a), AttrValue::Float(b)) => same(*a, *b),
+        (AttrValue::ListFloat(a), AttrValue::ListFloat(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(*x, *y))
+        }
+        (AttrValue::Tensor(_), _) => false,
+        _ => v == d,
+    }
+}
+
+/// A given `<output>_num` against the library's count rule (the number of instances of a
+/// dynamic input, or an Int attribute). An attribute out of range is left to the builder's
+/// own error.
+fn check_count_rule(
+    p: &OpProto,
+    args: &OpArgs,
+    rule: &CountRule,
+    out: &str,
+    n: i64,
+) -> PyResult<()> {
+    let (want, what) = match rule {
+        CountRule::LenOf(i) => {
+            let Some(k) = p.inputs.iter().position(|d| &d.name == i) else {
+                return Ok(());
+            };
+            let len = args.inputs.get(k).map_or(0, Vec::len) as i64;
+            (len, format!("input '{i}' has {len} tensors"))
+        }
+        CountRule::Attr(a) => {
+            let v = args
+                .attrs
+                .get(a)
+                .or_else(|| {
+                    p.attrs
+                        .iter()
+                        .find(|d| &d.name == a)
+                        .and_then(|d| d.default.as_ref())
+                })
+                .and_then(AttrValue::as_int);
+            match v {
+                Some(v) if (0..=1_000_000).contains(&v) => (v, format!("attribute '{a}' is {v}")),
+                _ => return Ok(()),
+            }
+        }
+    };
+    if want != n {
+        return Err(PyValueError::new_err(format!(
+            "{}: {out}_num is {n} but {what}",
+            p.name
+        )));
+    }
+    Ok(())
+}
+
 /// The entry of every generated op function.
 ///
 /// `inputs`: one item per IR input (a tensor, a TensorLike, None for an absent optional input,
-/// or a list for a dynamic input). `attrs`: the caller-supplied attributes in the order of
-/// `OpProto::user_attrs`. `subgraphs`: one item per subgraph declaration (a Graph, or a list for a
-/// dynamic one). `counts`: instance counts of dynamic outputs without a rule, in output order.
+/// or a list for a dynamic input). `attrs`: attribute values in GE's parameter order (required
+/// ones, then those with defaults; None or the shown default: the library's default).
+/// `subgraphs`: one item per subgraph declaration (a Graph, or a list for a dynamic one).
+/// `counts`: one instance count per dynamic output, in output order (checked against a count
+/// rule where the library has one; may be left out for outputs with rules).
 #[pyfunction]
 #[pyo3(signature = (op_type, inputs, attrs = None, subgraphs = None, counts = None, owner_builder = None))]
 pub fn _call_op(
@@ -806,7 +882,7 @@ pub fn call_op_impl(
     }
     let (Some(cell), Some(owner)) = (cell, owner) else {
         return Err(PyValueError::new_err(format!(
-            "{op_type}: please ensure at least one input tensor or an explicit owner_builder is provided"
+            "{op_type}: Please ensure at least one input tensor or an explicit owner_builder is provided when supported"
         )));
     };
     let mut st = cell.usable(op_type)?;
@@ -925,22 +1001,27 @@ pub fn call_op_impl(
             }
             op_args.inputs.push(ports);
         }
-        // Attributes.
+        // Attributes, in GE's parameter order (required ones, then those with defaults). Like
+        // GE's generated C, a value equal to the default the signature shows sets nothing: the
+        // node keeps the library's default, and a derived attribute (ConcatV2's N) is derived.
         if let Some(attrs) = attrs.filter(|a| !a.is_empty()) {
-            let user = p.user_attrs();
-            if attrs.len() > user.len() {
+            let order = ge_attr_order(p);
+            if attrs.len() > order.len() {
                 return Err(PyTypeError::new_err(format!(
                     "{}() takes {} attributes, got {}",
                     p.name,
-                    user.len(),
+                    order.len(),
                     attrs.len()
                 )));
             }
-            for (def, v) in user.iter().zip(attrs.iter()) {
+            for (def, v) in order.iter().zip(attrs.iter()) {
                 if v.is_none() && def.default.is_some() {
                     continue;
                 }
                 let a = attr_from_py(&v, def.ty, &format!("{}: attribute '{}'", p.name, def.name))?;
+                if def.default.as_ref().is_some_and(|d| is_ge_default(&a, d)) {
+                    continue;
+                }
                 op_args.attrs.insert(def.name.clone(), a);
             }
         }
@@ -970,29 +1051,56 @@ pub fn call_op_impl(
                 op_args.subgraphs.push(graphs);
             }
         }
-        // Dynamic output counts.
-        let mut counts_iter = counts
-            .map(|c| c.iter().collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter();
-        for def in &p.outputs {
-            if def.kind == IoKind::Dynamic && !p.output_counts.contains_key(&def.name) {
-                let Some(c) = counts_iter.next() else {
-                    return Err(PyTypeError::new_err(format!(
-                        "{}: {}_num is required",
-                        p.name, def.name
-                    )));
-                };
-                let n: i64 = c.extract().map_err(|_| {
-                    PyTypeError::new_err(format!("{}: {}_num must be an int", p.name, def.name))
-                })?;
-                if n < 0 {
-                    return Err(PyValueError::new_err(format!(
-                        "{}: {}_num must be >= 0, got {n}",
-                        p.name, def.name
-                    )));
+        // Dynamic output counts: one per dynamic output (GE's `<output>_num`); where the library
+        // has a count rule, the count must agree with it.
+        let given: Vec<Bound<'_, PyAny>> = counts.map(|c| c.iter().collect()).unwrap_or_default();
+        let dynamic: Vec<&str> = p
+            .outputs
+            .iter()
+            .filter(|d| d.kind == IoKind::Dynamic)
+            .map(|d| d.name.as_str())
+            .collect();
+        if !given.is_empty() && given.len() != dynamic.len() {
+            return Err(PyTypeError::new_err(format!(
+                "{}() takes {} output counts ({}), got {}",
+                p.name,
+                dynamic.len(),
+                dynamic
+                    .iter()
+                    .map(|d| format!("{d}_num"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                given.len()
+            )));
+        }
+        for (k, out) in dynamic.iter().enumerate() {
+            let n = match given.get(k) {
+                None => None,
+                Some(c) => {
+                    let n: i64 = c.extract().map_err(|_| {
+                        PyTypeError::new_err(format!("{}: {out}_num must be an int", p.name))
+                    })?;
+                    if n < 0 {
+                        return Err(PyValueError::new_err(format!(
+                            "{}: {out}_num must be >= 0, got {n}",
+                            p.name
+                        )));
+                    }
+                    Some(n)
                 }
-                op_args.output_counts.insert(def.name.clone(), n as usize);
+            };
+            match (p.output_counts.get(*out), n) {
+                (Some(rule), Some(n)) => check_count_rule(p, &op_args, rule, out, n)?,
+                (Some(_), None) => {}
+                (None, Some(n)) => {
+                    op_args.output_counts.insert(out.to_string(), n as usize);
+                }
+                (None, None) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "{}: {out}_num is required",
+                        p.name
+                    )))
+                }
             }
         }
         // Move subgraphs: validated first, then marked moved (exactly once).
@@ -1036,7 +1144,8 @@ pub fn call_op_impl(
             }
         }
     }
-    if p.outputs.len() == 1 && p.outputs[0].kind != IoKind::Dynamic {
+    // One output, or none (GE's handle on the node, for control edges).
+    if p.outputs.len() <= 1 && p.outputs.first().is_none_or(|d| d.kind != IoKind::Dynamic) {
         drop(st);
         return Ok(new_tensor(py, &cell, &owner, OutPort { node, index: 0 })?.into_any());
     }
