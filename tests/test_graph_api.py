@@ -737,41 +737,41 @@ def test_dump_to_stream_formats():
         assert f'name: "{name}"' in txt
         assert name in readable
     assert txt.count("node {") == len(g.get_all_nodes())
-    with pytest.raises(ge.GeError, match="^not supported"):
-        g.dump_to_stream(DumpFormat.kOnnx)
+    assert g.dump_to_stream(DumpFormat.kOnnx).startswith("ir_version: ")  # protobuf text, as GE
     for bad in ("kTxt", 5, -1, None.__class__):
         with pytest.raises(TypeError, match=r"Format must be in \[DumpFormat.kOnnx"):
             g.dump_to_stream(bad)
 
 
 def test_dump_to_file_uses_dump_graph_path(monkeypatch, tmp_path):
+    # GE's directory and file names (tests/test_ge_surface.py checks them in full).
     g = if_graph()
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path))
+    d = str(tmp_path / f"pid_{os.getpid()}_deviceid_0")
     p1 = g.dump_to_file()
     p2 = g.dump_to_file(DumpFormat.kTxt, "after")
-    assert p1 == str(tmp_path / "ge_readable_main.txt")
-    assert p2 == str(tmp_path / "ge_txt_main_after.txt")
+    assert os.path.dirname(p1) == os.path.dirname(p2) == d
+    assert os.path.basename(p1).startswith("ge_readable_") and p1.endswith("_graph_0_.txt")
+    assert os.path.basename(p2).startswith("ge_proto_") and p2.endswith("_graph_0_after.txt")
     assert open(p1).read() == g.dump_to_stream(DumpFormat.kReadable)
     assert open(p2).read() == g.dump_to_stream(DumpFormat.kTxt)
     p3 = g.dump_to_file(DumpFormat.kOnnx)  # the ONNX dump (GE op types kept), for Netron
-    assert p3 == str(tmp_path / "ge_onnx_main.onnx")
+    assert os.path.basename(p3).startswith("ge_onnx_") and p3.endswith("_graph_0_.pbtxt")
     with pytest.raises(TypeError, match="Suffix must be a string"):
         g.dump_to_file(DumpFormat.kTxt, 3)
-    assert sorted(os.listdir(tmp_path)) == ["ge_onnx_main.onnx", "ge_readable_main.txt", "ge_txt_main_after.txt"]
+    assert sorted(os.listdir(d)) == sorted(os.path.basename(p) for p in (p1, p2, p3))
 
 
 def test_dump_to_file_names_stay_in_the_dump_dir(monkeypatch, tmp_path):
     b = GraphBuilder("a/b c")
     g = b.build_and_reset([b.create_input(0)])
-    (tmp_path / "ge_readable_a_b_c_x").mkdir()
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path))
     p = g.dump_to_file(suffix="x/../../escaped")
-    assert os.path.dirname(p) == str(tmp_path)
-    assert os.path.basename(p).startswith("ge_readable_a_b_c_")
+    assert os.path.dirname(p) == str(tmp_path / f"pid_{os.getpid()}_deviceid_0")
+    assert os.path.basename(p).startswith("ge_readable_") and p.endswith("_x_.._.._escaped.txt")
     assert not (tmp_path.parent / "escaped.txt").exists()
-    monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "missing"))
-    with pytest.raises(RuntimeError, match="Failed to dump graph a/b c to"):
-        g.dump_to_file()
+    monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path / "missing"))  # created, as GE does
+    assert os.path.exists(g.dump_to_file()) and (tmp_path / "missing").is_dir()
 
 
 def test_subgraph_view_dumps_only_the_subgraph():

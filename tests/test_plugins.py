@@ -1,4 +1,6 @@
-"""Operator-module plugins through the entry-point group ge.es.plugins (a real dist-info)."""
+"""Operator-module plugins through the entry-point group ge.es.plugins (a real dist-info), loaded
+again in this process with ``load_plugins(reload=True)``; tests/test_ge_surface.py checks that a
+fresh ``import ge.es`` mounts them."""
 
 import importlib
 import logging
@@ -45,7 +47,7 @@ def test_plugin_module_is_mounted_and_broken_one_skipped(site, caplog):
     with caplog.at_level(logging.WARNING, logger="ge.es"):
         found = _plugin_loader.load_plugins(reload=True)
     assert "myops" in found and "brokenops" not in found
-    assert any("brokenops" in r.getMessage() for r in caplog.records)
+    assert any(r.levelno == logging.ERROR and "brokenops" in r.getMessage() for r in caplog.records)
 
     import ge.es
     from ge.es import GraphBuilder
@@ -57,6 +59,22 @@ def test_plugin_module_is_mounted_and_broken_one_skipped(site, caplog):
     assert mod.DoubleRelu is ge.es.myops.DoubleRelu
     with pytest.raises(AttributeError):
         ge.es.brokenops  # noqa: B018
+    assert "myops" in ge.es.list_plugins() and ge.es.get_plugin("myops") is mod
+    assert ge.es.get_plugin("brokenops") is None
+
+
+def test_a_reload_unmounts_plugins_that_are_gone(site):
+    install(site, "myops", {"myops": "myops_pkg"}, {"myops_pkg": "COUNT = 1\n"})
+    import ge.es
+    from ge.es import _plugin_loader
+
+    _plugin_loader.load_plugins(reload=True)
+    assert ge.es.myops.COUNT == 1 and "ge.es.myops" in sys.modules
+    (site / "myops-0.1.dist-info" / "entry_points.txt").unlink()
+    importlib.invalidate_caches()
+    _plugin_loader.load_plugins(reload=True)
+    assert not hasattr(ge.es, "myops") and "ge.es.myops" not in sys.modules
+    assert "myops" not in ge.es.list_plugins()
 
 
 def test_loading_twice_loads_once(site):

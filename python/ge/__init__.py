@@ -1,7 +1,10 @@
 """ge-rs: a graph engine with a Rust core, following CANN GE's Python API.
 
 Modules: ``ge.es`` (eager-style graph construction), ``ge.graph`` (Graph, Node, Tensor, types),
-``ge.errors`` (the ``GeError`` tree).
+``ge.session`` (running graphs), ``ge.ge_global`` (``GeApi``), ``ge.passes`` (graph passes),
+``ge.onnx`` (ONNX import and export), ``ge.utils`` (``GeUtils``), ``ge.errors`` (the ``GeError``
+tree). After ``import ge`` each is reachable as an attribute (``ge.es.GraphBuilder``); a
+subpackage is imported on first use, so ``import ge`` stays cheap.
 """
 
 from ge import _native
@@ -29,3 +32,19 @@ __all__ = [
     "DeviceError",
     "__version__",
 ]
+
+# Subpackages that `ge.<name>` imports on first use. (No typing annotations and importlib
+# imported late: this module adds nothing to the cost of `import ge`.)
+_SUBMODULES = frozenset({"es", "graph", "session", "ge_global", "passes", "onnx", "utils"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"ge.{name}")
+    raise AttributeError(f"module 'ge' has no attribute '{name}'")
+
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | _SUBMODULES)

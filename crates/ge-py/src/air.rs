@@ -58,8 +58,3 @@ pub fn _onnx_exporter_keys() -> Vec<String> {
         .map(|k| k.to_string())
         .collect()
 }
-
-/// The dump form (GE op types kept, for Netron) as serialized ONNX.
-pub fn dump_onnx_bytes(g: &Graph) -> PyResult<Vec<u8>> {
-    ge_onnx::export::to_onnx_dump_bytes(g).map_err(onnx_to_py)
-}

@@ -464,6 +464,11 @@ impl PyTensorHolder {
         )
     }
 
+    /// GE's name for `get_producer` (what `Pattern.capture_tensor` reads from a TensorHolder).
+    fn _get_node_snapshot(&self, py: Python<'_>) -> PyResult<Py<PyNode>> {
+        self.get_producer(py)
+    }
+
     fn set_data_type(slf: &Bound<'_, Self>, data_type: &Bound<'_, PyAny>) -> PyResult<Py<Self>> {
         let dt = dtype_from_py(data_type)
             .map_err(|_| PyTypeError::new_err("Data type must be a DataType enum"))?;

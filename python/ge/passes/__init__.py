@@ -29,7 +29,7 @@ from .base import DecomposePass, FusionBasePass, PassStage, PatternFusionPass
 from .bootstrap import get_plugin_load_errors, load_pass_plugins, unload_pass_plugins
 from .errors import PassFatalError, PassSkipException
 from .fuse_inspector import FuseCheckResult, can_fuse, report_fuse
-from .pattern import NodeIo, Pattern, PatternInputs, create_pattern, pattern
+from .pattern import NodeIo, Pattern, PatternInputs, capture_tensor, create_pattern, pattern
 from .registry import (
     PassDescriptor,
     clear_registered_passes,
@@ -64,6 +64,7 @@ __all__ = [
     "SubgraphOutput",
     "SubgraphRewriter",
     "can_fuse",
+    "capture_tensor",
     "clear_registered_passes",
     "create_pattern",
     "create_replacement",

@@ -12,7 +12,7 @@ from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.graph import DataType, Format, Graph, Node
 
-__all__ = ["NodeIo", "Pattern", "PatternInputs", "create_pattern", "pattern"]
+__all__ = ["NodeIo", "Pattern", "PatternInputs", "capture_tensor", "create_pattern", "pattern"]
 
 _MARK = "__ge_pattern_method__"
 # (dtype, dims, format) of an expression pattern's inputs: unknown dtype and rank, so that eager
@@ -94,6 +94,21 @@ def create_pattern(graph: Graph) -> Pattern:
     if not isinstance(graph, Graph):
         raise TypeError(f"create_pattern needs a ge.graph.Graph, got {type(graph).__name__}")
     return Pattern(graph)
+
+
+def capture_tensor(
+    pattern: Pattern, source: Union[TensorHolder, Node, NodeIo], index: Optional[int] = None
+) -> Pattern:
+    """Captures a tensor of ``pattern``'s graph (``Pattern.capture_tensor`` as a function);
+    ``MatchResult.get_captured_tensor(i)`` returns the tensor the i-th capture matched.
+
+    ``source`` is a ``TensorHolder`` of the pattern graph (the output it stands for, or output
+    ``index`` of its producer), a ``Node`` with an output ``index`` (default 0), or a ``NodeIo``
+    (taken as it is; no ``index`` then). Returns ``pattern``, for chaining.
+    """
+    if not isinstance(pattern, Pattern):
+        raise TypeError(f"capture_tensor needs a Pattern, got {type(pattern).__name__}")
+    return pattern.capture_tensor(source, index)
 
 
 def pattern(method: Callable[..., Any]) -> Callable[..., Any]:
