@@ -27,11 +27,28 @@ pub struct OpArgs {
     pub name: Option<String>,
 }
 
+/// Tells where the program that is building a graph stands (`file:line`). A front end sets one
+/// (the Python module names the user's line); nodes whose checks wait for the compile record
+/// it, so that a failure found then names the line that built the node.
+pub type Locator = fn() -> Option<Arc<str>>;
+
+static LOCATOR: std::sync::OnceLock<Locator> = std::sync::OnceLock::new();
+
+/// Sets the process's [`Locator`] (the first call wins).
+pub fn set_locator(f: Locator) {
+    let _ = LOCATOR.set(f);
+}
+
 /// Builds one graph. Not thread-safe by itself; the Python layer wraps it in a mutex.
 pub struct GraphBuilder {
     graph: Graph,
     registry: Arc<OpRegistry>,
     counters: rustc_hash::FxHashMap<Name, u64>,
+    /// Nodes whose output descriptions are hints, not facts: inputs created without a shape,
+    /// descriptions set by hand, and every node computed from such a node. GE checks nothing
+    /// while building and takes input descriptions from the fed tensors; so an op built on a
+    /// hint never fails here: its checks wait for the compile, which re-infers everything.
+    hinted: rustc_hash::FxHashSet<NodeId>,
 }
 
 impl GraphBuilder {
@@ -47,6 +64,7 @@ impl GraphBuilder {
             graph,
             registry,
             counters: Default::default(),
+            hinted: Default::default(),
         }
     }
 
@@ -63,6 +81,38 @@ impl GraphBuilder {
     /// Refreshes the registry snapshot (after operators were registered at run time).
     pub fn refresh_registry(&mut self) {
         self.registry = global_registry();
+    }
+
+    /// Marks a node's outputs as hints, or as declared (see the `hinted` field).
+    pub fn set_hinted(&mut self, id: NodeId, hinted: bool) {
+        if hinted {
+            self.hinted.insert(id);
+        } else {
+            self.hinted.remove(&id);
+        }
+    }
+
+    /// After a description was set by hand: an input's description is a declaration (a hint
+    /// only while it leaves rank or dtype open); any other node's is a hint.
+    pub fn description_set(&mut self, id: NodeId) -> Result<()> {
+        let n = self.graph.node(id)?;
+        let hint = if crate::graph::is_data_op(&n.op_type) {
+            n.outputs.first().is_none_or(|o| desc_is_hint(&o.desc))
+        } else {
+            true
+        };
+        self.set_hinted(id, hint);
+        Ok(())
+    }
+
+    /// Where the front end says the node being built comes from (see [`set_locator`]).
+    fn locate(&self) -> Option<Arc<str>> {
+        LOCATOR.get().and_then(|f| f())
+    }
+
+    /// Whether a node's outputs are hints: its checks are left to the compile.
+    pub fn is_hinted(&self, id: NodeId) -> bool {
+        self.hinted.contains(&id)
     }
 
     pub fn proto(&self, op_type: &str) -> Result<Arc<OpProto>> {
@@ -155,6 +205,7 @@ impl GraphBuilder {
             Some(name.unwrap_or_else(|| format!("input_{index}"))),
         )?;
         let desc = TensorDesc::new(dtype, shape).with_format(format);
+        let hint = desc_is_hint(&desc);
         let mut node = Node::new(name, op_type);
         node.attrs.insert("index".into(), AttrValue::Int(index));
         node.inputs.push(InputSlot::new("x", 0, desc.clone()));
@@ -165,6 +216,9 @@ impl GraphBuilder {
             consumers: Vec::new(),
         });
         let id = self.graph.add_node(node)?;
+        if hint {
+            self.hinted.insert(id);
+        }
         Ok(OutPort { node: id, index: 0 })
     }
 
@@ -199,6 +253,7 @@ impl GraphBuilder {
             consumers: Vec::new(),
         });
         let id = self.graph.add_node(node)?;
+        self.hinted.insert(id);
         Ok(OutPort { node: id, index: 0 })
     }
 
@@ -368,9 +423,17 @@ impl GraphBuilder {
                 args.subgraphs.len()
             )));
         }
-        // Types and inference.
-        let bound = bind_types(p, &slots)?;
+        // Types and inference. On hinted inputs a failure is not final: the node gets unknown
+        // outputs and the compile, which infers from the fed tensors, decides.
+        let hinted = slots
+            .iter()
+            .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
         let (node_name, next_name) = self.node_name(&p.name, args.name)?;
+        let bound = match bind_types(p, &slots) {
+            Ok(b) => b,
+            Err(_) if hinted => Vec::new(),
+            Err(e) => return Err(e),
+        };
         let consts: Vec<Option<&Tensor>> = slots
             .iter()
             .map(|s| {
@@ -389,7 +452,11 @@ impl GraphBuilder {
             output_ir: out_names.iter().map(|o| o.1).collect(),
             bound,
         };
-        let descs = infer(&ctx)?;
+        let descs = match infer(&ctx) {
+            Ok(d) => d,
+            Err(_) if hinted => ctx.outputs_like(Shape::unknown_rank()),
+            Err(e) => return Err(e),
+        };
         drop(ctx);
         let outputs: Vec<OutputSlot> = out_names
             .into_iter()
@@ -404,6 +471,9 @@ impl GraphBuilder {
         // Commit.
         let mut node = Node::new(node_name, p.name.clone());
         node.attrs = attrs;
+        if hinted {
+            node.built_at = self.locate();
+        }
         let sources: Vec<Option<OutPort>> = slots.iter().map(|s| s.source).collect();
         node.inputs = slots;
         node.outputs = outputs;
@@ -426,6 +496,9 @@ impl GraphBuilder {
         }
         let id = self.graph.add_node(node)?;
         self.commit_name(&p.name, next_name);
+        if hinted {
+            self.hinted.insert(id);
+        }
         for (i, src) in sources.into_iter().enumerate() {
             if let Some(src) = src {
                 self.graph.add_data_edge(
@@ -484,6 +557,13 @@ impl GraphBuilder {
         let mut fresh = Graph::new(name);
         fresh.ops_version = self.registry.version.clone();
         self.counters.clear();
+        self.hinted.clear();
         Ok(std::mem::replace(&mut self.graph, fresh))
     }
+}
+
+/// A declared input description is a hint when it says nothing certain: unknown rank or an
+/// undefined dtype.
+fn desc_is_hint(d: &TensorDesc) -> bool {
+    d.shape.is_unknown_rank() || d.dtype == DataType::UNDEFINED
 }

@@ -97,6 +97,11 @@ pub struct Node {
     pub subgraphs: Vec<SubgraphSlot>,
     /// Creation sequence number: the stable order of `Graph::nodes`.
     pub seq: u64,
+    /// Where the user's program built the node (`file:line`), recorded by the front end for
+    /// nodes whose checks wait for the fed tensors, so that an error found at compile names
+    /// the line. Not saved; ignored by graph equality.
+    #[serde(skip)]
+    pub built_at: Option<std::sync::Arc<str>>,
 }
 
 impl Node {
@@ -112,6 +117,7 @@ impl Node {
             private_attrs: AttrMap::new(),
             subgraphs: Vec::new(),
             seq: 0,
+            built_at: None,
         }
     }
     /// Looks an attribute up among IR attributes, then private ones.

@@ -90,6 +90,73 @@ impl DataType {
             INT8 | INT16 | INT32 | INT64 | UINT8 | UINT16 | UINT32 | UINT64
         )
     }
+
+    /// The dtype two operands are computed in, by GE's promotion rule (CANN's `PromoteType`
+    /// table, which Add's dtype inference and the aclnn element-wise kernels use): bool < integer
+    /// < floating < complex; u8 with i8 gives i16; f16 with bf16 gives f32; an integer with a
+    /// floating type gives that floating type; a complex type widens to hold the other operand's
+    /// float part. None where GE has no promotion (u16/u32/u64 with another type, strings,
+    /// quantised and sub-byte types).
+    pub fn promote(self, other: DataType) -> Option<DataType> {
+        use DataType::*;
+        if self == other {
+            return Some(self);
+        }
+        // (kind, width): kind 0 bool, 1 integer, 2 floating, 3 complex; width in bytes of the
+        // value (of each part for complex).
+        fn class(t: DataType) -> Option<(u8, u8)> {
+            Some(match t {
+                BOOL => (0, 1),
+                UINT8 | INT8 => (1, 1),
+                INT16 => (1, 2),
+                INT32 => (1, 4),
+                INT64 => (1, 8),
+                FLOAT16 | BF16 => (2, 2),
+                FLOAT => (2, 4),
+                DOUBLE => (2, 8),
+                COMPLEX32 => (3, 2),
+                COMPLEX64 => (3, 4),
+                COMPLEX128 => (3, 8),
+                _ => return None,
+            })
+        }
+        // Two floating types: the wider; f16 and bf16 meet in f32.
+        fn floats(a: DataType, b: DataType) -> DataType {
+            match (a, b) {
+                (FLOAT16, BF16) | (BF16, FLOAT16) => FLOAT,
+                _ if a.size() >= b.size() => a,
+                _ => b,
+            }
+        }
+        let ((ka, wa), (kb, wb)) = (class(self)?, class(other)?);
+        if ka != kb {
+            let (hi, lo, klo) = if ka > kb {
+                (self, other, kb)
+            } else {
+                (other, self, ka)
+            };
+            if hi.is_float() || klo < 2 {
+                return Some(hi); // bool/int under anything, a float under a complex part too
+            }
+            // A complex type and a floating type: the complex type whose parts hold both.
+            let part = match hi {
+                COMPLEX32 => FLOAT16,
+                COMPLEX64 => FLOAT,
+                _ => DOUBLE,
+            };
+            return Some(match floats(part, lo) {
+                FLOAT16 => COMPLEX32,
+                FLOAT => COMPLEX64,
+                _ => COMPLEX128,
+            });
+        }
+        Some(match ka {
+            1 if wa == wb => INT16, // u8 and i8
+            2 => floats(self, other),
+            _ if wa >= wb => self,
+            _ => other,
+        })
+    }
 }
 
 ge_enum!(
@@ -538,5 +605,67 @@ pub fn tensor_from_f64(dtype: DataType, shape: Vec<i64>, values: &[f64]) -> Resu
         other => Err(Error::NotSupported(format!(
             "tensor values of dtype {other}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod promote_tests {
+    use super::DataType;
+
+    fn short(s: &str) -> DataType {
+        use DataType::*;
+        match s {
+            "b1" => BOOL,
+            "u1" => UINT8,
+            "i1" => INT8,
+            "i2" => INT16,
+            "i4" => INT32,
+            "i8" => INT64,
+            "f2" => FLOAT16,
+            "bf" => BF16,
+            "f4" => FLOAT,
+            "f8" => DOUBLE,
+            "c2" => COMPLEX32,
+            "c4" => COMPLEX64,
+            "c8" => COMPLEX128,
+            _ => panic!("{s}"),
+        }
+    }
+
+    /// GE's promotion table (CANN `op_common/data_type_utils.h`), row by column, for the types
+    /// it promotes.
+    #[test]
+    fn promotion_follows_ges_table() {
+        let rows = [
+            "b1: b1 u1 i1 i2 i4 i8 f2 bf f4 f8 c2 c4 c8",
+            "u1: u1 u1 i2 i2 i4 i8 f2 bf f4 f8 c2 c4 c8",
+            "i1: i1 i2 i1 i2 i4 i8 f2 bf f4 f8 c2 c4 c8",
+            "i2: i2 i2 i2 i2 i4 i8 f2 bf f4 f8 c2 c4 c8",
+            "i4: i4 i4 i4 i4 i4 i8 f2 bf f4 f8 c2 c4 c8",
+            "i8: i8 i8 i8 i8 i8 i8 f2 bf f4 f8 c2 c4 c8",
+            "f2: f2 f2 f2 f2 f2 f2 f2 f4 f4 f8 c2 c4 c8",
+            "bf: bf bf bf bf bf bf f4 bf f4 f8 c4 c4 c8",
+            "f4: f4 f4 f4 f4 f4 f4 f4 f4 f4 f8 c4 c4 c8",
+            "f8: f8 f8 f8 f8 f8 f8 f8 f8 f8 f8 c8 c8 c8",
+            "c2: c2 c2 c2 c2 c2 c2 c2 c4 c4 c8 c2 c4 c8",
+            "c4: c4 c4 c4 c4 c4 c4 c4 c4 c4 c8 c4 c4 c8",
+            "c8: c8 c8 c8 c8 c8 c8 c8 c8 c8 c8 c8 c8 c8",
+        ];
+        let cols: Vec<DataType> = rows.iter().map(|r| short(&r[..2])).collect();
+        for r in rows {
+            let a = short(&r[..2]);
+            for (b, want) in cols.iter().zip(r[4..].split(' ')) {
+                assert_eq!(a.promote(*b), Some(short(want)), "{a} with {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn types_ge_does_not_promote_give_none() {
+        use DataType::*;
+        assert_eq!(UINT16.promote(FLOAT), None);
+        assert_eq!(STRING.promote(INT32), None);
+        assert_eq!(UINT32.promote(UINT32), Some(UINT32));
+        assert_eq!(INT4.promote(INT8), None);
     }
 }

@@ -225,13 +225,15 @@ impl PyBuilder {
         let this = slf.get();
         let dt = dtype_from_py(data_type)?;
         let fmt = format_from_py(format)?;
-        let dims = match shape {
-            Some(s) => shape_from_py(s)?,
-            None => Vec::new(),
+        // No shape: GE replaces the description with the fed tensor's at compile, so the
+        // input is of unknown rank until then (not a scalar).
+        let shape = match shape {
+            Some(s) => Shape::new(shape_from_py(s)?),
+            None => Shape::unknown_rank(),
         };
         let mut st = this.cell.usable("create input")?;
         let port =
-            st.b.create_input(index, name, type_str, dt, fmt, Shape::new(dims))
+            st.b.create_input(index, name, type_str, dt, fmt, shape)
                 .py()?;
         apply_scopes(&this.cell, &mut st, port.node)?;
         drop(st);
@@ -634,7 +636,7 @@ impl PyTensorHolder {
                 i.desc = d;
             }
         }
-        Ok(())
+        st.b.description_set(self.port.node).py()
     }
 }
 

@@ -41,8 +41,52 @@ fn _ops_version() -> String {
     es_core::ops::global_registry().version.clone()
 }
 
+/// The user's line: the innermost Python frame outside the `ge` package (generated op
+/// functions and `ge` helpers are skipped).
+fn user_line() -> Option<std::sync::Arc<str>> {
+    static GE_DIR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    Python::with_gil(|py| {
+        let ge_dir = GE_DIR
+            .get_or_init(|| {
+                let file: String = py
+                    .import("ge")
+                    .ok()?
+                    .getattr("__file__")
+                    .ok()?
+                    .extract()
+                    .ok()?;
+                let dir = std::path::Path::new(&file).parent()?;
+                Some(format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR))
+            })
+            .as_deref()?;
+        let mut frame = py
+            .import("sys")
+            .ok()?
+            .call_method1("_getframe", (0,))
+            .ok()?;
+        loop {
+            if frame.is_none() {
+                return None;
+            }
+            let file: String = frame
+                .getattr("f_code")
+                .ok()?
+                .getattr("co_filename")
+                .ok()?
+                .extract()
+                .ok()?;
+            if !file.starts_with(ge_dir) {
+                let line: i64 = frame.getattr("f_lineno").ok()?.extract().ok()?;
+                return Some(std::sync::Arc::from(format!("{file}:{line}")));
+            }
+            frame = frame.getattr("f_back").ok()?;
+        }
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    es_core::builder::set_locator(user_line);
     errors::register(m)?;
     passes::register(m)?;
     m.add_class::<builder::PyBuilder>()?;

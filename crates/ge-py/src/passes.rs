@@ -717,6 +717,15 @@ impl PySubgraphBoundary {
         lock(&self.outputs).insert(i, a);
         Ok(0)
     }
+    /// The first anchor (node, input index) of each input slot, in slot order
+    /// (`ge.passes.infer_shape` reads the boundary's input descriptions through them).
+    fn _input_anchors(&self, py: Python<'_>) -> Vec<(Py<PyNode>, u32)> {
+        lock(&self.inputs)
+            .values()
+            .filter_map(|v| v.first())
+            .map(|a| (a.node.clone_ref(py), a.index))
+            .collect()
+    }
 }
 
 /// A boundary from a match (for `MatchResult.to_boundary`): input slot i is every anchor inside

@@ -3,7 +3,7 @@
 //! back only around their hooks).
 
 use crate::convert::tensor_from_py;
-use crate::errors::{DeviceError, ExecutionError, GeError};
+use crate::errors::{DeviceError, ExecutionError, GeError, ShapeInferenceError};
 use crate::graph::PyGraph;
 use ge_runtime::{Error, Session, Value};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -19,6 +19,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Execution { .. } => ExecutionError::new_err(e.to_string()),
         Error::Input(m) | Error::Option(m) | Error::Graph(m) => PyValueError::new_err(m),
         Error::Compile(m) => GeError::new_err(m),
+        Error::ShapeInference(m) => ShapeInferenceError::new_err(m),
         Error::Device(m) => DeviceError::new_err(m),
     }
 }

@@ -21,9 +21,12 @@ pub enum Error {
     /// An unknown or malformed option.
     #[error("{0}")]
     Option(String),
-    /// The graph could not be compiled (validation, inference, a pass).
+    /// The graph could not be compiled (validation, a pass).
     #[error("{0}")]
     Compile(String),
+    /// Shape or dtype inference for the fed inputs failed at compile.
+    #[error("{0}")]
+    ShapeInference(String),
     /// A graph id that is not (or already) in the session.
     #[error("{0}")]
     Graph(String),

@@ -167,31 +167,24 @@ fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
             sig.len()
         )));
     }
-    for (i, (&id, s)) in data.iter().zip(sig).enumerate() {
+    // As in GE, the tensor fed at an index replaces the description its Data node was built
+    // with (a declared shape or dtype is a hint, not a contract).
+    for (&id, s) in data.iter().zip(sig) {
         let node = graph.node_mut(id)?;
         let name = node.name.to_string();
         let Some(out) = node.outputs.get_mut(0) else {
             return Err(Error::Compile(format!("input node '{name}' has no output")));
         };
         let d = &mut out.desc;
-        if d.dtype != DataType::UNDEFINED && d.dtype != s.dtype {
-            return Err(Error::Input(format!(
-                "input {i} ('{name}') must have dtype {}, got {}",
-                d.dtype, s.dtype
-            )));
-        }
-        if let Some(rank) = d.shape.rank() {
-            let ok = rank == s.dims.len()
-                && d.shape
-                    .dims()
-                    .iter()
-                    .zip(&s.dims)
-                    .all(|(&want, &got)| want < 0 || want as usize == got);
-            if !ok {
-                return Err(Error::Input(format!(
-                    "input {i} ('{name}') must have shape {}, got {:?}",
-                    d.shape, s.dims
-                )));
+        if log::log_enabled!(log::Level::Debug) {
+            let fed = Shape::new(s.dims.iter().map(|&x| x as i64).collect());
+            if (d.dtype != DataType::UNDEFINED && d.dtype != s.dtype) || d.shape != fed {
+                log::debug!(
+                    "input '{name}': declared {} {}, fed {} {fed}; the fed tensor's description is used",
+                    d.dtype,
+                    d.shape,
+                    s.dtype
+                );
             }
         }
         d.dtype = s.dtype;
@@ -264,14 +257,20 @@ pub fn prepare(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
     let t = Instant::now();
     let before = g.node_count();
     let data = bind_inputs(&mut g, sig)?;
-    es_core::infer::infer_graph(&mut g)
-        .map_err(|e| Error::Compile(format!("shape inference for the given inputs failed: {e}")))?;
+    es_core::infer::infer_graph(&mut g).map_err(|e| {
+        Error::ShapeInference(format!("shape inference for the given inputs failed: {e}"))
+    })?;
+    let casts = es_core::infer::insert_promotion_casts(&mut g)?;
     report.stages.push(StageReport {
         stage: "InferShape".into(),
         nodes_before: before,
         nodes_after: g.node_count(),
         passes: Vec::new(),
-        notes: Vec::new(),
+        notes: if casts > 0 {
+            vec![format!("casts inserted for dtype promotion: {casts}")]
+        } else {
+            Vec::new()
+        },
         elapsed: t.elapsed(),
     });
     run_stage(&mut g, passes, PassStage::AfterInferShape, &mut report)?;

@@ -5,6 +5,7 @@
 //! output instance. Unknown dims stay -1, unknown rank stays [-2]. Operators without a rule get
 //! dtypes from their type variables and an unknown-rank shape.
 
+mod promote;
 mod rules;
 mod rules_math;
 mod rules_more;
@@ -18,6 +19,7 @@ use crate::types::{DataType, Shape, Tensor, TensorDesc, UNKNOWN_DIM};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use promote::insert_promotion_casts;
 pub use rules::builtin_rule;
 
 /// What a rule sees.
@@ -262,8 +264,32 @@ pub fn infer(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(out)
 }
 
+/// Operators whose two operands may have different dtypes: they are computed in the dtype
+/// [`DataType::promote`] gives (GE: Add's dtype inference; the aclnn element-wise and comparison
+/// kernels promote the same way). The output takes that dtype (comparisons give bool).
+pub fn promotes(op_type: &str) -> bool {
+    matches!(
+        op_type,
+        "Add"
+            | "AddV2"
+            | "Sub"
+            | "Mul"
+            | "Div"
+            | "RealDiv"
+            | "Maximum"
+            | "Minimum"
+            | "Equal"
+            | "NotEqual"
+            | "Less"
+            | "LessEqual"
+            | "Greater"
+            | "GreaterEqual"
+    )
+}
+
 /// Checks the dtype of every connected input instance against the prototype and binds type
-/// variables. Instances whose dtype is UNDEFINED are skipped.
+/// variables (for a [`promotes`] operator, to the operands' promoted dtype). Instances whose
+/// dtype is UNDEFINED are skipped.
 pub fn bind_types<'a>(proto: &'a OpProto, slots: &[InputSlot]) -> Result<Vec<(&'a str, DataType)>> {
     let mut bound: Vec<(&'a str, DataType, usize)> = Vec::new();
     for (k, slot) in slots.iter().enumerate() {
@@ -287,13 +313,37 @@ pub fn bind_types<'a>(proto: &'a OpProto, slots: &[InputSlot]) -> Result<Vec<(&'
             }
         }
         if let TypeSpec::Var(v) = &def.ty {
-            match bound.iter().find(|(name, _, _)| *name == v.as_str()) {
+            match bound.iter_mut().find(|(name, _, _)| *name == v.as_str()) {
                 Some((_, t, from)) if *t != d.dtype => {
-                    return Err(Error::build(format!(
-                        "{}: input '{}' has dtype {}, but input '{}' has {} and both must have the \
-                         same dtype (type {})",
-                        proto.name, slot.name, d.dtype, slots[*from].name, t, v
-                    )));
+                    let promoted = if promotes(&proto.name) {
+                        t.promote(d.dtype)
+                    } else {
+                        None
+                    };
+                    match promoted {
+                        Some(p) if proto.allowed(&def.ty).is_some_and(|a| !a.contains(&p)) => {
+                            return Err(Error::build(format!(
+                                "{}: inputs '{}' ({}) and '{}' ({}) promote to {p}, which {} does \
+                                 not take",
+                                proto.name, slots[*from].name, t, slot.name, d.dtype, proto.name
+                            )));
+                        }
+                        Some(p) => *t = p,
+                        None if promotes(&proto.name) => {
+                            return Err(Error::build(format!(
+                                "{}: input '{}' has dtype {}, input '{}' has {}, and GE has no \
+                                 common dtype for the two",
+                                proto.name, slot.name, d.dtype, slots[*from].name, t
+                            )));
+                        }
+                        None => {
+                            return Err(Error::build(format!(
+                                "{}: input '{}' has dtype {}, but input '{}' has {} and both must \
+                                 have the same dtype (type {})",
+                                proto.name, slot.name, d.dtype, slots[*from].name, t, v
+                            )));
+                        }
+                    }
                 }
                 Some(_) => {}
                 None => bound.push((v.as_str(), d.dtype, k)),
@@ -372,9 +422,16 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
 }
 
 /// Re-infers every node of a graph in topological order (see [`infer_node`]).
+/// An error names the program line that built the failing node where the front end recorded
+/// it ([`Node::built_at`](crate::graph::Node::built_at)).
 pub fn infer_graph(graph: &mut crate::graph::Graph) -> Result<()> {
     for id in graph.topo_order()? {
-        infer_node(graph, id)?;
+        if let Err(e) = infer_node(graph, id) {
+            return Err(match graph.node(id).ok().and_then(|n| n.built_at.clone()) {
+                Some(at) => Error::infer(format!("{e} (the node was built at {at})")),
+                None => e,
+            });
+        }
     }
     Ok(())
 }

@@ -1,0 +1,176 @@
+//! GE's building model: descriptions that are hints (inputs without a shape, descriptions set by
+//! hand) never make an op call fail; the compile re-infers from the fed tensors and names the
+//! line that built a failing node. And GE's dtype promotion for the element-wise family.
+
+use std::sync::Arc;
+
+use es_core::builder::{set_locator, GraphBuilder, OpArgs};
+use es_core::graph::{Graph, NodeId, OutPort};
+use es_core::infer::{infer_graph, insert_promotion_casts};
+use es_core::{DataType, Format, Shape, Tensor};
+
+fn args(inputs: Vec<OutPort>) -> OpArgs {
+    OpArgs {
+        inputs: inputs.into_iter().map(|p| vec![Some(p)]).collect(),
+        ..Default::default()
+    }
+}
+
+/// MatMul(x1, x2) with its optional bias left out.
+fn matmul(x1: OutPort, x2: OutPort) -> OpArgs {
+    let mut a = args(vec![x1, x2]);
+    a.inputs.push(vec![None]);
+    a
+}
+
+fn out0(id: NodeId) -> OutPort {
+    OutPort { node: id, index: 0 }
+}
+
+fn input(b: &mut GraphBuilder, index: i64, dtype: DataType, shape: Shape) -> OutPort {
+    b.create_input(index, None, "Data", dtype, Format::ND, shape)
+        .unwrap()
+}
+
+fn f32_const(b: &mut GraphBuilder, dims: &[i64]) -> OutPort {
+    let n: i64 = dims.iter().product();
+    let t = Tensor::from_values(&vec![1.0f32; n as usize], dims.to_vec()).unwrap();
+    b.create_const(t, None).unwrap()
+}
+
+fn here() -> Option<Arc<str>> {
+    Some(Arc::from("program.py:7"))
+}
+
+/// Sets the data node's output (and input) description, as a run's fed tensor would.
+fn feed(g: &mut Graph, name: &str, dtype: DataType, dims: &[i64]) {
+    let id = g.find(name).unwrap();
+    let n = g.node_mut(id).unwrap();
+    for d in n
+        .outputs
+        .iter_mut()
+        .map(|o| &mut o.desc)
+        .chain(n.inputs.iter_mut().map(|i| &mut i.desc))
+    {
+        d.dtype = dtype;
+        d.shape = Shape::new(dims.to_vec());
+    }
+}
+
+#[test]
+fn an_op_on_an_unshaped_input_never_fails_while_building() {
+    set_locator(here);
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::unknown_rank());
+    assert!(b.is_hinted(x.node));
+    let w = f32_const(&mut b, &[5, 7]);
+    // Certain with a [2, 3] input; unknown here, so it waits for the compile.
+    let mm = b.add_op("MatMul", matmul(x, w)).unwrap();
+    assert!(b.is_hinted(mm));
+    let n = b.graph().node(mm).unwrap();
+    assert_eq!(n.built_at.as_deref(), Some("program.py:7"));
+    // Its consumers are hints too.
+    let r = b.add_op("Relu", args(vec![out0(mm)])).unwrap();
+    assert!(b.is_hinted(r));
+    b.set_output(out0(r), 0).unwrap();
+    let mut g = b.build_and_reset().unwrap();
+
+    // Fed [2, 3]: the mismatch is found now, and the message names the building line.
+    feed(&mut g, "input_0", DataType::FLOAT, &[2, 3]);
+    let err = infer_graph(&mut g).unwrap_err().to_string();
+    assert!(err.contains("MatMul"), "{err}");
+    assert!(
+        err.contains("(the node was built at program.py:7)"),
+        "{err}"
+    );
+
+    // Fed [2, 5]: fine.
+    feed(&mut g, "input_0", DataType::FLOAT, &[2, 5]);
+    infer_graph(&mut g).unwrap();
+    let out = g.out_desc(g.outputs[0]).unwrap();
+    assert_eq!(out.shape, Shape::new(vec![2, 7]));
+}
+
+#[test]
+fn declared_descriptions_are_still_checked_at_once() {
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2, 3]));
+    assert!(!b.is_hinted(x.node));
+    let w = f32_const(&mut b, &[5, 7]);
+    let before = b.graph().node_count();
+    assert!(b.add_op("MatMul", matmul(x, w)).is_err());
+    assert_eq!(b.graph().node_count(), before);
+}
+
+#[test]
+fn a_description_set_by_hand_is_a_hint_except_on_an_input() {
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2, 3]));
+    let r = b.add_op("Relu", args(vec![x])).unwrap();
+    assert!(!b.is_hinted(r));
+    b.description_set(r).unwrap();
+    assert!(b.is_hinted(r));
+    // An input given a full description is declared; one left without a rank is a hint.
+    let u = input(&mut b, 1, DataType::FLOAT, Shape::unknown_rank());
+    assert!(b.is_hinted(u.node));
+    let id = u.node;
+    b.graph_mut().node_mut(id).unwrap().outputs[0].desc.shape = Shape::new(vec![4]);
+    b.description_set(id).unwrap();
+    assert!(!b.is_hinted(id));
+    // A hinted intermediate lets a mismatching op through.
+    let w = f32_const(&mut b, &[5, 7]);
+    assert!(b.add_op("MatMul", matmul(out0(r), w)).is_ok());
+}
+
+#[test]
+fn element_wise_ops_promote_mixed_dtypes_as_ge() {
+    let cases = [
+        ("Add", DataType::FLOAT, DataType::INT64, DataType::FLOAT),
+        ("Add", DataType::INT32, DataType::INT64, DataType::INT64),
+        ("Sub", DataType::FLOAT16, DataType::FLOAT, DataType::FLOAT),
+        ("Mul", DataType::BOOL, DataType::INT32, DataType::INT32),
+        (
+            "Maximum",
+            DataType::BF16,
+            DataType::FLOAT16,
+            DataType::FLOAT,
+        ),
+        ("Less", DataType::INT32, DataType::FLOAT, DataType::BOOL),
+    ];
+    for (op, a, c, want) in cases {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, 0, a, Shape::new(vec![2]));
+        let y = input(&mut b, 1, c, Shape::new(vec![2]));
+        let id = b.add_op(op, args(vec![x, y])).unwrap();
+        let got = b.graph().node(id).unwrap().outputs[0].desc.dtype;
+        assert_eq!(got, want, "{op}({a}, {c})");
+    }
+    // An op outside the family keeps one dtype per type variable.
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2]));
+    let y = input(&mut b, 1, DataType::INT32, Shape::new(vec![2]));
+    let e = b.add_op("Pow", args(vec![x, y])).unwrap_err().to_string();
+    assert!(e.contains("same dtype"), "{e}");
+}
+
+#[test]
+fn promotion_casts_make_the_operands_one_dtype() {
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2]));
+    let y = input(&mut b, 1, DataType::INT64, Shape::new(vec![2]));
+    let add = b.add_op("Add", args(vec![x, y])).unwrap();
+    b.set_output(out0(add), 0).unwrap();
+    let mut g = b.build_and_reset().unwrap();
+    infer_graph(&mut g).unwrap();
+    assert_eq!(insert_promotion_casts(&mut g).unwrap(), 1);
+    let add = g.find("Add_0").unwrap();
+    let n = g.node(add).unwrap();
+    let src = n.inputs[1].source.unwrap();
+    let cast = g.node(src.node).unwrap();
+    assert_eq!(cast.op_type, "Cast");
+    assert_eq!(cast.outputs[0].desc.dtype, DataType::FLOAT);
+    assert!(n.inputs.iter().all(|i| i.desc.dtype == DataType::FLOAT));
+    g.validate().unwrap();
+    // Nothing left to do a second time.
+    assert_eq!(insert_promotion_casts(&mut g).unwrap(), 0);
+}
