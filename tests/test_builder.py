@@ -85,14 +85,21 @@ def test_attribute_type_errors():
 def test_tensor_like_follows_the_other_input():
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[3])
-    y = x + 1  # int literal, float tensor: the constant is DT_FLOAT
+    # Ops that keep one dtype make the literal follow the other input.
+    y = Pow(x, 2)
     assert y._desc[0] == int(DataType.DT_FLOAT)
-    z = Add(x, [1, 2, 3])
-    assert z._desc[:2] == (int(DataType.DT_FLOAT), [3])
     i = b.create_input(1, data_type=DataType.DT_INT32, shape=[2])
-    assert (i * 2)._desc[0] == int(DataType.DT_INT32)
+    assert Pow(i, 2)._desc[0] == int(DataType.DT_INT32)
     with pytest.raises(TypeError, match="float values given where DT_INT32"):
-        i + 0.5
+        Pow(i, 0.5)
+    # Ops that promote take the literal as GE's tensor_like makes it (int: DT_INT64, float:
+    # DT_FLOAT) and GE's promotion decides: float + int64 -> float, int32 * int64 -> int64.
+    assert (x + 1)._desc[0] == int(DataType.DT_FLOAT)
+    assert Add(x, [1, 2, 3])._desc[:2] == (int(DataType.DT_FLOAT), [3])
+    assert (i * 2)._desc[0] == int(DataType.DT_INT64)
+    assert (i + 0.5)._desc[0] == int(DataType.DT_FLOAT)
+    h = b.create_input(2, data_type=DataType.DT_FLOAT16, shape=[2])
+    assert (h * 2.0)._desc[0] == int(DataType.DT_FLOAT)
 
 
 def test_tensor_like_without_a_tensor_uses_ge_default_dtypes():

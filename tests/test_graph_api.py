@@ -9,7 +9,7 @@ import pytest
 
 import ge
 from ge.es import GraphBuilder
-from ge.es.all import Add, BatchNorm, Cast, ConcatD, Exp, If, MatMulV2, Relu, SplitD, TopKV2
+from ge.es.all import Add, BatchNorm, Cast, ConcatD, Exp, If, MatMulV2, Pow, Relu, SplitD, TopKV2
 from ge.graph import DataType, DumpFormat, Format, Graph, Node, Placement, Shape, Tensor, TensorDesc
 from ge.graph.tensor import _NP_TO_DT
 
@@ -877,10 +877,11 @@ def test_bf16_tensors_hold_bf16_bits():
     # uint16 data is taken as raw bits; ints are values.
     assert Tensor(np.array([0x3FC0], np.uint16), data_type=DataType.DT_BF16).numpy().tolist() == [0x3FC0]
     assert Tensor(np.array([1, 2]), data_type=DataType.DT_BF16).numpy().tolist() == [0x3F80, 0x4000]
-    # The same bits as the builder's own conversion of a literal.
+    # The same bits as the builder's own conversion of a literal (for an op that keeps one
+    # dtype: Add would make a DT_FLOAT constant and promote, as GE does).
     b = GraphBuilder("g")
     x = b.create_input(0, data_type=DataType.DT_BF16, shape=[1])
-    lit = (x + 1.5).get_producer().get_in_data_nodes_and_port_indexes(1)[0].get_attr("value")
+    lit = Pow(x, 1.5).get_producer().get_in_data_nodes_and_port_indexes(1)[0].get_attr("value")
     assert lit.numpy().tolist() == Tensor(np.array(1.5), data_type=DataType.DT_BF16).numpy().tolist()
     c = b.create_const(np.array([1.5, -3.0]), DataType.DT_BF16)
     assert c.get_producer().get_attr("value").numpy().tolist() == [0x3FC0, 0xC040]

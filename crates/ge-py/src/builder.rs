@@ -967,7 +967,13 @@ pub fn call_op_impl(
                 Group::Many(v) => v,
             };
             let mut ports = Vec::with_capacity(args.len());
+            // A number or list becomes a constant as GE's tensor_like makes it (ints DT_INT64,
+            // any float DT_FLOAT) where the op promotes its operands (GE's rule decides the
+            // result); elsewhere it takes the dtype its type variable is bound to, so that
+            // `Pow(x, 2)` works for a float x where GE would need a cast.
+            let promotes = es_core::infer::promotes(&p.name);
             let target = match &def.ty {
+                TypeSpec::Var(_) if promotes => None,
                 TypeSpec::Var(v) => bound
                     .iter()
                     .find(|(k, _)| *k == v.as_str())
