@@ -50,7 +50,7 @@ def build_while_graph():
 
     body_builder = GraphBuilder("body")
     i, acc, limit = loop_inputs(body_builder)
-    # An int32 one: a bare 1 would be an int64 constant in GE and promote the counter to int64.
+    # An int32 one: a bare 1 is an int64 constant (as in GE) and would promote the counter to int64.
     body_builder.set_graph_output(i + body_builder.create_scalar_int32(1), 0)
     body_builder.set_graph_output(acc * 2.0, 1)
     body_builder.set_graph_output(limit, 2)

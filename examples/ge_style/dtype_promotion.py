@@ -1,9 +1,11 @@
 """Mixed dtypes, promoted as GE promotes them (GE's PromoteType table).
 
-Binary arithmetic and comparisons accept operands of different dtypes: ``x + 1`` on a float
-input, an int32 input plus an int64 constant (int64), a float16 input times a float32 input
-(float32), a comparison of int32 with float32 (bool). The compile inserts the Cast nodes. Each
-result's dtype and values are checked against numpy's.
+Binary arithmetic and comparisons accept operands of different dtypes. A Python int becomes an
+int64 constant and a float a float32 constant, as GE makes them, and the operator promotes:
+``x + 1`` on a float32 input stays float32, an int32 input times 3 becomes int64, ``Maximum`` of
+an int32 input and 2.5 becomes float32; an int32 input plus an int64 constant is int64, a float16
+input times a float32 input float32, a comparison of int32 with float32 bool. The compile inserts
+the Cast nodes. Each result's dtype and values are checked against numpy's.
 
     python examples/ge_style/dtype_promotion.py
 """
@@ -28,7 +30,8 @@ def build_promotion_graph():
     builder.set_graph_output(k + offsets, 1)  # int32 + int64 -> int64
     builder.set_graph_output(Mul(h, x), 2)  # float16 * float32 -> float32
     builder.set_graph_output(Greater(k, x), 3)  # int32 > float32 -> bool
-    builder.set_graph_output(Maximum(k, builder.create_scalar_float(2.5)), 4)  # int32, float32 -> float32
+    builder.set_graph_output(Maximum(k, 2.5), 4)  # int32, float literal (float32) -> float32
+    builder.set_graph_output(k * 3, 5)  # int32, int literal (int64) -> int64
     return builder.build_and_reset()
 
 
@@ -50,7 +53,8 @@ def main() -> None:
         check.close("k + int64 const", outputs[1], k + np.array(OFFSETS, np.int64), dtype=DataType.DT_INT64)
         check.close("float16 * float32", outputs[2], h.astype(np.float32) * x)
         check.close("int32 > float32", outputs[3], k > x, dtype=DataType.DT_BOOL)
-        check.close("Maximum(k, 2.5f)", outputs[4], np.maximum(k, np.float32(2.5)))
+        check.close("Maximum(k, 2.5)", outputs[4], np.maximum(k, np.float32(2.5)))
+        check.close("k * 3", outputs[5], k.astype(np.int64) * 3, dtype=DataType.DT_INT64)
     check.finish()
 
 
