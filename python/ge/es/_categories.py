@@ -21,7 +21,8 @@ None of our operators comes from ops-transformer, so there is no ``ge.es.transfo
 
 The graph's own source operators (Data, RefData, Const, Variable) belong to no operator
 repository (GE's builder makes them: ``create_input``, ``create_const``, ``create_variable``);
-they are in ``ge.es.all`` only.
+they are in ``ge.es.all`` only, as are the HCCL collectives (``Hcom*``), which the HCCL package
+registers, not an operator repository.
 
 Values are the module names under ``ge.es.ops``. tests/test_ge_surface.py checks that every
 operator of ``ge.es.all`` has exactly one entry here or is one of the source operators.
@@ -33,6 +34,10 @@ from typing import Any, Callable, Dict, List, Tuple
 
 # Operators of ge.es.all that no category module exposes.
 SOURCE_OPS: Tuple[str, ...] = ("Data", "RefData", "Const", "Variable")
+
+# Operators of ge.es.all that belong to no CANN operator repository: the HCCL collectives are
+# registered by the HCCL package (GE's examples import them from ge.es.all).
+HCCL_OPS: Tuple[str, ...] = ("HcomAllGather", "HcomAllReduce", "HcomBroadcast", "HcomReduceScatter")
 
 # category -> {operator: module under ge.es.ops}
 CATEGORY_OPS: Dict[str, Dict[str, str]] = {
@@ -59,6 +64,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Cast": "cast",
         "Ceil": "ceil",
         "ClipByValue": "clip_by_value",
+        "Concat": "concat",
         "ConcatD": "concat_d",
         "ConcatV2": "concat_v2",
         "Cos": "cos",
@@ -169,6 +175,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "ZerosLike": "zeros_like",
     },
     "nn": {
+        "AddRmsNorm": "add_rms_norm",
         "AvgPool": "avg_pool",
         "AvgPoolV2": "avg_pool_v2",
         "BatchMatMul": "batch_mat_mul",  # extend header
@@ -208,6 +215,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Relu": "relu",
         "Relu6": "relu6",
         "ReverseV2": "reverse_v2",
+        "RmsNorm": "rms_norm",
         "ScatterElements": "scatter_elements",
         "ScatterNd": "scatter_nd",
         "ScatterNdUpdate": "scatter_nd_update",
@@ -218,6 +226,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Softplus": "softplus",
         "Softsign": "softsign",
         "Swish": "swish",
+        "Threshold": "threshold",
         "UniqueWithCountsAndSorting": "unique_with_counts_and_sorting",  # extend header
         "Where": "where",
         "While": "while_",  # control flow, like If

@@ -194,6 +194,14 @@ from ge.es.ops.unique_with_counts_and_sorting import UniqueWithCountsAndSorting,
 from ge.es.ops.deformable_conv2_d import DeformableConv2D
 from ge.es.ops.matrix_determinant import MatrixDeterminant
 from ge.es.ops.random_uniform import RandomUniform
+from ge.es.ops.rms_norm import RmsNorm, RmsNormOutput
+from ge.es.ops.add_rms_norm import AddRmsNorm, AddRmsNormOutput
+from ge.es.ops.threshold import Threshold
+from ge.es.ops.concat import Concat
+from ge.es.ops.hcom_all_reduce import HcomAllReduce
+from ge.es.ops.hcom_all_gather import HcomAllGather
+from ge.es.ops.hcom_reduce_scatter import HcomReduceScatter
+from ge.es.ops.hcom_broadcast import HcomBroadcast
 
 __all__ = [
     "Data",
@@ -396,6 +404,16 @@ __all__ = [
     "DeformableConv2D",
     "MatrixDeterminant",
     "RandomUniform",
+    "RmsNorm",
+    "RmsNormOutput",
+    "AddRmsNorm",
+    "AddRmsNormOutput",
+    "Threshold",
+    "Concat",
+    "HcomAllReduce",
+    "HcomAllGather",
+    "HcomReduceScatter",
+    "HcomBroadcast",
 ]
 
 

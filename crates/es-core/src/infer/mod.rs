@@ -7,6 +7,8 @@
 
 mod promote;
 mod rules;
+mod rules_ge;
+pub use rules_ge::REDUCTIONS;
 mod rules_math;
 mod rules_more;
 mod rules_nn;
@@ -250,6 +252,8 @@ pub fn infer(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else if let Some(f) = rules_nn::rule(&ctx.proto.name) {
         f(ctx)?
     } else if let Some(f) = rules_more::rule(&ctx.proto.name) {
+        f(ctx)?
+    } else if let Some(f) = rules_ge::rule(&ctx.proto.name) {
         f(ctx)?
     } else {
         ctx.outputs_like(Shape::unknown_rank())

@@ -33,7 +33,7 @@ pub fn builtin_rule(op_type: &str) -> Option<InferFn> {
         "Transpose" => transpose,
         "Unsqueeze" => unsqueeze,
         "Squeeze" => squeeze,
-        "ConcatV2" | "ConcatD" => concat,
+        "ConcatV2" | "ConcatD" | "Concat" => concat,
         "Pack" => pack,
         "Split" | "SplitD" => split,
         "SplitV" => split_v,

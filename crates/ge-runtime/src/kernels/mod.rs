@@ -8,6 +8,7 @@
 mod control;
 mod convnd;
 mod elementwise;
+mod ge_ops;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod matmul;
@@ -130,6 +131,7 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         convnd::register(&mut m);
         sampling::register(&mut m);
         misc::register(&mut m);
+        ge_ops::register(&mut m);
         m
     })
 }

@@ -97,7 +97,7 @@ pub(super) fn pads_attr(info: &NodeInfo, name: &str) -> Result<[usize; 4]> {
 }
 
 /// The elements of a float value as f64, in standard order.
-fn floats(x: &Value, what: &str) -> Result<Vec<f64>> {
+pub(super) fn floats(x: &Value, what: &str) -> Result<Vec<f64>> {
     if !x.dtype().is_float() {
         return Err(Error::kernel(format!(
             "{what} must be a float tensor, got {}",
@@ -108,7 +108,7 @@ fn floats(x: &Value, what: &str) -> Result<Vec<f64>> {
 }
 
 /// A value of `dt` from f64 elements in standard order.
-fn from_f64(dt: DataType, dims: &[usize], v: Vec<f64>) -> Result<Value> {
+pub(super) fn from_f64(dt: DataType, dims: &[usize], v: Vec<f64>) -> Result<Value> {
     let a = Value::F64(array(dims, v)?);
     if dt == DataType::DOUBLE {
         Ok(a)

@@ -1,0 +1,192 @@
+//! Tests of the inference rules of `infer/rules_ge.rs` (RmsNorm, AddRmsNorm, Threshold, the
+//! HCCL collectives) and of Concat (concat_dim as an input), through the builder over the
+//! built-in library: known shapes, unknown dims/ranks, and each rejected input.
+
+mod common;
+
+use common::*;
+use es_core::DataType::{BF16, FLOAT, FLOAT16, INT32, INT64, INT8};
+
+#[test]
+fn rms_norm_rstd_keeps_leading_dims_as_float() {
+    let mut t = T::new();
+    let x = t.input(FLOAT16, &[2, 3, 4]);
+    let g = t.input(FLOAT16, &[4]);
+    assert_eq!(
+        t.all("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]),
+        vec![(FLOAT16, vec![2, 3, 4]), (FLOAT, vec![2, 3, 1])]
+    );
+    let g2 = t.input(FLOAT16, &[3, 4]);
+    assert_eq!(
+        t.all("RmsNorm", &[("x", &[x]), ("gamma", &[g2])], &[])[1],
+        (FLOAT, vec![2, 1, 1])
+    );
+    let xu = t.input(BF16, &[U, 3, 4]);
+    let gb = t.input(BF16, &[U]);
+    assert_eq!(
+        t.all("RmsNorm", &[("x", &[xu]), ("gamma", &[gb])], &[]),
+        vec![(BF16, vec![U, 3, 4]), (FLOAT, vec![U, 3, 1])]
+    );
+    let xr = t.f(&[-2]);
+    let gf = t.f(&[4]);
+    assert_eq!(
+        t.all("RmsNorm", &[("x", &[xr]), ("gamma", &[gf])], &[])[1],
+        (FLOAT, vec![-2])
+    );
+}
+
+#[test]
+fn rms_norm_rejects_a_gamma_that_does_not_fit() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let g = t.f(&[4]);
+    let m = t.err("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]);
+    has(
+        &m,
+        &["RmsNorm", "input 'gamma' [4]", "trailing dims", "[2, 3]"],
+    );
+    let g = t.f(&[1, 2, 3]);
+    let m = t.err("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]);
+    has(&m, &["more dims than x [2, 3]"]);
+    let h = t.input(FLOAT16, &[3]);
+    assert!(t
+        .call("RmsNorm", &[("x", &[x]), ("gamma", &[h])], &[])
+        .is_err());
+}
+
+#[test]
+fn add_rms_norm_returns_y_rstd_and_the_sum() {
+    let mut t = T::new();
+    let a = t.input(FLOAT16, &[2, U, 8]);
+    let b = t.input(FLOAT16, &[U, 5, 8]);
+    let g = t.input(FLOAT16, &[8]);
+    let ins: Ins = &[("x1", &[a]), ("x2", &[b]), ("gamma", &[g])];
+    assert_eq!(
+        t.all("AddRmsNorm", ins, &[("epsilon", AttrValueF(1e-5))]),
+        vec![
+            (FLOAT16, vec![2, 5, 8]),
+            (FLOAT, vec![2, 5, 1]),
+            (FLOAT16, vec![2, 5, 8])
+        ]
+    );
+    let c = t.input(FLOAT16, &[2, 8]);
+    let m = t.err(
+        "AddRmsNorm",
+        &[("x1", &[a]), ("x2", &[c]), ("gamma", &[g])],
+        &[],
+    );
+    has(
+        &m,
+        &["inputs 'x1' [2, -1, 8] and 'x2' [2, 8] must have the same shape"],
+    );
+}
+
+#[allow(non_snake_case)]
+fn AttrValueF(v: f32) -> es_core::attr::AttrValue {
+    es_core::attr::AttrValue::Float(v)
+}
+
+#[test]
+fn threshold_keeps_x() {
+    let mut t = T::new();
+    let x = t.input(BF16, &[3, U]);
+    assert_eq!(
+        t.ok(
+            "Threshold",
+            &[("x", &[x])],
+            &[("threshold", AttrValueF(0.5))]
+        ),
+        (BF16, vec![3, U])
+    );
+    let i = t.input(INT32, &[3]);
+    assert!(t.call("Threshold", &[("x", &[i])], &[]).is_err());
+}
+
+#[test]
+fn concat_takes_concat_dim_as_its_first_input() {
+    let mut t = T::new();
+    let a = t.f(&[2, 3]);
+    let c = t.f(&[2, 5]);
+    let ax = t.scalar_i32(1);
+    assert_eq!(
+        t.ok("Concat", &[("concat_dim", &[ax]), ("x", &[a, c])], &[]),
+        (FLOAT, vec![2, 8])
+    );
+    let d = t.f(&[3, 3]);
+    let m = t.err("Concat", &[("concat_dim", &[ax]), ("x", &[a, d])], &[]);
+    has(&m, &["Concat"]);
+}
+
+#[test]
+fn all_reduce_keeps_x_and_checks_the_reduction() {
+    let mut t = T::new();
+    let x = t.input(INT64, &[4, U]);
+    let attrs = &[("reduction", s("sum")), ("group", s("hccl_world_group"))];
+    assert_eq!(
+        t.ok("HcomAllReduce", &[("x", &[x])], attrs),
+        (INT64, vec![4, U])
+    );
+    let bad = &[("reduction", s("mean")), ("group", s("g"))];
+    let m = t.err("HcomAllReduce", &[("x", &[x])], bad);
+    has(
+        &m,
+        &["attribute 'reduction' is \"mean\"", "sum, prod, max, min"],
+    );
+}
+
+#[test]
+fn all_gather_multiplies_and_reduce_scatter_divides_dim0() {
+    let mut t = T::new();
+    let x = t.input(INT8, &[4, 512]);
+    let g = |n: i64| vec![("rank_size", i(n)), ("group", s("hccl_world_group"))];
+    assert_eq!(
+        t.ok("HcomAllGather", &[("x", &[x])], &g(2)),
+        (INT8, vec![8, 512])
+    );
+    let u = t.input(INT8, &[U, 2]);
+    assert_eq!(t.dims("HcomAllGather", &[("x", &[u])], &g(3)), vec![U, 2]);
+    let m = t.err("HcomAllGather", &[("x", &[x])], &g(0));
+    has(&m, &["attribute 'rank_size' is 0"]);
+    let y = t.f(&[8, 3]);
+    let rs = |n: i64| {
+        vec![
+            ("reduction", s("sum")),
+            ("group", s("hccl_world_group")),
+            ("rank_size", i(n)),
+        ]
+    };
+    assert_eq!(
+        t.ok("HcomReduceScatter", &[("x", &[y])], &rs(2)),
+        (FLOAT, vec![4, 3])
+    );
+    let m = t.err("HcomReduceScatter", &[("x", &[y])], &rs(3));
+    has(
+        &m,
+        &["dim 0 of input 'x' [8, 3] is not divisible by attribute 'rank_size' 3"],
+    );
+    let sc = t.f(&[]);
+    let m = t.err("HcomAllGather", &[("x", &[sc])], &g(1));
+    has(&m, &["must have at least one dim"]);
+}
+
+#[test]
+fn broadcast_gives_one_output_per_input() {
+    let mut t = T::new();
+    let a = t.input(FLOAT16, &[2]);
+    let b = t.input(INT32, &[3, 1]);
+    let id = t
+        .call_full(
+            "HcomBroadcast",
+            &[("x", &[a, b])],
+            &[("root_rank", i(0)), ("group", s("g"))],
+            &[("y", 2)],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT16, vec![2]), (INT32, vec![3, 1])]);
+    let m = t.err(
+        "HcomBroadcast",
+        &[("x", &[a])],
+        &[("root_rank", i(-1)), ("group", s("g"))],
+    );
+    has(&m, &["attribute 'root_rank' is -1"]);
+}

@@ -1,0 +1,322 @@
+"""Kernels of the operators GE programs use beside the common library
+(crates/ge-runtime/src/kernels/ge_ops.rs): RmsNorm, AddRmsNorm, Threshold, Concat and the HCCL
+collectives at world size 1, each compared with numpy in every dtype of its prototype, in graph
+and eager mode (tests/test_kernels.py's runner checks the two agree), plus their errors.
+
+Coverage: test_every_op_and_dtype_of_ge_ops_is_tested fails for an op registered in ge_ops.rs
+without a test, or an input dtype of its prototype that no test runs.
+
+Tolerances: RmsNorm and AddRmsNorm are computed in f64 and rounded once (as the other norms of
+tests/test_kernels_dtypes.py), so they are checked with `near` and an f64 summation slack.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Sequence, Set
+
+import ge
+import ge.ops
+import numpy as np
+import pytest
+from ge.es import GraphBuilder
+from ge.es import all as es
+from ge.graph import DataType
+from ge.session import Session
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_kernels import KERNEL_DIR, _registered_in, case, const, run, same  # noqa: E402
+from test_kernels_dtypes import F64_EPS, HYP, f32, finite, near, proto, rng_of, small_ints  # noqa: E402
+
+COVER: Dict[str, Dict[str, Set[str]]] = defaultdict(lambda: defaultdict(set))
+
+
+def D(op: str, io: str) -> List[str]:
+    """The dtypes of input ``io`` of ``op``'s prototype that the CPU backend has; recorded."""
+    ds = proto(op, io)
+    COVER[op][io].update(ds)
+    return ds
+
+
+def test_every_op_and_dtype_of_ge_ops_is_tested():
+    ops = _registered_in(KERNEL_DIR / "ge_ops.rs")
+    assert ops
+    problems = []
+    for op in sorted(ops):
+        if op not in COVER:
+            problems.append(f"{op} has no test")
+            continue
+        for i in ge.ops.get_op(op)["inputs"]:
+            want = set(proto(op, i["name"]))
+            if want - COVER[op].get(i["name"], set()):
+                problems.append(f"{op}.{i['name']}: untested {sorted(want - COVER[op][i['name']])}")
+    assert not problems, "\n".join(problems)
+
+
+def tensor_values(rng: np.random.Generator, d: str, shape: Sequence[int]) -> np.ndarray:
+    if d == "bool":
+        return rng.random(shape) < 0.5
+    if d in ("float64", "float32", "float16", "bfloat16"):
+        return finite(rng, d, shape)
+    return small_ints(rng, d, shape, -100, 100)
+
+
+# ---------------------------------------------------------------------------------------------
+# RmsNorm, AddRmsNorm
+# ---------------------------------------------------------------------------------------------
+
+RMS_T = D("RmsNorm", "x")
+D("RmsNorm", "gamma")
+ADD_T = D("AddRmsNorm", "x1")
+D("AddRmsNorm", "x2")
+D("AddRmsNorm", "gamma")
+
+
+def rms_ref(x64: np.ndarray, g64: np.ndarray, eps: float):
+    axes = tuple(range(x64.ndim - g64.ndim, x64.ndim))
+    ms = (x64 * x64).mean(axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(ms + eps)
+    y = g64 * (x64 * rstd)
+    return y, rstd, np.abs(y) + np.abs(x64 * x64).mean(axis=axes, keepdims=True)
+
+
+@HYP(12)
+@given(data=st.data())
+def test_rms_norm(data):
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4), label="shape")
+    g = data.draw(st.integers(1, len(shape)), label="gamma dims")
+    eps = f32(data.draw(st.sampled_from([1e-6, 1e-2]), label="epsilon"))
+    rng = rng_of(data)
+    for d in RMS_T:
+        with case("RmsNorm", d):
+            x = finite(rng, d, shape)
+            gamma = finite(rng, d, shape[len(shape) - g:])
+            got = run(lambda b, xh, gh: list(es.RmsNorm(xh, gh, epsilon=eps)), (x, d), (gamma, d))
+            y, rstd, mag = rms_ref(x.astype(np.float64), gamma.astype(np.float64), eps)
+            near(got[0], y, d, extra=F64_EPS * mag * 8, what=f"RmsNorm {shape} y")
+            near(got[1], rstd, "float32", extra=F64_EPS * rstd * 8, what=f"RmsNorm {shape} rstd")
+
+
+@HYP(12)
+@given(data=st.data())
+def test_add_rms_norm(data):
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4), label="shape")
+    g = data.draw(st.integers(1, len(shape)), label="gamma dims")
+    rng = rng_of(data)
+    for d in ADD_T:
+        with case("AddRmsNorm", d):
+            x1, x2 = finite(rng, d, shape), finite(rng, d, shape)
+            gamma = finite(rng, d, shape[len(shape) - g:])
+            got = run(lambda b, *h: list(es.AddRmsNorm(*h)), (x1, d), (x2, d), (gamma, d))
+            s = x1.astype(np.float64) + x2.astype(np.float64)
+            y, rstd, mag = rms_ref(s, gamma.astype(np.float64), f32(1e-6))
+            near(got[0], y, d, extra=F64_EPS * mag * 8, what=f"AddRmsNorm {shape} y")
+            near(got[1], rstd, "float32", extra=F64_EPS * rstd * 8, what="rstd")
+            near(got[2], s, d, what=f"AddRmsNorm {shape} x")
+
+
+def test_rms_norm_outputs_and_named_fields():
+    b = GraphBuilder("rms")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT16, shape=[2, 3, 4])
+    g = b.create_input(1, data_type=DataType.DT_FLOAT16, shape=[4])
+    out = es.AddRmsNorm(x, x, g, epsilon=1e-5)
+    descs = [o.get_producer().get_output_desc(i) for i, o in enumerate(out)]
+    assert [d.get_data_type() for d in descs] == [DataType.DT_FLOAT16, DataType.DT_FLOAT, DataType.DT_FLOAT16]
+    assert [d.get_shape() for d in descs] == [[2, 3, 4], [2, 3, 1], [2, 3, 4]]
+    assert out.y is out[0] or out.y.output_index == 0
+
+
+def test_rms_norm_gamma_must_fit_x():
+    b = GraphBuilder("rms")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[2, 3])
+    g = b.create_input(1, data_type=DataType.DT_FLOAT, shape=[4])
+    with pytest.raises(ge.GeError, match=r"RmsNorm .*input 'gamma' \[4\] must match the trailing dims of x \[2, 3\]"):
+        es.RmsNorm(x, g)
+
+
+def test_add_rms_norm_inputs_must_have_one_shape():
+    b = GraphBuilder("rms")
+    x1 = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[2, 3])
+    x2 = b.create_input(1, data_type=DataType.DT_FLOAT, shape=[3])
+    g = b.create_input(2, data_type=DataType.DT_FLOAT, shape=[3])
+    with pytest.raises(ge.GeError, match=r"inputs 'x1' \[2, 3\] and 'x2' \[3\] must have the same shape"):
+        es.AddRmsNorm(x1, x2, g)
+
+
+# ---------------------------------------------------------------------------------------------
+# Threshold, Concat
+# ---------------------------------------------------------------------------------------------
+
+TH_T = D("Threshold", "x")
+
+
+@HYP(10)
+@given(data=st.data())
+def test_threshold(data):
+    shape = data.draw(st.lists(st.integers(0, 4), max_size=3), label="shape")
+    t = f32(data.draw(st.sampled_from([0.0, 0.5, -1.25, 3.0]), label="threshold"))
+    rng = rng_of(data)
+    for d in TH_T:
+        with case("Threshold", d):
+            x = finite(rng, d, shape)
+            if x.size:
+                x.flat[0] = t  # equal to the threshold: not above it
+            got = run(lambda b, h: es.Threshold(h, threshold=t), (x, d))
+            same(got[0], (x.astype(np.float64) > t).astype(np.float64), d, what=f"Threshold {t}")
+
+
+CONCAT_T = D("Concat", "x")
+CONCAT_DIM = D("Concat", "concat_dim")
+
+
+@HYP(8)
+@given(data=st.data())
+def test_concat(data):
+    shape = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3), label="shape")
+    n = data.draw(st.integers(1, 3), label="inputs")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    rng = rng_of(data)
+    for i, d in enumerate(CONCAT_T):
+        ad = CONCAT_DIM[i % len(CONCAT_DIM)]
+        with case("Concat", f"{d}, concat_dim {ad}"):
+            xs = []
+            for _ in range(n):
+                s = list(shape)
+                s[axis] = int(rng.integers(1, 4))
+                xs.append(tensor_values(rng, d, s))
+            got = run(lambda b, *h: es.Concat(const(b, axis, ad), list(h)), *[(x, d) for x in xs])
+            same(got[0], np.concatenate(xs, axis=axis), d, what=f"Concat axis {axis}")
+
+
+def test_concat_n_must_match_the_list():
+    b = GraphBuilder("c")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[2])
+    with pytest.raises(ValueError):
+        es.Concat(const(b, 0, "int32"), [x, x], N=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# HCCL collectives, world size 1
+# ---------------------------------------------------------------------------------------------
+
+AR_T = D("HcomAllReduce", "x")
+AG_T = D("HcomAllGather", "x")
+RS_T = D("HcomReduceScatter", "x")
+BC_T = D("HcomBroadcast", "x")
+WORLD = "hccl_world_group"
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod", "max", "min"])
+def test_all_reduce_of_one_rank_is_the_identity(reduction):
+    rng = np.random.default_rng(1)
+    for d in AR_T:
+        with case("HcomAllReduce", d):
+            x = tensor_values(rng, d, [3, 2])
+            got = run(lambda b, h: es.HcomAllReduce(h, reduction=reduction, group=WORLD), (x, d))
+            same(got[0], x, d)
+
+
+def test_all_gather_and_reduce_scatter_of_one_rank_are_the_identity():
+    rng = np.random.default_rng(2)
+    for d in AG_T:
+        with case("HcomAllGather", d):
+            x = tensor_values(rng, d, [4, 3])
+            same(run(lambda b, h: es.HcomAllGather(h, rank_size=1, group=WORLD), (x, d))[0], x, d)
+    for d in RS_T:
+        with case("HcomReduceScatter", d):
+            x = tensor_values(rng, d, [4, 3])
+            got = run(lambda b, h: es.HcomReduceScatter(h, reduction="sum", group=WORLD, rank_size=1), (x, d))
+            same(got[0], x, d)
+
+
+def test_broadcast_from_rank_0_is_the_identity():
+    rng = np.random.default_rng(3)
+    for i, d in enumerate(BC_T):
+        other = BC_T[(i + 1) % len(BC_T)]
+        with case("HcomBroadcast", d):
+            x, y = tensor_values(rng, d, [2, 3]), tensor_values(rng, other, [5])
+            got = run(lambda b, h1, h2: es.HcomBroadcast([h1, h2], 2, root_rank=0, group=WORLD),
+                      (x, d), (y, other))
+            same(got[0], x, d)
+            same(got[1], y, other)
+
+
+def test_collective_output_shapes_follow_ge():
+    b = GraphBuilder("hcom")
+    x = b.create_input(0, data_type=DataType.DT_INT8, shape=[4, 512])
+    assert shape_of(es.HcomAllGather(x, rank_size=2, group=WORLD)) == [8, 512]
+    y = b.create_input(1, data_type=DataType.DT_FLOAT, shape=[8, 512])
+    assert shape_of(es.HcomReduceScatter(y, reduction="sum", group=WORLD, rank_size=4)) == [2, 512]
+
+
+def shape_of(h) -> List[int]:
+    return h.get_producer().get_output_desc(h.output_index).get_shape()
+
+
+def run_graph_of(build) -> List[np.ndarray]:
+    b = GraphBuilder("hcom")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[4, 2])
+    out = build(x)
+    g = b.build_and_reset(out if isinstance(out, list) else [out])
+    s = Session()
+    s.add_graph(1, g)
+    return [t.numpy() for t in s.run_graph(1, [np.ones((4, 2), np.float32)])]
+
+
+@pytest.mark.parametrize("op, build, ranks", [
+    ("HcomAllGather", lambda x: es.HcomAllGather(x, rank_size=2, group=WORLD), "2 ranks (rank_size=2)"),
+    ("HcomReduceScatter", lambda x: es.HcomReduceScatter(x, reduction="sum", group=WORLD, rank_size=4),
+     "4 ranks (rank_size=4)"),
+    ("HcomBroadcast", lambda x: es.HcomBroadcast([x], 1, root_rank=1, group=WORLD),
+     "at least 2 ranks (root_rank=1)"),
+])
+def test_collectives_needing_more_ranks_are_refused_when_run(op, build, ranks):
+    with pytest.raises(ge.GeError, match=rf"not supported: {op} needs {re_escape(ranks)}: ge-rs runs "
+                                         r"collectives in one process only \(world size 1\)"):
+        run_graph_of(build)
+
+
+def re_escape(s: str) -> str:
+    import re
+
+    return re.escape(s)
+
+
+def test_reduction_must_be_known():
+    b = GraphBuilder("hcom")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[4])
+    with pytest.raises(ge.GeError, match=r"attribute 'reduction' is \"mean\"; expected one of sum, prod, max, min"):
+        es.HcomAllReduce(x, reduction="mean", group=WORLD)
+    with pytest.raises(ge.GeError, match=r"attribute 'reduction' is \"avg\""):
+        es.HcomReduceScatter(x, reduction="avg", group=WORLD, rank_size=1)
+
+
+def test_reduce_scatter_needs_a_divisible_dim0():
+    b = GraphBuilder("hcom")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[6, 2])
+    with pytest.raises(ge.GeError, match=r"dim 0 of input 'x' \[6, 2\] is not divisible by attribute 'rank_size' 4"):
+        es.HcomReduceScatter(x, reduction="sum", group=WORLD, rank_size=4)
+
+
+def test_rank_size_must_be_positive():
+    b = GraphBuilder("hcom")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[6, 2])
+    with pytest.raises(ge.GeError, match=r"attribute 'rank_size' is 0; it must be at least 1"):
+        es.HcomAllGather(x, rank_size=0, group=WORLD)
+
+
+def test_hcom_signatures_are_ges():
+    import inspect
+
+    assert str(inspect.signature(es.HcomAllReduce)) == (
+        "(x: ge._native.TensorHolder, *, reduction: str, group: str, fusion: int = 1, fusion_id: int = -1)"
+        " -> ge._native.TensorHolder")
+    assert list(inspect.signature(es.HcomReduceScatter).parameters) == [
+        "x", "reduction", "group", "rank_size", "fusion", "fusion_id"]
+    assert list(inspect.signature(es.HcomAllGather).parameters) == ["x", "rank_size", "group", "fusion", "fusion_id"]
+    assert list(inspect.signature(es.HcomBroadcast).parameters) == [
+        "x", "y_num", "root_rank", "group", "fusion", "fusion_id"]
