@@ -207,8 +207,14 @@ def test_constants():
         b.create_const_int64([1, 2, 3], [2, 2])
     with pytest.raises(TypeError):
         b.create_const_int64([1.5])
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match=r"Value must be in range \[0, 2\^32-1\] for uint32"):
         b.create_scalar_uint32(-1)
+    with pytest.raises(ValueError, match="Value must be non-negative for uint64"):
+        b.create_scalar_uint64(-1)
+    with pytest.raises(TypeError, match="^Value must be an integer or list of integers$"):
+        b.create_const_int32("1")
+    with pytest.raises(TypeError, match="^Value must be a float or list of floats$"):
+        b.create_const_float(["x"])
     v = b.create_variable(0, "weights")
     assert v.name == "weights"
     c = b.create_scalar_int64(3)

@@ -273,9 +273,10 @@ pub fn attr_infer_from_py(v: &Bound<'_, PyAny>, what: &str) -> PyResult<AttrValu
                 AttrType::ListListInt
             }
             _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "{what}: cannot make an attribute of a list of {}",
-                    first.get_type().name()?
+                return Err(PyValueError::new_err(format!(
+                    "{what}: Unsupported attribute type: {} for value: {}",
+                    v.get_type().str()?,
+                    v.str()?
                 )))
             }
         };
@@ -284,9 +285,11 @@ pub fn attr_infer_from_py(v: &Bound<'_, PyAny>, what: &str) -> PyResult<AttrValu
     if let Ok(t) = tensor_from_py(v) {
         return Ok(AttrValue::Tensor(t));
     }
-    Err(PyTypeError::new_err(format!(
-        "{what}: cannot make an attribute of a {}",
-        v.get_type().name()?
+    // GE's ValueError and wording (ge.graph._attr).
+    Err(PyValueError::new_err(format!(
+        "{what}: Unsupported attribute type: {} for value: {}",
+        v.get_type().str()?,
+        v.str()?
     )))
 }
 

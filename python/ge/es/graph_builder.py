@@ -32,17 +32,18 @@ def _check_int(value: Any, what: str) -> None:
 
 
 def _values_and_dims(value: Any, shape: Optional[List[int]], kind: type, what: str) -> tuple:
+    """``what``: GE's wording of the accepted values ("an integer or list of integers")."""
     ok = (int,) if kind is int else (int, float)
     if isinstance(value, ok) and not isinstance(value, bool):
         values = [value]
         dims = [] if shape is None else list(shape)
     elif isinstance(value, list):
         if not all(isinstance(v, ok) and not isinstance(v, bool) for v in value):
-            raise TypeError(f"Value must be {what} or a list of {what}")
+            raise TypeError(f"Value must be {what}")
         values = value
         dims = list(shape) if shape is not None else [len(value)]
     else:
-        raise TypeError(f"Value must be {what} or a list of {what}")
+        raise TypeError(f"Value must be {what}")
     if shape is not None and (not isinstance(shape, list) or not all(isinstance(d, int) for d in shape)):
         raise TypeError("Shape must be a list of integers")
     count = 1
@@ -110,23 +111,23 @@ class GraphBuilder(GraphBuilderBase):
         return self._create_const(_native_from_array(np.array(values).reshape(dims), dt))
 
     def create_const_int64(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer")
+        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
         return self._const(values, dims, DataType.DT_INT64)
 
     def create_const_int32(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer")
+        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
         return self._const(values, dims, DataType.DT_INT32)
 
     def create_const_uint64(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer")
+        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
         return self._const(values, dims, DataType.DT_UINT64)
 
     def create_const_uint32(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer")
+        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
         return self._const(values, dims, DataType.DT_UINT32)
 
     def create_const_float(self, value: Union[float, List[float]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, float, "a float")
+        values, dims = _values_and_dims(value, shape, float, "a float or list of floats")
         return self._const([float(v) for v in values], dims, DataType.DT_FLOAT)
 
     def create_const(self, value: Any, data_type: Optional[DataType] = None) -> TensorHolder:
@@ -143,10 +144,14 @@ class GraphBuilder(GraphBuilderBase):
 
     def create_scalar_uint64(self, value: int) -> TensorHolder:
         _check_int(value, "Value")
+        if value < 0:
+            raise ValueError("Value must be non-negative for uint64")
         return self._const([value], [], DataType.DT_UINT64)
 
     def create_scalar_uint32(self, value: int) -> TensorHolder:
         _check_int(value, "Value")
+        if not 0 <= value <= 2**32 - 1:
+            raise ValueError("Value must be in range [0, 2^32-1] for uint32")
         return self._const([value], [], DataType.DT_UINT32)
 
     def create_scalar_float(self, value: float) -> TensorHolder:
