@@ -48,7 +48,7 @@ def test_every_operator_has_one_category_or_is_a_source_op():
     assert len(placed) == len(set(placed)), "an operator in two categories"
     assert set(placed) | set(SOURCE_OPS) | set(HCCL_OPS) == es_functions()
     assert not set(placed) & set(SOURCE_OPS) and not set(placed) & set(HCCL_OPS)
-    assert set(CATEGORIES) == {"math", "nn", "cv"}
+    assert set(CATEGORIES) == {"math", "nn", "cv", "transformer"}
 
 
 def test_category_table_names_the_modules_of_ge_es_all():
@@ -61,8 +61,9 @@ def test_category_modules_expose_exactly_their_operators():
     import ge.es.cv
     import ge.es.math
     import ge.es.nn
+    import ge.es.transformer
 
-    for cat, mod in (("math", ge.es.math), ("nn", ge.es.nn), ("cv", ge.es.cv)):
+    for cat, mod in (("math", ge.es.math), ("nn", ge.es.nn), ("cv", ge.es.cv), ("transformer", ge.es.transformer)):
         ops = set(CATEGORY_OPS[cat])
         outputs = {f"{op}Output" for op in ops if hasattr(es_all, f"{op}Output")}
         assert set(mod.__all__) == ops | outputs
@@ -86,8 +87,12 @@ def test_category_modules_refuse_other_names():
         from ge.es.nn import Data  # noqa: F401  (a source op: ge.es.all only)
     with pytest.raises(AttributeError, match="ge.es.cv' has no attribute 'Relu'"):
         ge.es.cv.Relu  # noqa: B018
-    with pytest.raises(ImportError):  # none of our operators comes from ops-transformer
-        importlib.import_module("ge.es.transformer")
+    with pytest.raises(ImportError):
+        from ge.es.transformer import Relu  # noqa: F401  (ops-nn)
+    from ge.es.transformer import MoeGatingTopKSoftmax, MoeGatingTopKSoftmaxOutput
+
+    assert MoeGatingTopKSoftmax is es_all.MoeGatingTopKSoftmax
+    assert MoeGatingTopKSoftmaxOutput is es_all.MoeGatingTopKSoftmaxOutput
 
 
 def test_star_import_of_a_category():
@@ -172,7 +177,7 @@ def test_plugins_are_mounted_when_ge_es_is_imported(plugin_site):
     assert "type Relu" in lines
     plugins = ast.literal_eval(next(line for line in lines if line.startswith("plugins"))[len("plugins "):])
     # Entry points in the order the environment lists them, then the built-in categories.
-    assert set(plugins[:-3]) == {"custom", "lazy", "named"} and plugins[-3:] == ["math", "nn", "cv"]
+    assert set(plugins[:-4]) == {"custom", "lazy", "named"} and plugins[-4:] == ["math", "nn", "cv", "transformer"]
     assert "lazy 42 42" in lines and "named True" in lines and "same True" in lines
     assert "all ge.es.all GraphBuilder" in lines
     assert "broken False None" in lines and "exported True" in lines

@@ -320,3 +320,175 @@ def test_hcom_signatures_are_ges():
     assert list(inspect.signature(es.HcomAllGather).parameters) == ["x", "rank_size", "group", "fusion", "fusion_id"]
     assert list(inspect.signature(es.HcomBroadcast).parameters) == [
         "x", "y_num", "root_rank", "group", "fusion", "fusion_id"]
+
+
+# ---------------------------------------------------------------------------------------------
+# DynamicQuant
+# ---------------------------------------------------------------------------------------------
+
+DQ_T = D("DynamicQuant", "x")
+D("DynamicQuant", "smooth_scales")
+D("DynamicQuant", "group_index")
+
+
+def dynamic_quant_ref(x: np.ndarray, smooth=None, ends=None):
+    """int8 y and float32 scale, in float32 as the kernel (and the NPU) computes them."""
+    h = x.shape[-1]
+    rows = x.astype(np.float32).reshape(-1, h)
+    if smooth is not None:
+        s = smooth.astype(np.float32)
+        if ends is None:
+            rows = rows * s
+        else:
+            group = np.searchsorted(np.asarray(ends), np.arange(rows.shape[0]), side="right")
+            rows = rows * s[group]
+    scale = (np.abs(rows).max(axis=1) / np.float32(127)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        q = np.where(scale[:, None] > 0, np.rint(rows / scale[:, None]), np.float32(0))
+    return np.clip(q, -128, 127).astype(np.int8).reshape(x.shape), scale.reshape(x.shape[:-1])
+
+
+@HYP(12)
+@given(data=st.data())
+def test_dynamic_quant(data):
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3), label="shape")
+    mode = data.draw(st.sampled_from(["plain", "smooth", "groups"]), label="mode")
+    rng = rng_of(data)
+    h, rows = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
+    for d in DQ_T:
+        with case("DynamicQuant", f"{d} {mode}"):
+            x = finite(rng, d, shape)
+            if x.size > 1:
+                x.flat[1] = 0.0
+            if mode == "plain":
+                got = run(lambda b, xh: list(es.DynamicQuant(xh)), (x, d))
+                y, scale = dynamic_quant_ref(x)
+            elif mode == "smooth":
+                s = finite(rng, d, [h])
+                got = run(lambda b, xh, sh: list(es.DynamicQuant(xh, sh)), (x, d), (s, d))
+                y, scale = dynamic_quant_ref(x, s)
+            else:
+                e = int(rng.integers(1, 4))
+                ends = np.sort(rng.integers(0, rows + 1, size=e)).astype(np.int32)
+                ends[-1] = rows
+                s = finite(rng, d, [e, h])
+                got = run(lambda b, xh, sh, gh: list(es.DynamicQuant(xh, sh, gh)), (x, d), (s, d), (ends, "int32"))
+                y, scale = dynamic_quant_ref(x, s, ends)
+            same(got[0], y, "int8", what=f"DynamicQuant {shape} {mode} y")
+            same(got[1], scale, "float32", what=f"DynamicQuant {shape} {mode} scale")
+
+
+def test_dynamic_quant_rows_of_zeros_give_zero_scale_and_zeros():
+    x = np.zeros((2, 3), np.float16)
+    got = run(lambda b, xh: list(es.DynamicQuant(xh, dst_type=DataType.DT_INT8)), (x, "float16"))
+    same(got[0], np.zeros((2, 3), np.int8), "int8")
+    same(got[1], np.zeros(2, np.float32), "float32")
+
+
+def dq_input(shape=(2, 4), d=DataType.DT_FLOAT16):
+    b = GraphBuilder("dq")
+    return b, b.create_input(0, data_type=d, shape=list(shape))
+
+
+def test_dynamic_quant_shapes_follow_ge():
+    b, x = dq_input((4, 2, 8))
+    out = es.DynamicQuant(x)
+    descs = [o.get_producer().get_output_desc(i) for i, o in enumerate(out)]
+    assert [(d.get_data_type(), d.get_shape()) for d in descs] == [
+        (DataType.DT_INT8, [4, 2, 8]), (DataType.DT_FLOAT, [4, 2])]
+
+
+def test_dynamic_quant_errors():
+    b, x = dq_input()
+    with pytest.raises(ge.GeError, match=r"attribute 'dst_type' is DT_FLOAT; expected one of DT_INT8"):
+        es.DynamicQuant(x, dst_type=DataType.DT_FLOAT)
+    s32 = b.create_input(1, data_type=DataType.DT_BF16, shape=[4])
+    with pytest.raises(ge.GeError, match=r"input 'smooth_scales' is DT_BF16, but x is DT_FLOAT16"):
+        es.DynamicQuant(x, s32)
+    gi = b.create_input(2, data_type=DataType.DT_INT32, shape=[2])
+    with pytest.raises(ge.GeError, match=r"input 'group_index' needs input 'smooth_scales'"):
+        es.DynamicQuant(x, None, gi)
+    s = b.create_input(3, data_type=DataType.DT_FLOAT16, shape=[3])
+    with pytest.raises(ge.GeError, match=r"input 'smooth_scales' \[3\] must have shape \[4\]"):
+        es.DynamicQuant(x, s)
+    s2 = b.create_input(4, data_type=DataType.DT_FLOAT16, shape=[3, 4])
+    with pytest.raises(ge.GeError, match=r"input 'smooth_scales' \[3, 4\] must have shape \[2, 4\]"):
+        es.DynamicQuant(x, s2, gi)
+    f32x = b.create_input(5, data_type=DataType.DT_FLOAT, shape=[2, 4])
+    with pytest.raises(ge.GeError):
+        es.DynamicQuant(f32x)
+
+
+def test_dynamic_quant_to_int4_is_not_supported():
+    x = np.ones((2, 4), np.float16)
+    with pytest.raises(ge.GeError, match=r"not supported: DynamicQuant with dst_type DT_INT4"):
+        run(lambda b, xh: list(es.DynamicQuant(xh, dst_type=DataType.DT_INT4)), (x, "float16"))
+
+
+def test_dynamic_quant_group_index_must_cover_the_rows():
+    x = np.ones((3, 2), np.float16)
+    s = np.ones((2, 2), np.float16)
+    for ends in ([1, 2], [2, 1], [-1, 3]):
+        with pytest.raises(ge.GeError, match=r"group_index .* must be non-decreasing ends of the row groups"):
+            run(lambda b, *h: list(es.DynamicQuant(*h)), (x, "float16"), (s, "float16"),
+                (np.asarray(ends, np.int32), "int32"))
+
+
+# ---------------------------------------------------------------------------------------------
+# MoeGatingTopKSoftmax
+# ---------------------------------------------------------------------------------------------
+
+MOE_T = D("MoeGatingTopKSoftmax", "x")
+D("MoeGatingTopKSoftmax", "finished")
+
+
+@HYP(12)
+@given(data=st.data())
+def test_moe_gating_top_k_softmax(data):
+    shape = data.draw(st.lists(st.integers(1, 6), min_size=2, max_size=3), label="shape")
+    k = data.draw(st.integers(1, shape[-1]), label="k")
+    with_finished = data.draw(st.booleans(), label="finished")
+    rng = rng_of(data)
+    e = shape[-1]
+    for d in MOE_T:
+        with case("MoeGatingTopKSoftmax", d):
+            x = finite(rng, d, shape)
+            if x.size > 2:
+                x.flat[1] = x.flat[0]  # a tie: the lower expert comes first
+            fin = rng.random(shape[:-1]) < 0.5
+            inputs = [(x, d)] + ([(fin, "bool")] if with_finished else [])
+            got = run(lambda b, *h: list(es.MoeGatingTopKSoftmax(*h, k=k)), *inputs)
+            x64 = x.astype(np.float64)
+            p = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+            p /= p.sum(axis=-1, keepdims=True)
+            order = np.argsort(-x64, axis=-1, kind="stable")[..., :k]
+            rows = int(np.prod(shape[:-1]))
+            near(got[0], np.take_along_axis(p, order, axis=-1), d, extra=F64_EPS * 8, what="y")
+            idx = np.where(fin[..., None], e, order) if with_finished else order
+            same(got[1], idx.astype(np.int32), "int32", what="expert_idx")
+            rid = (np.arange(k)[None, :] * rows + np.arange(rows)[:, None]).reshape(shape[:-1] + [k])
+            same(got[2], rid.astype(np.int32), "int32", what="row_idx")
+
+
+def test_moe_gating_top_k_softmax_shapes_follow_ge():
+    b = GraphBuilder("moe")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[4, 8])
+    out = es.MoeGatingTopKSoftmax(x, None, k=2)
+    descs = [o.get_producer().get_output_desc(i) for i, o in enumerate(out)]
+    assert [(d.get_data_type(), d.get_shape()) for d in descs] == [
+        (DataType.DT_FLOAT, [4, 2]), (DataType.DT_INT32, [4, 2]), (DataType.DT_INT32, [4, 2])]
+
+
+def test_moe_gating_top_k_softmax_errors():
+    b = GraphBuilder("moe")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[4, 8])
+    with pytest.raises(ge.GeError, match=r"attribute 'k' is 9; it must be in \[1, 8\]"):
+        es.MoeGatingTopKSoftmax(x, k=9)
+    with pytest.raises(ge.GeError, match=r"attribute 'k' is 0"):
+        es.MoeGatingTopKSoftmax(x, k=0)
+    x1 = b.create_input(1, data_type=DataType.DT_FLOAT, shape=[8])
+    with pytest.raises(ge.GeError, match=r"input 'x' \[8\] must be 2-D or 3-D"):
+        es.MoeGatingTopKSoftmax(x1, k=1)
+    f = b.create_input(2, data_type=DataType.DT_BOOL, shape=[3])
+    with pytest.raises(ge.GeError, match=r"input 'finished' \[3\] must have shape \[4\]"):
+        es.MoeGatingTopKSoftmax(x, f, k=1)

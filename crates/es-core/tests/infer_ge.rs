@@ -190,3 +190,71 @@ fn broadcast_gives_one_output_per_input() {
     );
     has(&m, &["attribute 'root_rank' is -1"]);
 }
+
+#[test]
+fn dynamic_quant_scale_drops_the_last_dim() {
+    let mut t = T::new();
+    let x = t.input(FLOAT16, &[4, U, 8]);
+    assert_eq!(
+        t.all("DynamicQuant", &[("x", &[x])], &[]),
+        vec![(INT8, vec![4, U, 8]), (FLOAT, vec![4, U])]
+    );
+    let s8 = t.input(FLOAT16, &[8]);
+    assert_eq!(
+        t.all(
+            "DynamicQuant",
+            &[("x", &[x]), ("smooth_scales", &[s8])],
+            &[("dst_type", i(2))]
+        )[1],
+        (FLOAT, vec![4, U])
+    );
+    let m = t.err("DynamicQuant", &[("x", &[x])], &[("dst_type", i(0))]);
+    has(&m, &["attribute 'dst_type' is DT_FLOAT", "DT_INT8"]);
+    let gi = t.input(INT32, &[3]);
+    let m = t.err("DynamicQuant", &[("x", &[x]), ("group_index", &[gi])], &[]);
+    has(&m, &["input 'group_index' needs input 'smooth_scales'"]);
+    let m = t.err(
+        "DynamicQuant",
+        &[
+            ("x", &[x]),
+            ("smooth_scales", &[s8]),
+            ("group_index", &[gi]),
+        ],
+        &[],
+    );
+    has(&m, &["input 'smooth_scales' [8] must have shape [3, 8]"]);
+    let sb = t.input(BF16, &[8]);
+    let m = t.err(
+        "DynamicQuant",
+        &[("x", &[x]), ("smooth_scales", &[sb])],
+        &[],
+    );
+    has(
+        &m,
+        &["input 'smooth_scales' is DT_BF16, but x is DT_FLOAT16"],
+    );
+}
+
+#[test]
+fn moe_gating_top_k_softmax_puts_k_last() {
+    let mut t = T::new();
+    let x = t.input(BF16, &[2, 3, 8]);
+    assert_eq!(
+        t.all("MoeGatingTopKSoftmax", &[("x", &[x])], &[("k", i(2))]),
+        vec![
+            (BF16, vec![2, 3, 2]),
+            (INT32, vec![2, 3, 2]),
+            (INT32, vec![2, 3, 2])
+        ]
+    );
+    let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x])], &[("k", i(9))]);
+    has(&m, &["attribute 'k' is 9; it must be in [1, 8]"]);
+    let x4 = t.f(&[1, 2, 3, 4]);
+    let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x4])], &[("k", i(1))]);
+    has(&m, &["must be 2-D or 3-D"]);
+    let xr = t.f(&[-2]);
+    assert_eq!(
+        t.dims("MoeGatingTopKSoftmax", &[("x", &[xr])], &[("k", i(4))]),
+        vec![-2]
+    );
+}

@@ -17,7 +17,8 @@ directories.
 Operators those repositories no longer register at all (the ``...D`` variants with constant
 inputs as attributes, legacy ops) follow the operator they are a variant of (marked "variant
 of" below).
-None of our operators comes from ops-transformer, so there is no ``ge.es.transformer``.
+MoeGatingTopKSoftmax comes from ops-transformer (``moe/moe_gating_top_k_softmax``), hence
+``ge.es.transformer``.
 
 The graph's own source operators (Data, RefData, Const, Variable) belong to no operator
 repository (GE's builder makes them: ``create_input``, ``create_const``, ``create_variable``);
@@ -187,6 +188,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Conv3D": "conv3_d",  # extend header
         "DeformableConv2D": "deformable_conv2_d",  # extend header
         "DepthwiseConv2D": "depthwise_conv2_d",  # variant of Conv2D (ops-nn conv/)
+        "DynamicQuant": "dynamic_quant",
         "Einsum": "einsum",  # extend header
         "Elu": "elu",
         "EmbeddingBag": "embedding_bag",
@@ -239,6 +241,9 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Resize": "resize",  # nn and cv extend headers
         "ResizeBilinearV2": "resize_bilinear_v2",
         "ResizeNearestNeighborV2": "resize_nearest_neighbor_v2",
+    },
+    "transformer": {
+        "MoeGatingTopKSoftmax": "moe_gating_top_k_softmax",
     },
 }
 

@@ -202,6 +202,8 @@ from ge.es.ops.hcom_all_reduce import HcomAllReduce
 from ge.es.ops.hcom_all_gather import HcomAllGather
 from ge.es.ops.hcom_reduce_scatter import HcomReduceScatter
 from ge.es.ops.hcom_broadcast import HcomBroadcast
+from ge.es.ops.dynamic_quant import DynamicQuant, DynamicQuantOutput
+from ge.es.ops.moe_gating_top_k_softmax import MoeGatingTopKSoftmax, MoeGatingTopKSoftmaxOutput
 
 __all__ = [
     "Data",
@@ -414,6 +416,10 @@ __all__ = [
     "HcomAllGather",
     "HcomReduceScatter",
     "HcomBroadcast",
+    "DynamicQuant",
+    "DynamicQuantOutput",
+    "MoeGatingTopKSoftmax",
+    "MoeGatingTopKSoftmaxOutput",
 ]
 
 

@@ -457,3 +457,16 @@ def HcomReduceScatter(x: TensorHolder, *, reduction: str, group: str, rank_size:
 
 def HcomBroadcast(x: List[TensorHolder], y_num: int, *, root_rank: int, group: str, fusion: int = 0, fusion_id: int = -1) -> List[TensorHolder]: ...
 
+class DynamicQuantOutput(NamedTuple):
+    y: TensorHolder
+    scale: TensorHolder
+
+def DynamicQuant(x: Union[TensorHolder, TensorLike], smooth_scales: Optional[Union[TensorHolder, TensorLike]] = None, group_index: Optional[Union[TensorHolder, TensorLike]] = None, *, dst_type: int = 2) -> DynamicQuantOutput: ...
+
+class MoeGatingTopKSoftmaxOutput(NamedTuple):
+    y: TensorHolder
+    expert_idx: TensorHolder
+    row_idx: TensorHolder
+
+def MoeGatingTopKSoftmax(x: Union[TensorHolder, TensorLike], finished: Optional[Union[TensorHolder, TensorLike]] = None, *, k: int) -> MoeGatingTopKSoftmaxOutput: ...
+

@@ -1,14 +1,17 @@
 //! Inference rules of operators that GE programs use beside the common library: the RMS
 //! normalizations (RmsNorm, AddRmsNorm), Threshold, Concat (concat_dim as an input) and the
-//! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast).
+//! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast), DynamicQuant
+//! and MoeGatingTopKSoftmax.
 //!
 //! The shape rules are those of the operators' infer functions in CANN (ops-nn
-//! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`; the collectives' GE rules:
+//! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`, `dynamic_quant_infershape.cpp`;
+//! ops-transformer `moe_gating_top_k_softmax_infershape.cpp`; the collectives' GE rules:
 //! all-gather multiplies dim 0 by rank_size, reduce-scatter divides it). The conventions are
 //! those of `rules.rs`: unknown dims (-1) and ranks (`[-2]`) propagate without errors; errors
 //! name the input or attribute and show expected and actual values.
 
-use super::rules::{dtype_like, merge_dim, opt_int, single};
+use super::rules::{attr_dtype, dtype_like, merge_dim, opt_int, single};
+use super::rules_nn::check_param_shape;
 use super::{InferCtx, InferFn};
 use crate::error::Result;
 use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
@@ -21,6 +24,8 @@ pub fn rule(op_type: &str) -> Option<InferFn> {
         "HcomAllReduce" => all_reduce,
         "HcomAllGather" | "HcomReduceScatter" => gather_scatter,
         "HcomBroadcast" => broadcast_collective,
+        "DynamicQuant" => dynamic_quant,
+        "MoeGatingTopKSoftmax" => moe_gating_top_k_softmax,
         _ => return None,
     })
 }
@@ -188,4 +193,124 @@ fn broadcast_collective(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         .iter()
         .map(|x| TensorDesc::new(dtype_like(ctx, 0, Some(x)), x.shape.clone()))
         .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// DynamicQuant, MoeGatingTopKSoftmax
+// ---------------------------------------------------------------------------------------------
+
+/// The dtypes DynamicQuant's dst_type may name (ops-nn's infer function).
+pub const QUANT_DTYPES: &[DataType] = &[
+    DataType::INT8,
+    DataType::INT4,
+    DataType::HIFLOAT8,
+    DataType::FLOAT8_E5M2,
+    DataType::FLOAT8_E4M3FN,
+];
+
+/// DynamicQuant: y like x in dst_type; scale (float32) has x's dims but the last.
+fn dynamic_quant(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let dst = attr_dtype(ctx, "dst_type", Some(DataType::INT8))?;
+    if !QUANT_DTYPES.contains(&dst) {
+        let names: Vec<String> = QUANT_DTYPES.iter().map(|d| d.to_string()).collect();
+        return Err(ctx.err(format!(
+            "attribute 'dst_type' is {dst}; expected one of {}",
+            names.join(", ")
+        )));
+    }
+    let smooth = ctx.input("smooth_scales")?;
+    let group = ctx.input("group_index")?;
+    if let Some(s) = smooth {
+        if s.dtype != x.dtype {
+            return Err(ctx.err(format!(
+                "input 'smooth_scales' is {}, but x is {}; they must have one dtype",
+                s.dtype, x.dtype
+            )));
+        }
+    }
+    if group.is_some() && smooth.is_none() {
+        return Err(ctx.err("input 'group_index' needs input 'smooth_scales'"));
+    }
+    let scale = match x.shape.rank() {
+        None => Shape::unknown_rank(),
+        Some(0) => {
+            return Err(ctx.err(format!("input 'x' {} must have at least one dim", x.shape)));
+        }
+        Some(r) => {
+            let h = x.shape.0[r - 1];
+            match (smooth, group) {
+                (Some(_), None) => {
+                    check_param_shape(ctx, "smooth_scales", &[h], "[last dim of x]")?
+                }
+                (Some(_), Some(g)) => {
+                    let e = match g.shape.rank() {
+                        Some(1) => g.shape.0[0],
+                        Some(_) => {
+                            return Err(
+                                ctx.err(format!("input 'group_index' {} must be 1-D", g.shape))
+                            )
+                        }
+                        None => UNKNOWN_DIM,
+                    };
+                    check_param_shape(ctx, "smooth_scales", &[e, h], "[groups, last dim of x]")?;
+                }
+                _ => {}
+            }
+            Shape::from(x.shape.0[..r - 1].to_vec())
+        }
+    };
+    Ok(vec![
+        TensorDesc::new(dst, x.shape.clone()),
+        TensorDesc::new(DataType::FLOAT, scale),
+    ])
+}
+
+/// The largest k MoeGatingTopKSoftmax takes (ops-transformer's infer function).
+pub const MOE_MAX_K: i64 = 1024;
+
+/// MoeGatingTopKSoftmax: x of rank 2 or 3; y (x's dtype), expert_idx and row_idx (int32) have
+/// x's dims with k last.
+fn moe_gating_top_k_softmax(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let k = ctx.attr_int("k")?;
+    let dt = dtype_like(ctx, 0, Some(x));
+    let Some(r) = x.shape.rank() else {
+        if !(1..=MOE_MAX_K).contains(&k) {
+            return Err(ctx.err(format!(
+                "attribute 'k' is {k}; it must be in [1, {MOE_MAX_K}]"
+            )));
+        }
+        let u = Shape::unknown_rank();
+        return Ok(vec![
+            TensorDesc::new(dt, u.clone()),
+            TensorDesc::new(DataType::INT32, u.clone()),
+            TensorDesc::new(DataType::INT32, u),
+        ]);
+    };
+    if r != 2 && r != 3 {
+        return Err(ctx.err(format!("input 'x' {} must be 2-D or 3-D", x.shape)));
+    }
+    let e = x.shape.0[r - 1];
+    let top = if e == UNKNOWN_DIM {
+        MOE_MAX_K
+    } else {
+        e.min(MOE_MAX_K)
+    };
+    if k < 1 || k > top {
+        return Err(ctx.err(format!(
+            "attribute 'k' is {k}; it must be in [1, {top}] (x {}, at most {MOE_MAX_K})",
+            x.shape
+        )));
+    }
+    let lead = &x.shape.0[..r - 1];
+    check_param_shape(ctx, "finished", lead, "the dims of x but the last")?;
+    let mut dims = x.shape.0.to_vec();
+    dims[r - 1] = k;
+    let s = Shape::from(dims);
+    Ok(vec![
+        TensorDesc::new(dt, s.clone()),
+        TensorDesc::new(DataType::INT32, s.clone()),
+        TensorDesc::new(DataType::INT32, s),
+    ])
 }

@@ -267,7 +267,7 @@ fn softmax(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 }
 
 /// Checks that a parameter input (gamma, beta) has the shape `want` (dims may be unknown).
-fn check_param_shape(ctx: &InferCtx, name: &str, want: &[i64], why: &str) -> Result<()> {
+pub(super) fn check_param_shape(ctx: &InferCtx, name: &str, want: &[i64], why: &str) -> Result<()> {
     let Some(d) = ctx.input(name)? else {
         return Ok(());
     };

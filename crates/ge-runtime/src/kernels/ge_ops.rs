@@ -1,6 +1,6 @@
 //! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
-//! Threshold, Concat (concat_dim as the first input) and the HCCL collectives HcomAllReduce,
-//! HcomAllGather, HcomReduceScatter and HcomBroadcast.
+//! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
+//! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant and MoeGatingTopKSoftmax.
 //!
 //! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
 //! all-gather and reduce-scatter of one rank and a broadcast from rank 0 are the identity. A node
@@ -171,6 +171,160 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// DynamicQuant, MoeGatingTopKSoftmax
+// ---------------------------------------------------------------------------------------------
+
+/// The row of each group with `group_index` (each group's end, non-decreasing, the last one
+/// `rows`): group of row `r`.
+fn row_groups(gi: &[i64], rows: usize) -> Result<Vec<usize>> {
+    let bad = || {
+        Error::kernel(format!(
+            "DynamicQuant: group_index {gi:?} must be non-decreasing ends of the row groups, \
+             from 0 up, the last one {rows} (the rows of x)"
+        ))
+    };
+    let mut out = Vec::with_capacity(rows);
+    let mut start = 0usize;
+    for (e, &end) in gi.iter().enumerate() {
+        let end = usize::try_from(end).map_err(|_| bad())?;
+        if end < start || end > rows {
+            return Err(bad());
+        }
+        out.resize(end, e);
+        start = end;
+    }
+    if start != rows {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+fn dynamic_quant_factory(info: &NodeInfo) -> Result<Kernel> {
+    let dst = info.out_dtype(0)?;
+    if dst != DataType::INT8 {
+        return Err(Error::unsupported(format!(
+            "DynamicQuant with dst_type {dst} (the CPU backend quantizes to DT_INT8 only)"
+        )));
+    }
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let dims = x.shape();
+        let h = *dims
+            .last()
+            .ok_or_else(|| Error::kernel("DynamicQuant: x must have at least one dim"))?;
+        let rows = x.len().checked_div(h).unwrap_or(0);
+        let xs = x.cast(DataType::FLOAT)?.to_f64_vec();
+        let smooth = inputs.get(1).copied().flatten();
+        let groups = match inputs.get(2).copied().flatten() {
+            Some(g) => Some(row_groups(&g.to_i64_vec(), rows)?),
+            None => None,
+        };
+        let ss = match smooth {
+            Some(s) => {
+                let n_groups = match &groups {
+                    Some(_) => s.shape().first().copied().unwrap_or(0),
+                    None => 1,
+                };
+                if s.len() != n_groups * h {
+                    return Err(Error::kernel(format!(
+                        "DynamicQuant: smooth_scales {:?} does not fit x {dims:?}",
+                        s.shape()
+                    )));
+                }
+                Some(s.cast(DataType::FLOAT)?.to_f64_vec())
+            }
+            None => None,
+        };
+        let mut y = Vec::with_capacity(xs.len());
+        let mut scales = Vec::with_capacity(rows);
+        let mut row = vec![0f32; h];
+        for (r, xr) in xs.chunks(h.max(1)).enumerate().take(rows) {
+            // In float32, as the NPU kernel: the product of two 16-bit floats is exact there.
+            let off = match (&ss, &groups) {
+                (Some(_), Some(g)) => g[r] * h,
+                _ => 0,
+            };
+            for (j, v) in row.iter_mut().enumerate() {
+                let s = ss.as_ref().map_or(1.0, |s| s[off + j] as f32);
+                *v = xr[j] as f32 * s;
+            }
+            let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let scale = max / 127.0;
+            for &v in &row {
+                let q = if scale > 0.0 {
+                    (v / scale).round_ties_even()
+                } else {
+                    0.0
+                };
+                y.push(f64::from(q.clamp(-128.0, 127.0)));
+            }
+            scales.push(f64::from(scale));
+        }
+        Ok(vec![
+            from_f64(DataType::INT8, dims, y)?,
+            from_f64(DataType::FLOAT, &dims[..dims.len() - 1], scales)?,
+        ])
+    }))
+}
+
+fn moe_gating_top_k_softmax_factory(info: &NodeInfo) -> Result<Kernel> {
+    let k = usize::try_from(info.int("k", 0)?)
+        .map_err(|_| Error::kernel("MoeGatingTopKSoftmax: k must be positive"))?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let dims = x.shape();
+        let e = *dims.last().unwrap_or(&0);
+        if !(2..=3).contains(&dims.len()) || k == 0 || k > e {
+            return Err(Error::kernel(format!(
+                "MoeGatingTopKSoftmax: x {dims:?} must be 2-D or 3-D with at least k = {k} experts"
+            )));
+        }
+        let rows = x.len() / e;
+        let finished = match inputs.get(1).copied().flatten() {
+            Some(f) if f.len() == rows => Some(f.to_i64_vec()),
+            Some(f) => {
+                return Err(Error::kernel(format!(
+                    "MoeGatingTopKSoftmax: finished {:?} must have x's dims but the last ({:?})",
+                    f.shape(),
+                    &dims[..dims.len() - 1]
+                )))
+            }
+            None => None,
+        };
+        let xs = floats(x, "x")?;
+        let (mut y, mut idx, mut rid) = (
+            Vec::with_capacity(rows * k),
+            Vec::with_capacity(rows * k),
+            Vec::with_capacity(rows * k),
+        );
+        let mut order: Vec<usize> = Vec::with_capacity(e);
+        for (r, xr) in xs.chunks(e).enumerate() {
+            let m = xr.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let ex: Vec<f64> = xr.iter().map(|v| (v - m).exp()).collect();
+            let sum: f64 = ex.iter().sum();
+            order.clear();
+            order.extend(0..e);
+            // Largest first (softmax keeps the order of x); equal values keep the lower
+            // expert first.
+            order.sort_by(|&a, &b| xr[b].total_cmp(&xr[a]));
+            let done = finished.as_ref().is_some_and(|f| f[r] != 0);
+            for (j, &o) in order.iter().take(k).enumerate() {
+                y.push(ex[o] / sum);
+                idx.push(if done { e as f64 } else { o as f64 });
+                rid.push((j * rows + r) as f64);
+            }
+        }
+        let mut od = dims.to_vec();
+        od[dims.len() - 1] = k;
+        Ok(vec![
+            from_f64(x.dtype(), &od, y)?,
+            from_f64(DataType::INT32, &od, idx)?,
+            from_f64(DataType::INT32, &od, rid)?,
+        ])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("RmsNorm", rms_norm_factory);
     m.insert("AddRmsNorm", rms_norm_factory);
@@ -180,4 +334,6 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("HcomAllGather", collective_factory);
     m.insert("HcomReduceScatter", collective_factory);
     m.insert("HcomBroadcast", collective_factory);
+    m.insert("DynamicQuant", dynamic_quant_factory);
+    m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
 }
