@@ -504,29 +504,29 @@ impl PyTensorHolder {
         Ok((d.dtype.value(), d.shape.0.to_vec(), d.format.value()))
     }
 
-    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", o, false)
+    fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Add", other, false)
     }
-    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", o, true)
+    fn __radd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Add", other, true)
     }
-    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", o, false)
+    fn __sub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Sub", other, false)
     }
-    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", o, true)
+    fn __rsub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Sub", other, true)
     }
-    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", o, false)
+    fn __mul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Mul", other, false)
     }
-    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", o, true)
+    fn __rmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Mul", other, true)
     }
-    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", o, false)
+    fn __truediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Div", other, false)
     }
-    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", o, true)
+    fn __rtruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Div", other, true)
     }
     fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         let op = matmul_op(slf, o)?;
@@ -564,17 +564,17 @@ impl PyTensorHolder {
     }
 
     /// GE's method forms of the operators.
-    fn add(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", o, false)
+    fn add(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Add", other, false)
     }
-    fn sub(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", o, false)
+    fn sub(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Sub", other, false)
     }
-    fn mul(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", o, false)
+    fn mul(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Mul", other, false)
     }
-    fn div(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", o, false)
+    fn div(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        binary(slf, "Div", other, false)
     }
 
     fn __bool__(&self) -> PyResult<bool> {

@@ -1167,6 +1167,24 @@ fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<Graph> {
     PyGraph::extract_graph_obj(r)
 }
 
+/// The context handed to one hook call: a view of the run's context, valid during the call.
+fn hook_context(py: Python<'_>, ctx: &PassContext) -> PyResult<Py<PyPassContext>> {
+    Py::new(
+        py,
+        PyPassContext {
+            inner: Mutex::new(ctx.clone()),
+            expired: AtomicBool::new(false),
+        },
+    )
+}
+
+/// Takes back what the hook recorded in its context, and expires the view.
+fn end_hook_context(pyctx: &Py<PyPassContext>, ctx: &mut PassContext) {
+    let c = pyctx.get();
+    *ctx = lock(&c.inner).clone();
+    c.expired.store(true, Ordering::Release);
+}
+
 struct PyFusion(PyPassCore);
 
 impl FusionPass for PyFusion {
@@ -1244,17 +1262,21 @@ impl PyPatternPass {
         graph: &mut Graph,
         pattern: usize,
         m: &MatchResult,
+        ctx: &mut PassContext,
         name: &str,
         convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> HookResult<R> {
-        // One GIL acquisition per hook: the match view is made inside the call.
+        // One GIL acquisition per hook: the match view is made inside the call. Hooks are
+        // called as hook(match_result, context) (the Python classes adapt GE's forms).
         self.core.call(graph, |py, core| {
             let mo = self.match_obj(py, pattern, m)?;
+            let pyctx = hook_context(py, ctx)?;
             let r = core
                 .instance
                 .bind(py)
-                .call_method1(name, (mo.clone_ref(py),));
+                .call_method1(name, (mo.clone_ref(py), pyctx.clone_ref(py)));
             mo.get().valid.store(false, Ordering::Release);
+            end_hook_context(&pyctx, ctx);
             convert(&r?)
         })
     }
@@ -1291,18 +1313,20 @@ impl PatternFusionPass for PyPatternPass {
         graph: &mut Graph,
         pattern: usize,
         m: &MatchResult,
-        _ctx: &mut PassContext,
+        ctx: &mut PassContext,
     ) -> HookResult<bool> {
-        self.hook(graph, pattern, m, "meet_requirements", |r| r.is_truthy())
+        self.hook(graph, pattern, m, ctx, "meet_requirements", |r| {
+            r.is_truthy()
+        })
     }
     fn replacement(
         &mut self,
         graph: &mut Graph,
         pattern: usize,
         m: &MatchResult,
-        _ctx: &mut PassContext,
+        ctx: &mut PassContext,
     ) -> HookResult<Graph> {
-        self.hook(graph, pattern, m, "replacement", |r| {
+        self.hook(graph, pattern, m, ctx, "replacement", |r| {
             returned_graph(r, "replacement")
         })
     }
@@ -1315,26 +1339,34 @@ impl DecomposePass for PyDecompose {
         &mut self,
         graph: &mut Graph,
         node: NodeId,
-        _ctx: &mut PassContext,
+        ctx: &mut PassContext,
     ) -> HookResult<bool> {
         self.0.call(graph, |py, core| {
             let n = core.node_view(py, node)?;
-            core.instance
+            let pyctx = hook_context(py, ctx)?;
+            let r = core
+                .instance
                 .bind(py)
-                .call_method1("meet_requirements", (n,))?
-                .is_truthy()
+                .call_method1("meet_requirements", (n, pyctx.clone_ref(py)));
+            end_hook_context(&pyctx, ctx);
+            r?.is_truthy()
         })
     }
     fn replacement(
         &mut self,
         graph: &mut Graph,
         node: NodeId,
-        _ctx: &mut PassContext,
+        ctx: &mut PassContext,
     ) -> HookResult<Graph> {
         self.0.call(graph, |py, core| {
             let n = core.node_view(py, node)?;
-            let r = core.instance.bind(py).call_method1("replacement", (n,))?;
-            returned_graph(&r, "replacement")
+            let pyctx = hook_context(py, ctx)?;
+            let r = core
+                .instance
+                .bind(py)
+                .call_method1("replacement", (n, pyctx.clone_ref(py)));
+            end_hook_context(&pyctx, ctx);
+            returned_graph(&r?, "replacement")
         })
     }
 }

@@ -77,6 +77,7 @@ class PatternFusionPass(FusionBasePass):
         from .pattern import (
             _adapt_decorated_pattern_methods,
             _adapt_expression_replacement,
+            _context_hook,
             _has_decorated_pattern_methods,
         )
 
@@ -89,6 +90,8 @@ class PatternFusionPass(FusionBasePass):
             cls.patterns = _adapt_decorated_pattern_methods(cls)  # type: ignore[method-assign]
         if "replacement" in cls.__dict__:
             cls.replacement = _adapt_expression_replacement(cls.__dict__["replacement"])  # type: ignore[method-assign]
+        if "meet_requirements" in cls.__dict__:
+            cls.meet_requirements = _context_hook(cls.__dict__["meet_requirements"], 2)  # type: ignore[method-assign]
         rounds = cls.__dict__.get("max_rounds", 1)
         if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
             raise TypeError(f"{cls.__name__}.max_rounds must be a positive int, got {rounds!r}")
@@ -100,10 +103,12 @@ class PatternFusionPass(FusionBasePass):
     def patterns(self) -> Iterable[PatternOrGraph]:
         raise NotImplementedError("PatternFusionPass.patterns must be implemented")
 
-    def meet_requirements(self, match_result: MatchResult) -> bool:
+    # The hooks may also take the pass context as a last parameter, as in GE:
+    # meet_requirements(self, match_result, context), replacement(self, match_result, context).
+    def meet_requirements(self, match_result: MatchResult, context: Optional[PassContext] = None) -> bool:
         return True
 
-    def replacement(self, match_result: MatchResult) -> "Graph":
+    def replacement(self, match_result: MatchResult, context: Optional[PassContext] = None) -> "Graph":
         raise NotImplementedError("PatternFusionPass.replacement must be implemented")
 
 
@@ -119,9 +124,15 @@ class DecomposePass(FusionBasePass):
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         _forbid_run(cls, "DecomposePass", "meet_requirements()/replacement()")
+        from .pattern import _context_hook
 
-    def meet_requirements(self, node: "Node") -> bool:
+        # GE's hooks may take the pass context last: meet_requirements(self, node, context).
+        for hook in ("meet_requirements", "replacement"):
+            if hook in cls.__dict__:
+                setattr(cls, hook, _context_hook(cls.__dict__[hook], 2))
+
+    def meet_requirements(self, node: "Node", context: Optional[PassContext] = None) -> bool:
         return True
 
-    def replacement(self, node: "Node") -> "Graph":
+    def replacement(self, node: "Node", context: Optional[PassContext] = None) -> "Graph":
         raise NotImplementedError("DecomposePass.replacement must be implemented")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union, overload
 
-from ge._native import Pattern
+from ge._native import PassContext, Pattern
 from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.graph import DataType, Format, Graph, Node
@@ -183,25 +183,54 @@ def _adapt_decorated_pattern_methods(cls: type) -> Callable[[Any], List[Pattern]
     return patterns
 
 
+def _is_context_param(p: inspect.Parameter) -> bool:
+    ann = p.annotation
+    return p.name == "context" or ann is PassContext or ann == "PassContext"
+
+
+def _context_hook(method: Callable[..., Any], n_plain: int) -> Callable[..., Any]:
+    """The hook as the executor calls it, ``hook(self, x, context)``: GE lets a hook take the
+    pass context as its last parameter (``meet_requirements(self, match_result, context)``,
+    ``replacement(self, node, context)``) or leave it out. ``n_plain``: the positional
+    parameters of the form without it (self included)."""
+    if getattr(method, "_ge_context_hook", False):
+        return method
+    params = _positional(method)
+    takes = len(params) > n_plain and _is_context_param(params[n_plain])
+    has_varargs = any(p.kind == inspect.Parameter.VAR_POSITIONAL
+                      for p in inspect.signature(method).parameters.values())
+
+    @wraps(method)
+    def hook(self: Any, x: Any, context: Any = None) -> Any:
+        if takes or has_varargs:
+            return method(self, x, context)
+        return method(self, x)
+
+    hook._ge_context_hook = True  # type: ignore[attr-defined]
+    return hook
+
+
 def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., Any]:
     params = _positional(method)
     if len(params) < 2 or params[1].name != "inputs":
-        return method
-    _check_arity(
-        method,
-        2,
-        3,
-        "expression-style replacement must be replacement(self, inputs) or "
-        "replacement(self, inputs, match_result)",
-    )
-    with_match = len(params) == 3
+        return _context_hook(method, 2)
+    forms = ("expression-style replacement must be replacement(self, inputs), "
+             "replacement(self, inputs, match_result), replacement(self, inputs, context) or "
+             "replacement(self, inputs, match_result, context)")
+    _check_arity(method, 2, 4, forms)
+    extra = params[2:]
+    with_context = bool(extra) and _is_context_param(extra[-1])
+    if len(extra) == 2 and not with_context:
+        raise TypeError(forms)
+    with_match = len(extra) - int(with_context) == 1
 
     @wraps(method)
-    def replacement(self: Any, match_result: Any) -> Graph:
+    def replacement(self: Any, match_result: Any, context: Any = None) -> Graph:
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
         descs = match_result._input_descs() if hasattr(match_result, "_input_descs") else None
         inputs = PatternInputs(builder, descs)
-        result = method(self, inputs, match_result) if with_match else method(self, inputs)
+        args = [inputs] + ([match_result] if with_match else []) + ([context] if with_context else [])
+        result = method(self, *args)
         if isinstance(result, Graph):
             return result
         outputs = _outputs(result, "replacement")
@@ -210,4 +239,5 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
             inputs._ensure(len(descs))
         return builder.build_and_reset(outputs)
 
+    replacement._ge_context_hook = True  # type: ignore[attr-defined]
     return replacement
