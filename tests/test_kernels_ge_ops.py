@@ -492,3 +492,187 @@ def test_moe_gating_top_k_softmax_errors():
     f = b.create_input(2, data_type=DataType.DT_BOOL, shape=[3])
     with pytest.raises(ge.GeError, match=r"input 'finished' \[3\] must have shape \[4\]"):
         es.MoeGatingTopKSoftmax(x, f, k=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# PromptFlashAttention (the plain path: float query/key/value, BSH/BNSD/BSND, atten_mask)
+# ---------------------------------------------------------------------------------------------
+
+PFA_T = D("PromptFlashAttention", "query")
+D("PromptFlashAttention", "key")
+D("PromptFlashAttention", "value")
+PFA_MASK = D("PromptFlashAttention", "atten_mask")
+PFA_FLOAT = [d for d in PFA_T if d != "int8"]
+PFA_REFUSED = ["pse_shift", "actual_seq_lengths", "actual_seq_lengths_kv", "deq_scale1", "quant_scale1",
+               "deq_scale2", "quant_scale2", "quant_offset2"]
+for _name in PFA_REFUSED:  # each is refused with "not supported" (test_pfa_refuses_its_other_inputs)
+    D("PromptFlashAttention", _name)
+
+
+def to_bnsd(a: np.ndarray, layout: str, heads: int) -> np.ndarray:
+    if layout == "BSH":
+        b, s, h = a.shape
+        return a.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+    if layout == "BSND":
+        return a.transpose(0, 2, 1, 3)
+    return a
+
+
+def from_bnsd(a: np.ndarray, layout: str) -> np.ndarray:
+    if layout == "BSH":
+        b, n, s, d = a.shape
+        return a.transpose(0, 2, 1, 3).reshape(b, s, n * d)
+    if layout == "BSND":
+        return a.transpose(0, 2, 1, 3)
+    return a
+
+
+def pfa_ref(q, k, v, n, kvn, scale, mask, pre, nxt, layout):
+    q4, k4, v4 = (to_bnsd(a.astype(np.float64), layout, h) for a, h in ((q, n), (k, kvn), (v, kvn)))
+    k4, v4 = np.repeat(k4, n // kvn, axis=1), np.repeat(v4, n // kvn, axis=1)
+    sc = scale * np.einsum("bnsd,bntd->bnst", q4, k4)
+    s, t = sc.shape[-2:]
+    if mask is not None:
+        m = mask.astype(np.float64) != 0
+        m = m.reshape((-1, 1, s, t)) if m.ndim >= 3 else m
+        i, j = np.arange(s)[:, None], np.arange(t)[None, :]
+        m = m | (j - i > nxt) | (i - j > pre)
+        sc = np.where(m, -np.inf, sc)
+    mx = sc.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(sc - np.where(np.isfinite(mx), mx, 0))
+        p = p / p.sum(axis=-1, keepdims=True)
+    p = np.nan_to_num(p)
+    out = np.einsum("bnst,bntd->bnsd", p, v4)
+    return from_bnsd(out, layout), from_bnsd(np.einsum("bnst,bntd->bnsd", p, np.abs(v4)), layout)
+
+
+@HYP(10)
+@given(data=st.data())
+def test_prompt_flash_attention(data):
+    layout = data.draw(st.sampled_from(["BSH", "BNSD", "BSND"]), label="layout")
+    b, s, t = (data.draw(st.integers(1, 4), label=x) for x in ("B", "S", "Skv"))
+    kvn = data.draw(st.integers(1, 2), label="kv heads")
+    n = kvn * data.draw(st.integers(1, 2), label="group")
+    d = data.draw(st.integers(1, 4), label="D")
+    mask_kind = data.draw(st.sampled_from(["none", "2d", "3d", "4d"]), label="mask")
+    nxt = data.draw(st.sampled_from([0, 1, 214748647]), label="next_tokens")
+    pre = data.draw(st.sampled_from([0, 2, 214748647]), label="pre_tokens")
+    scale = f32(data.draw(st.sampled_from([1.0, 0.5]), label="scale"))
+    rng = rng_of(data)
+
+    def shaped(seq: int, heads: int) -> List[int]:
+        return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
+
+    for i, dt in enumerate(PFA_FLOAT):
+        md = PFA_MASK[i % len(PFA_MASK)] if mask_kind != "none" else None
+        with case("PromptFlashAttention", f"{dt} {layout} mask {mask_kind} {md}"):
+            q, k, v = (finite(rng, dt, shaped(x, h), mag=0.5) for x, h in ((s, n), (t, kvn), (t, kvn)))
+            inputs = [(q, dt), (k, dt), (v, dt)]
+            mask = None
+            if md is not None:
+                mshape = {"2d": [s, t], "3d": [b, s, t], "4d": [b, 1, s, t]}[mask_kind]
+                mask = (rng.random(mshape) < 0.3).astype(NPD[md])
+                inputs.append((mask, md))
+            attrs = dict(num_heads=n, num_key_value_heads=kvn, scale_value=scale, pre_tokens=pre,
+                         next_tokens=nxt, input_layout=layout)
+
+            def build(bld, qh, kh, vh, mh=None):
+                return es.PromptFlashAttention(qh, kh, vh, None, mh, **attrs)
+
+            got = run(build, *inputs)
+            want, mag = pfa_ref(q, k, v, n, kvn, scale, mask, pre, nxt, layout)
+            near(got[0], want, dt, extra=F64_EPS * 16 * mag, what=f"PFA {layout} {mask_kind}")
+
+
+NPD = {"bool": np.bool_, "int8": np.int8, "uint8": np.uint8, "float16": np.float16}
+
+
+def pfa_inputs(layout="BSH", shape=(1, 2, 4), dt=DataType.DT_FLOAT16):
+    b = GraphBuilder("pfa")
+    return b, [b.create_input(i, data_type=dt, shape=list(shape)) for i in range(3)]
+
+
+def test_pfa_output_shape_and_dtype_follow_ge():
+    b, (q, k, v) = pfa_inputs(shape=(2, 5, 8))
+    out = es.PromptFlashAttention(q, k, v, num_heads=2)
+    desc = out.get_producer().get_output_desc(0)
+    assert (desc.get_data_type(), desc.get_shape()) == (DataType.DT_FLOAT16, [2, 5, 8])
+    v2 = b.create_input(3, data_type=DataType.DT_FLOAT16, shape=[2, 7, 2])
+    qs = b.create_input(4, data_type=DataType.DT_FLOAT, shape=[1])
+    out = es.PromptFlashAttention(q, k, v2, None, None, None, None, None, None, None, qs, num_heads=2,
+                                  num_key_value_heads=1)
+    desc = out.get_producer().get_output_desc(0)
+    assert (desc.get_data_type(), desc.get_shape()) == (DataType.DT_INT8, [2, 5, 4])
+
+
+def test_pfa_build_errors():
+    b, (q, k, v) = pfa_inputs(shape=(2, 5, 8))
+    with pytest.raises(ge.GeError, match=r"attribute 'num_heads' is 0; it must be at least 1"):
+        es.PromptFlashAttention(q, k, v, num_heads=0)
+    with pytest.raises(ge.GeError, match=r"attribute 'num_key_value_heads' 3 must be a positive divisor of num_heads 4"):
+        es.PromptFlashAttention(q, k, v, num_heads=4, num_key_value_heads=3)
+    with pytest.raises(ge.GeError, match=r"attribute 'input_layout' is \"XYZ\"; expected one of BSH, BNSD"):
+        es.PromptFlashAttention(q, k, v, num_heads=2, input_layout="XYZ")
+    with pytest.raises(ge.GeError, match=r"input 'query' \[2, 5, 8\] must be 4-D for input_layout BNSD"):
+        es.PromptFlashAttention(q, k, v, num_heads=2, input_layout="BNSD")
+
+
+def pfa_run(build, *inputs):
+    return run(build, *inputs)
+
+
+def test_pfa_refuses_its_other_inputs():
+    q = np.ones((1, 2, 4), np.float16)
+    for i, name in enumerate(PFA_REFUSED):
+        spec = next(x for x in ge.ops.get_op("PromptFlashAttention")["inputs"] if x["name"] == name)
+        t = spec["type"][0]
+        d = {"DT_FLOAT16": "float16", "DT_INT64": "int64", "DT_UINT64": "uint64", "DT_FLOAT": "float32"}[t]
+        extra = np.ones((1,), NP_OF[d])
+        idx = PFA_INPUT_NAMES.index(name)
+
+        def build(bld, qh, kh, vh, xh, idx=idx):
+            args = [qh, kh, vh] + [None] * 9
+            args[idx] = xh
+            return es.PromptFlashAttention(*args, num_heads=1)
+
+        with pytest.raises(ge.GeError, match=rf"not supported: PromptFlashAttention with {name} \(input {idx}\)"):
+            pfa_run(build, (q, "float16"), (q, "float16"), (q, "float16"), (extra, d))
+
+
+PFA_INPUT_NAMES = [x["name"] for x in ge.ops.get_op("PromptFlashAttention")["inputs"]]
+NP_OF = {"float16": np.float16, "int64": np.int64, "uint64": np.uint64, "float32": np.float32}
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(input_layout="SH"), r"input_layout \"SH\" \(the CPU kernel takes BSH, BNSD and BSND\)"),
+    (dict(sparse_mode=3), r"sparse_mode 3 \(the CPU kernel takes 0\)"),
+    (dict(inner_precise=7), r"inner_precise 7 \(0 to 3\)"),
+])
+def test_pfa_refuses_other_modes(attrs, message):
+    shape = (2, 4) if attrs.get("input_layout") == "SH" else (1, 2, 4)
+    q = np.ones(shape, np.float16)
+    with pytest.raises(ge.GeError, match=r"not supported: PromptFlashAttention with " + message):
+        run(lambda b, *h: es.PromptFlashAttention(*h, num_heads=1, **attrs), *[(q, "float16")] * 3)
+
+
+def test_pfa_refuses_an_int8_query():
+    q = np.ones((1, 2, 4), np.int8)
+    with pytest.raises(ge.GeError, match=r"not supported: PromptFlashAttention with a DT_INT8 query"):
+        run(lambda b, *h: es.PromptFlashAttention(*h, num_heads=1), *[(q, "int8")] * 3)
+
+
+def test_pfa_fully_masked_rows_give_zeros():
+    q = np.ones((1, 2, 4), np.float16)
+    mask = np.array([[True, True], [False, True]])
+    got = run(lambda b, qh, kh, vh, mh: es.PromptFlashAttention(qh, kh, vh, None, mh, num_heads=1,
+                                                                 next_tokens=5),
+              (q, "float16"), (q, "float16"), (q * 3, "float16"), (mask, "bool"))
+    same(got[0], np.array([[[0, 0, 0, 0], [3, 3, 3, 3]]], np.float16), "float16")
+
+
+def test_pfa_mask_of_a_wrong_shape_is_an_error():
+    q = np.ones((1, 2, 4), np.float16)
+    with pytest.raises(ge.GeError, match=r"atten_mask \[3\] must be \[S, Skv\], \[B, S, Skv\] or \[B, 1, S, Skv\]"):
+        run(lambda b, qh, kh, vh, mh: es.PromptFlashAttention(qh, kh, vh, None, mh, num_heads=1),
+            (q, "float16"), (q, "float16"), (q, "float16"), (np.zeros(3, np.bool_), "bool"))

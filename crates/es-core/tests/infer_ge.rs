@@ -258,3 +258,44 @@ fn moe_gating_top_k_softmax_puts_k_last() {
         vec![-2]
     );
 }
+
+#[test]
+fn prompt_flash_attention_follows_ges_shape_rule() {
+    let mut t = T::new();
+    let q = t.input(FLOAT16, &[2, 5, 8]);
+    let k = t.input(FLOAT16, &[2, 7, 4]);
+    let v = t.input(FLOAT16, &[2, 7, 4]);
+    let ins: Ins = &[("query", &[q]), ("key", &[k]), ("value", &[v])];
+    let kv = |n: i64| vec![("num_heads", i(4)), ("num_key_value_heads", i(n))];
+    assert_eq!(
+        t.ok("PromptFlashAttention", ins, &kv(2)),
+        (FLOAT16, vec![2, 5, 8])
+    );
+    let qs = t.f(&[1]);
+    let with_quant: Ins = &[
+        ("query", &[q]),
+        ("key", &[k]),
+        ("value", &[v]),
+        ("quant_scale2", &[qs]),
+    ];
+    assert_eq!(t.ok("PromptFlashAttention", with_quant, &kv(2)).0, INT8);
+    let q4 = t.input(BF16, &[1, 2, 3, 4]);
+    let v4 = t.input(BF16, &[1, 2, 6, 5]);
+    let mut attrs = vec![("num_heads", i(2)), ("input_layout", s("BNSD_BSND"))];
+    let ins4: Ins = &[("query", &[q4]), ("key", &[v4]), ("value", &[v4])];
+    assert_eq!(
+        t.ok("PromptFlashAttention", ins4, &attrs),
+        (BF16, vec![1, 3, 2, 5])
+    );
+    attrs[1] = ("input_layout", s("BSH"));
+    let m = t.err("PromptFlashAttention", ins4, &attrs);
+    has(
+        &m,
+        &["input 'query' [1, 2, 3, 4] must be 3-D for input_layout BSH"],
+    );
+    let m = t.err("PromptFlashAttention", ins, &kv(3));
+    has(
+        &m,
+        &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
+    );
+}

@@ -17,7 +17,8 @@ directories.
 Operators those repositories no longer register at all (the ``...D`` variants with constant
 inputs as attributes, legacy ops) follow the operator they are a variant of (marked "variant
 of" below).
-MoeGatingTopKSoftmax comes from ops-transformer (``moe/moe_gating_top_k_softmax``), hence
+MoeGatingTopKSoftmax and PromptFlashAttention come from ops-transformer
+(``moe/moe_gating_top_k_softmax``, ``attention/prompt_flash_attention``), hence
 ``ge.es.transformer``.
 
 The graph's own source operators (Data, RefData, Const, Variable) belong to no operator
@@ -244,6 +245,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
     },
     "transformer": {
         "MoeGatingTopKSoftmax": "moe_gating_top_k_softmax",
+        "PromptFlashAttention": "prompt_flash_attention",
     },
 }
 

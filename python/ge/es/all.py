@@ -204,6 +204,7 @@ from ge.es.ops.hcom_reduce_scatter import HcomReduceScatter
 from ge.es.ops.hcom_broadcast import HcomBroadcast
 from ge.es.ops.dynamic_quant import DynamicQuant, DynamicQuantOutput
 from ge.es.ops.moe_gating_top_k_softmax import MoeGatingTopKSoftmax, MoeGatingTopKSoftmaxOutput
+from ge.es.ops.prompt_flash_attention import PromptFlashAttention
 
 __all__ = [
     "Data",
@@ -420,6 +421,7 @@ __all__ = [
     "DynamicQuantOutput",
     "MoeGatingTopKSoftmax",
     "MoeGatingTopKSoftmaxOutput",
+    "PromptFlashAttention",
 ]
 
 

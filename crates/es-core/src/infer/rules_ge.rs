@@ -1,16 +1,17 @@
 //! Inference rules of operators that GE programs use beside the common library: the RMS
 //! normalizations (RmsNorm, AddRmsNorm), Threshold, Concat (concat_dim as an input) and the
 //! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast), DynamicQuant
-//! and MoeGatingTopKSoftmax.
+//! MoeGatingTopKSoftmax and PromptFlashAttention.
 //!
 //! The shape rules are those of the operators' infer functions in CANN (ops-nn
 //! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`, `dynamic_quant_infershape.cpp`;
-//! ops-transformer `moe_gating_top_k_softmax_infershape.cpp`; the collectives' GE rules:
+//! ops-transformer `moe_gating_top_k_softmax_infershape.cpp`,
+//! `prompt_flash_attention_infershape.cpp`; the collectives' GE rules:
 //! all-gather multiplies dim 0 by rank_size, reduce-scatter divides it). The conventions are
 //! those of `rules.rs`: unknown dims (-1) and ranks (`[-2]`) propagate without errors; errors
 //! name the input or attribute and show expected and actual values.
 
-use super::rules::{attr_dtype, dtype_like, merge_dim, opt_int, single};
+use super::rules::{attr_dtype, dtype_like, merge_dim, opt_int, opt_str, single};
 use super::rules_nn::check_param_shape;
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -26,6 +27,7 @@ pub fn rule(op_type: &str) -> Option<InferFn> {
         "HcomBroadcast" => broadcast_collective,
         "DynamicQuant" => dynamic_quant,
         "MoeGatingTopKSoftmax" => moe_gating_top_k_softmax,
+        "PromptFlashAttention" => prompt_flash_attention,
         _ => return None,
     })
 }
@@ -313,4 +315,83 @@ fn moe_gating_top_k_softmax(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         TensorDesc::new(DataType::INT32, s.clone()),
         TensorDesc::new(DataType::INT32, s),
     ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// PromptFlashAttention
+// ---------------------------------------------------------------------------------------------
+
+/// The layouts PromptFlashAttention's shape rule knows, with the rank of query in each.
+const PFA_LAYOUTS: &[(&str, usize)] = &[
+    ("BSH", 3),
+    ("BNSD", 4),
+    ("BSND", 4),
+    ("BNSD_BSND", 4),
+    ("SH", 2),
+    ("NSD", 3),
+    ("TND", 3),
+];
+
+/// PromptFlashAttention (ops-transformer's infer function): attention_out has query's shape,
+/// with value's head size (BSH: value's hidden size / num_key_value_heads * num_heads;
+/// BNSD_BSND transposes to BSND); int8 when quant_scale2 is given, else query's dtype
+/// (float16 for an int8 query).
+fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let q = ctx.req("query")?;
+    let v = ctx.req("value")?;
+    let n = ctx.attr_int("num_heads")?;
+    if n < 1 {
+        return Err(ctx.err(format!(
+            "attribute 'num_heads' is {n}; it must be at least 1"
+        )));
+    }
+    let kvn = match opt_int(ctx, "num_key_value_heads", 0)? {
+        0 => n,
+        k => k,
+    };
+    if kvn < 1 || n % kvn != 0 {
+        return Err(ctx.err(format!(
+            "attribute 'num_key_value_heads' {kvn} must be a positive divisor of num_heads {n}"
+        )));
+    }
+    let layout = opt_str(ctx, "input_layout", "BSH")?;
+    let Some(&(_, want)) = PFA_LAYOUTS.iter().find(|(l, _)| *l == layout) else {
+        let names: Vec<&str> = PFA_LAYOUTS.iter().map(|(l, _)| *l).collect();
+        return Err(ctx.err(format!(
+            "attribute 'input_layout' is {layout:?}; expected one of {}",
+            names.join(", ")
+        )));
+    };
+    let dt = if ctx.input("quant_scale2")?.is_some() {
+        DataType::INT8
+    } else if q.dtype == DataType::INT8 {
+        DataType::FLOAT16
+    } else {
+        q.dtype
+    };
+    let Some(r) = q.shape.rank() else {
+        return Ok(single(dt, Shape::unknown_rank()));
+    };
+    if r != want {
+        return Err(ctx.err(format!(
+            "input 'query' {} must be {want}-D for input_layout {layout}",
+            q.shape
+        )));
+    }
+    let mut d = q.shape.0.to_vec();
+    let v_last = match v.shape.rank() {
+        Some(vr) if vr == want => v.shape.0[vr - 1],
+        _ => UNKNOWN_DIM,
+    };
+    if v_last != UNKNOWN_DIM && v_last != 0 && d[r - 1] != 0 {
+        d[r - 1] = match layout {
+            "BSH" => v_last / kvn * n,
+            "SH" | "NSD" => d[r - 1],
+            _ => v_last,
+        };
+    }
+    if layout == "BNSD_BSND" {
+        d.swap(1, 2);
+    }
+    Ok(single(dt, Shape::from(d)))
 }

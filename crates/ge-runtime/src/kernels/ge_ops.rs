@@ -1,6 +1,7 @@
 //! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
 //! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
-//! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant and MoeGatingTopKSoftmax.
+//! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant, MoeGatingTopKSoftmax and
+//! PromptFlashAttention (its plain path: float query/key/value, BSH/BNSD/BSND, atten_mask).
 //!
 //! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
 //! all-gather and reduce-scatter of one rank and a broadcast from rank 0 are the identity. A node
@@ -325,6 +326,216 @@ fn moe_gating_top_k_softmax_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// PromptFlashAttention
+// ---------------------------------------------------------------------------------------------
+
+/// PromptFlashAttention's inputs, in IR order.
+const PFA_INPUTS: &[&str] = &[
+    "query",
+    "key",
+    "value",
+    "pse_shift",
+    "atten_mask",
+    "actual_seq_lengths",
+    "actual_seq_lengths_kv",
+    "deq_scale1",
+    "quant_scale1",
+    "deq_scale2",
+    "quant_scale2",
+    "quant_offset2",
+];
+
+/// Where a tensor of one attention layout keeps element (batch, head, position, d).
+#[derive(Clone, Copy)]
+struct Layout {
+    /// BSH and BSND: [B, S, N, D] in memory; BNSD: [B, N, S, D].
+    heads_first: bool,
+    heads: usize,
+    seq: usize,
+    dim: usize,
+}
+
+impl Layout {
+    fn of(op: &str, name: &str, dims: &[usize], layout: &str, heads: usize) -> Result<Layout> {
+        let bad = || {
+            Error::kernel(format!(
+                "{op}: {name} {dims:?} does not fit input_layout {layout} with {heads} heads"
+            ))
+        };
+        let (heads_first, seq, dim) = match (layout, dims) {
+            ("BSH", [_, s, h]) if h % heads == 0 => (false, *s, h / heads),
+            ("BSND", [_, s, n, d]) if *n == heads => (false, *s, *d),
+            ("BNSD", [_, n, s, d]) if *n == heads => (true, *s, *d),
+            _ => return Err(bad()),
+        };
+        Ok(Layout {
+            heads_first,
+            heads,
+            seq,
+            dim,
+        })
+    }
+    fn at(&self, b: usize, h: usize, s: usize) -> usize {
+        let (n, sq, d) = (self.heads, self.seq, self.dim);
+        if self.heads_first {
+            ((b * n + h) * sq + s) * d
+        } else {
+            ((b * sq + s) * n + h) * d
+        }
+    }
+}
+
+/// The index of mask element (batch, row, col) for a mask of dims `m` over [S, Skv], or an
+/// error for a shape the kernel does not take.
+fn mask_index(
+    op: &str,
+    m: &[usize],
+    batch: usize,
+    s: usize,
+    t: usize,
+) -> Result<impl Fn(usize, usize, usize) -> usize> {
+    let per = s * t;
+    let batched = match m {
+        [a, b] if *a == s && *b == t => false,
+        [1, a, b] | [1, 1, a, b] if *a == s && *b == t => false,
+        [x, a, b] | [x, 1, a, b] if *x == batch && *a == s && *b == t => true,
+        _ => {
+            return Err(Error::kernel(format!(
+                "{op}: atten_mask {m:?} must be [S, Skv], [B, S, Skv] or [B, 1, S, Skv] \
+                 (S {s}, Skv {t}, B {batch})"
+            )))
+        }
+    };
+    Ok(move |b: usize, i: usize, j: usize| if batched { b * per } else { 0 } + i * t + j)
+}
+
+fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "PromptFlashAttention";
+    for (i, name) in PFA_INPUTS.iter().enumerate().skip(3) {
+        if i != 4 && info.inputs.get(i).is_some_and(Option::is_some) {
+            return Err(Error::unsupported(format!("{OP} with {name} (input {i})")));
+        }
+    }
+    if let Some(Some(q)) = info.inputs.first() {
+        if !q.dtype.is_float() {
+            return Err(Error::unsupported(format!(
+                "{OP} with a {} query (quantized attention)",
+                q.dtype
+            )));
+        }
+    }
+    let layout = str_attr(info, "input_layout", "BSH")?;
+    if !["BSH", "BNSD", "BSND"].contains(&layout.as_str()) {
+        return Err(Error::unsupported(format!(
+            "{OP} with input_layout {layout:?} (the CPU kernel takes BSH, BNSD and BSND)"
+        )));
+    }
+    let sparse = info.int("sparse_mode", 0)?;
+    if sparse != 0 {
+        return Err(Error::unsupported(format!(
+            "{OP} with sparse_mode {sparse} (the CPU kernel takes 0)"
+        )));
+    }
+    let precise = info.int("inner_precise", 1)?;
+    if !(0..=3).contains(&precise) {
+        return Err(Error::unsupported(format!(
+            "{OP} with inner_precise {precise} (0 to 3)"
+        )));
+    }
+    let n = usize::try_from(info.int("num_heads", 1)?).unwrap_or(0);
+    let kvn = match info.int("num_key_value_heads", 0)? {
+        0 => n,
+        k => usize::try_from(k).unwrap_or(0),
+    };
+    if n == 0 || kvn == 0 || n % kvn != 0 {
+        return Err(Error::kernel(format!(
+            "{OP}: num_key_value_heads {kvn} must be a positive divisor of num_heads {n}"
+        )));
+    }
+    let scale = f64::from(info.float("scale_value", 1.0)?);
+    let pre = info.int("pre_tokens", 214_748_647)?;
+    let next = info.int("next_tokens", 0)?;
+    Ok(Box::new(move |inputs| {
+        let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
+        let ql = Layout::of(OP, "query", q.shape(), &layout, n)?;
+        let kl = Layout::of(OP, "key", k.shape(), &layout, kvn)?;
+        let vl = Layout::of(OP, "value", v.shape(), &layout, kvn)?;
+        let batch = q.shape()[0];
+        if k.shape()[0] != batch || v.shape()[0] != batch || kl.dim != ql.dim || vl.seq != kl.seq {
+            return Err(Error::kernel(format!(
+                "{OP}: query {:?}, key {:?} and value {:?} do not agree (batch, key/value \
+                 length, query/key head size)",
+                q.shape(),
+                k.shape(),
+                v.shape()
+            )));
+        }
+        let (s, t, d, dv) = (ql.seq, kl.seq, ql.dim, vl.dim);
+        let (qs, ks, vs) = (floats(q, "query")?, floats(k, "key")?, floats(v, "value")?);
+        let mask = match inputs.get(4).copied().flatten() {
+            Some(m) => Some((m.to_f64_vec(), mask_index(OP, m.shape(), batch, s, t)?)),
+            None => None,
+        };
+        let ol = Layout { dim: dv, ..ql };
+        let mut out = vec![0f64; batch * n * s * dv];
+        let mut scores = vec![0f64; t];
+        for b in 0..batch {
+            for h in 0..n {
+                let kh = h / (n / kvn);
+                for i in 0..s {
+                    let qo = ql.at(b, h, i);
+                    let qr = &qs[qo..qo + d];
+                    let mut max = f64::NEG_INFINITY;
+                    for (j, sc) in scores.iter_mut().enumerate() {
+                        let masked = mask.as_ref().is_some_and(|(m, at)| {
+                            m[at(b, i, j)] != 0.0
+                                || j as i64 - i as i64 > next
+                                || i as i64 - j as i64 > pre
+                        });
+                        *sc = if masked {
+                            f64::NEG_INFINITY
+                        } else {
+                            let ko = kl.at(b, kh, j);
+                            scale
+                                * qr.iter()
+                                    .zip(&ks[ko..ko + d])
+                                    .map(|(a, c)| a * c)
+                                    .sum::<f64>()
+                        };
+                        max = max.max(*sc);
+                    }
+                    // A row with every position masked gives zeros.
+                    if max == f64::NEG_INFINITY {
+                        continue;
+                    }
+                    let mut sum = 0.0;
+                    for sc in scores.iter_mut() {
+                        *sc = (*sc - max).exp();
+                        sum += *sc;
+                    }
+                    let oo = ol.at(b, h, i);
+                    for (j, &p) in scores.iter().enumerate() {
+                        if p == 0.0 {
+                            continue;
+                        }
+                        let vo = vl.at(b, kh, j);
+                        for (o, &x) in out[oo..oo + dv].iter_mut().zip(&vs[vo..vo + dv]) {
+                            *o += p / sum * x;
+                        }
+                    }
+                }
+            }
+        }
+        let dims: Vec<usize> = match layout.as_str() {
+            "BSH" => vec![batch, s, n * dv],
+            "BSND" => vec![batch, s, n, dv],
+            _ => vec![batch, n, s, dv],
+        };
+        Ok(vec![from_f64(q.dtype(), &dims, out)?])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("RmsNorm", rms_norm_factory);
     m.insert("AddRmsNorm", rms_norm_factory);
@@ -336,4 +547,5 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("HcomBroadcast", collective_factory);
     m.insert("DynamicQuant", dynamic_quant_factory);
     m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
+    m.insert("PromptFlashAttention", prompt_flash_attention_factory);
 }
