@@ -423,17 +423,14 @@ impl GraphBuilder {
                 args.subgraphs.len()
             )));
         }
-        // Types and inference. On hinted inputs a failure is not final: the node gets unknown
-        // outputs and the compile, which infers from the fed tensors, decides.
+        // Types and inference. On hinted inputs a failure is final only when it stays with
+        // the hinted descriptions made unknown (a bad attribute, a bad constant); otherwise
+        // the node gets what can be inferred without the hints, and the compile, which infers
+        // from the fed tensors, decides.
         let hinted = slots
             .iter()
             .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
         let (node_name, next_name) = self.node_name(&p.name, args.name)?;
-        let bound = match bind_types(p, &slots) {
-            Ok(b) => b,
-            Err(_) if hinted => Vec::new(),
-            Err(e) => return Err(e),
-        };
         let consts: Vec<Option<&Tensor>> = slots
             .iter()
             .map(|s| {
@@ -442,22 +439,38 @@ impl GraphBuilder {
                     .and_then(Node::const_value)
             })
             .collect();
-        let ctx = InferCtx {
-            proto: p,
-            node_name: &node_name,
-            attrs: &attrs,
-            inputs: slots.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
-            input_ir: slots.iter().map(|s| s.ir_index).collect(),
-            consts,
-            output_ir: out_names.iter().map(|o| o.1).collect(),
-            bound,
+        let output_ir: Vec<u32> = out_names.iter().map(|o| o.1).collect();
+        let run = |slots: &[InputSlot]| -> Result<Vec<TensorDesc>> {
+            let ctx = InferCtx {
+                proto: p,
+                node_name: &node_name,
+                attrs: &attrs,
+                inputs: slots.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
+                input_ir: slots.iter().map(|s| s.ir_index).collect(),
+                consts: consts.clone(),
+                output_ir: output_ir.clone(),
+                bound: bind_types(p, slots)?,
+            };
+            infer(&ctx)
         };
-        let descs = match infer(&ctx) {
+        let descs = match run(&slots) {
             Ok(d) => d,
-            Err(_) if hinted => ctx.outputs_like(Shape::unknown_rank()),
+            Err(e) if hinted => {
+                let loose: Vec<InputSlot> = slots
+                    .iter()
+                    .map(|s| {
+                        let mut s = s.clone();
+                        if s.source.is_some_and(|src| self.hinted.contains(&src.node)) {
+                            s.desc = TensorDesc::new(DataType::UNDEFINED, Shape::unknown_rank());
+                        }
+                        s
+                    })
+                    .collect();
+                run(&loose).map_err(|_| e)?
+            }
             Err(e) => return Err(e),
         };
-        drop(ctx);
+        drop(consts);
         let outputs: Vec<OutputSlot> = out_names
             .into_iter()
             .zip(descs)

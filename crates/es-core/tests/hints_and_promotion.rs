@@ -174,3 +174,27 @@ fn promotion_casts_make_the_operands_one_dtype() {
     // Nothing left to do a second time.
     assert_eq!(insert_promotion_casts(&mut g).unwrap(), 0);
 }
+
+#[test]
+fn a_failure_that_does_not_depend_on_the_hints_is_still_raised() {
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::unknown_rank());
+    let mut bad = args(vec![x]);
+    bad.attrs
+        .insert("dst_type".into(), es_core::attr::AttrValue::Int(999));
+    let before = b.graph().node_count();
+    let e = b.add_op("Cast", bad).unwrap_err().to_string();
+    assert!(e.contains("dst_type"), "{e}");
+    assert_eq!(b.graph().node_count(), before);
+    // What can be inferred without the hint is kept: Cast's dtype.
+    let mut ok = args(vec![x]);
+    ok.attrs.insert(
+        "dst_type".into(),
+        es_core::attr::AttrValue::Int(DataType::INT32.value() as i64),
+    );
+    let id = b.add_op("Cast", ok).unwrap();
+    assert_eq!(
+        b.graph().node(id).unwrap().outputs[0].desc.dtype,
+        DataType::INT32
+    );
+}
