@@ -676,3 +676,156 @@ def test_pfa_mask_of_a_wrong_shape_is_an_error():
     with pytest.raises(ge.GeError, match=r"atten_mask \[3\] must be \[S, Skv\], \[B, S, Skv\] or \[B, 1, S, Skv\]"):
         run(lambda b, qh, kh, vh, mh: es.PromptFlashAttention(qh, kh, vh, None, mh, num_heads=1),
             (q, "float16"), (q, "float16"), (q, "float16"), (np.zeros(3, np.bool_), "bool"))
+
+
+# ---------------------------------------------------------------------------------------------
+# GroupedMatmulFinalizeRouting (int8 x and w, float32 scale, ND w [e, k, n])
+# ---------------------------------------------------------------------------------------------
+
+for _name in ("x", "w", "pertoken_scale", "group_list", "shared_input", "logit", "row_index"):
+    D("GroupedMatmulFinalizeRouting", _name)
+GM_SCALE = D("GroupedMatmulFinalizeRouting", "scale")
+GM_ROW = D("GroupedMatmulFinalizeRouting", "row_index")
+GM_REFUSED = {"bias": 3, "offset": 9}
+for _name in GM_REFUSED:  # refused with "not supported" (test_gmmfr_refuses_bias_and_offset)
+    D("GroupedMatmulFinalizeRouting", _name)
+
+
+@HYP(10)
+@given(data=st.data())
+def test_grouped_matmul_finalize_routing(data):
+    m, k, n, e = (data.draw(st.integers(1, 5), label=x) for x in ("m", "k", "n", "e"))
+    bs = data.draw(st.integers(1, m), label="output_bs")
+    cumsum = data.draw(st.booleans(), label="cumsum")
+    with_shared = data.draw(st.booleans(), label="shared")
+    rng = rng_of(data)
+    for rd in GM_ROW:
+        with case("GroupedMatmulFinalizeRouting", rd):
+            x = rng.integers(-128, 128, size=(m, k)).astype(np.int8)
+            w = rng.integers(-128, 128, size=(e, k, n)).astype(np.int8)
+            scale = finite(rng, "float32", [e, n])
+            pt = finite(rng, "float32", [m])
+            logit = finite(rng, "float32", [m])
+            counts = rng.multinomial(int(rng.integers(0, m + 1)), [1 / e] * e).astype(np.int64)
+            groups = np.cumsum(counts) if cumsum else counts
+            rows = rng.integers(0, bs, size=m).astype(NP_OF.get(rd, np.int32))
+            inputs = [(x, "int8"), (w, "int8"), (scale, "float32"), (pt, "float32"), (groups, "int64"),
+                      (logit, "float32"), (rows, rd)]
+            sb = int(rng.integers(1, bs + 1))
+            off = int(rng.integers(0, bs - sb + 1))
+            shared = finite(rng, "bfloat16", [sb, n])
+            weight = f32(0.5)
+            if with_shared:
+                inputs.append((shared, "bfloat16"))
+
+            def build(b, xh, wh, sh, ph, gh, lh, rh, shh=None):
+                return es.GroupedMatmulFinalizeRouting(
+                    xh, wh, scale=sh, bias=None, pertoken_scale=ph, group_list=gh, shared_input=shh, logit=lh,
+                    row_index=rh, offset=None, shared_input_weight=weight, shared_input_offset=off, output_bs=bs,
+                    group_list_type=0 if cumsum else 1)
+
+            got = run(build, *inputs)
+            y = np.zeros((bs, n))
+            mag = np.zeros((bs, n))
+            g_of = np.repeat(np.arange(e), counts)
+            for i, g in enumerate(g_of):
+                term = (x[i].astype(np.float64) @ w[g].astype(np.float64)) * scale[g] * pt[i] * logit[i]
+                y[rows[i]] += term
+                mag[rows[i]] += np.abs(term)
+            if with_shared:
+                y[off:off + sb] += shared.astype(np.float64) * weight
+                mag[off:off + sb] += np.abs(shared.astype(np.float64) * weight)
+            near(got[0], y, "float32", extra=F64_EPS * 16 * mag, what="GroupedMatmulFinalizeRouting")
+
+
+NP_OF["int32"] = np.int32
+NP_OF["int8"] = np.int8
+
+
+def gm_inputs(m=4, k=3, n=2, e=2):
+    b = GraphBuilder("gm")
+    x = b.create_input(0, data_type=DataType.DT_INT8, shape=[m, k])
+    w = b.create_input(1, data_type=DataType.DT_INT8, shape=[e, k, n])
+    s = b.create_input(2, data_type=DataType.DT_FLOAT, shape=[e, n])
+    g = b.create_input(3, data_type=DataType.DT_INT64, shape=[e])
+    return b, x, w, s, g
+
+
+def test_gmmfr_shape_follows_ge():
+    b, x, w, s, g = gm_inputs()
+    y = es.GroupedMatmulFinalizeRouting(x, w, scale=s, group_list=g, output_bs=3)
+    d = y.get_producer().get_output_desc(0)
+    assert (d.get_data_type(), d.get_shape()) == (DataType.DT_FLOAT, [3, 2])
+
+
+def test_gmmfr_build_errors():
+    b, x, w, s, g = gm_inputs()
+    with pytest.raises(ge.GeError, match=r"input 'scale' is not given"):
+        es.GroupedMatmulFinalizeRouting(x, w, group_list=g, output_bs=3)
+    with pytest.raises(ge.GeError, match=r"attribute 'output_bs' is 5; it must be in \[0, m\]"):
+        es.GroupedMatmulFinalizeRouting(x, w, scale=s, group_list=g, output_bs=5)
+    w2 = b.create_input(4, data_type=DataType.DT_INT8, shape=[2, 5, 2])
+    with pytest.raises(ge.GeError, match=r"input 'w' \[2, 5, 2\] must be \[e, k, n\] with k 3"):
+        es.GroupedMatmulFinalizeRouting(x, w2, scale=s, group_list=g, output_bs=3)
+    s2 = b.create_input(5, data_type=DataType.DT_FLOAT, shape=[3, 2])
+    with pytest.raises(ge.GeError, match=r"input 'scale' \[3, 2\] must have shape \[2, 2\]"):
+        es.GroupedMatmulFinalizeRouting(x, w, scale=s2, group_list=g, output_bs=3)
+    sh = b.create_input(6, data_type=DataType.DT_BF16, shape=[2, 2])
+    with pytest.raises(ge.GeError, match=r"at shared_input_offset 2 does not fit output_bs 3"):
+        es.GroupedMatmulFinalizeRouting(x, w, scale=s, group_list=g, shared_input=sh, shared_input_offset=2,
+                                        output_bs=3)
+
+
+def gm_run(extra=(), **attrs):
+    x = np.ones((2, 3), np.int8)
+    w = np.ones((1, 3, 2), np.int8)
+    s = np.ones((1, 2), np.float32)
+    g = np.array([2], np.int64)
+    names = [name for name, _ in extra]
+
+    def build(b, xh, wh, sh, gh, *more):
+        kw = dict(zip(names, more))
+        return es.GroupedMatmulFinalizeRouting(xh, wh, scale=sh, group_list=gh, output_bs=2, **kw, **attrs)
+
+    return run(build, (x, "int8"), (w, "int8"), (s, "float32"), (g, "int64"), *[v for _, v in extra])
+
+
+def test_gmmfr_without_routing_inputs_sums_rows_in_place():
+    got = gm_run()
+    same(got[0], np.full((2, 2), 3.0, np.float32), "float32")
+
+
+@pytest.mark.parametrize("name", list(GM_REFUSED))
+def test_gmmfr_refuses_bias_and_offset(name):
+    with pytest.raises(ge.GeError, match=rf"not supported: GroupedMatmulFinalizeRouting with {name} \(input "
+                                         rf"{GM_REFUSED[name]}\)"):
+        gm_run(extra=[(name, (np.ones((1, 2), np.float32), "float32"))])
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(dtype=1), r"dtype 1 \(the CPU kernel writes float32 only, dtype 0\)"),
+    (dict(transpose_w=True), r"transpose_w=true"),
+    (dict(transpose_x=True), r"transpose_x=true"),
+    (dict(group_list_type=2), r"group_list_type 2 \(0: cumulative, 1: counts\)"),
+])
+def test_gmmfr_refuses_other_modes(attrs, message):
+    with pytest.raises(ge.GeError, match=r"not supported: GroupedMatmulFinalizeRouting with " + message):
+        gm_run(**attrs)
+
+
+def test_gmmfr_refuses_an_int64_scale():
+    assert "int64" in GM_SCALE
+    x = np.ones((2, 3), np.int8)
+    with pytest.raises(ge.GeError, match=r"not supported: GroupedMatmulFinalizeRouting with a DT_INT64 scale"):
+        run(lambda b, xh, wh, sh, gh: es.GroupedMatmulFinalizeRouting(xh, wh, scale=sh, group_list=gh, output_bs=2),
+            (x, "int8"), (np.ones((1, 3, 2), np.int8), "int8"), (np.ones((1, 2), np.int64), "int64"),
+            (np.array([2], np.int64), "int64"))
+
+
+def test_gmmfr_run_errors():
+    with pytest.raises(ge.GeError, match=r"row_index 5 of row 0 is outside \[0, 2\) \(output_bs\)"):
+        gm_run(extra=[("row_index", (np.array([5, 0], np.int64), "int64"))])
+    with pytest.raises(ge.GeError, match=r"group_list \[3\] must cover at most the 2 rows of x"):
+        run(lambda b, xh, wh, sh, gh: es.GroupedMatmulFinalizeRouting(xh, wh, scale=sh, group_list=gh, output_bs=2),
+            (np.ones((2, 3), np.int8), "int8"), (np.ones((1, 3, 2), np.int8), "int8"),
+            (np.ones((1, 2), np.float32), "float32"), (np.array([3], np.int64), "int64"))

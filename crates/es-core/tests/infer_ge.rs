@@ -299,3 +299,31 @@ fn prompt_flash_attention_follows_ges_shape_rule() {
         &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
     );
 }
+
+#[test]
+fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
+    let mut t = T::new();
+    let x = t.input(INT8, &[8, 16]);
+    let w = t.input(INT8, &[4, 16, 32]);
+    let sc = t.f(&[4, 32]);
+    let ins: Ins = &[("x", &[x]), ("w", &[w]), ("scale", &[sc])];
+    assert_eq!(
+        t.ok("GroupedMatmulFinalizeRouting", ins, &[("output_bs", i(6))]),
+        (FLOAT, vec![6, 32])
+    );
+    let m = t.err("GroupedMatmulFinalizeRouting", ins, &[("output_bs", i(9))]);
+    has(&m, &["attribute 'output_bs' is 9; it must be in [0, m]"]);
+    let m = t.err(
+        "GroupedMatmulFinalizeRouting",
+        &[("x", &[x]), ("w", &[w])],
+        &[],
+    );
+    has(&m, &["input 'scale' is not given"]);
+    let w2 = t.input(INT8, &[4, 8, 32]);
+    let m = t.err(
+        "GroupedMatmulFinalizeRouting",
+        &[("x", &[x]), ("w", &[w2]), ("scale", &[sc])],
+        &[],
+    );
+    has(&m, &["input 'w' [4, 8, 32] must be [e, k, n] with k 16"]);
+}

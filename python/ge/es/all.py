@@ -205,6 +205,7 @@ from ge.es.ops.hcom_broadcast import HcomBroadcast
 from ge.es.ops.dynamic_quant import DynamicQuant, DynamicQuantOutput
 from ge.es.ops.moe_gating_top_k_softmax import MoeGatingTopKSoftmax, MoeGatingTopKSoftmaxOutput
 from ge.es.ops.prompt_flash_attention import PromptFlashAttention
+from ge.es.ops.grouped_matmul_finalize_routing import GroupedMatmulFinalizeRouting
 
 __all__ = [
     "Data",
@@ -422,6 +423,7 @@ __all__ = [
     "MoeGatingTopKSoftmax",
     "MoeGatingTopKSoftmaxOutput",
     "PromptFlashAttention",
+    "GroupedMatmulFinalizeRouting",
 ]
 
 

@@ -1,12 +1,13 @@
 //! Inference rules of operators that GE programs use beside the common library: the RMS
 //! normalizations (RmsNorm, AddRmsNorm), Threshold, Concat (concat_dim as an input) and the
 //! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast), DynamicQuant
-//! MoeGatingTopKSoftmax and PromptFlashAttention.
+//! MoeGatingTopKSoftmax, PromptFlashAttention and GroupedMatmulFinalizeRouting.
 //!
 //! The shape rules are those of the operators' infer functions in CANN (ops-nn
 //! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`, `dynamic_quant_infershape.cpp`;
 //! ops-transformer `moe_gating_top_k_softmax_infershape.cpp`,
-//! `prompt_flash_attention_infershape.cpp`; the collectives' GE rules:
+//! `prompt_flash_attention_infershape.cpp`, `grouped_matmul_finalize_routing_infershape.cpp`; the
+//! collectives' GE rules:
 //! all-gather multiplies dim 0 by rank_size, reduce-scatter divides it). The conventions are
 //! those of `rules.rs`: unknown dims (-1) and ranks (`[-2]`) propagate without errors; errors
 //! name the input or attribute and show expected and actual values.
@@ -28,6 +29,7 @@ pub fn rule(op_type: &str) -> Option<InferFn> {
         "DynamicQuant" => dynamic_quant,
         "MoeGatingTopKSoftmax" => moe_gating_top_k_softmax,
         "PromptFlashAttention" => prompt_flash_attention,
+        "GroupedMatmulFinalizeRouting" => grouped_matmul_finalize_routing,
         _ => return None,
     })
 }
@@ -394,4 +396,64 @@ fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         d.swap(1, 2);
     }
     Ok(single(dt, Shape::from(d)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// GroupedMatmulFinalizeRouting
+// ---------------------------------------------------------------------------------------------
+
+/// GroupedMatmulFinalizeRouting (ops-transformer's infer function, less the NPU's size
+/// limits): x [m, k], w [e, k, n], scale [e, n] (or [e, 1, n], int4 weights), y float32
+/// [output_bs, n] with 0 <= output_bs <= m; shared_input [bs, n] must fit at
+/// shared_input_offset.
+fn grouped_matmul_finalize_routing(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let w = ctx.req("w")?;
+    let scale = ctx
+        .input("scale")?
+        .ok_or_else(|| ctx.err("input 'scale' is not given"))?;
+    let bs = opt_int(ctx, "output_bs", 0)?;
+    let off = opt_int(ctx, "shared_input_offset", 0)?;
+    let (m, k) = match x.shape.rank() {
+        Some(2) => (x.shape.0[0], x.shape.0[1]),
+        Some(_) => return Err(ctx.err(format!("input 'x' {} must be 2-D [m, k]", x.shape))),
+        None => (UNKNOWN_DIM, UNKNOWN_DIM),
+    };
+    let (e, n) = match w.shape.rank() {
+        Some(3) => {
+            if merge_dim(w.shape.0[1], k).is_none() {
+                return Err(ctx.err(format!(
+                    "input 'w' {} must be [e, k, n] with k {k} of x {}",
+                    w.shape, x.shape
+                )));
+            }
+            (w.shape.0[0], w.shape.0[2])
+        }
+        Some(_) => return Err(ctx.err(format!("input 'w' {} must be 3-D [e, k, n]", w.shape))),
+        None => (UNKNOWN_DIM, UNKNOWN_DIM),
+    };
+    if let Some(r) = scale.shape.rank() {
+        let want: &[i64] = if r == 3 { &[e, 1, n] } else { &[e, n] };
+        check_param_shape(ctx, "scale", want, "[e, n] of w")?;
+    }
+    if bs < 0 || (m != UNKNOWN_DIM && bs > m) {
+        return Err(ctx.err(format!(
+            "attribute 'output_bs' is {bs}; it must be in [0, m] (x {})",
+            x.shape
+        )));
+    }
+    if let Some(sh) = ctx.input("shared_input")? {
+        if let Some(r) = sh.shape.rank() {
+            let sb = if r == 2 { sh.shape.0[0] } else { UNKNOWN_DIM };
+            check_param_shape(ctx, "shared_input", &[sb, n], "[bs, n]")?;
+            if sb != UNKNOWN_DIM && sb + off > bs {
+                return Err(ctx.err(format!(
+                    "input 'shared_input' {} at shared_input_offset {off} does not fit \
+                     output_bs {bs}",
+                    sh.shape
+                )));
+            }
+        }
+    }
+    Ok(single(DataType::FLOAT, Shape::from(vec![bs, n])))
 }

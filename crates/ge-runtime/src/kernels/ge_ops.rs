@@ -1,7 +1,8 @@
 //! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
 //! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
 //! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant, MoeGatingTopKSoftmax and
-//! PromptFlashAttention (its plain path: float query/key/value, BSH/BNSD/BSND, atten_mask).
+//! PromptFlashAttention (its plain path: float query/key/value, BSH/BNSD/BSND, atten_mask) and
+//! GroupedMatmulFinalizeRouting (int8 x and ND w, float32 scale).
 //!
 //! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
 //! all-gather and reduce-scatter of one rank and a broadcast from rank 0 are the identity. A node
@@ -536,6 +537,161 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// GroupedMatmulFinalizeRouting
+// ---------------------------------------------------------------------------------------------
+
+/// GroupedMatmulFinalizeRouting's inputs, in IR order.
+const GMMFR_INPUTS: &[&str] = &[
+    "x",
+    "w",
+    "scale",
+    "bias",
+    "pertoken_scale",
+    "group_list",
+    "shared_input",
+    "logit",
+    "row_index",
+    "offset",
+];
+
+fn grouped_matmul_finalize_routing_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "GroupedMatmulFinalizeRouting";
+    for i in [3usize, 9] {
+        if info.inputs.get(i).is_some_and(Option::is_some) {
+            let name = GMMFR_INPUTS[i];
+            return Err(Error::unsupported(format!("{OP} with {name} (input {i})")));
+        }
+    }
+    for (i, want) in [(1usize, DataType::INT8), (2, DataType::FLOAT)] {
+        if let Some(Some(d)) = info.inputs.get(i) {
+            if d.dtype != want {
+                let name = GMMFR_INPUTS[i];
+                return Err(Error::unsupported(format!(
+                    "{OP} with a {} {name} (the CPU kernel takes {want})",
+                    d.dtype
+                )));
+            }
+        }
+    }
+    let dtype = info.int("dtype", 0)?;
+    if dtype != 0 {
+        return Err(Error::unsupported(format!(
+            "{OP} with dtype {dtype} (the CPU kernel writes float32 only, dtype 0)"
+        )));
+    }
+    for a in ["transpose_x", "transpose_w"] {
+        if info.bool(a, false)? {
+            return Err(Error::unsupported(format!("{OP} with {a}=true")));
+        }
+    }
+    let cumsum = match info.int("group_list_type", 1)? {
+        0 => true,
+        1 => false,
+        t => {
+            return Err(Error::unsupported(format!(
+                "{OP} with group_list_type {t} (0: cumulative, 1: counts)"
+            )))
+        }
+    };
+    let weight = f64::from(info.float("shared_input_weight", 1.0)?);
+    let shared_offset = usize::try_from(info.int("shared_input_offset", 0)?)
+        .map_err(|_| Error::kernel(format!("{OP}: shared_input_offset must be >= 0")))?;
+    let bs = usize::try_from(info.int("output_bs", 0)?)
+        .map_err(|_| Error::kernel(format!("{OP}: output_bs must be >= 0")))?;
+    Ok(Box::new(move |inputs| {
+        let opt = |i: usize| inputs.get(i).copied().flatten();
+        let (x, w) = (input(inputs, 0)?, input(inputs, 1)?);
+        let scale = opt(2).ok_or_else(|| Error::kernel(format!("{OP}: scale is not given")))?;
+        let groups = opt(5)
+            .ok_or_else(|| Error::unsupported(format!("{OP} without group_list")))?
+            .to_i64_vec();
+        let (&[m, k], &[e, wk, n]) = (x.shape(), w.shape()) else {
+            return Err(Error::kernel(format!(
+                "{OP}: x {:?} must be [m, k] and w {:?} [e, k, n]",
+                x.shape(),
+                w.shape()
+            )));
+        };
+        if wk != k || scale.shape() != [e, n] || groups.len() != e {
+            return Err(Error::kernel(format!(
+                "{OP}: x {:?}, w {:?}, scale {:?} and group_list {:?} do not agree \
+                 (x [m, k], w [e, k, n], scale [e, n], group_list [e])",
+                x.shape(),
+                w.shape(),
+                scale.shape(),
+                groups
+            )));
+        }
+        let per_row = |i: usize, what: &str| -> Result<Option<Vec<f64>>> {
+            match opt(i) {
+                Some(v) if v.len() == m => Ok(Some(v.to_f64_vec())),
+                Some(v) => Err(Error::kernel(format!(
+                    "{OP}: {what} {:?} must have the {m} rows of x",
+                    v.shape()
+                ))),
+                None => Ok(None),
+            }
+        };
+        let pertoken = per_row(4, "pertoken_scale")?;
+        let logit = per_row(7, "logit")?;
+        let rows = per_row(8, "row_index")?;
+        // Each group's end row.
+        let mut ends = Vec::with_capacity(e);
+        let mut acc = 0i64;
+        for &g in &groups {
+            acc = if cumsum { g } else { acc.saturating_add(g) };
+            ends.push(acc);
+        }
+        if ends.windows(2).any(|p| p[1] < p[0])
+            || ends.first().is_some_and(|&f| f < 0)
+            || ends.last().is_some_and(|&l| l > m as i64)
+        {
+            return Err(Error::kernel(format!(
+                "{OP}: group_list {groups:?} must cover at most the {m} rows of x"
+            )));
+        }
+        let (xs, ws, ss) = (x.to_i64_vec(), w.to_i64_vec(), scale.to_f64_vec());
+        let mut y = vec![0f64; bs * n];
+        let mut start = 0usize;
+        for (g, &end) in ends.iter().enumerate() {
+            let end = end as usize;
+            for i in start..end {
+                let r = rows.as_ref().map_or(i as f64, |r| r[i]);
+                if r < 0.0 || r >= bs as f64 {
+                    return Err(Error::kernel(format!(
+                        "{OP}: row_index {r} of row {i} is outside [0, {bs}) (output_bs)"
+                    )));
+                }
+                let f =
+                    pertoken.as_ref().map_or(1.0, |p| p[i]) * logit.as_ref().map_or(1.0, |l| l[i]);
+                let out = &mut y[r as usize * n..(r as usize + 1) * n];
+                for (j, o) in out.iter_mut().enumerate() {
+                    let dot: i64 = (0..k)
+                        .map(|t| xs[i * k + t] * ws[(g * k + t) * n + j])
+                        .sum();
+                    *o += dot as f64 * ss[g * n + j] * f;
+                }
+            }
+            start = end;
+        }
+        if let Some(sh) = opt(6) {
+            let sb = sh.shape().first().copied().unwrap_or(0);
+            if sh.shape() != [sb, n] || shared_offset + sb > bs {
+                return Err(Error::kernel(format!(
+                    "{OP}: shared_input {:?} must be [bs, {n}] with bs + shared_input_offset \
+                     {shared_offset} <= output_bs {bs}",
+                    sh.shape()
+                )));
+            }
+            for (o, v) in y[shared_offset * n..].iter_mut().zip(sh.to_f64_vec()) {
+                *o += v * weight;
+            }
+        }
+        Ok(vec![from_f64(DataType::FLOAT, &[bs, n], y)?])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("RmsNorm", rms_norm_factory);
     m.insert("AddRmsNorm", rms_norm_factory);
@@ -548,4 +704,8 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("DynamicQuant", dynamic_quant_factory);
     m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
     m.insert("PromptFlashAttention", prompt_flash_attention_factory);
+    m.insert(
+        "GroupedMatmulFinalizeRouting",
+        grouped_matmul_finalize_routing_factory,
+    );
 }
