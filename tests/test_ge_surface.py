@@ -474,3 +474,22 @@ def test_import_ge_reaches_every_subpackage():
     assert lines[1] == "GraphBuilder Graph Session FusionBasePass load GeApi GeUtils"
     assert lines[2] == "[]"
     assert lines[3] == "module 'ge' has no attribute 'nope'"
+
+
+def test_load_from_air_on_an_instance_loads_into_it_as_ge(tmp_path):
+    from ge.es.all import Relu
+
+    b = GraphBuilder("saved_graph")
+    x = b.create_input(0, shape=[2])
+    g = b.build_and_reset([Relu(x)])
+    path = str(tmp_path / "g.air")
+    assert g.save_to_air(path) is None
+    target = Graph("empty_graph")
+    assert target.load_from_air(path) is None  # GE's form: into the instance
+    assert target.name == "saved_graph"
+    assert sorted(n.type for n in target.get_all_nodes()) == ["Data", "Relu"]
+    # ge-rs's class form returns a new graph.
+    assert Graph.load_from_air(path).name == "saved_graph"
+    with pytest.raises(RuntimeError, match="Failed to load graph from AIR format"):
+        target.load_from_air(str(tmp_path / "missing.air"))
+    assert target.name == "saved_graph"  # a failed load leaves the graph as it was

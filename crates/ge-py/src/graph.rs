@@ -704,6 +704,18 @@ impl PyGraph {
             .map_err(|e| with_prefix(py, e, "Failed to load graph from AIR format"))
     }
 
+    /// Replaces this graph's contents by a copy of `other`'s (GE's instance form of
+    /// `load_from_air` loads into the graph it is called on). A subgraph keeps its parent link.
+    fn _assign(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let new = PyGraph::extract_graph_obj(other)?;
+        self.src.write(&self.path, "load into the graph", |g| {
+            let parent = g.parent_node.take();
+            *g = new;
+            g.parent_node = parent;
+            Ok(())
+        })
+    }
+
     /// Checks the graph (edges, required inputs, outputs, input indexes, no cycle).
     fn validate(&self) -> PyResult<()> {
         self.src.read(&self.path, |g| g.validate().py())

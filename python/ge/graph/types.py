@@ -48,6 +48,7 @@ class DataType(IntEnum):
     DT_FLOAT4_E1M2 = 41
     DT_HIFLOAT4 = 42
     DT_HIFLOAT4_SCALE = 43
+    DT_MAX = 43  # GE's boundary marker (an alias here: ge-rs also names type 43)
 
 
 class Format(IntEnum):
@@ -105,6 +106,8 @@ class Format(IntEnum):
     FORMAT_C1HWC0 = 49
     FORMAT_FRACTAL_NZ_C0_16 = 50
     FORMAT_FRACTAL_NZ_C0_32 = 51
+    FORMAT_END = 52  # GE's boundary markers
+    FORMAT_MAX = 53
 
 
 class Placement(IntEnum):
