@@ -829,3 +829,110 @@ def test_gmmfr_run_errors():
         run(lambda b, xh, wh, sh, gh: es.GroupedMatmulFinalizeRouting(xh, wh, scale=sh, group_list=gh, output_bs=2),
             (np.ones((2, 3), np.int8), "int8"), (np.ones((1, 3, 2), np.int8), "int8"),
             (np.ones((1, 2), np.float32), "float32"), (np.array([3], np.int64), "int64"))
+
+
+# ---------------------------------------------------------------------------------------------
+# IncreFlashAttention (the plain path: one float key and value tensor, BSH/BNSD/BSND, atten_mask)
+# ---------------------------------------------------------------------------------------------
+
+IFA_Q = D("IncreFlashAttention", "query")
+D("IncreFlashAttention", "key")
+D("IncreFlashAttention", "value")
+IFA_MASK = D("IncreFlashAttention", "atten_mask")
+IFA_FLOAT = [d for d in IFA_Q if d != "int8"]
+IFA_NAMES = [x["name"] for x in ge.ops.get_op("IncreFlashAttention")["inputs"]]
+IFA_REFUSED = [n for n in IFA_NAMES[3:] if n != "atten_mask"]
+for _name in IFA_REFUSED:  # each is refused with "not supported" (test_ifa_refuses_its_other_inputs)
+    D("IncreFlashAttention", _name)
+
+
+@HYP(10)
+@given(data=st.data())
+def test_incre_flash_attention(data):
+    layout = data.draw(st.sampled_from(["BSH", "BNSD", "BSND"]), label="layout")
+    b, t = (data.draw(st.integers(1, 4), label=x) for x in ("B", "Skv"))
+    kvn = data.draw(st.integers(1, 2), label="kv heads")
+    n = kvn * data.draw(st.integers(1, 2), label="group")
+    d = data.draw(st.integers(1, 4), label="D")
+    mask_kind = data.draw(st.sampled_from(["none", "2d", "3d", "4d"]), label="mask")
+    rng = rng_of(data)
+
+    def shaped(seq: int, heads: int) -> List[int]:
+        return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
+
+    for i, dt in enumerate(IFA_FLOAT):
+        md = IFA_MASK[i % len(IFA_MASK)] if mask_kind != "none" else None
+        with case("IncreFlashAttention", f"{dt} {layout} mask {mask_kind} {md}"):
+            q, k, v = (finite(rng, dt, shaped(x, h), mag=0.5) for x, h in ((1, n), (t, kvn), (t, kvn)))
+            inputs = [(q, dt), (k, dt), (v, dt)]
+            mask = None
+            if md is not None:
+                mshape = {"2d": [b, t], "3d": [b, 1, t], "4d": [b, 1, 1, t]}[mask_kind]
+                mask = (rng.random(mshape) < 0.3).astype(NPD[md])
+                inputs.append((mask, md))
+
+            def build(bld, qh, kh, vh, mh=None):
+                return es.IncreFlashAttention(qh, [kh], [vh], None, mh, num_heads=n, num_key_value_heads=kvn,
+                                              scale_value=0.5, input_layout=layout)
+
+            got = run(build, *inputs)
+            ref_mask = None if mask is None else mask.reshape(b, 1, 1, t)
+            big = 2**62
+            want, mag = pfa_ref(q, k, v, n, kvn, 0.5, ref_mask, big, big, layout)
+            near(got[0], want, dt, extra=F64_EPS * 16 * mag, what=f"IFA {layout} {mask_kind}")
+
+
+def test_ifa_output_follows_query():
+    b = GraphBuilder("ifa")
+    q = b.create_input(0, data_type=DataType.DT_BF16, shape=[2, 1, 8])
+    kv = b.create_input(1, data_type=DataType.DT_BF16, shape=[2, 9, 8])
+    out = es.IncreFlashAttention(q, [kv], [kv], num_heads=2, num_key_value_heads=2)
+    d = out.get_producer().get_output_desc(0)
+    assert (d.get_data_type(), d.get_shape()) == (DataType.DT_BF16, [2, 1, 8])
+    with pytest.raises(ge.GeError, match=r"attribute 'num_key_value_heads' 3 must be a positive divisor of num_heads 2"):
+        es.IncreFlashAttention(q, [kv], [kv], num_heads=2, num_key_value_heads=3)
+    with pytest.raises(ge.GeError, match=r"input 'query' \[2, 1, 8\] must be 4-D for input_layout BNSD"):
+        es.IncreFlashAttention(q, [kv], [kv], num_heads=2, input_layout="BNSD")
+    with pytest.raises(ge.GeError, match=r"attribute 'input_layout' is \"TND\"; expected one of BSH, BNSD, BSND"):
+        es.IncreFlashAttention(q, [kv], [kv], num_heads=2, input_layout="TND")
+
+
+def test_ifa_refuses_its_other_inputs():
+    q = np.ones((1, 1, 4), np.float16)
+    for name in IFA_REFUSED:
+        spec = next(x for x in ge.ops.get_op("IncreFlashAttention")["inputs"] if x["name"] == name)
+        d = {"DT_FLOAT16": "float16", "DT_INT64": "int64", "DT_UINT64": "uint64", "DT_FLOAT": "float32",
+             "DT_INT32": "int32"}[spec["type"][0]]
+        idx = IFA_NAMES.index(name)
+
+        def build(bld, qh, kh, vh, xh, idx=idx):
+            args = [qh, [kh], [vh]] + [None] * 12
+            args[idx] = xh
+            return es.IncreFlashAttention(*args, num_heads=1)
+
+        with pytest.raises(ge.GeError, match=rf"not supported: IncreFlashAttention with {name} \(input {idx}\)"):
+            run(build, (q, "float16"), (q, "float16"), (q, "float16"), (np.ones((1,), NP_OF[d]), d))
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(block_size=16), r"block_size 16 \(page attention\)"),
+    (dict(inner_precise=2), r"inner_precise 2 \(0 or 1\)"),
+])
+def test_ifa_refuses_other_modes(attrs, message):
+    q = np.ones((1, 1, 4), np.float16)
+    with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with " + message):
+        run(lambda b, qh, kh, vh: es.IncreFlashAttention(qh, [kh], [vh], num_heads=1, **attrs),
+            *[(q, "float16")] * 3)
+
+
+def test_ifa_refuses_key_lists_and_quantized_inputs():
+    q = np.ones((1, 1, 4), np.float16)
+    with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with 2 key and value tensors"):
+        run(lambda b, qh, k1, k2: es.IncreFlashAttention(qh, [k1, k2], [k1, k2], num_heads=1),
+            *[(q, "float16")] * 3)
+    with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with a DT_INT8 key"):
+        run(lambda b, qh, kh, vh: es.IncreFlashAttention(qh, [kh], [vh], num_heads=1),
+            (q, "float16"), (q.astype(np.int8), "int8"), (q, "float16"))
+    with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with a DT_INT8 query"):
+        run(lambda b, qh, kh, vh: es.IncreFlashAttention(qh, [kh], [vh], num_heads=1),
+            *[(q.astype(np.int8), "int8")] * 3)

@@ -327,3 +327,27 @@ fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
     );
     has(&m, &["input 'w' [4, 8, 32] must be [e, k, n] with k 16"]);
 }
+
+#[test]
+fn incre_flash_attention_keeps_query_shape() {
+    let mut t = T::new();
+    let q = t.input(FLOAT16, &[2, 1, 8]);
+    let kv = t.input(FLOAT16, &[2, 9, 8]);
+    let ins: Ins = &[("query", &[q]), ("key", &[kv]), ("value", &[kv])];
+    let attrs = &[("num_heads", i(2)), ("num_key_value_heads", i(2))];
+    assert_eq!(
+        t.ok("IncreFlashAttention", ins, attrs),
+        (FLOAT16, vec![2, 1, 8])
+    );
+    let m = t.err(
+        "IncreFlashAttention",
+        &[("query", &[q]), ("key", &[kv, kv]), ("value", &[kv])],
+        attrs,
+    );
+    has(
+        &m,
+        &["inputs 'key' (2) and 'value' (1) must be lists of one"],
+    );
+    let m = t.err("IncreFlashAttention", ins, &[("num_heads", i(0))]);
+    has(&m, &["attribute 'num_heads' is 0"]);
+}

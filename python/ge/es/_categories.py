@@ -17,9 +17,9 @@ directories.
 Operators those repositories no longer register at all (the ``...D`` variants with constant
 inputs as attributes, legacy ops) follow the operator they are a variant of (marked "variant
 of" below).
-MoeGatingTopKSoftmax, PromptFlashAttention and GroupedMatmulFinalizeRouting come from
-ops-transformer (``moe/moe_gating_top_k_softmax``, ``attention/prompt_flash_attention``,
-``gmm/grouped_matmul_finalize_routing``), hence ``ge.es.transformer``.
+MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention and
+GroupedMatmulFinalizeRouting come from ops-transformer (``moe/``, ``attention/``, ``gmm/``),
+hence ``ge.es.transformer``.
 
 The graph's own source operators (Data, RefData, Const, Variable) belong to no operator
 repository (GE's builder makes them: ``create_input``, ``create_const``, ``create_variable``);
@@ -245,6 +245,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
     },
     "transformer": {
         "GroupedMatmulFinalizeRouting": "grouped_matmul_finalize_routing",
+        "IncreFlashAttention": "incre_flash_attention",
         "MoeGatingTopKSoftmax": "moe_gating_top_k_softmax",
         "PromptFlashAttention": "prompt_flash_attention",
     },

@@ -206,6 +206,7 @@ from ge.es.ops.dynamic_quant import DynamicQuant, DynamicQuantOutput
 from ge.es.ops.moe_gating_top_k_softmax import MoeGatingTopKSoftmax, MoeGatingTopKSoftmaxOutput
 from ge.es.ops.prompt_flash_attention import PromptFlashAttention
 from ge.es.ops.grouped_matmul_finalize_routing import GroupedMatmulFinalizeRouting
+from ge.es.ops.incre_flash_attention import IncreFlashAttention
 
 __all__ = [
     "Data",
@@ -424,6 +425,7 @@ __all__ = [
     "MoeGatingTopKSoftmaxOutput",
     "PromptFlashAttention",
     "GroupedMatmulFinalizeRouting",
+    "IncreFlashAttention",
 ]
 
 

@@ -1,7 +1,8 @@
 //! Inference rules of operators that GE programs use beside the common library: the RMS
 //! normalizations (RmsNorm, AddRmsNorm), Threshold, Concat (concat_dim as an input) and the
 //! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast), DynamicQuant
-//! MoeGatingTopKSoftmax, PromptFlashAttention and GroupedMatmulFinalizeRouting.
+//! MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention and
+//! GroupedMatmulFinalizeRouting.
 //!
 //! The shape rules are those of the operators' infer functions in CANN (ops-nn
 //! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`, `dynamic_quant_infershape.cpp`;
@@ -29,6 +30,7 @@ pub fn rule(op_type: &str) -> Option<InferFn> {
         "DynamicQuant" => dynamic_quant,
         "MoeGatingTopKSoftmax" => moe_gating_top_k_softmax,
         "PromptFlashAttention" => prompt_flash_attention,
+        "IncreFlashAttention" => incre_flash_attention,
         "GroupedMatmulFinalizeRouting" => grouped_matmul_finalize_routing,
         _ => return None,
     })
@@ -334,20 +336,28 @@ const PFA_LAYOUTS: &[(&str, usize)] = &[
     ("TND", 3),
 ];
 
-/// PromptFlashAttention (ops-transformer's infer function): attention_out has query's shape,
-/// with value's head size (BSH: value's hidden size / num_key_value_heads * num_heads;
-/// BNSD_BSND transposes to BSND); int8 when quant_scale2 is given, else query's dtype
-/// (float16 for an int8 query).
-fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+/// What PromptFlashAttention and IncreFlashAttention check alike.
+struct Heads<'a> {
+    n: i64,
+    kvn: i64,
+    layout: &'a str,
+    /// The rank of query in `layout`.
+    want: usize,
+    /// attention_out's dtype: int8 with quant_scale2, else query's (float16 for int8).
+    dt: DataType,
+}
+
+/// num_heads (at least 1), num_key_value_heads (0: num_heads; must divide it), input_layout
+/// (one of `layouts`) and the output dtype.
+fn heads<'a>(ctx: &InferCtx<'a>, layouts: &[(&str, usize)], kvn_default: i64) -> Result<Heads<'a>> {
     let q = ctx.req("query")?;
-    let v = ctx.req("value")?;
     let n = ctx.attr_int("num_heads")?;
     if n < 1 {
         return Err(ctx.err(format!(
             "attribute 'num_heads' is {n}; it must be at least 1"
         )));
     }
-    let kvn = match opt_int(ctx, "num_key_value_heads", 0)? {
+    let kvn = match opt_int(ctx, "num_key_value_heads", kvn_default)? {
         0 => n,
         k => k,
     };
@@ -357,8 +367,8 @@ fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         )));
     }
     let layout = opt_str(ctx, "input_layout", "BSH")?;
-    let Some(&(_, want)) = PFA_LAYOUTS.iter().find(|(l, _)| *l == layout) else {
-        let names: Vec<&str> = PFA_LAYOUTS.iter().map(|(l, _)| *l).collect();
+    let Some(&(_, want)) = layouts.iter().find(|(l, _)| *l == layout) else {
+        let names: Vec<&str> = layouts.iter().map(|(l, _)| *l).collect();
         return Err(ctx.err(format!(
             "attribute 'input_layout' is {layout:?}; expected one of {}",
             names.join(", ")
@@ -371,6 +381,29 @@ fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         q.dtype
     };
+    Ok(Heads {
+        n,
+        kvn,
+        layout,
+        want,
+        dt,
+    })
+}
+
+/// PromptFlashAttention (ops-transformer's infer function): attention_out has query's shape,
+/// with value's head size (BSH: value's hidden size / num_key_value_heads * num_heads;
+/// BNSD_BSND transposes to BSND); int8 when quant_scale2 is given, else query's dtype
+/// (float16 for an int8 query).
+fn prompt_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let q = ctx.req("query")?;
+    let v = ctx.req("value")?;
+    let Heads {
+        n,
+        kvn,
+        layout,
+        want,
+        dt,
+    } = heads(ctx, PFA_LAYOUTS, 0)?;
     let Some(r) = q.shape.rank() else {
         return Ok(single(dt, Shape::unknown_rank()));
     };
@@ -456,4 +489,35 @@ fn grouped_matmul_finalize_routing(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     }
     Ok(single(DataType::FLOAT, Shape::from(vec![bs, n])))
+}
+
+// ---------------------------------------------------------------------------------------------
+// IncreFlashAttention
+// ---------------------------------------------------------------------------------------------
+
+/// IncreFlashAttention: attention_out has query's shape (layouts BSH, BNSD, BSND); int8 when
+/// quant_scale2 is given, else query's dtype (float16 for an int8 query). key and value are
+/// lists of one length.
+fn incre_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let q = ctx.req("query")?;
+    let (keys, values) = (ctx.inputs_of("key")?, ctx.inputs_of("value")?);
+    if keys.is_empty() || keys.len() != values.len() {
+        return Err(ctx.err(format!(
+            "inputs 'key' ({}) and 'value' ({}) must be lists of one, non-zero length",
+            keys.len(),
+            values.len()
+        )));
+    }
+    let Heads {
+        layout, want, dt, ..
+    } = heads(ctx, &[("BSH", 3), ("BNSD", 4), ("BSND", 4)], 1)?;
+    if let Some(r) = q.shape.rank() {
+        if r != want {
+            return Err(ctx.err(format!(
+                "input 'query' {} must be {want}-D for input_layout {layout}",
+                q.shape
+            )));
+        }
+    }
+    Ok(single(dt, q.shape.clone()))
 }

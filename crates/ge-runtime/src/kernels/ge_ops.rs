@@ -1,7 +1,8 @@
 //! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
 //! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
 //! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant, MoeGatingTopKSoftmax and
-//! PromptFlashAttention (its plain path: float query/key/value, BSH/BNSD/BSND, atten_mask) and
+//! PromptFlashAttention and IncreFlashAttention (their plain path: float query/key/value,
+//! BSH/BNSD/BSND, atten_mask) and
 //! GroupedMatmulFinalizeRouting (int8 x and ND w, float32 scale).
 //!
 //! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
@@ -401,6 +402,8 @@ fn mask_index(
         [a, b] if *a == s && *b == t => false,
         [1, a, b] | [1, 1, a, b] if *a == s && *b == t => false,
         [x, a, b] | [x, 1, a, b] if *x == batch && *a == s && *b == t => true,
+        // One query position (IncreFlashAttention): [B, Skv].
+        [x, b] if s == 1 && *x == batch && *b == t => true,
         _ => {
             return Err(Error::kernel(format!(
                 "{op}: atten_mask {m:?} must be [S, Skv], [B, S, Skv] or [B, 1, S, Skv] \
@@ -411,17 +414,13 @@ fn mask_index(
     Ok(move |b: usize, i: usize, j: usize| if batched { b * per } else { 0 } + i * t + j)
 }
 
-fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
-    const OP: &str = "PromptFlashAttention";
-    for (i, name) in PFA_INPUTS.iter().enumerate().skip(3) {
-        if i != 4 && info.inputs.get(i).is_some_and(Option::is_some) {
-            return Err(Error::unsupported(format!("{OP} with {name} (input {i})")));
-        }
-    }
+/// The checks PromptFlashAttention and IncreFlashAttention make alike: a float query and a
+/// layout the kernel takes; returns the layout and inner_precise.
+fn attention_checks(info: &NodeInfo, op: &str) -> Result<(String, i64)> {
     if let Some(Some(q)) = info.inputs.first() {
         if !q.dtype.is_float() {
             return Err(Error::unsupported(format!(
-                "{OP} with a {} query (quantized attention)",
+                "{op} with a {} query (quantized attention)",
                 q.dtype
             )));
         }
@@ -429,43 +428,95 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
     let layout = str_attr(info, "input_layout", "BSH")?;
     if !["BSH", "BNSD", "BSND"].contains(&layout.as_str()) {
         return Err(Error::unsupported(format!(
-            "{OP} with input_layout {layout:?} (the CPU kernel takes BSH, BNSD and BSND)"
+            "{op} with input_layout {layout:?} (the CPU kernel takes BSH, BNSD and BSND)"
         )));
     }
+    Ok((layout, info.int("inner_precise", 1)?))
+}
+
+/// num_heads and num_key_value_heads (0: num_heads), which must divide it.
+fn attention_heads(info: &NodeInfo, op: &str, kvn_default: i64) -> Result<(usize, usize)> {
+    let n = usize::try_from(info.int("num_heads", 1)?).unwrap_or(0);
+    let kvn = match info.int("num_key_value_heads", kvn_default)? {
+        0 => n,
+        k => usize::try_from(k).unwrap_or(0),
+    };
+    if n == 0 || kvn == 0 || n % kvn != 0 {
+        return Err(Error::kernel(format!(
+            "{op}: num_key_value_heads {kvn} must be a positive divisor of num_heads {n}"
+        )));
+    }
+    Ok((n, kvn))
+}
+
+fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "PromptFlashAttention";
+    for (i, name) in PFA_INPUTS.iter().enumerate().skip(3) {
+        if i != 4 && info.inputs.get(i).is_some_and(Option::is_some) {
+            return Err(Error::unsupported(format!("{OP} with {name} (input {i})")));
+        }
+    }
+    let (layout, precise) = attention_checks(info, OP)?;
     let sparse = info.int("sparse_mode", 0)?;
     if sparse != 0 {
         return Err(Error::unsupported(format!(
             "{OP} with sparse_mode {sparse} (the CPU kernel takes 0)"
         )));
     }
-    let precise = info.int("inner_precise", 1)?;
     if !(0..=3).contains(&precise) {
         return Err(Error::unsupported(format!(
             "{OP} with inner_precise {precise} (0 to 3)"
         )));
     }
-    let n = usize::try_from(info.int("num_heads", 1)?).unwrap_or(0);
-    let kvn = match info.int("num_key_value_heads", 0)? {
-        0 => n,
-        k => usize::try_from(k).unwrap_or(0),
-    };
-    if n == 0 || kvn == 0 || n % kvn != 0 {
-        return Err(Error::kernel(format!(
-            "{OP}: num_key_value_heads {kvn} must be a positive divisor of num_heads {n}"
-        )));
-    }
+    let (n, kvn) = attention_heads(info, OP, 0)?;
     let scale = f64::from(info.float("scale_value", 1.0)?);
     let pre = info.int("pre_tokens", 214_748_647)?;
     let next = info.int("next_tokens", 0)?;
+    let geo = Attention {
+        op: OP,
+        layout,
+        heads: n,
+        kv_heads: kvn,
+        scale,
+        band: (pre, next),
+    };
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
-        let ql = Layout::of(OP, "query", q.shape(), &layout, n)?;
-        let kl = Layout::of(OP, "key", k.shape(), &layout, kvn)?;
-        let vl = Layout::of(OP, "value", v.shape(), &layout, kvn)?;
+        Ok(vec![geo.run(q, k, v, inputs.get(4).copied().flatten())?])
+    }))
+}
+
+/// The geometry and attributes of one attention node (PromptFlashAttention,
+/// IncreFlashAttention).
+struct Attention {
+    op: &'static str,
+    layout: String,
+    heads: usize,
+    kv_heads: usize,
+    scale: f64,
+    /// (pre_tokens, next_tokens): with a mask, positions outside the band are masked too.
+    band: (i64, i64),
+}
+
+impl Attention {
+    /// softmax(scale * Q K^T, masked) V per head, in f64, rounded once to query's dtype; a row
+    /// with every position masked gives zeros.
+    fn run(&self, q: &Value, k: &Value, v: &Value, mask: Option<&Value>) -> Result<Value> {
+        let Attention {
+            op,
+            ref layout,
+            heads: n,
+            kv_heads: kvn,
+            scale,
+            band: (pre, next),
+        } = *self;
+        let ql = Layout::of(op, "query", q.shape(), layout, n)?;
+        let kl = Layout::of(op, "key", k.shape(), layout, kvn)?;
+        let vl = Layout::of(op, "value", v.shape(), layout, kvn)?;
         let batch = q.shape()[0];
         if k.shape()[0] != batch || v.shape()[0] != batch || kl.dim != ql.dim || vl.seq != kl.seq {
             return Err(Error::kernel(format!(
-                "{OP}: query {:?}, key {:?} and value {:?} do not agree (batch, key/value \
+                "{op}: query {:?}, key {:?} and value {:?} do not agree (batch, key/value \
                  length, query/key head size)",
                 q.shape(),
                 k.shape(),
@@ -474,8 +525,8 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
         }
         let (s, t, d, dv) = (ql.seq, kl.seq, ql.dim, vl.dim);
         let (qs, ks, vs) = (floats(q, "query")?, floats(k, "key")?, floats(v, "value")?);
-        let mask = match inputs.get(4).copied().flatten() {
-            Some(m) => Some((m.to_f64_vec(), mask_index(OP, m.shape(), batch, s, t)?)),
+        let mask = match mask {
+            Some(m) => Some((m.to_f64_vec(), mask_index(op, m.shape(), batch, s, t)?)),
             None => None,
         };
         let ol = Layout { dim: dv, ..ql };
@@ -533,7 +584,86 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
             "BSND" => vec![batch, s, n, dv],
             _ => vec![batch, n, s, dv],
         };
-        Ok(vec![from_f64(q.dtype(), &dims, out)?])
+        from_f64(q.dtype(), &dims, out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// IncreFlashAttention
+// ---------------------------------------------------------------------------------------------
+
+/// IncreFlashAttention's optional inputs after the key and value lists, in IR order.
+const IFA_OPTIONAL: &[&str] = &[
+    "pse_shift",
+    "atten_mask",
+    "actual_seq_lengths",
+    "dequant_scale1",
+    "quant_scale1",
+    "dequant_scale2",
+    "quant_scale2",
+    "quant_offset2",
+    "antiquant_scale",
+    "antiquant_offset",
+    "block_table",
+    "kv_padding_size",
+];
+
+fn incre_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "IncreFlashAttention";
+    // Where each IR input's (first) instance stands among the node's inputs.
+    let slots = &info.node.inputs;
+    let pos = |ir: usize| slots.iter().position(|x| x.ir_index as usize == ir);
+    let keys = slots.iter().filter(|x| x.ir_index == 1).count();
+    if keys != 1 {
+        return Err(Error::unsupported(format!(
+            "{OP} with {keys} key and value tensors (a key/value list per batch; the CPU kernel \
+             takes one key and one value tensor)"
+        )));
+    }
+    for (j, name) in IFA_OPTIONAL.iter().enumerate() {
+        let ir = 3 + j;
+        let connected = pos(ir).is_some_and(|p| info.inputs.get(p).is_some_and(Option::is_some));
+        if j != 1 && connected {
+            return Err(Error::unsupported(format!("{OP} with {name} (input {ir})")));
+        }
+    }
+    let mask_at = pos(4);
+    let (layout, precise) = attention_checks(info, OP)?;
+    for i in [1usize, 2] {
+        if let Some(Some(d)) = info.inputs.get(i) {
+            if !d.dtype.is_float() {
+                let name = if i == 1 { "key" } else { "value" };
+                return Err(Error::unsupported(format!(
+                    "{OP} with a {} {name} (antiquant attention)",
+                    d.dtype
+                )));
+            }
+        }
+    }
+    if !(0..=1).contains(&precise) {
+        return Err(Error::unsupported(format!(
+            "{OP} with inner_precise {precise} (0 or 1)"
+        )));
+    }
+    let block = info.int("block_size", 0)?;
+    if block != 0 {
+        return Err(Error::unsupported(format!(
+            "{OP} with block_size {block} (page attention)"
+        )));
+    }
+    let (n, kvn) = attention_heads(info, OP, 1)?;
+    let geo = Attention {
+        op: OP,
+        layout,
+        heads: n,
+        kv_heads: kvn,
+        scale: f64::from(info.float("scale_value", 1.0)?),
+        band: (i64::MAX, i64::MAX),
+    };
+    Ok(Box::new(move |inputs| {
+        let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
+        let mask = mask_at.and_then(|p| inputs.get(p).copied().flatten());
+        Ok(vec![geo.run(q, k, v, mask)?])
     }))
 }
 
@@ -704,6 +834,7 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("DynamicQuant", dynamic_quant_factory);
     m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
     m.insert("PromptFlashAttention", prompt_flash_attention_factory);
+    m.insert("IncreFlashAttention", incre_flash_attention_factory);
     m.insert(
         "GroupedMatmulFinalizeRouting",
         grouped_matmul_finalize_routing_factory,
