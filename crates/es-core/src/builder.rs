@@ -383,8 +383,12 @@ impl GraphBuilder {
                 out_names.push((Name::new(&def.name), ir as u32));
                 continue;
             }
-            let count = match p.output_counts.get(&def.name) {
-                Some(CountRule::LenOf(i)) => len_of(i),
+            // A count the library can derive; one the caller gives too (GE's `<output>_num`,
+            // always passed) must agree with it.
+            let derived = match p.output_counts.get(&def.name) {
+                Some(CountRule::LenOf(i)) => {
+                    Some((len_of(i), format!("input '{i}' has {} tensors", len_of(i))))
+                }
                 Some(CountRule::Attr(a)) => {
                     let v = attrs.get(a).and_then(AttrValue::as_int).unwrap_or(0);
                     if !(0..=1_000_000).contains(&v) {
@@ -393,7 +397,21 @@ impl GraphBuilder {
                             p.name
                         )));
                     }
-                    v as usize
+                    Some((v as usize, format!("attribute '{a}' is {v}")))
+                }
+                None => None,
+            };
+            let count = match derived {
+                Some((n, why)) => {
+                    if let Some(&given) = args.output_counts.get(def.name.as_str()) {
+                        if given != n {
+                            return Err(Error::value(format!(
+                                "{}: {}_num is {given} but {why}",
+                                p.name, def.name
+                            )));
+                        }
+                    }
+                    n
                 }
                 None => *args.output_counts.get(&def.name).ok_or_else(|| {
                     Error::value(format!(
@@ -402,6 +420,12 @@ impl GraphBuilder {
                     ))
                 })?,
             };
+            if count > 1_000_000 {
+                return Err(Error::value(format!(
+                    "{}: {}_num must be in 0..=1000000, got {count}",
+                    p.name, def.name
+                )));
+            }
             for k in 0..count {
                 out_names.push((format_smolstr!("{}{k}", def.name), ir as u32));
             }
@@ -431,15 +455,7 @@ impl GraphBuilder {
             .iter()
             .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
         let (node_name, next_name) = self.node_name(&p.name, args.name)?;
-        let consts: Vec<Option<&Tensor>> = slots
-            .iter()
-            .map(|s| {
-                s.source
-                    .and_then(|src| self.graph.node(src.node).ok())
-                    .and_then(Node::const_value)
-            })
-            .collect();
-        let output_ir: Vec<u32> = out_names.iter().map(|o| o.1).collect();
+        let graph = &self.graph;
         let run = |slots: &[InputSlot]| -> Result<Vec<TensorDesc>> {
             let ctx = InferCtx {
                 proto: p,
@@ -447,8 +463,15 @@ impl GraphBuilder {
                 attrs: &attrs,
                 inputs: slots.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
                 input_ir: slots.iter().map(|s| s.ir_index).collect(),
-                consts: consts.clone(),
-                output_ir: output_ir.clone(),
+                consts: slots
+                    .iter()
+                    .map(|s| {
+                        s.source
+                            .and_then(|src| graph.node(src.node).ok())
+                            .and_then(Node::const_value)
+                    })
+                    .collect(),
+                output_ir: out_names.iter().map(|o| o.1).collect(),
                 bound: bind_types(p, slots)?,
             };
             infer(&ctx)
@@ -470,7 +493,6 @@ impl GraphBuilder {
             }
             Err(e) => return Err(e),
         };
-        drop(consts);
         let outputs: Vec<OutputSlot> = out_names
             .into_iter()
             .zip(descs)

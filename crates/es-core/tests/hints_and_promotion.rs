@@ -198,3 +198,33 @@ fn a_failure_that_does_not_depend_on_the_hints_is_still_raised() {
         DataType::INT32
     );
 }
+
+#[test]
+fn a_given_output_count_must_agree_with_the_librarys_rule_and_be_bounded() {
+    let mut b = GraphBuilder::new("g");
+    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![4, 2]));
+    let split = |n: usize| {
+        let mut a = args(vec![x]);
+        a.attrs
+            .insert("split_dim".into(), es_core::attr::AttrValue::Int(0));
+        a.attrs
+            .insert("num_split".into(), es_core::attr::AttrValue::Int(2));
+        a.output_counts.insert("y".into(), n);
+        a
+    };
+    let e = b.add_op("SplitD", split(3)).unwrap_err().to_string();
+    assert!(
+        e.contains("y_num is 3 but attribute 'num_split' is 2"),
+        "{e}"
+    );
+    let id = b.add_op("SplitD", split(2)).unwrap();
+    assert_eq!(b.graph().node(id).unwrap().outputs.len(), 2);
+    // A count without a rule (If's outputs) is bounded: no output list of a billion names.
+    let c = b
+        .create_const(Tensor::from_values(&[true], vec![]).unwrap(), None)
+        .unwrap();
+    let mut huge = args(vec![c, x]);
+    huge.output_counts.insert("output".into(), 1 << 40);
+    let e = b.add_op("If", huge).unwrap_err().to_string();
+    assert!(e.contains("output_num must be in 0..=1000000"), "{e}");
+}

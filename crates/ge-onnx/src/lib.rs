@@ -23,6 +23,7 @@ pub mod export;
 pub mod fuzz;
 pub mod ops;
 pub mod proto;
+pub mod text;
 pub mod translate;
 pub mod types;
 

@@ -7,7 +7,7 @@ use crate::convert::{
 use crate::errors::IntoPyResult;
 use crate::graph::{GraphSource, PyGraph, PyNode};
 use es_core::builder::OpArgs;
-use es_core::ops::{AttrDef, CountRule, IoKind, OpProto, SubgraphKind, TypeSpec};
+use es_core::ops::{AttrDef, IoKind, OpProto, SubgraphKind, TypeSpec};
 use es_core::{AttrValue, DataType, GraphBuilder, NodeId, OutPort, Shape, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -782,50 +782,6 @@ fn is_ge_default(v: &AttrValue, d: &AttrValue) -> bool {
     }
 }
 
-/// A given `<output>_num` against the library's count rule (the number of instances of a
-/// dynamic input, or an Int attribute). An attribute out of range is left to the builder's
-/// own error.
-fn check_count_rule(
-    p: &OpProto,
-    args: &OpArgs,
-    rule: &CountRule,
-    out: &str,
-    n: i64,
-) -> PyResult<()> {
-    let (want, what) = match rule {
-        CountRule::LenOf(i) => {
-            let Some(k) = p.inputs.iter().position(|d| &d.name == i) else {
-                return Ok(());
-            };
-            let len = args.inputs.get(k).map_or(0, Vec::len) as i64;
-            (len, format!("input '{i}' has {len} tensors"))
-        }
-        CountRule::Attr(a) => {
-            let v = args
-                .attrs
-                .get(a)
-                .or_else(|| {
-                    p.attrs
-                        .iter()
-                        .find(|d| &d.name == a)
-                        .and_then(|d| d.default.as_ref())
-                })
-                .and_then(AttrValue::as_int);
-            match v {
-                Some(v) if (0..=1_000_000).contains(&v) => (v, format!("attribute '{a}' is {v}")),
-                _ => return Ok(()),
-            }
-        }
-    };
-    if want != n {
-        return Err(PyValueError::new_err(format!(
-            "{}: {out}_num is {n} but {what}",
-            p.name
-        )));
-    }
-    Ok(())
-}
-
 /// The entry of every generated op function.
 ///
 /// `inputs`: one item per IR input (a tensor, a TensorLike, None for an absent optional input,
@@ -1102,13 +1058,13 @@ pub fn call_op_impl(
                     Some(n)
                 }
             };
-            match (p.output_counts.get(*out), n) {
-                (Some(rule), Some(n)) => check_count_rule(p, &op_args, rule, out, n)?,
-                (Some(_), None) => {}
-                (None, Some(n)) => {
+            // es-core checks a count against the library's rule where there is one.
+            match (n, p.output_counts.contains_key(*out)) {
+                (Some(n), _) => {
                     op_args.output_counts.insert(out.to_string(), n as usize);
                 }
-                (None, None) => {
+                (None, true) => {}
+                (None, false) => {
                     return Err(PyTypeError::new_err(format!(
                         "{}: {out}_num is required",
                         p.name
