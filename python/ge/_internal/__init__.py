@@ -1,0 +1,1 @@
+"""Helpers shared by GE's Python modules (not a public API)."""
