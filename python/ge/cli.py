@@ -1,5 +1,6 @@
 """The ``ge`` command: ``ge ops list``, ``ge ops show OP``, ``ge ops import-regop FILE... [--out JSON]``,
-``ge codegen --ops FILE --out DIR``, and the model commands ``ge convert MODEL -o OUT``,
+``ge codegen (--ops FILE | --regop HEADER...) --out DIR [--module_name NAME | --package NAME]``,
+and the model commands ``ge convert MODEL -o OUT``,
 ``ge run MODEL [--input NAME=FILE.npy ...] [--device cpu|acl|auto] [--mode eager|graph] [--repeat N]``,
 ``ge show MODEL [--svg OUT.svg]`` (see ``ge._model_cli``)."""
 
@@ -55,10 +56,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     imp = ops_sub.add_parser("import-regop", help="convert GE REG_OP text to the library's JSON format")
     imp.add_argument("files", nargs="+", type=Path)
     imp.add_argument("--out", type=Path, help="write the JSON here (default: standard output)")
-    cg = sub.add_parser("codegen", help="generate an ES module package for an operator library")
-    cg.add_argument("--ops", type=Path, required=True, help="operators.json of the library")
-    cg.add_argument("--out", type=Path, required=True, help="output package directory")
-    cg.add_argument("--package", default=None, help="dotted package name (default: the directory name)")
+    cg = sub.add_parser("codegen", help="generate an ES package for an operator library")
+    from ge import codegen
+
+    codegen.add_arguments(cg, builtin_default=False)
     from ge import _model_cli
 
     _model_cli.add_parsers(sub)
@@ -93,10 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"ge: {e.args[0]}", file=sys.stderr)
             return 1
         return 0
-    from ge import codegen
-
-    args = ["--ops", str(a.ops), "--out", str(a.out)] + (["--package", a.package] if a.package else [])
-    return codegen.main(args)
+    return codegen.run(a)
 
 
 if __name__ == "__main__":

@@ -327,19 +327,40 @@ def __getattr__(name: str):  # operators registered at run time (ge.ops.register
 '''
 
 
-def runtime_function(name: str) -> Any:
-    """Builds the ES function of an operator registered at run time (same rules as generated
-    modules). AttributeError if there is no such operator."""
+def runtime_namespace(name: str, module: str = "ge.es.all") -> Dict[str, Any]:
+    """The ES function of an operator registered at run time (same rules as generated modules),
+    and its ``<Op>Output`` for a multi-output operator: ``{exported name: object}``, each object's
+    ``__module__`` set to ``module``. AttributeError if there is no such operator."""
     from ge import _native
 
     text = _native._op_json(name)
     if text is None:
-        raise AttributeError(f"module 'ge.es.all' has no attribute '{name}' (no such operator)")
-    src, _ = gen_function(json.loads(text))
-    namespace: Dict[str, Any] = {}
-    code = compile(IMPORTS + "\n" + src, f"<ge.es.all.{name}>", "exec", dont_inherit=True)
+        raise AttributeError(f"module '{module}' has no attribute '{name}' (no such operator)")
+    op = json.loads(text)
+    src, _ = gen_function(op)
+    namespace: Dict[str, Any] = {"__name__": module}
+    code = compile(IMPORTS + "\n" + src, f"<{module}.{name}>", "exec", dont_inherit=True)
     exec(code, namespace)  # noqa: S102
-    return namespace[name]
+    return {n: namespace[n] for n in exported_names(op)}
+
+
+def runtime_function(name: str) -> Any:
+    """Builds the ES function of an operator registered at run time (same rules as generated
+    modules). AttributeError if there is no such operator."""
+    return runtime_namespace(name)[name]
+
+
+def exported_names(op: Dict[str, Any]) -> List[str]:
+    """What an operator's module exports: its function, and ``<Op>Output`` for several outputs."""
+    return [op["name"]] + ([f"{op['name']}Output"] if len(op.get("outputs", [])) > 1 else [])
+
+
+def _op_module(op: Dict[str, Any], src: str, exports: List[str] | None = None) -> str:
+    """One operator's module: header, docstring, imports, the function (and ``__all__``)."""
+    text = HEADER + f'"""ES function of the {op["name"]} operator."""\n\n' + IMPORTS + "\n\n" + src
+    if exports is not None:
+        text += "\n\n__all__ = [" + ", ".join(f'"{n}"' for n in exports) + "]\n"
+    return text
 
 
 def generate(library: Dict[str, Any], out_dir: Path, package: str) -> List[Path]:
@@ -356,11 +377,10 @@ def generate(library: Dict[str, Any], out_dir: Path, package: str) -> List[Path]
     for op in ops:
         mod = snake(op["name"])
         src, stub = gen_function(op)
-        text = HEADER + f'"""ES function of the {op["name"]} operator."""\n\n' + IMPORTS + "\n\n" + src
         path = ops_dir / f"{mod}.py"
-        path.write_text(text)
+        path.write_text(_op_module(op, src))
         written.append(path)
-        exported = [op["name"]] + ([f"{op['name']}Output"] if len(op.get("outputs", [])) > 1 else [])
+        exported = exported_names(op)
         all_lines.append(f"from {package}.ops.{mod} import {', '.join(exported)}\n")
         names.extend(exported)
         stub_lines.append(stub + "\n")
@@ -408,27 +428,178 @@ def _plugin_files(library: Dict[str, Any], out_dir: Path, package: str) -> List[
     return [lib_path, init]
 
 
+# GE's ES packages (add_es_library_and_whl in GE's generate_es_package.cmake): the distribution
+# and import package ``es_<module>``, version 1.0.0, the entry point ``<module> = es_<module>:get_module``
+# of the group ``ge.es.plugins``, one ``es_<Op>.py`` per operator, the aggregate
+# ``es_<module>_ops.py`` (``from .es_<Op> import *``), and an ``__init__.py`` that star-imports the
+# aggregate and defines ``get_module()``. Ours adds the library itself (``operators.json``, whose
+# operators the package registers on import where the running library lacks them), ``.pyi``
+# stubs and ``py.typed``.
+
+PACKAGE_VERSION = "1.0.0"
+
+PYPROJECT = """{header}
+
+[build-system]
+requires = ["setuptools>=70.1"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "{version}"
+description = "ES Generated API for {dist} operators"
+requires-python = ">=3.8"
+
+[project.entry-points."ge.es.plugins"]
+{module} = "{dist}:get_module"
+
+[tool.setuptools]
+packages = ["{dist}"]
+
+[tool.setuptools.package-data]
+{dist} = ["*.pyi", "py.typed", "operators.json"]
+"""
+
+PACKAGE_INIT = '''{header}"""ES API of the operators of {dist} (operator library version {version}).
+
+Installed, it mounts as ``ge.es.{module}`` (the entry point ``{module} = {dist}:get_module`` of the
+group ``ge.es.plugins``): ``from ge.es.{module} import {example}``. Importing it registers the
+operators of ``operators.json`` that the running operator library lacks.
+"""
+
+import sys as _sys
+from pathlib import Path as _Path
+
+from ge.es._plugin_loader import register_missing_operators as _register_missing_operators
+
+_register_missing_operators(_Path(__file__).with_name("operators.json"))
+
+from .{aggregate} import *  # noqa: E402,F401,F403
+
+__all__ = [{names}]
+
+
+def get_module():
+    """This package as a module (the ``ge.es.plugins`` entry point)."""
+    return _sys.modules[__name__]
+'''
+
+
+def generate_package(library: Dict[str, Any], out_dir: Path, module: str,
+                     version: str = PACKAGE_VERSION) -> List[Path]:
+    """Writes GE's installable ES package for ``library`` into ``out_dir``: ``pyproject.toml`` and
+    the package ``es_<module>`` (see above). ``pip install out_dir`` then mounts it as
+    ``ge.es.<module>``. Returns the files written; ValueError for a bad module name or an empty
+    library."""
+    from ge.es._plugin_loader import check_module_name
+
+    check_module_name(module)
+    ops = library.get("operators") if isinstance(library, dict) else None
+    if not isinstance(ops, list) or not ops:
+        raise ValueError("the operator library has no operators")
+    functions = [(op, *gen_function(op)) for op in ops]  # a clash raises before anything is written
+    dist = f"es_{module}"
+    aggregate = f"es_{module}_ops"
+    pkg = out_dir / dist
+    pkg.mkdir(parents=True, exist_ok=True)
+    written: List[Path] = []
+
+    def write(path: Path, text: str) -> None:
+        path.write_text(text)
+        written.append(path)
+
+    names: List[str] = []
+    stubs = [HEADER, IMPORTS, "from types import ModuleType\n\n"]
+    includes = [HEADER, f'"""Every operator of {dist}."""\n\n']
+    for op, src, stub in functions:
+        exports = exported_names(op)
+        write(pkg / f"es_{op['name']}.py", _op_module(op, src, exports))
+        includes.append(f"from .es_{op['name']} import *  # noqa: F401,F403\n")
+        stubs.append(stub + "\n")
+        names += exports
+    quoted = ", ".join(f'"{n}"' for n in names)
+    write(pkg / f"{aggregate}.py", "".join(includes) + f"\n__all__ = [{quoted}]\n")
+    write(pkg / "__init__.py", PACKAGE_INIT.format(
+        header=HEADER, dist=dist, module=module, version=library.get("version", "?"), example=names[0],
+        aggregate=aggregate, names=quoted))
+    write(pkg / "__init__.pyi", "".join(stubs) + f"__all__ = [{quoted}]\n\n\ndef get_module() -> ModuleType: ...\n")
+    write(pkg / "py.typed", "")
+    write(pkg / "operators.json", json.dumps(library, indent=1) + "\n")
+    write(out_dir / "pyproject.toml", PYPROJECT.format(header=HEADER.strip(), dist=dist, version=version,
+                                                        module=module))
+    return written
+
+
+def regop_library(texts: List[str], version: str = "imported") -> Dict[str, Any]:
+    """The operator library of GE REG_OP texts (nothing is registered); malformed text raises
+    ValueError naming the line."""
+    from ge import ops as _ops
+
+    operators: List[Dict[str, Any]] = []
+    for text in texts:
+        operators += json.loads(_ops.regop_to_json(text))["operators"]
+    return {"format_version": 1, "version": version, "operators": operators}
+
+
 def builtin_library_path() -> Path:
     root = Path(__file__).resolve().parents[2]
     index = json.loads((root / "ops" / "index.json").read_text())
     return root / "ops" / "registry" / index["current"] / "operators.json"
 
 
-def main(argv: List[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ge.codegen", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ops", type=Path, help="operators.json of the library (default: the built-in one)")
-    ap.add_argument("--out", type=Path, help="output package directory (default: python/ge/es)")
-    ap.add_argument("--package", default=None, help="dotted package name of --out (default: ge.es)")
-    a = ap.parse_args(argv)
-    ops = a.ops or builtin_library_path()
-    out = a.out or Path(__file__).resolve().parent / "es"
-    package = a.package or ("ge.es" if a.out is None else out.name)
-    files = generate(json.loads(ops.read_text()), out, package)
+def add_arguments(ap: argparse.ArgumentParser, builtin_default: bool = True) -> None:
+    """The options of ``python -m ge.codegen`` (``builtin_default``: without ``--ops`` and
+    ``--out`` it regenerates ``ge.es``) and of ``ge codegen``."""
+    src = ap.add_mutually_exclusive_group(required=not builtin_default)
+    src.add_argument("--ops", type=Path,
+                     help="operators.json of the library" + (" (default: the built-in one)" if builtin_default else ""))
+    src.add_argument("--regop", type=Path, nargs="+", metavar="HEADER",
+                     help="GE REG_OP prototype files (a custom op's proto .h) instead of --ops")
+    ap.add_argument("--out", "--output_dir", dest="out", type=Path, required=not builtin_default,
+                    help="output directory" + (" (default: python/ge/es)" if builtin_default else ""))
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--module_name", "--module-name", dest="module_name", default=None,
+                      help="as GE's gen_esb --module_name: write the installable package es_<NAME> "
+                           "(pyproject.toml with a ge.es.plugins entry point; it mounts as ge.es.<NAME>)")
+    mode.add_argument("--package", default=None, help="dotted package name of --out, for an importable "
+                      "package with ops/ and all.py (default: the directory name)")
+    ap.add_argument("--version", dest="pkg_version", default=PACKAGE_VERSION,
+                    help=f"version of the es_<NAME> package (default: {PACKAGE_VERSION}, as GE's)")
+
+
+def run(a: argparse.Namespace) -> int:
+    """Runs the options of ``add_arguments``; errors go to standard error with exit code 1."""
+    try:
+        if a.regop:
+            library = regop_library([f.read_text() for f in a.regop], a.pkg_version)
+        else:
+            library = json.loads((a.ops or builtin_library_path()).read_text())
+        if not isinstance(library, dict) or not isinstance(library.get("operators"), list):
+            raise ValueError(f"{a.ops}: not an operator library (it has no 'operators' list)")
+        if a.module_name is not None:
+            if a.out is None:
+                raise ValueError("--module_name needs --out")
+            files = generate_package(library, a.out, a.module_name, a.pkg_version)
+            print(f"generated {len(files)} files in {a.out}")
+            print(f"install it with 'pip install {a.out}'; it mounts as ge.es.{a.module_name}")
+            return 0
+        out = a.out or Path(__file__).resolve().parent / "es"
+        package = a.package or ("ge.es" if a.out is None else out.name)
+        files = generate(library, out, package)
+    except (OSError, ValueError) as e:
+        print(f"ge codegen: {e}", file=sys.stderr)
+        return 1
     print(f"generated {len(files)} files in {out}")
     if package != "ge.es":
         short = package.rsplit(".", 1)[-1]
         print(f'mount it as ge.es.{short}: [project.entry-points."ge.es.plugins"] {short} = "{package}"')
     return 0
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ge.codegen", description=__doc__.split("\n\n")[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

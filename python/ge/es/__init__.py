@@ -8,7 +8,8 @@ Plugins (entry points of the group ``ge.es.plugins``, as GE's ``es_math``/``es_n
 register) are loaded when ``ge.es`` is imported and mounted as ``ge.es.<name>``;
 ``list_plugins()`` names them and ``get_plugin(name)`` returns one. The built-in categories
 count as plugins there too (``list_plugins()`` includes ``"math"``, ``"nn"``, ``"cv"``, as it
-does in GE with those packages installed); their modules load on first use.
+does in GE with those packages installed); their modules load on first use. So do the modules of
+operators registered at run time (``ge.es._plugin_loader.mount_runtime_ops``).
 """
 
 import importlib
@@ -18,6 +19,7 @@ from typing import Any, List, Optional
 from ge._native import TensorHolder
 from ge.es._categories import CATEGORIES as _CATEGORIES
 from ge.es._plugin_loader import load_plugins as _load_plugins
+from ge.es._plugin_loader import runtime_modules as _runtime_modules
 from ge.es.graph_builder import GraphBuilder, InputType, attr_scope, control_dependency_scope
 from ge.es.tensor_like import TensorLike
 
@@ -34,16 +36,17 @@ __all__ = [
 
 
 def list_plugins() -> List[str]:
-    """The names of the loaded plugins (entry points first, then the built-in categories)."""
-    plugins = _load_plugins()
-    return list(plugins) + [c for c in _CATEGORIES if c not in plugins]
+    """The names of the loaded plugins (entry points first, then the modules of operators
+    registered at run time, then the built-in categories)."""
+    names = list(_load_plugins()) + list(_runtime_modules())
+    return names + [c for c in _CATEGORIES if c not in names]
 
 
 def get_plugin(plugin_name: Any) -> Optional[ModuleType]:
     """The plugin module called ``plugin_name`` (``"math"``, ``"nn"``, ...), or None."""
     if not isinstance(plugin_name, str):
         return None
-    plugins = _load_plugins()
+    plugins = {**_load_plugins(), **_runtime_modules()}
     if plugin_name in plugins:
         return plugins[plugin_name]
     if plugin_name in _CATEGORIES:
