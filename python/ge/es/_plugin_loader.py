@@ -6,7 +6,7 @@ them all. An entry point may name a module, a string (a module name) or a callab
 either. A plugin that fails to load is logged on the ``ge.es`` logger and skipped; the others load.
 
 Operators registered at run time (``ge.ops.register_regop``, ``ge.ops.register``) mount as a
-``ge.es.<name>`` module too: ``mount_runtime_ops(name, op_names)``.
+``ge.es.<name>`` module too: ``mount_runtime_ops(name, op_names)`` (``unmount_runtime_ops(name)``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from importlib.metadata import entry_points
 
-__all__ = ["load_all_plugins", "load_plugins", "mount_runtime_ops", "register_missing_operators",
-           "check_module_name"]
+__all__ = ["load_all_plugins", "load_plugins", "mount_runtime_ops", "unmount_runtime_ops", "runtime_modules",
+           "register_missing_operators", "check_module_name"]
 
 _ENTRY_POINT_GROUP = "ge.es.plugins"
 
@@ -206,6 +206,20 @@ def mount_runtime_ops(module_name: str, op_names: Union[str, Iterable[str]]) -> 
             module._ge_cache.pop(op, None)
             module.__all__ += [n for n in module._ge_namespace(op) if n not in module.__all__]
     return module
+
+
+def unmount_runtime_ops(module_name: str) -> bool:
+    """Removes a module ``mount_runtime_ops`` made (the operators stay registered); returns
+    whether there was one."""
+    module = _runtime.pop(module_name, None)
+    if module is None:
+        return False
+    if sys.modules.get(module.__name__) is module:
+        del sys.modules[module.__name__]
+    es = sys.modules.get("ge.es")
+    if es is not None and es.__dict__.get(module_name) is module:
+        delattr(es, module_name)
+    return True
 
 
 def runtime_modules() -> Dict[str, ModuleType]:
