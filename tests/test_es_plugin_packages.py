@@ -77,8 +77,9 @@ def test_coerce_to_module():
         assert _coerce_to_module("pkg.mod", "p") is mod
         assert _coerce_to_module(lambda: "pkg.other", "p") is mod
     assert [c.args for c in imp.call_args_list] == [("pkg.mod",), ("pkg.other",)]
-    with pytest.raises(TypeError, match=r"^Plugin 'p' returned unexpected type: int\. Expected ModuleType, str, "
-                                        r"or callable returning module\.$"):
+    message = (r"^Plugin 'p' returned unexpected type: int\. "
+               r"Expected ModuleType, str, or callable returning module\.$")
+    with pytest.raises(TypeError, match=message):
         _coerce_to_module(123, "p")
 
 
@@ -167,10 +168,11 @@ def package(tmp_path, monkeypatch):
     """``ge codegen --regop`` into tmp_path/src, importable from there (not installed)."""
     header = tmp_path / "pkg_ops.h"
     header.write_text(REGOP)
-    r = run_ge("codegen", "--regop", str(header), "--module_name", "pkgtest", "--out", str(tmp_path / "src"))
+    src = tmp_path / "src"
+    r = run_ge("codegen", "--regop", str(header), "--module_name", "pkgtest", "--out", str(src))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"generated 9 files in {tmp_path / 'src'}",
-                                     f"install it with 'pip install {tmp_path / 'src'}'; it mounts as ge.es.pkgtest"]
+    assert r.stdout.splitlines() == [f"generated 9 files in {src}",
+                                     f"install it with 'pip install {src}'; it mounts as ge.es.pkgtest"]
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     yield tmp_path / "src"
     for m in [m for m in sys.modules if m.split(".")[0] == "es_pkgtest"]:
@@ -201,7 +203,7 @@ def test_importing_the_package_registers_its_operators_with_ges_signatures(packa
     assert es_pkgtest.__all__ == ["PkgScaledAdd", "PkgSplitSign", "PkgSplitSignOutput", "PkgConcat"]
     for op in OPS:  # the same signature ge.es.all gives the registered prototype
         assert shape(getattr(es_pkgtest, op)) == shape(runtime_namespace(op)[op])
-    assert [p.name for p in inspect.signature(es_pkgtest.PkgSplitSign).parameters.values()] == ["x", "bias", "mode"]
+    assert list(inspect.signature(es_pkgtest.PkgSplitSign).parameters) == ["x", "bias", "mode"]
     b = GraphBuilder("g")
     x = b.create_input(0, shape=[2])
     out = es_pkgtest.PkgSplitSign(x, mode="m")
@@ -213,8 +215,8 @@ def test_importing_the_package_registers_its_operators_with_ges_signatures(packa
 
 def test_an_operator_already_registered_keeps_its_prototype(tmp_path):
     name = "PkgKeepProto"
-    ge.ops.register_regop(f"REG_OP({name}).INPUT(x, TensorType({{DT_FLOAT}})).OUTPUT(y, TensorType({{DT_FLOAT}}))"
-                          f".ATTR(k, Int, 1).OP_END_FACTORY_REG({name})")
+    io = ".INPUT(x, TensorType({DT_FLOAT})).OUTPUT(y, TensorType({DT_FLOAT}))"
+    ge.ops.register_regop(f"REG_OP({name}){io}.ATTR(k, Int, 1).OP_END_FACTORY_REG({name})")
     before = ge.ops.get_op(name)
     library = json.loads(ge.ops.regop_to_json(
         f"REG_OP({name}).INPUT(x, TensorType({{DT_FLOAT}})).OUTPUT(y, TensorType({{DT_FLOAT}}))"
@@ -255,12 +257,13 @@ def test_codegen_input_errors(tmp_path):
     notlib.write_text("[1, 2]")
     r = run_ge("codegen", "--ops", str(notlib), "--module_name", "x", "--out", str(tmp_path / "o"))
     assert r.returncode == 1 and "not an operator library" in r.stderr
-    r = run_ge("codegen", "--regop", str(tmp_path / "missing.h"), "--module_name", "x", "--out", str(tmp_path / "o"))
+    out = str(tmp_path / "o")
+    r = run_ge("codegen", "--regop", str(tmp_path / "missing.h"), "--module_name", "x", "--out", out)
     assert r.returncode == 1 and "missing.h" in r.stderr
     for args in (["--ops", str(empty), "--regop", str(bad)], []):  # exactly one source
         r = run_ge("codegen", *args, "--module_name", "x", "--out", str(tmp_path / "o"))
         assert r.returncode == 2 and "--ops" in r.stderr
-    r = run_ge("codegen", "--ops", str(empty), "--module_name", "x", "--package", "y", "--out", str(tmp_path / "o"))
+    r = run_ge("codegen", "--ops", str(empty), "--module_name", "x", "--package", "y", "--out", out)
     assert r.returncode == 2 and "not allowed with" in r.stderr
     assert not (tmp_path / "o").exists()
 
@@ -336,8 +339,8 @@ def _build_and_install(header: Path, module: str, build_dir: Path) -> Path:
 
 def _run_installed(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(site))
-    return subprocess.run([python(), "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
-                          env=env, cwd=str(cwd))
+    return subprocess.run([python(), "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=180, env=env, cwd=str(cwd))
 
 
 def test_regop_header_to_installed_package_to_a_run(tmp_path):

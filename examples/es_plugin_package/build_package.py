@@ -22,8 +22,8 @@ def build_and_install(header: Path, module: str, build_dir: Path) -> Path:
     ``build_dir/site``; returns that directory. CalledProcessError if a step fails."""
     src = build_dir / f"es_{module}"
     site = build_dir / "site"
-    subprocess.run([sys.executable, "-m", "ge.cli", "codegen", "--regop", str(header), "--module_name", module,
-                    "--out", str(src)], check=True)
+    subprocess.run([sys.executable, "-m", "ge.cli", "codegen", "--regop", str(header),
+                    "--module_name", module, "--out", str(src)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "--upgrade", "--target", str(site), str(src)], check=True)
     return site

@@ -11,7 +11,7 @@ from ge.es.custom import ScaledAddCustom, SplitSignCustom
 from ge.graph.types import DataType
 from ge.session import Session
 
-ge.ops.register_kernel("ScaledAddCustom", lambda x1, x2, alpha: (x1 + np.float32(alpha) * x2).astype(x1.dtype))
+ge.ops.register_kernel("ScaledAddCustom", lambda x1, x2, alpha: x1 + np.float32(alpha) * x2)
 ge.ops.register_kernel("SplitSignCustom", lambda x: (np.maximum(x, 0), np.minimum(x, 0)))
 
 builder = GraphBuilder("custom_ops")

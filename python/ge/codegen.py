@@ -522,7 +522,8 @@ def generate_package(library: Dict[str, Any], out_dir: Path, module: str,
     write(pkg / "__init__.py", PACKAGE_INIT.format(
         header=HEADER, dist=dist, module=module, version=library.get("version", "?"), example=names[0],
         aggregate=aggregate, names=quoted))
-    write(pkg / "__init__.pyi", "".join(stubs) + f"__all__ = [{quoted}]\n\n\ndef get_module() -> ModuleType: ...\n")
+    stubs.append(f"__all__ = [{quoted}]\n\n\ndef get_module() -> ModuleType: ...\n")
+    write(pkg / "__init__.pyi", "".join(stubs))
     write(pkg / "py.typed", "")
     write(pkg / "operators.json", json.dumps(library, indent=1) + "\n")
     write(out_dir / "pyproject.toml", PYPROJECT.format(header=HEADER.strip(), dist=dist, version=version,
@@ -551,8 +552,8 @@ def add_arguments(ap: argparse.ArgumentParser, builtin_default: bool = True) -> 
     """The options of ``python -m ge.codegen`` (``builtin_default``: without ``--ops`` and
     ``--out`` it regenerates ``ge.es``) and of ``ge codegen``."""
     src = ap.add_mutually_exclusive_group(required=not builtin_default)
-    src.add_argument("--ops", type=Path,
-                     help="operators.json of the library" + (" (default: the built-in one)" if builtin_default else ""))
+    default = " (default: the built-in one)" if builtin_default else ""
+    src.add_argument("--ops", type=Path, help=f"operators.json of the library{default}")
     src.add_argument("--regop", type=Path, nargs="+", metavar="HEADER",
                      help="GE REG_OP prototype files (a custom op's proto .h) instead of --ops")
     ap.add_argument("--out", "--output_dir", dest="out", type=Path, required=not builtin_default,

@@ -141,7 +141,7 @@ class _RuntimeOpsModule(ModuleType):
     prototype registered again takes effect at once."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"ge.es.{name}", f"ES functions of the operators mounted as ge.es.{name} at run time.")
+        super().__init__(f"ge.es.{name}", f"ES functions of operators mounted as ge.es.{name} at run time.")
         self.__all__: List[str] = []
         self._ge_ops: List[str] = []
         self._ge_cache: Dict[str, Tuple[str, Dict[str, Any]]] = {}
@@ -159,7 +159,8 @@ class _RuntimeOpsModule(ModuleType):
 
     def __getattr__(self, attr: str) -> Any:
         if not attr.startswith("_"):
-            op = attr[: -len("Output")] if attr.endswith("Output") and attr[: -len("Output")] in self._ge_ops else attr
+            base = attr[: -len("Output")] if attr.endswith("Output") else attr
+            op = base if base in self._ge_ops else attr
             if op in self._ge_ops:
                 found = self._ge_namespace(op).get(attr)
                 if found is not None:
@@ -184,7 +185,8 @@ def mount_runtime_ops(module_name: str, op_names: Union[str, Iterable[str]]) -> 
     names = [op_names] if isinstance(op_names, str) else list(op_names)
     for op in names:
         if not isinstance(op, str) or _native._op_json(op) is None:
-            raise KeyError(f"unknown operator {op!r}: register it first (ge.ops.register_regop, ge.ops.register)")
+            raise KeyError(f"unknown operator {op!r}: register it first (ge.ops.register_regop, "
+                           "ge.ops.register)")
     module = _runtime.get(module_name)
     if module is None:
         es = sys.modules.get("ge.es")
