@@ -37,6 +37,9 @@ class GeApi:
         from ge.passes import load_pass_plugins
 
         load_pass_plugins()
+        from ge.custom_op.bootstrap import load_custom_op_plugins_at_init
+
+        load_custom_op_plugins_at_init()
         set_global_options(options)
         GeApi._initialized = True
         return 0

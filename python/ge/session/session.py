@@ -80,6 +80,9 @@ class Session:
         self._options = sort_options(options, "S", stacklevel=2).over(global_options())
         with _api_call("CreateSession"):
             self._core = SessionCore(self._options.ours)
+        from ge.custom_op.bootstrap import load_custom_op_plugins_at_init
+
+        load_custom_op_plugins_at_init()
         self._graph_options: Dict[int, Options] = {}
         self._log_device_notes()
         self._executor: Optional[ThreadPoolExecutor] = None
