@@ -3,7 +3,9 @@ generator (``es_generator/py_generator.h``) parameter for parameter.
 
 ``python -m ge.codegen`` regenerates the built-in ``ge.es.ops`` package and ``ge.es.all`` from
 ``ops/registry/<current>/operators.json``; ``python -m ge.codegen --ops FILE --out DIR --package NAME``
-generates a package for a user's operator library.
+generates a package for a user's operator library, and ``ge codegen (--ops FILE | --regop HEADER...)
+--module_name NAME --out DIR`` GE's installable ES package ``es_NAME`` (``generate_package``), which
+mounts as ``ge.es.NAME`` once installed.
 
 GE's rules, in signature order:
 
