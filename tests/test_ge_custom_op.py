@@ -253,6 +253,17 @@ def test_infer_meta_returning_the_wrong_thing_fails_inference():
         getattr(es_all, op)(x)
 
 
+def test_a_non_finite_default_is_not_supported_and_registers_nothing():
+    op = _op("NanDefault")
+
+    def meta(x: TensorDesc, *, v: float = float("nan")) -> TensorDesc:
+        return x
+
+    with pytest.raises(ValueError, match="not supported: the default nan of attr 'v'"):
+        custom_op.register_op(op_type=op)(meta)
+    assert proto.get_registered_op_protos() == []
+
+
 # --- register_op_impl ---------------------------------------------------------------------------
 
 def test_register_op_impl_descriptor_and_interfaces():
@@ -373,6 +384,52 @@ def test_legacy_execute_ctx_reads_inputs_attrs_workspace_and_ref_output():
     np.testing.assert_array_equal(b, [1, 2])
     assert seen == {"n": 2, "opt": None, "scale": 3.0, "tags": ["p", "q"], "num": 2, "stream": 0,
                     "ref_same_addr": True}
+
+
+def test_impl_of_a_reg_op_prototype_runs(tmp_path):
+    """GE's sample flow: the prototype from REG_OP, the implementation in Python."""
+    op = _op("RegOpAdd")
+    ge.ops.register_regop(f"""REG_OP({op})
+        .INPUT(x, TensorType({{DT_FLOAT}}))
+        .INPUT(y, TensorType({{DT_FLOAT}}))
+        .OUTPUT(z, TensorType({{DT_FLOAT}}))
+        .OP_END_FACTORY_REG({op})""")
+
+    @custom_op.register_op_impl(op_type=op)
+    class Impl:
+        def execute(self, x, y):
+            z = custom_op.get_execute_ctx().malloc_output_tensor(0, x.shape, x.format,
+                                                                 x.data_type)
+            _floats(z)[:] = _floats(x) + _floats(y)
+
+    _, (z,) = _run(lambda b: [getattr(es_all, op)(b.create_input(0, shape=[-1]),
+                                                  b.create_input(1, shape=[-1]))],
+                   _f32([1, 2]), _f32([3, 4]))
+    np.testing.assert_array_equal(z, [4, 6])
+
+
+def test_two_dynamic_inputs_dynamic_outputs_and_a_tensor_attr_at_run_time():
+    op = _op("DynRun")
+
+    @custom_op.register_op(op_type=op)
+    def meta(xs: List[TensorDesc], ws: List[TensorDesc], *, t: Tensor) -> List[TensorDesc]:
+        return [TensorDesc(x.shape, x.data_type) for x in xs]
+
+    @custom_op.register_op_impl(op_type=op)
+    class Impl:
+        def execute(self, xs: List[Tensor], ws: List[Tensor], *, t: Tensor) -> None:
+            ctx = custom_op.get_execute_ctx()
+            for i, x in enumerate(xs):
+                o = ctx.malloc_output_tensor(i, x.shape, x.format, x.data_type)
+                _floats(o)[:] = _floats(x) * len(ws) + _floats(t).sum()
+
+    def build(b):
+        x = b.create_input(0, shape=[2])
+        return getattr(es_all, op)([x, x], [x, x, x], 2, t=GeTensor(_f32([0.25, 0.25])))
+
+    _, outs = _run(build, _f32([1, 2]))
+    for o in outs:
+        np.testing.assert_array_equal(o, [3.5, 6.5])
 
 
 def test_execute_that_does_not_allocate_an_output_fails_the_run():

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -43,11 +44,14 @@ def _count_attr(input_name: str) -> str:
     return _COUNT_PREFIX + input_name
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(name: str, value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"not supported: the default {value} of attr '{name}' (the operator "
+                         f"library keeps defaults as JSON numbers)")
     if isinstance(value, DataType):
         return value.name
     if isinstance(value, (list, tuple)):
-        return [_json_default(v) for v in value]
+        return [_json_default(name, v) for v in value]
     return value
 
 
@@ -58,7 +62,7 @@ def _library_json(d: proto.OpProtoDescriptor) -> Dict[str, Any]:
         if a.is_required:
             entry["required"] = True
         else:
-            entry["default"] = _json_default(proto._thaw_default(a.default))
+            entry["default"] = _json_default(a.name, proto._thaw_default(a.default))
         attrs.append(entry)
     dynamic = [i.name for i in d.inputs if i.kind == InputType.DYNAMIC]
     derived = {}

@@ -127,10 +127,10 @@ def _register(d: OpProtoDescriptor) -> OpProtoDescriptor:
             raise ValueError(
                 f"python op proto op type '{d.op_type}' already registered by "
                 f"'{old.descriptor_key}'; {_source('existing', old)}; {_source('current', d)}")
+        for listener in list(_LISTENERS):  # a listener that refuses leaves nothing registered
+            listener(d)
         _BY_KEY[d.descriptor_key] = d
         _BY_TYPE[d.op_type] = d
-    for listener in list(_LISTENERS):
-        listener(d)
     return d
 
 
