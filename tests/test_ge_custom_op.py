@@ -622,3 +622,23 @@ def test_example_program_runs_and_folds():
     assert "constants folded 1" in r.stdout
     # the constant node ran once, at compile; the other once per run
     assert r.stdout.count("alpha=1.0") == 1 and r.stdout.count("alpha=0.5") == 1
+
+
+def test_a_registered_op_mounts_as_a_ge_es_module():
+    """GE programs import custom ES functions from ge.es.<package> (GE's gen_esb output);
+    ge-rs mounts run-time operators under such a name."""
+    from ge.es._plugin_loader import mount_runtime_ops, unmount_runtime_ops
+
+    op = _op("Mounted")
+    _register_add(op)
+    name = f"custom_ops_{op.lower()}"
+    mount_runtime_ops(name, [op])
+    try:
+        import importlib
+
+        fn = getattr(importlib.import_module(f"ge.es.{name}"), op)
+        _, (z,) = _run(lambda b: [fn(b.create_input(0, shape=[1]), b.create_input(1, shape=[1]))],
+                       _f32([1]), _f32([2]))
+        np.testing.assert_array_equal(z, [3])
+    finally:
+        unmount_runtime_ops(name)
