@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from ge._internal import plugin_loader as pl
 
 ENV = "GE_TEST_PLUGIN_LOADER_PATH"
@@ -159,7 +158,9 @@ def test_isolated_load_retries_a_fixed_file_and_can_be_silent(tmp_path, monkeypa
     p = _write(tmp_path / "flaky.py", "raise ImportError('not yet')")
     monkeypatch.setenv(ENV, str(p))
     prefix = _prefix()
-    mods, failures = pl.load_plugins_from_env_isolated(ENV, module_prefix=prefix, plugin_kind=KIND, warn=False)
+    mods, failures = pl.load_plugins_from_env_isolated(
+        ENV, module_prefix=prefix, plugin_kind=KIND, warn=False
+    )
     assert mods == [] and len(failures) == 1
     assert not [w for w in recwarn if issubclass(w.category, pl.PluginLoadWarning)]
     _counter_plugin(p, "fixed")
@@ -182,3 +183,49 @@ def test_keyboard_interrupt_is_not_swallowed(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV, str(p))
     with pytest.raises(KeyboardInterrupt):
         pl.load_plugins_from_env_isolated(ENV, module_prefix=_prefix(), plugin_kind=KIND)
+
+
+def test_rollback_hooks_get_the_failed_module_name(tmp_path, monkeypatch):
+    seen: list = []
+
+    def hook(name):
+        seen.append(name)
+
+    pl.add_rollback_hook(hook)
+    pl.add_rollback_hook(hook)  # once only
+    try:
+        _write(tmp_path / "a_bad.py", "raise RuntimeError('bad file')")
+        pkg_name = f"badpkg_{uuid.uuid4().hex[:8]}"
+        (tmp_path / pkg_name).mkdir()
+        _write(tmp_path / pkg_name / "__init__.py", "raise RuntimeError('bad package')")
+        _counter_plugin(tmp_path / "c_good.py", "c")
+        monkeypatch.setenv(ENV, str(tmp_path))
+        prefix = _prefix()
+        with pytest.warns(pl.PluginLoadWarning):
+            mods, failures = pl.load_plugins_from_env_isolated(ENV, module_prefix=prefix, plugin_kind=KIND)
+        assert [m.TAG for m in mods] == ["c"]
+        assert seen == [failures[0].module_name, pkg_name]
+        assert seen[0].startswith(prefix + "a_bad_")
+        seen.clear()
+        with pytest.raises(RuntimeError, match="bad file"):  # GE's form rolls back too
+            pl.load_plugins_from_env(ENV, module_prefix=prefix, plugin_kind=KIND)
+        assert len(seen) == 1 and seen[0].startswith(prefix + "a_bad_")
+    finally:
+        pl._ROLLBACK_HOOKS.remove(hook)
+
+
+def test_a_failing_rollback_hook_warns_and_the_import_error_stands(tmp_path, monkeypatch):
+    def broken(name):
+        raise LookupError("hook broke")
+
+    pl.add_rollback_hook(broken)
+    try:
+        p = _write(tmp_path / "bad.py", "raise RuntimeError('bad file')")
+        monkeypatch.setenv(ENV, str(p))
+        with pytest.warns(pl.PluginLoadWarning, match="rollback of plugin module .*LookupError: hook broke"):
+            with pytest.raises(RuntimeError, match="bad file"):
+                pl.load_plugins_from_env(ENV, module_prefix=_prefix(), plugin_kind=KIND)
+    finally:
+        pl._ROLLBACK_HOOKS.remove(broken)
+    with pytest.raises(TypeError, match="must be callable"):
+        pl.add_rollback_hook(42)  # type: ignore[arg-type]

@@ -113,10 +113,11 @@ impl PyTranslator {
         &self,
         py: Python<'_>,
         ctx_fields: (&str, &str, &str, i64, usize),
+        io_names: (&[String], &[String]),
         inputs: &[Option<es_core::OutPort>],
         attrs: Vec<(String, OnnxAttr<'_>)>,
         builder: &mut es_core::GraphBuilder,
-    ) -> PyResult<Vec<Option<es_core::OutPort>>> {
+    ) -> PyResult<Option<Vec<Option<es_core::OutPort>>>> {
         let (op_type, domain, name, opset, num_outputs) = ctx_fields;
         let gb = py
             .import("ge.es")?
@@ -124,7 +125,7 @@ impl PyTranslator {
             .call1((format!("onnx_{op_type}"),))?;
         let cell = gb.downcast::<PyBuilder>()?.get().cell.clone();
         std::mem::swap(&mut cell.lock().b, builder);
-        let result = (|| -> PyResult<Vec<Option<es_core::OutPort>>> {
+        let result = (|| -> PyResult<Option<Vec<Option<es_core::OutPort>>>> {
             let owner: PyObject = gb.clone().unbind();
             let mut holders: Vec<PyObject> = Vec::with_capacity(inputs.len());
             for p in inputs {
@@ -156,8 +157,14 @@ impl PyTranslator {
                 d,
                 num_outputs,
                 gb.clone(),
+                PyTuple::new(py, io_names.0)?,
+                PyTuple::new(py, io_names.1)?,
             ))?;
             let out = self.func.bind(py).call1((ctx,))?;
+            // NotImplemented: the translator declines the node; the built-in translator runs.
+            if out.is(&py.NotImplemented()) {
+                return Ok(None);
+            }
             let items: Vec<Bound<'_, PyAny>> =
                 if out.is_instance_of::<PyList>() || out.is_instance_of::<PyTuple>() {
                     out.try_iter()?.collect::<PyResult<_>>()?
@@ -188,7 +195,7 @@ impl PyTranslator {
                 }
                 ports.push(Some(th.port));
             }
-            Ok(ports)
+            Ok(Some(ports))
         })();
         {
             let mut st = cell.lock();
@@ -220,9 +227,18 @@ impl OpTranslator for PyTranslator {
             ctx.opset,
             ctx.num_outputs(),
         );
+        let io_names = (ctx.node.input.clone(), ctx.node.output.clone());
         let mut b = ctx.take_builder();
         let r = Python::with_gil(|py| {
-            self.call(py, fields, &inputs, attrs, &mut b).map_err(|e| {
+            self.call(
+                py,
+                fields,
+                (&io_names.0, &io_names.1),
+                &inputs,
+                attrs,
+                &mut b,
+            )
+            .map_err(|e| {
                 let msg = e.value(py).to_string();
                 let ty = e
                     .get_type(py)
@@ -236,7 +252,17 @@ impl OpTranslator for PyTranslator {
             })
         });
         ctx.put_builder(b);
-        r
+        match r? {
+            Some(ports) => Ok(ports),
+            None => match ge_onnx::ops::builtin().get(&domain, &op_type) {
+                Some(t) => t.clone().translate(ctx),
+                None => Err(ge_onnx::Error::tr(format!(
+                    "the Python translator registered for '{}' declined node '{name}' \
+                     (returned NotImplemented) and no built-in translator handles it",
+                    self.key
+                ))),
+            },
+        }
     }
 }
 

@@ -11,6 +11,11 @@ module objects.
 exception raised by a plugin) propagates. ``load_plugins_from_env_isolated`` loads the same set but
 isolates each file: a failing file is recorded as a ``PluginLoadFailure``, reported with a
 ``PluginLoadWarning`` naming it, and skipped, so one broken plugin does not stop the others.
+
+A file that fails part-way may already have registered things (custom ops, ONNX Plugins) through
+decorators. Each registry adds a rollback with ``add_rollback_hook(hook)``; when a plugin file or
+package fails to import, in either form and whichever plugin kind loads it, every hook is called
+with the failed module's name so that what it registered is removed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from types import ModuleType
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 __all__ = [
+    "add_rollback_hook",
     "PluginLoadFailure",
     "PluginLoadWarning",
     "forget_loaded_module",
@@ -38,6 +44,27 @@ __all__ = [
 
 # canonical path of a plugin file (or a package's __init__.py) -> the module name it was imported as
 _MODULE_NAME_BY_CANONICAL_PATH: Dict[Path, str] = {}
+
+
+_ROLLBACK_HOOKS: List[Callable[[str], object]] = []
+
+
+def add_rollback_hook(hook: Callable[[str], object]) -> None:
+    """Adds ``hook(module_name)``, called when a plugin module fails to import, to remove what
+    that module (or its submodules) registered. Adding the same hook twice has no effect."""
+    if not callable(hook):
+        raise TypeError("a rollback hook must be callable")
+    if hook not in _ROLLBACK_HOOKS:
+        _ROLLBACK_HOOKS.append(hook)
+
+
+def _roll_back(module_name: str) -> None:
+    for hook in list(_ROLLBACK_HOOKS):
+        try:
+            hook(module_name)
+        except Exception as e:  # noqa: BLE001 - the import error is the one to report
+            warnings.warn(f"rollback of plugin module {module_name} failed: {type(e).__name__}: {e}",
+                          PluginLoadWarning, stacklevel=2)
 
 
 class PluginLoadWarning(UserWarning):
@@ -102,6 +129,7 @@ def load_module_from_file(file_path: Path, *, module_prefix: str, plugin_kind: s
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[module_name]
+        _roll_back(module_name)
         raise
     _MODULE_NAME_BY_CANONICAL_PATH[file_path] = module_name
     return module
@@ -114,7 +142,11 @@ def _load_package(package_dir: Path, plugin_kind: str) -> ModuleType:
     module = _get_loaded_module(package_init)
     if module is not None:
         return module
-    module = importlib.import_module(package_dir.name)
+    try:
+        module = importlib.import_module(package_dir.name)
+    except BaseException:
+        _roll_back(package_dir.name)
+        raise
     module_file = getattr(module, "__file__", None)
     if module_file is None or Path(module_file).resolve() != package_init:
         raise ImportError(
@@ -174,8 +206,12 @@ def _scan(path_item: str, module_prefix: str, plugin_kind: str, on_error: _OnErr
                 canonical = child.resolve()
                 module = _attempt(
                     child,
-                    _MODULE_NAME_BY_CANONICAL_PATH.get(canonical, _file_module_name(canonical, module_prefix)),
-                    lambda c=child: load_module_from_file(c, module_prefix=module_prefix, plugin_kind=plugin_kind),  # type: ignore[misc]
+                    _MODULE_NAME_BY_CANONICAL_PATH.get(
+                        canonical, _file_module_name(canonical, module_prefix)
+                    ),
+                    lambda c=child: load_module_from_file(  # type: ignore[misc]
+                        c, module_prefix=module_prefix, plugin_kind=plugin_kind
+                    ),
                     on_error,
                 )
             elif child.is_dir() and (child / "__init__.py").exists():

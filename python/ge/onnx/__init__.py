@@ -23,7 +23,7 @@ Translators for other op types (or replacing built-in ones) are Python functions
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Union
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 from ge._native import (
     _onnx_export_bytes,
@@ -42,7 +42,14 @@ __all__ = ["load", "save", "to_bytes", "exporter_keys", "translator_keys", "regi
 
 def load(model: Union[str, "os.PathLike[str]", bytes], unsupported: str = "error") -> Graph:
     """Loads an ONNX model from a file path (external data is read from the model's directory
-    only) or from the serialized bytes."""
+    only) or from the serialized bytes.
+
+    First the ONNX Plugins (``ge.onnx_plugin``) on ``ASCEND_CUSTOM_OPP_PATH`` are loaded (each
+    file once; a failing one is skipped with a ``PluginLoadWarning``) and every registered
+    plugin's ``domain::source`` is translated through it."""
+    from ge.onnx_plugin._bridge import prepare_onnx_import
+
+    prepare_onnx_import()
     if isinstance(model, (bytearray, memoryview)):
         model = bytes(model)
     if not isinstance(model, bytes):
@@ -78,15 +85,19 @@ class TranslatorContext:
     - ``attrs``: the node's attributes as Python values (int, float, str, lists, numpy arrays for
       tensors; graph attributes are not offered);
     - ``num_outputs``: how many outputs the node declares;
-    - ``builder``: the ``ge.es.GraphBuilder`` the inputs belong to (for constants).
+    - ``builder``: the ``ge.es.GraphBuilder`` the inputs belong to (for constants);
+    - ``input_names``, ``output_names``: the node's input and output value names as the model
+      spells them (``""`` for an absent optional position).
 
     The translator returns one ``TensorHolder`` (one output) or a list with one entry per output
-    (None for an output it does not produce). The builder and tensors are usable only during the
-    call.
+    (None for an output it does not produce), or ``NotImplemented`` to decline the node: the
+    built-in translator of its op type then translates it (an error if there is none). The
+    builder and tensors are usable only during the call.
     """
 
     def __init__(self, op_type: str, domain: str, name: str, opset: int, inputs: List[Any],
-                 attrs: Dict[str, Any], num_outputs: int, builder: Any) -> None:
+                 attrs: Dict[str, Any], num_outputs: int, builder: Any,
+                 input_names: Tuple[str, ...] = (), output_names: Tuple[str, ...] = ()) -> None:
         self.op_type = op_type
         self.domain = domain
         self.name = name
@@ -95,6 +106,8 @@ class TranslatorContext:
         self.attrs = attrs
         self.num_outputs = num_outputs
         self.builder = builder
+        self.input_names = tuple(input_names)
+        self.output_names = tuple(output_names)
 
     def __repr__(self) -> str:
         key = f"{self.domain}::{self.op_type}" if self.domain else self.op_type
