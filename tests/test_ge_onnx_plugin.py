@@ -525,3 +525,39 @@ def test_translator_context_names_and_declining_a_node():
     finally:
         ge.onnx.unregister_translator("Relu")
         ge.onnx.unregister_translator("my.domain::Nothing")
+
+
+def test_a_plugin_can_target_a_python_custom_op_from_the_same_path(plugin_dir, monkeypatch):
+    op_type = f"PyAxpyF{uuid.uuid4().hex[:6]}"
+    (plugin_dir / "axpy.py").write_text(textwrap.dedent(f"""
+        import ctypes
+
+        from ge.custom_op import EagerExecuteOp, get_execute_ctx, register_op, register_op_impl
+        from ge.onnx_plugin import onnx_plugin
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="{op_type}")
+        def axpy(x: TensorDesc, y: TensorDesc, *, alpha: float = 1.0) -> TensorDesc:
+            return TensorDesc(x.shape, x.data_type)
+
+        @register_op_impl(op_type="{op_type}")
+        class Axpy(EagerExecuteOp):
+            def execute(self, x: Tensor, y: Tensor, *, alpha: float) -> None:
+                z = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+                n = x.shape_size
+                xs, ys, zs = ((ctypes.c_float * n).from_address(t.addr) for t in (x, y, z))
+                for i in range(n):
+                    zs[i] = alpha * xs[i] + ys[i]
+
+        plugin = onnx_plugin(source="Axpy", domain="my.domain", opsets=(1,), target="{op_type}")
+
+        @plugin.parse_node
+        def parse_axpy(node, target):
+            target.set_attr("alpha", node.attrs["a"])
+        """), encoding="utf-8")
+    monkeypatch.setenv(ENV, str(plugin_dir))
+    m = _model([helper.make_node("Axpy", ["x", "y"], ["z"], domain="my.domain", a=3.0)],
+               [_vi("x"), _vi("y")], [_vi("z")])
+    g = ge.onnx.load(m)
+    assert op_type in [n.type for n in g.get_direct_nodes()]
+    np.testing.assert_allclose(_run(g, X, X + 1)[0], 3.0 * X + X + 1, rtol=1e-6)
