@@ -43,7 +43,9 @@ def test_keywords_have_ges_names():
 
 def test_no_arguments_is_an_empty_float_tensor():
     t = Tensor()
-    assert (t.data_type, t.format, t.shape, t.data) == (DT.DT_FLOAT, Format.FORMAT_ND, [0], [])
+    assert (t.data_type, t.format, t.shape) == (DT.DT_FLOAT, Format.FORMAT_ND, [])  # GE's: shape [], no data
+    with pytest.raises(ValueError, match="Scalar tensor should contain exactly one element, got 0"):
+        t.get_data()
     assert t.set_data_type(DT.DT_INT32) is t and t.get_data_type() == DT.DT_INT32
 
 

@@ -258,7 +258,8 @@ def test_loaded_graph_is_independent(tmp_path):
     host = rich_graph()
     host.add_subgraph(loaded, host.find_node_by_name("Exp_0"), name="loaded")
     again = Graph.from_bytes(host.to_bytes())
-    assert again.find_node_by_name("Exp_0").get_subgraph("loaded").find_node_by_name("Relu_0") is None
+    with pytest.raises(RuntimeError, match="Failed to find Node name Relu_0"):
+        again.find_node_by_name("Exp_0").get_subgraph("loaded").find_node_by_name("Relu_0")
 
 
 def test_graphs_with_removed_nodes_and_edges_round_trip():
@@ -270,7 +271,8 @@ def test_graphs_with_removed_nodes_and_edges_round_trip():
     g.remove_subgraph("else")
     loaded = Graph.from_bytes(g.to_bytes())
     assert_round_trip(g, loaded)
-    assert loaded.find_node_by_name("Exp_0") is None
+    with pytest.raises(RuntimeError, match="Failed to find Node name Exp_0"):
+        loaded.find_node_by_name("Exp_0")
     assert [n.name for n in loaded.find_node_by_name("Relu_0").get_in_control_nodes()] == ["input_0"]
     assert [s.name for s in loaded.get_all_subgraphs()] == ["then"]
 

@@ -18,6 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct BuilderState {
     pub b: GraphBuilder,
     pub built: bool,
+    /// The nodes' names when the graph was built: a tensor's `name` still reads after the
+    /// build, as in GE.
+    pub built_names: std::collections::HashMap<NodeId, String>,
 }
 
 /// Shared by a builder object and every tensor it made.
@@ -196,6 +199,7 @@ impl PyBuilder {
                 state: Mutex::new(BuilderState {
                     b: GraphBuilder::new(name.clone()),
                     built: false,
+                    built_names: Default::default(),
                 }),
                 name,
             }),
@@ -372,8 +376,16 @@ impl PyBuilder {
     /// Finishes the graph; the builder and its tensors cannot be used afterwards.
     fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<PyGraph>> {
         let mut st = self.cell.usable("build_and_reset")?;
+        let names = {
+            let g = st.b.graph();
+            g.nodes()
+                .into_iter()
+                .filter_map(|id| g.node(id).ok().map(|n| (id, n.name.to_string())))
+                .collect()
+        };
         let g = st.b.build_and_reset().py()?;
         st.built = true;
+        st.built_names = names;
         drop(st);
         PyGraph::from_graph(py, g)
     }
@@ -423,6 +435,18 @@ fn binary(
     reflected: bool,
 ) -> PyResult<PyObject> {
     let py = slf.py();
+    if let Ok(o) = other.downcast::<PyTensorHolder>() {
+        let (a, b) = (&slf.get().cell, &o.get().cell);
+        if !Arc::ptr_eq(a, b) {
+            // GE's ValueError and wording (TensorHolder._validate_operation).
+            return Err(PyValueError::new_err(format!(
+                "Cannot perform {}: tensors from different GraphBuilders ('{}' vs '{}')",
+                op.to_lowercase(),
+                a.name,
+                b.name
+            )));
+        }
+    }
     let me = slf.clone().into_any();
     let args = if reflected {
         PyTuple::new(py, [other.clone(), me])?
@@ -444,7 +468,17 @@ impl PyTensorHolder {
     /// Name of the producer node.
     #[getter]
     fn name(&self) -> PyResult<String> {
-        let st = self.cell.usable("get the tensor name")?;
+        let st = self.cell.lock();
+        if st.built {
+            if let Some(n) = st.built_names.get(&self.port.node) {
+                return Ok(n.clone());
+            }
+            drop(st);
+            return self
+                .cell
+                .usable("get the tensor name")
+                .map(|_| String::new());
+        }
         Ok(st.b.graph().node(self.port.node).py()?.name.to_string())
     }
 
@@ -489,6 +523,16 @@ impl PyTensorHolder {
     fn set_shape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyAny>) -> PyResult<Py<Self>> {
         if !shape.is_instance_of::<PyList>() {
             return Err(PyTypeError::new_err("Shape must be a list of integers"));
+        }
+        for d in shape.try_iter()? {
+            let d = d?;
+            if d.is_instance_of::<pyo3::types::PyBool>()
+                || !d.is_instance_of::<pyo3::types::PyInt>()
+            {
+                return Err(PyTypeError::new_err(
+                    "All shape dimensions must be integers",
+                ));
+            }
         }
         let dims = shape_from_py(shape)?;
         slf.get()

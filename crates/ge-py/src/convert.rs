@@ -272,25 +272,33 @@ pub fn attr_infer_from_py(v: &Bound<'_, PyAny>, what: &str) -> PyResult<AttrValu
             _ if first.is_instance_of::<PyList>() || first.is_instance_of::<PyTuple>() => {
                 AttrType::ListListInt
             }
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "{what}: Unsupported attribute type: {} for value: {}",
-                    v.get_type().str()?,
-                    v.str()?
-                )))
-            }
+            _ => return Err(unsupported_attr(v, what)),
         };
-        return attr_from_py(v, ty, what);
+        // A list whose items do not all fit the first one's type is GE's ValueError.
+        return attr_from_py(v, ty, what).map_err(|e| {
+            if e.is_instance_of::<PyTypeError>(v.py()) {
+                unsupported_attr(v, what)
+            } else {
+                e
+            }
+        });
     }
     if let Ok(t) = tensor_from_py(v) {
         return Ok(AttrValue::Tensor(t));
     }
-    // GE's ValueError and wording (ge.graph._attr).
-    Err(PyValueError::new_err(format!(
+    Err(unsupported_attr(v, what))
+}
+
+/// GE's ValueError and wording (ge.graph._attr) for a value no attribute type takes.
+fn unsupported_attr(v: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let shown = |o: PyResult<Bound<'_, pyo3::types::PyString>>| {
+        o.map(|s| s.to_string()).unwrap_or_else(|_| "?".to_string())
+    };
+    PyValueError::new_err(format!(
         "{what}: Unsupported attribute type: {} for value: {}",
-        v.get_type().str()?,
-        v.str()?
-    )))
+        shown(v.get_type().str()),
+        shown(v.str())
+    ))
 }
 
 /// The Python form of an attribute value.

@@ -16,6 +16,10 @@ pub struct GraphState {
     pub graph: Graph,
     /// Where the graph went when it was passed as a subgraph; it stays readable.
     pub moved_to: Option<String>,
+    /// Subgraphs added without a parent node (GE's one-argument `Graph.add_subgraph`): views
+    /// shared with their owner, listed, found and removed by name; compiling, running and saving
+    /// the graph do not use them (no node refers to them).
+    pub detached: Vec<(GraphSource, Path)>,
 }
 
 pub struct GraphCell {
@@ -31,6 +35,7 @@ impl GraphCell {
             state: RwLock::new(GraphState {
                 graph,
                 moved_to: None,
+                detached: Vec::new(),
             }),
             expired: AtomicBool::new(false),
         })
@@ -256,6 +261,94 @@ impl PyGraph {
         }
         Ok(n.id)
     }
+
+    /// The subgraphs added without a parent node (only a root graph has them), less those whose
+    /// graph has gone (a view of a subgraph since removed from its owner).
+    fn detached(&self) -> PyResult<Vec<(GraphSource, Path)>> {
+        let all = match (&self.src, self.path.is_empty()) {
+            (GraphSource::Cell(c), true) => {
+                c.check()?;
+                c.state
+                    .read()
+                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+                    .detached
+                    .clone()
+            }
+            _ => Vec::new(),
+        };
+        Ok(all
+            .into_iter()
+            .filter(|(src, path)| src.read(path, |_| Ok(())).is_ok())
+            .collect())
+    }
+
+    /// GE's one-argument `add_subgraph`: shares `sub` in this root graph's subgraph list.
+    fn add_detached(&self, py: Python<'_>, sub: &PyGraph) -> PyResult<()> {
+        let gname = self.name()?;
+        let sname = sub.name()?;
+        let GraphSource::Cell(cell) = &self.src else {
+            return Err(PyRuntimeError::new_err(format!(
+                "not supported: add_subgraph(subgraph) on graph '{gname}' under construction; build it first"
+            )));
+        };
+        if !self.path.is_empty() {
+            return Err(PyRuntimeError::new_err(format!(
+                "not supported: add_subgraph(subgraph) on subgraph '{gname}'; add it to the root graph, or pass a parent node"
+            )));
+        }
+        if sub.src.same(&self.src) {
+            return Err(PyRuntimeError::new_err(format!(
+                "Failed to add subgraph '{sname}' to graph '{gname}': a graph cannot be its own subgraph"
+            )));
+        }
+        // A graph that (through its own list) holds this one would make a reference cycle.
+        if let GraphSource::Cell(sc) = &sub.src {
+            let holds_us = sc
+                .state
+                .read()
+                .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+                .detached
+                .iter()
+                .any(|(s, _)| s.same(&self.src));
+            if holds_us {
+                return Err(PyRuntimeError::new_err(format!(
+                    "Failed to add subgraph '{sname}' to graph '{gname}': '{sname}' holds '{gname}' as a subgraph"
+                )));
+            }
+        }
+        for existing in self.get_all_subgraphs(py)? {
+            if existing.get().name()? == sname {
+                return Err(PyRuntimeError::new_err(format!(
+                    "Failed to add subgraph '{sname}' to graph '{gname}': a subgraph with that name exists"
+                )));
+            }
+        }
+        cell.state
+            .write()
+            .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+            .detached
+            .push((sub.src.clone(), sub.path.clone()));
+        Ok(())
+    }
+}
+
+/// A `str` argument; GE's `TypeError` "<what> must be a string" otherwise.
+fn str_arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    v.extract::<String>()
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be a string")))
+}
+
+/// An attribute name; GE's `TypeError` "Attribute name must be a string" otherwise.
+fn attr_name_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    v.extract::<String>()
+        .map_err(|_| PyTypeError::new_err("Attribute name must be a string"))
+}
+
+/// A node's name for a message (the node may be gone).
+fn node_name(g: &Graph, id: NodeId) -> String {
+    g.node(id)
+        .map(|n| n.name.to_string())
+        .unwrap_or_else(|_| "<removed>".to_string())
 }
 
 fn py_int(v: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
@@ -529,9 +622,17 @@ impl PyGraph {
             .collect()
     }
 
-    fn find_node_by_name(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyNode>>> {
-        let id = self.src.read(&self.path, |g| Ok(g.find(name)))?;
-        id.map(|id| Py::new(py, self.node_obj(id))).transpose()
+    /// The node named `name` in this graph (not its subgraphs); GE's `RuntimeError` "Failed to
+    /// find Node name ..." when there is none.
+    fn find_node_by_name(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyNode>> {
+        let name = str_arg(name, "name")?;
+        let id = self.src.read(&self.path, |g| Ok(g.find(&name)))?;
+        match id {
+            Some(id) => Py::new(py, self.node_obj(id)),
+            None => Err(PyRuntimeError::new_err(format!(
+                "Failed to find Node name {name}"
+            ))),
+        }
     }
 
     fn get_attr(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
@@ -723,10 +824,14 @@ impl PyGraph {
 
     fn remove_node(&self, node: &Bound<'_, PyAny>) -> PyResult<()> {
         let id = self.node_arg(node, "node")?;
+        let gname = self.name()?;
         self.src.write(&self.path, "remove a node", |g| {
-            g.remove_node(id)
-                .map(|_| ())
-                .map_err(|e| PyRuntimeError::new_err(format!("Failed to remove node: {e}")))
+            let nname = node_name(g, id);
+            g.remove_node(id).map(|_| ()).map_err(|e| {
+                PyRuntimeError::new_err(format!(
+                    "Failed to remove Node {nname} from Graph {gname}: {e}"
+                ))
+            })
         })
     }
 
@@ -741,13 +846,18 @@ impl PyGraph {
         let d = self.node_arg(dst_node, "dst_node")?;
         let si = py_int(src_port_index, "src_port_index")?;
         let di = py_int(dst_port_index, "dst_port_index")?;
-        if si < 0 || di < 0 {
-            return Err(PyRuntimeError::new_err(
-                "Failed to add data edge: port indexes must be >= 0",
-            ));
-        }
         self.src.write(&self.path, "add a data edge", |g| {
-            g.add_data_edge(
+            let fail = |g: &Graph, why: &dyn std::fmt::Display| {
+                PyRuntimeError::new_err(format!(
+                    "Failed to add DataEdge from Node {}, Port Index {si} to Node {}, Port Index {di}: {why}",
+                    node_name(g, s),
+                    node_name(g, d)
+                ))
+            };
+            if si < 0 || di < 0 {
+                return Err(fail(g, &"port indexes must be >= 0"));
+            }
+            let r = g.add_data_edge(
                 OutPort {
                     node: s,
                     index: si as u32,
@@ -756,8 +866,8 @@ impl PyGraph {
                     node: d,
                     index: di as u32,
                 },
-            )
-            .map_err(|e| PyRuntimeError::new_err(format!("Failed to add data edge: {e}")))
+            );
+            r.map_err(|e| fail(g, &e))
         })
     }
 
@@ -769,8 +879,12 @@ impl PyGraph {
         let s = self.node_arg(src_node, "src_node")?;
         let d = self.node_arg(dst_node, "dst_node")?;
         self.src.write(&self.path, "add a control edge", |g| {
-            g.add_control_edge(s, d)
-                .map_err(|e| PyRuntimeError::new_err(format!("Failed to add control edge: {e}")))
+            let (sn, dn) = (node_name(g, s), node_name(g, d));
+            g.add_control_edge(s, d).map_err(|e| {
+                PyRuntimeError::new_err(format!(
+                    "Failed to add Control from Node {sn} to Node {dn}: {e}"
+                ))
+            })
         })
     }
 
@@ -787,12 +901,16 @@ impl PyGraph {
         let si = py_int(src_port_index, "src_port_index")?;
         let di = py_int(dst_port_index, "dst_port_index")?;
         self.src.write(&self.path, "remove an edge", |g| {
+            let (sn, dn) = (node_name(g, s), node_name(g, d));
+            let fail = |why: &dyn std::fmt::Display| {
+                PyRuntimeError::new_err(format!(
+                    "Failed to remove Edge from Node {sn}, Port Index {si} to Node {dn}, Port Index {di}: {why}"
+                ))
+            };
             let r = if si == -1 && di == -1 {
                 g.remove_control_edge(s, d)
             } else if si < 0 || di < 0 {
-                return Err(PyRuntimeError::new_err(
-                    "Failed to remove edge: use -1 for both ports to remove a control edge",
-                ));
+                return Err(fail(&"use -1 for both ports to remove a control edge"));
             } else {
                 g.remove_data_edge(
                     OutPort {
@@ -805,7 +923,7 @@ impl PyGraph {
                     },
                 )
             };
-            r.map_err(|e| PyRuntimeError::new_err(format!("Failed to remove edge: {e}")))
+            r.map_err(|e| fail(&e))
         })
     }
 
@@ -837,7 +955,7 @@ impl PyGraph {
             .collect()
     }
 
-    /// Every subgraph, recursively.
+    /// Every subgraph, recursively, then those added without a parent node.
     fn get_all_subgraphs(&self, py: Python<'_>) -> PyResult<Vec<Py<PyGraph>>> {
         fn walk(g: &Graph, path: &Path, out: &mut Vec<Path>) {
             for id in g.nodes() {
@@ -856,7 +974,7 @@ impl PyGraph {
             walk(g, &self.path, &mut out);
             Ok(out)
         })?;
-        paths
+        let mut views: Vec<Py<PyGraph>> = paths
             .into_iter()
             .map(|path| {
                 Py::new(
@@ -867,11 +985,20 @@ impl PyGraph {
                     },
                 )
             })
-            .collect()
+            .collect::<PyResult<_>>()?;
+        for (src, path) in self.detached()? {
+            views.push(Py::new(py, PyGraph { src, path })?);
+        }
+        Ok(views)
     }
 
     /// The subgraph whose graph name is `name` (searched recursively), or None.
-    fn get_subgraph(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyGraph>>> {
+    fn get_subgraph(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Py<PyGraph>>> {
+        let name = str_arg(name, "name")?;
         for sg in self.get_all_subgraphs(py)? {
             if sg.get().name()? == name {
                 return Ok(Some(sg));
@@ -880,21 +1007,36 @@ impl PyGraph {
         Ok(None)
     }
 
-    /// Attaches `subgraph` to `parent_node` (a node of this graph) under `name` (default: the
-    /// subgraph's name). The graph object moves: it stays readable, further changes go through
-    /// the parent.
-    #[pyo3(signature = (subgraph, parent_node, name = None))]
+    /// GE's form `add_subgraph(subgraph)`: adds `subgraph` to this graph's subgraphs, indexed by
+    /// its name (a name already there is GE's `RuntimeError` "Failed to add subgraph ..."); the
+    /// graph is shared, not copied, and no node refers to it.
+    /// ge-rs's form `add_subgraph(subgraph, parent_node, name=None)` attaches `subgraph` to
+    /// `parent_node` (a node of this graph) under `name` (default: the subgraph's name). The
+    /// graph object moves: it stays readable, further changes go through the parent.
+    #[pyo3(signature = (subgraph, parent_node = None, name = None))]
     fn add_subgraph(
         &self,
+        py: Python<'_>,
         subgraph: &Bound<'_, PyAny>,
-        parent_node: &Bound<'_, PyAny>,
+        parent_node: Option<&Bound<'_, PyAny>>,
         name: Option<String>,
     ) -> PyResult<()> {
-        let pid = self.node_arg(parent_node, "parent_node")?;
-        if let Ok(sg) = subgraph.downcast::<PyGraph>() {
-            if sg.get().src.same(&self.src) {
-                return Err(PyValueError::new_err("a graph cannot be added as a subgraph of itself or of one of its own subgraphs"));
+        let Ok(sg) = subgraph.downcast::<PyGraph>() else {
+            return Err(PyTypeError::new_err("subgraph must be a Graph"));
+        };
+        let Some(parent_node) = parent_node else {
+            if name.is_some() {
+                return Err(PyTypeError::new_err(
+                    "add_subgraph: name is given with parent_node only",
+                ));
             }
+            return self.add_detached(py, sg.get());
+        };
+        let pid = self.node_arg(parent_node, "parent_node")?;
+        if sg.get().src.same(&self.src) {
+            return Err(PyValueError::new_err(
+                "a graph cannot be added as a subgraph of itself or of one of its own subgraphs",
+            ));
         }
         let mut g = PyGraph::extract_graph_obj(subgraph)?;
         let slot_name = name.unwrap_or_else(|| g.name.clone());
@@ -920,8 +1062,9 @@ impl PyGraph {
         PyGraph::mark_moved(subgraph, &format!("node '{parent_name}'"))
     }
 
-    /// Removes the subgraph whose graph name is `name`.
-    fn remove_subgraph(&self, name: &str) -> PyResult<()> {
+    /// Removes the subgraph whose graph name is `name` (GE's `RuntimeError` "Failed to remove
+    /// subgraph ..." when there is none).
+    fn remove_subgraph(&self, name: &Bound<'_, PyAny>) -> PyResult<()> {
         fn rm(g: &mut Graph, name: &str) -> bool {
             for id in g.nodes() {
                 if let Ok(n) = g.node_mut(id) {
@@ -938,15 +1081,31 @@ impl PyGraph {
             }
             false
         }
-        self.src.write(&self.path, "remove a subgraph", |g| {
-            if rm(g, name) {
+        let name = str_arg(name, "name")?;
+        let gname = self.name()?;
+        if self
+            .src
+            .write(&self.path, "remove a subgraph", |g| Ok(rm(g, &name)))?
+        {
+            return Ok(());
+        }
+        let found = self
+            .detached()?
+            .into_iter()
+            .find(|(src, path)| src.read(path, |g| Ok(g.name == name)).unwrap_or(false));
+        match (found, &self.src) {
+            (Some((src, path)), GraphSource::Cell(c)) => {
+                c.state
+                    .write()
+                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+                    .detached
+                    .retain(|(s, p)| !(s.same(&src) && *p == path));
                 Ok(())
-            } else {
-                Err(PyRuntimeError::new_err(format!(
-                    "Failed to remove subgraph '{name}': no such subgraph"
-                )))
             }
-        })
+            _ => Err(PyRuntimeError::new_err(format!(
+                "Failed to remove subgraph '{name}' from graph '{gname}': no such subgraph"
+            ))),
+        }
     }
 
     fn get_parent_graph(&self, py: Python<'_>) -> PyResult<Option<Py<PyGraph>>> {
@@ -1133,10 +1292,12 @@ impl PyNode {
     fn get_input_attr(
         &self,
         py: Python<'_>,
-        attr_name: &str,
+        attr_name: &Bound<'_, PyAny>,
         input_index: &Bound<'_, PyAny>,
     ) -> PyResult<PyObject> {
         let i = py_int(input_index, "Input index")?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
         let v = self.read(|_, n| {
             let s = usize::try_from(i)
                 .ok()
@@ -1153,11 +1314,13 @@ impl PyNode {
     }
     fn set_input_attr(
         &self,
-        attr_name: &str,
+        attr_name: &Bound<'_, PyAny>,
         input_index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let i = py_int(input_index, "Input index")?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
         let a = attr_value(value, None, attr_name)?;
         self.write("set an input attribute", |n| {
             let name = n.name.clone();
@@ -1172,10 +1335,12 @@ impl PyNode {
     fn get_output_attr(
         &self,
         py: Python<'_>,
-        attr_name: &str,
+        attr_name: &Bound<'_, PyAny>,
         output_index: &Bound<'_, PyAny>,
     ) -> PyResult<PyObject> {
         let i = py_int(output_index, "Output index")?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
         let v = self.read(|_, n| {
             let s = usize::try_from(i)
                 .ok()
@@ -1194,11 +1359,13 @@ impl PyNode {
     }
     fn set_output_attr(
         &self,
-        attr_name: &str,
+        attr_name: &Bound<'_, PyAny>,
         output_index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let i = py_int(output_index, "Output index")?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
         let a = attr_value(value, None, attr_name)?;
         self.write("set an output attribute", |n| {
             let name = n.name.clone();

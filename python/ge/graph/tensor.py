@@ -204,7 +204,7 @@ class Tensor:
     (2, 3)
     """
 
-    __slots__ = ("_tensor", "_placement")
+    __slots__ = ("_tensor", "_placement", "_no_data")
 
     def __init__(self, data: Any = None, file_path: Optional[Union[str, os.PathLike]] = None,
                  data_type: Optional[DataType] = None, format: Format = Format.FORMAT_ND,
@@ -230,6 +230,8 @@ class Tensor:
             dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
             dims = _known(list(shape)) if shape is not None else [0]
             self._tensor = _native(np.zeros(dims, numpy_dtype(dt)), dt, dims, fmt)
+        # GE's ``Tensor()``: a description of shape [] and no data (held here as zero elements).
+        self._no_data = data is None and file_path is None and shape is None
         self._placement = Placement.PLACEMENT_HOST
         if placement == Placement.PLACEMENT_DEVICE:
             self.to_device()
@@ -239,6 +241,7 @@ class Tensor:
         obj = cls.__new__(cls)
         obj._tensor = native
         obj._placement = Placement.PLACEMENT_HOST
+        obj._no_data = False
         return obj
 
     # GE's properties.
@@ -267,6 +270,8 @@ class Tensor:
 
     def get_data(self) -> TensorValue:
         """The values as nested lists shaped like the tensor; a bare number for a scalar."""
+        if self._no_data:
+            raise ValueError("Scalar tensor should contain exactly one element, got 0")
         dt = DataType(self._tensor.dtype)
         try:
             array = self.numpy()
@@ -295,7 +300,7 @@ class Tensor:
         return self
 
     def get_shape(self) -> Shape:
-        return Shape(self._tensor.shape)
+        return Shape([] if self._no_data else self._tensor.shape)
 
     def get_placement(self) -> Placement:
         return self._placement
@@ -358,7 +363,7 @@ class Tensor:
         """
 
     def __repr__(self) -> str:
-        return f"Tensor({self.get_data_type().name}{list(self._tensor.shape)})"
+        return f"Tensor({self.get_data_type().name}{list(self.get_shape())})"
 
 
 def _from_data(data: Any, data_type: Optional[DataType], fmt: Format,
@@ -415,3 +420,40 @@ def _from_file(file_path: Any, data_type: Optional[DataType], fmt: Format,
     if dt == DataType.DT_BOOL:  # any nonzero byte is true, as C++'s bool reads it
         raw = (np.frombuffer(raw, np.uint8) != 0).tobytes()
     return TensorData(raw, int(dt), dims, int(fmt))
+
+
+def _parse_str_list(list_str: str) -> List[Union[int, float]]:
+    """The numbers of a list written as text (``"[1, 2.5, -3]"``), as GE's engine prints tensor
+    data: ints where an item is an integer, floats otherwise; GE's ``ValueError`` for text that is
+    not in brackets or an item that is not a number."""
+    text = list_str.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        raise ValueError("Input must start with '[' and end with ']'")
+    body = text[1:-1].strip()
+    if not body:
+        return []
+    out: List[Union[int, float]] = []
+    for item in (part.strip() for part in body.split(",")):
+        digits = item[1:] if item.startswith("-") else item
+        if digits.isdigit():
+            out.append(int(item))
+            continue
+        try:
+            out.append(float(item))
+        except ValueError:
+            raise ValueError(f"Invalid item: '{item}'") from None
+    return out
+
+
+def unflatten_tensor_data(tensor_data: str, shape: List[int]) -> Any:
+    """GE's helper of ``Tensor.get_data``: the values of ``tensor_data`` (a flat list as text,
+    ``"[1.0, 2.0]"``) arranged as nested lists of ``shape``; for the scalar shape ``[]`` the one
+    value itself. ``ValueError`` when the count does not fit the shape."""
+    from ge.es.tensor_like import _unflatten
+
+    values = _parse_str_list(tensor_data)
+    if len(shape) == 0:
+        if len(values) != 1:
+            raise ValueError(f"Scalar tensor should contain exactly one element, got {len(values)}")
+        return values[0]
+    return _unflatten(values, list(shape))

@@ -25,7 +25,7 @@ from ge._native import (
 )
 from ge.graph import DataType, Format, Graph, Node, TensorDesc
 
-from .base import DecomposePass, FusionBasePass, PassStage, PatternFusionPass
+from .base import DecomposePass, FusionBasePass, PassStage, PatternFusionPass, infer_shape
 from .bootstrap import get_plugin_load_errors, load_pass_plugins, unload_pass_plugins
 from .errors import PassFatalError, PassSkipException
 from .fuse_inspector import FuseCheckResult, can_fuse, report_fuse
@@ -82,48 +82,6 @@ __all__ = [
     "unload_pass_plugins",
     "unregister_pass",
 ]
-
-
-def infer_shape(target: Union[Node, Graph],
-                source: Union[MatchResult, Node, SubgraphBoundary, None] = None) -> None:
-    """GE's form, ``infer_shape(replacement, source)``: seeds the replacement graph's inputs
-    (Data node ``index`` i) with the description of the source's input i (a ``MatchResult``'s
-    matched inputs, a ``Node``'s inputs, a ``SubgraphBoundary``'s input slots), then infers the
-    replacement's shapes, dtypes and formats.
-
-    Beyond GE, ``infer_shape(target)`` re-runs inference for one node (from its producers'
-    output descriptions) or a whole graph, in topological order.
-    """
-    if source is None:
-        _native._infer_shape(target)
-        return
-    if not isinstance(target, Graph):
-        raise TypeError("replacement must be a ge.graph.Graph")
-    if not isinstance(source, (MatchResult, Node, SubgraphBoundary)):
-        raise TypeError("source must be MatchResult, Node, or SubgraphBoundary")
-    nodes = target.get_all_nodes()
-    if not nodes:
-        raise RuntimeError("replacement graph is empty")
-    descs = _source_input_descs(source)
-    for node in target.get_direct_nodes():
-        if node.type not in ("Data", "RefData", "AippData", "AnyData") or not node.has_attr("index"):
-            continue
-        index = node.get_attr("index")
-        if 0 <= index < len(descs):
-            node.update_output_desc(0, descs[index])
-            if node.get_inputs_size() > 0:
-                node.update_input_desc(0, descs[index])
-    _native._infer_shape(target)
-
-
-def _source_input_descs(source: Union[MatchResult, Node, SubgraphBoundary]) -> List[TensorDesc]:
-    """The descriptions of a source's inputs, in input order."""
-    if isinstance(source, Node):
-        return [source.get_input_desc(i) for i in range(source.get_inputs_size())]
-    if isinstance(source, SubgraphBoundary):
-        return [node.get_input_desc(index) for node, index in source._input_anchors()]
-    return [TensorDesc(shape=dims, format=Format(fmt), data_type=DataType(dt))
-            for dt, dims, fmt in source._input_descs()]
 
 
 @dataclass(frozen=True)

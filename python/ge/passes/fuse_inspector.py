@@ -30,10 +30,26 @@ def _nodes(nodes: Iterable[Node], what: str) -> list:
     return out
 
 
+_STREAM_LABEL = "_user_stream_label"
+
+
 def can_fuse(nodes: Iterable[Node]) -> FuseCheckResult:
-    """Whether ``nodes`` (of one graph) can become one node: fusing them must not create a cycle
-    (no path leaves the set and comes back)."""
-    ok, reason = _native._can_fuse(_nodes(nodes, "can_fuse"))
+    """Whether ``nodes`` can become one node. Not when the set is empty, when the nodes belong to
+    different graphs, when they carry different user stream labels (GE's ``_user_stream_label``
+    attribute), or when fusing them would create a cycle (a path leaves the set and comes back)."""
+    members = _nodes(nodes, "can_fuse")
+    if not members:
+        return FuseCheckResult(ok=False, reason="the node set is empty")
+    try:
+        ok, reason = _native._can_fuse(members)
+    except ValueError as e:
+        if "different graphs" not in str(e):
+            raise
+        return FuseCheckResult(ok=False, reason="the nodes belong to different graphs")
+    labels = sorted({str(n.get_attr(_STREAM_LABEL)) for n in members if n.has_attr(_STREAM_LABEL)})
+    if len(labels) > 1:
+        return FuseCheckResult(ok=False, reason="the nodes have different user stream labels: "
+                               + ", ".join(f"'{label}'" for label in labels))
     return FuseCheckResult(ok=ok, reason=reason)
 
 

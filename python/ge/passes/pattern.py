@@ -12,7 +12,7 @@ from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.graph import DataType, Format, Graph, Node
 
-__all__ = ["NodeIo", "Pattern", "PatternInputs", "capture_tensor", "create_pattern", "pattern"]
+__all__ = ["NodeIo", "Pattern", "PatternInputs", "capture_tensor", "create_pattern", "ensure_pattern", "pattern"]
 
 _MARK = "__ge_pattern_method__"
 # (dtype, dims, format) of an expression pattern's inputs: unknown dtype and rank, so that eager
@@ -96,6 +96,16 @@ def create_pattern(graph: Graph) -> Pattern:
     return Pattern(graph)
 
 
+def ensure_pattern(pattern_or_graph: Union[Pattern, Graph]) -> Pattern:
+    """A ``Pattern`` as ``patterns()`` may give it: a ``Pattern`` as it is, a ``Graph`` through
+    ``create_pattern``; anything else is GE's ``TypeError``."""
+    if isinstance(pattern_or_graph, Pattern):
+        return pattern_or_graph
+    if isinstance(pattern_or_graph, Graph):
+        return create_pattern(pattern_or_graph)
+    raise TypeError("PatternFusionPass.patterns must return Pattern or Graph objects")
+
+
 def capture_tensor(
     pattern: Pattern, source: Union[TensorHolder, Node, NodeIo], index: Optional[int] = None
 ) -> Pattern:
@@ -164,7 +174,7 @@ def _adapt_decorated_pattern_methods(cls: type) -> Callable[[Any], List[Pattern]
             inputs = PatternInputs(builder)
             result = m(self, inputs)
             if isinstance(result, (Pattern, Graph)):
-                out.append(result if isinstance(result, Pattern) else create_pattern(result))
+                out.append(ensure_pattern(result))
                 continue
             if isinstance(result, (list, tuple)) and result and all(isinstance(r, (Pattern, Graph)) for r in result):
                 raise TypeError(
