@@ -318,3 +318,13 @@ def test_tensor_name_reads_after_the_build():
     assert [n.name for n in g.get_direct_nodes()] == ["Const_0", "Relu_0"]
     with pytest.raises(RuntimeError, match="Cannot set data type: GraphBuilder 'g' has already been built"):
         c.set_data_type(DataType.DT_FLOAT)
+
+
+def test_tensor_without_arguments_is_ges_empty_tensor():
+    t = Tensor()
+    assert (t.get_shape(), t.get_data_type(), t.get_tensor_desc().get_shape()) == ([], DataType.DT_FLOAT, [])
+    with pytest.raises(ValueError, match="Scalar tensor should contain exactly one element, got 0"):
+        t.get_data()
+    assert t.set_data_type(DataType.DT_INT64).get_data_type() == DataType.DT_INT64 and t.get_shape() == []
+    assert Tensor() == Tensor() and Tensor() != Tensor(shape=[0])
+    assert Tensor(shape=[0]).get_shape() == [0] and Tensor(shape=[0]).get_data() == []

@@ -350,7 +350,7 @@ class Tensor:
         if not isinstance(other, Tensor):
             return NotImplemented
         a, b = self._tensor, other._tensor
-        return (a.dtype, a.shape, a.format, a.data) == (b.dtype, b.shape, b.format, b.data)
+        return (self._no_data, a.dtype, a.shape, a.format, a.data) == (other._no_data, b.dtype, b.shape, b.format, b.data)
 
     __hash__ = None  # type: ignore[assignment]
 
