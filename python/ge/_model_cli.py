@@ -1,7 +1,13 @@
-"""The model commands of the ``ge`` console script: ``convert``, ``run`` and ``show``.
+"""The model commands of the ``ge`` console script: ``convert``, ``run``, ``show`` and ``compile``.
 
-A MODEL is an ONNX model (``.onnx``), GE's ModelDef (``.air``) or a graph in ge's native format
-(anything else, as written by ``Graph.save`` or ``ge convert -o model.ge``).
+A MODEL is an ONNX model (``.onnx``), GE's ModelDef (``.air``), an offline model of ge-rs
+(``.om``, from ``ge compile`` or ``ge.offline_compile``: ``run`` runs it without compiling again,
+``show`` and ``convert`` take its first compiled graph) or a graph in ge's native format (anything
+else, as written by ``Graph.save`` or ``ge convert -o model.ge``).
+
+``ge compile --model=M --framework=5 --output=OUT [--input_shape="x:1,3;y:2"] [--soc_version=V]``
+takes atc's flags (``--framework``: 5 ONNX, 1 ``.air``; others are refused) and writes
+``OUT.om``; ``python -m ge.pyatc`` runs it with the same flags.
 """
 
 from __future__ import annotations
@@ -39,9 +45,27 @@ def add_parsers(sub: Any) -> None:
     rn.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     rn.add_argument("--save-outputs", type=Path, default=None, metavar="DIR",
                     help="write each output to DIR/output_<i>.npy")
+    rn.add_argument("--graph", type=int, default=0, help="for a bundle .om: the graph to run (default 0)")
+    cp = sub.add_parser("compile", help="compile a model offline to an .om file (atc's flags)")
+    cp.add_argument("--model", type=Path, required=True, help="the model: ONNX, .air or a native graph")
+    cp.add_argument("--framework", default=None,
+                    help="atc's framework: 5 (ONNX) or 1 (.air); default: from the model's suffix")
+    cp.add_argument("--output", required=True, help="output file; '.om' is added unless it ends with it")
+    cp.add_argument("--input_shape", default=None, metavar='"NAME:D,D,...;NAME:..."',
+                    help="static shapes of the inputs (needed for inputs of unknown dims)")
+    for flag in _ATC_RECORDED:
+        cp.add_argument(f"--{flag}", default=None,
+                        help="accepted and recorded in the model (the CPU ignores it)")
     sh = sub.add_parser("show", help="op histogram, parameters, inputs and outputs of a model")
     sh.add_argument("model", type=Path)
     sh.add_argument("--svg", type=Path, default=None, help="draw the graph to this SVG (needs graphviz's dot)")
+
+
+# atc's flags that `ge compile` accepts and records in the model's options.
+_ATC_RECORDED = ("soc_version", "input_format", "precision_mode", "log", "op_select_implmode")
+
+# atc's --framework values.
+_FRAMEWORKS = {"0": "Caffe", "1": "MindSpore (.air)", "3": "TensorFlow", "5": "ONNX"}
 
 
 class CliError(Exception):
@@ -58,6 +82,10 @@ def load_model(path: Path, unsupported: str = "error") -> Any:
         import ge.onnx
 
         return ge.onnx.load(path, unsupported=unsupported)
+    if suffix == ".om":
+        from ge.offline_compile import load_model as load_om
+
+        return load_om(path).graph(0)
     if suffix == ".air":
         if not hasattr(Graph, "load_from_air"):
             raise CliError("not supported: reading .air files (Graph.load_from_air) in this build")
@@ -152,13 +180,26 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     if a.repeat < 1:
         raise CliError("--repeat must be at least 1")
-    g = load_model(a.model)
-    inputs = _inputs(g, a.input, a.seed)
     opts = {"ge.device": a.device, "ge.graphMode": "on" if a.mode == "graph" else "off"}
     if a.threads is not None:
         opts["ge.threads"] = str(a.threads)
-    s = Session(opts)
-    s.add_graph(0, g)
+    offline = a.model.suffix.lower() == ".om"
+    if offline:
+        from ge.offline_compile import load_model as load_om
+
+        if not a.model.is_file():
+            raise CliError(f"{a.model}: no such file")
+        model = load_om(a.model)
+        if not 0 <= a.graph < model.graph_count:
+            raise CliError(f"--graph {a.graph}: the model has {model.graph_count} graph(s)")
+        g = model.graph(a.graph)
+        s = Session(opts)
+        s.add_model(0, model, index=a.graph)
+    else:
+        g = load_model(a.model)
+        s = Session(opts)
+        s.add_graph(0, g)
+    inputs = _inputs(g, a.input, a.seed)
     t0 = time.perf_counter()
     outs = s.run_graph(0, inputs)
     first = time.perf_counter() - t0
@@ -178,7 +219,8 @@ def cmd_run(a: argparse.Namespace) -> int:
             a.save_outputs.mkdir(parents=True, exist_ok=True)
             np.save(a.save_outputs / f"output_{i}.npy", arr)
     ms = [t * 1e3 for t in times]
-    print(f"first run {first * 1e3:.3f} ms (includes compiling); {len(ms)} timed run(s): "
+    what = "planning the compiled model" if offline else "compiling"
+    print(f"first run {first * 1e3:.3f} ms (includes {what}); {len(ms)} timed run(s): "
           f"mean {statistics.fmean(ms):.3f} ms, median {statistics.median(ms):.3f} ms, min {min(ms):.3f} ms "
           f"[device {a.device}, mode {a.mode}]")
     return 0
@@ -255,10 +297,53 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
+def _framework_model(a: argparse.Namespace) -> Any:
+    from ge.graph import Graph
+
+    fw = (a.framework or "").strip().lower()
+    if not a.model.is_file():
+        raise CliError(f"{a.model}: no such file")
+    if fw in ("", "ge"):
+        return load_model(a.model)
+    if fw in ("5", "onnx"):
+        import ge.onnx
+
+        return ge.onnx.load(a.model)
+    if fw in ("1", "air", "mindspore"):
+        return Graph.load_from_air(str(a.model))
+    name = _FRAMEWORKS.get(fw, repr(a.framework))
+    raise CliError(f"not supported: --framework={a.framework} ({name}); ge compile reads ONNX (5) and .air (1)")
+
+
+def cmd_compile(a: argparse.Namespace) -> int:
+    from ge.offline_compile import build_finalize, build_initialize, build_model, save_model
+
+    if not a.output:
+        raise CliError("--output must not be empty")
+    t0 = time.perf_counter()
+    g = _framework_model(a)
+    recorded = {k: getattr(a, k) for k in _ATC_RECORDED if getattr(a, k) is not None}
+    global_options = {k: v for k, v in recorded.items() if k == "soc_version"}
+    build_options = {k: v for k, v in recorded.items() if k != "soc_version"}
+    if a.input_shape is not None:
+        build_options["input_shape"] = a.input_shape
+    build_initialize(global_options)
+    try:
+        model = build_model(g, build_options)
+        save_model(a.output, model)
+    finally:
+        build_finalize()
+    out = a.output if a.output.endswith(".om") else a.output + ".om"
+    nodes = sum(_count_ops(model.graph(0)).values())
+    print(f"{a.model} -> {out} ({nodes} nodes after compiling, {model.length:,} bytes, "
+          f"{(time.perf_counter() - t0) * 1e3:.1f} ms)")
+    return 0
+
+
 def main(a: argparse.Namespace) -> int:
     from ge.errors import GeError
 
-    cmd = {"convert": cmd_convert, "run": cmd_run, "show": cmd_show}[a.cmd]
+    cmd = {"convert": cmd_convert, "run": cmd_run, "show": cmd_show, "compile": cmd_compile}[a.cmd]
     try:
         return cmd(a)
     except (CliError, GeError, ValueError, TypeError) as e:

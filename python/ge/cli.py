@@ -2,7 +2,9 @@
 ``ge codegen (--ops FILE | --regop HEADER...) --out DIR [--module_name NAME | --package NAME]``,
 and the model commands ``ge convert MODEL -o OUT``,
 ``ge run MODEL [--input NAME=FILE.npy ...] [--device cpu|acl|auto] [--mode eager|graph] [--repeat N]``,
-``ge show MODEL [--svg OUT.svg]`` (see ``ge._model_cli``)."""
+``ge show MODEL [--svg OUT.svg]``, ``ge compile --model M --framework 5 --output OUT [--input_shape ...]
+[--soc_version V]`` (atc's flags; writes ``OUT.om``, which ``ge run OUT.om`` runs without compiling
+again) (see ``ge._model_cli``)."""
 
 from __future__ import annotations
 
@@ -45,8 +47,8 @@ def show(op: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="ge", description="ge-rs command line")
+def main(argv: Optional[List[str]] = None, prog: Optional[str] = None) -> int:
+    ap = argparse.ArgumentParser(prog=prog or "ge", description="ge-rs command line")
     sub = ap.add_subparsers(dest="cmd", required=True)
     ops = sub.add_parser("ops", help="the operator library")
     ops_sub = ops.add_subparsers(dest="ops_cmd", required=True)
@@ -64,7 +66,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     _model_cli.add_parsers(sub)
     a = ap.parse_args(argv)
-    if a.cmd in ("convert", "run", "show"):
+    if a.cmd in ("convert", "run", "show", "compile"):
         return _model_cli.main(a)
 
     if a.cmd == "ops":

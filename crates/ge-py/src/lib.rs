@@ -6,6 +6,7 @@ mod builder;
 mod convert;
 mod errors;
 mod graph;
+mod om;
 mod onnx;
 mod ops;
 mod passes;
@@ -95,6 +96,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::PyNode>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<session::PySession>()?;
+    m.add_class::<om::PyOmModel>()?;
     m.add_function(wrap_pyfunction!(session::_cpu_kernel_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(session::_acl_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(session::_session_option_keys, m)?)?;

@@ -62,6 +62,23 @@ impl PySession {
             .map_err(to_py)
     }
 
+    /// Adds graph `index` of an offline model (already compiled: its runs only plan it).
+    #[pyo3(signature = (graph_id, model, index = 0, options = None))]
+    fn add_compiled_graph(
+        &self,
+        py: Python<'_>,
+        graph_id: u32,
+        model: PyRef<'_, crate::om::PyOmModel>,
+        index: usize,
+        options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<()> {
+        let g = model.graph_at(index)?;
+        let (graph, sig) = (g.graph.clone(), g.signature.clone());
+        let opts = options.unwrap_or_default();
+        py.allow_threads(|| self.inner.add_compiled_graph(graph_id, graph, sig, &opts))
+            .map_err(to_py)
+    }
+
     fn remove_graph(&self, graph_id: u32) -> PyResult<()> {
         self.inner.remove_graph(graph_id).map_err(to_py)
     }

@@ -33,6 +33,7 @@ pub mod acl;
 pub mod error;
 pub mod fuse;
 pub mod kernels;
+pub mod om;
 pub mod optimize;
 pub mod par;
 pub mod plan;

@@ -29,6 +29,14 @@ pub struct InputSignature {
 /// contiguous row-major arrays by the time they reach a plan, so strides add nothing.)
 pub type Signature = Vec<InputSignature>;
 
+/// A signature in words: `DT_FLOAT[1, 3], DT_INT64[2]`.
+pub fn signature_text(sig: &Signature) -> String {
+    sig.iter()
+        .map(|s| format!("{}{:?}", s.dtype, s.dims))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn signature(inputs: &[Value]) -> Signature {
     inputs
         .iter()
@@ -156,8 +164,8 @@ fn run_stage(
     Ok(())
 }
 
-/// Sets each Data node's output description from the signature.
-fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
+/// The graph's Data nodes in input-index order, one per entry of `sig`.
+fn inputs_for(graph: &Graph, sig: &Signature) -> Result<Vec<NodeId>> {
     let data = graph.input_nodes();
     if data.len() != sig.len() {
         return Err(Error::Input(format!(
@@ -167,6 +175,12 @@ fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
             sig.len()
         )));
     }
+    Ok(data)
+}
+
+/// Sets each Data node's output description from the signature.
+fn bind_inputs(graph: &mut Graph, sig: &Signature) -> Result<Vec<NodeId>> {
+    let data = inputs_for(graph, sig)?;
     // As in GE, the tensor fed at an index replaces the description its Data node was built
     // with (a declared shape or dtype is a hint, not a contract).
     for (&id, s) in data.iter().zip(sig) {
@@ -210,6 +224,11 @@ pub struct Prepared {
 /// Compiles `graph` for `sig` into a CPU plan. `passes`: the registry whose passes run at
 /// their stages.
 pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) -> Result<Plan> {
+    check_input_dtypes(sig)?;
+    plan_prepared(prepare(graph, sig, passes)?, sig)
+}
+
+fn check_input_dtypes(sig: &Signature) -> Result<()> {
     for s in sig {
         if !supported_dtype(s.dtype) {
             return Err(Error::unsupported(format!(
@@ -218,12 +237,34 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
             )));
         }
     }
+    Ok(())
+}
+
+/// A graph that went through [`prepare`] before (an offline model's, see [`crate::om`]) as
+/// a [`Prepared`] for `sig`: no pass, inference or optimisation runs again.
+pub fn already_prepared(graph: Graph, sig: &Signature) -> Result<Prepared> {
+    let data = inputs_for(&graph, sig)?;
+    Ok(Prepared {
+        graph,
+        data,
+        report: CompileReport::default(),
+        start: Instant::now(),
+    })
+}
+
+/// Plans a graph compiled before (an offline model's): only the CPU plan is built.
+pub fn compile_prepared(graph: &Graph, sig: &Signature) -> Result<Plan> {
+    check_input_dtypes(sig)?;
+    plan_prepared(already_prepared(graph.clone(), sig)?, sig)
+}
+
+fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
     let Prepared {
         graph: g,
         data,
         mut report,
         start,
-    } = prepare(graph, sig, passes)?;
+    } = p;
     let t = Instant::now();
     let before = g.node_count();
     let mut plan = build(&g, &data, sig.clone())?;

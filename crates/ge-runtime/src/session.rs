@@ -184,6 +184,9 @@ impl Compiled {
 
 struct GraphEntry {
     graph: Graph,
+    /// Set for a graph compiled before (an offline model's): the one signature it runs, and
+    /// compiles only plan it.
+    compiled_for: Option<Signature>,
     options: Options,
     backend: Backend,
     cache: Mutex<LruCache<Signature, Arc<Compiled>>>,
@@ -289,6 +292,29 @@ impl Session {
         graph: Graph,
         options: &BTreeMap<String, String>,
     ) -> Result<()> {
+        self.insert(id, graph, None, options)
+    }
+
+    /// Adds a graph compiled before for `signature` (an offline model's, see [`crate::om`])
+    /// under `id`: its runs build the execution plan from it directly, without passes,
+    /// inference or optimisation, and inputs of another signature are refused.
+    pub fn add_compiled_graph(
+        &self,
+        id: u32,
+        graph: Graph,
+        signature: Signature,
+        options: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        self.insert(id, graph, Some(signature), options)
+    }
+
+    fn insert(
+        &self,
+        id: u32,
+        graph: Graph,
+        compiled_for: Option<Signature>,
+        options: &BTreeMap<String, String>,
+    ) -> Result<()> {
         let o = self.options.with(options)?;
         let backend = self.backend(&o)?;
         graph
@@ -297,6 +323,7 @@ impl Session {
         let cap = NonZeroUsize::new(o.cache_capacity).unwrap_or(NonZeroUsize::MIN);
         let entry = GraphEntry {
             graph,
+            compiled_for,
             cache: Mutex::new(LruCache::new(cap)),
             stats: Mutex::new(CacheStats {
                 capacity: o.cache_capacity,
@@ -346,6 +373,26 @@ impl Session {
     }
 
     fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Compiled> {
+        if let Some(s) = &e.compiled_for {
+            if s != sig {
+                return Err(Error::Input(format!(
+                    "graph '{}' was compiled offline for inputs {}, the run gave {}",
+                    e.graph.name,
+                    plan::signature_text(s),
+                    plan::signature_text(sig)
+                )));
+            }
+            let plan = match &e.backend {
+                Backend::Cpu => Compiled::Cpu(plan::compile_prepared(&e.graph, sig)?),
+                Backend::Acl(b) => Compiled::Acl(acl::build(
+                    b,
+                    plan::already_prepared(e.graph.clone(), sig)?,
+                    sig.clone(),
+                )?),
+            };
+            *lock(&e.last_report) = Some(plan.report().clone());
+            return Ok(plan);
+        }
         let passes = self.passes.as_ref().and_then(|p| p());
         let plan = match &e.backend {
             Backend::Cpu => Compiled::Cpu(plan::compile(&e.graph, sig, passes.as_ref())?),

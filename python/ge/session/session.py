@@ -2,8 +2,8 @@
 
 The GE API (argument checks and messages, return values, ``ge.error.GeError`` failures carrying
 ``api_name`` and ``context``) is GE's; ge-rs's extras sit beside it: numpy arrays as inputs,
-``run_graph_async``, ``graph_cache_stats``, ``compile_report``, ``graph_device``,
-``get_graph_ids`` and ``options``.
+``run_graph_async``, ``add_model`` (an offline model, run without compiling again),
+``graph_cache_stats``, ``compile_report``, ``graph_device``, ``get_graph_ids`` and ``options``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ def _check_inputs(inputs: Any) -> List[Any]:
     if not all(isinstance(x, (Tensor, np.ndarray, np.generic)) for x in inputs):
         raise TypeError("All elements in inputs must be the type of Tensor")
     return list(inputs)
+
+
+def _graph_options(options: Any) -> Options:
+    """A graph's options (add_graph, add_model) checked and sorted; warnings point at the
+    caller of the session method."""
+    if options is None:
+        options = {}
+    elif not isinstance(options, dict):
+        raise TypeError("options must be a dictionary")
+    return sort_options(options, "R", stacklevel=3)
 
 
 def _stream_text(stream: int) -> str:
@@ -103,16 +113,11 @@ class Session:
             raise TypeError("Graph_id must be an integer")
         if not isinstance(add_graph, Graph):
             raise TypeError("Add_graph must be a Graph")
-        if options is None:
-            options = {}
-        elif not isinstance(options, dict):
-            raise TypeError("options must be a dictionary")
+        graph_options = _graph_options(options)
         graph_id = _check_graph_id(graph_id)
-        graph_options = sort_options(options, "R", stacklevel=2)
         with _api_call("AddGraph", graph_id=graph_id):
             self._core.add_graph(graph_id, add_graph, graph_options.ours)
-        self._graph_options[graph_id] = graph_options.over(self._options)
-        self._log_device_notes()
+        self._added(graph_id, graph_options)
         return 0
 
     def remove_graph(self, graph_id: int) -> None:
@@ -182,6 +187,34 @@ class Session:
             ex = self._executor
         return ex.submit(self._run, "RunGraph", graph_id, inputs)
 
+    def add_model(self, graph_id: int, model: Any, options: Optional[Dict[str, str]] = None, *,
+                  index: int = 0) -> int:
+        """Adds graph ``index`` of an offline model (a ``ge.offline_compile.ModelBuffer``, or the
+        path of an ``.om`` file) under ``graph_id``, already compiled: its runs only build the
+        execution plan (no pass, inference or optimisation). It runs inputs of the dtypes and
+        shapes it was compiled for; others are a ``ValueError`` (and ``GeError``). A file that
+        cannot be read raises ``ge.offline_compile.ModelFileError``. Returns 0."""
+        import os
+
+        from ge.offline_compile import ModelBuffer, load_model
+
+        if not isinstance(graph_id, int):
+            raise TypeError("Graph_id must be an integer")
+        if isinstance(model, (str, os.PathLike)):
+            model = load_model(model)
+        if not isinstance(model, ModelBuffer):
+            raise TypeError("model must be a ModelBuffer or the path of an .om file")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError("index must be an integer")
+        graph_options = _graph_options(options)
+        graph_id = _check_graph_id(graph_id)
+        with _api_call("AddModel", graph_id=graph_id):
+            if not 0 <= index < model.graph_count:
+                raise ValueError(f"the model has {model.graph_count} graph(s), no graph {index}")
+            self._core.add_compiled_graph(graph_id, model._core(), index, graph_options.ours)
+        self._added(graph_id, graph_options)
+        return 0
+
     def graph_cache_stats(self, graph_id: int) -> Dict[str, int]:
         """The plan cache's counters: hits, misses, captures, evictions, size, capacity."""
         return dict(self._core.graph_cache_stats(_check_graph_id(graph_id)))
@@ -221,6 +254,10 @@ class Session:
     def _run(self, api_name: str, graph_id: int, inputs: List[Any], **context: Any) -> List[Tensor]:
         with _api_call(api_name, graph_id=graph_id, **context):
             return list(self._core.run_graph(graph_id, inputs))
+
+    def _added(self, graph_id: int, graph_options: Options) -> None:
+        self._graph_options[graph_id] = graph_options.over(self._options)
+        self._log_device_notes()
 
     def _log_device_notes(self) -> None:
         # Why ge.device=auto fell back to the CPU (ACL not found, not initialisable, ...).
