@@ -181,13 +181,15 @@ def test_save_to_unwritable_path_is_ge_error(model, tmp_path):
 def test_loaded_model_refuses_other_shapes(model):
     s = Session()
     s.add_model(1, model)
-    with pytest.raises(ValueError, match=r"compiled offline for inputs DT_FLOAT\[2, 4\], the run gave DT_FLOAT\[3, 4\]"):
+    with pytest.raises(ValueError, match=r"compiled offline for inputs DT_FLOAT\[2, 4\], "
+                                         r"the run gave DT_FLOAT\[3, 4\]"):
         s.run_graph(1, [np.zeros((3, 4), np.float32)])
 
 
 def test_unknown_dims_need_input_shape(built):
     g = mlp(shape=(-1, 4))
-    with pytest.raises(GeError, match=r"BuildModel failed; not supported: input .* has shape \[-1, 4\].*input_shape"):
+    with pytest.raises(GeError,
+                       match=r"BuildModel failed; not supported: input .* has shape \[-1, 4\].*input_shape"):
         build_model(g)
     m = build_model(g, {"input_shape": "input_0:3,4"})
     assert m.manifest()["graphs"][0]["inputs"][0]["dims"] == [3, 4]
@@ -220,7 +222,8 @@ def test_graph_that_cannot_compile_is_build_error(built):
 def test_bundle_build_save_and_run_each_graph(built, tmp_path):
     m = bundle_build_model([GraphWithOptions(mlp(name="a")), GraphWithOptions(mlp((5, 4), name="b"))])
     assert m.graph_count == 2
-    with pytest.raises(GeError, match="SaveModel failed; output_file=x; the model holds 2 graph.*bundle_save_model"):
+    with pytest.raises(GeError,
+                       match="SaveModel failed; output_file=x; the model holds 2 graph.*bundle_save_model"):
         save_model("x", m)
     bundle_save_model(str(tmp_path / "bundle"), m)
     s = Session()
@@ -247,6 +250,15 @@ def test_add_model_checks(model):
     s.add_model(0, model)
     with pytest.raises(ValueError, match="already in the session"):
         s.add_model(0, model)
+
+
+def test_add_model_options_warn_at_the_callers_line(model):
+    s = Session()
+    with pytest.warns(UserWarning, match="did you mean 'ge.threads'") as w:
+        assert s.add_model(0, model, {"ge.thread": "2"}) == 0
+    assert w[0].filename == __file__
+    s.run_graph(0, [np.zeros((2, 4), np.float32)])
+    assert "unknown options ignored: ge.thread=2" in s.compile_report(0)
 
 
 # -- damaged files -----------------------------------------------------------------------------
@@ -331,6 +343,12 @@ def test_ge_compile_then_run_om(onnx_model, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "o" / "output_0.npy"), np.maximum(x @ W, 0), rtol=1e-6)
     r = ge_cli("show", f"{out}.om")
     assert r.returncode == 0 and "MatMul" in r.stdout, r.stderr
+    np.save(tmp_path / "x3.npy", np.zeros((3, 4), np.float32))
+    r = ge_cli("run", f"{out}.om", "--input", f"x={tmp_path / 'x3.npy'}")
+    assert r.returncode == 1
+    assert "compiled offline for inputs DT_FLOAT[2, 4], the run gave DT_FLOAT[3, 4]" in r.stderr
+    r = ge_cli("run", f"{out}.om", "--graph", "1")
+    assert r.returncode == 1 and "--graph 1: the model has 1 graph(s)" in r.stderr
 
 
 def test_ge_compile_errors(onnx_model, tmp_path):
@@ -356,14 +374,17 @@ def test_pyatc_maps_onto_ge_compile(onnx_model, tmp_path, monkeypatch, capsys):
         pyatc_main.main("/opt/bin/pyatc", ["--help"])
     assert e.value.code == 0 and "--input_shape" in capsys.readouterr().out
     with pytest.raises(SystemExit) as e:
-        pyatc_main.main("/opt/bin/pyatc", [f"--model={onnx_model}", "--framework=0", f"--output={tmp_path / 'q'}"])
+        pyatc_main.main("/opt/bin/pyatc",
+                        [f"--model={onnx_model}", "--framework=0", f"--output={tmp_path / 'q'}"])
     assert e.value.code == 1
-    r = subprocess.run([sys.executable, "-m", "ge.pyatc", "--bogus"], capture_output=True, text=True, check=False)
+    r = subprocess.run([sys.executable, "-m", "ge.pyatc", "--bogus"], capture_output=True, text=True,
+                       check=False)
     assert r.returncode == 2 and "-m ge.pyatc" in r.stderr
 
 
 def test_example_compiles_loads_and_runs(tmp_path):
     example = Path(__file__).resolve().parent.parent / "examples" / "offline_compile" / "compile_and_run.py"
-    r = subprocess.run([sys.executable, str(example), str(tmp_path)], capture_output=True, text=True, check=False)
+    r = subprocess.run([sys.executable, str(example), str(tmp_path)], capture_output=True, text=True,
+                       check=False)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "mlp.om").is_file() and "outputs agree" in r.stdout

@@ -312,7 +312,8 @@ def _framework_model(a: argparse.Namespace) -> Any:
     if fw in ("1", "air", "mindspore"):
         return Graph.load_from_air(str(a.model))
     name = _FRAMEWORKS.get(fw, repr(a.framework))
-    raise CliError(f"not supported: --framework={a.framework} ({name}); ge compile reads ONNX (5) and .air (1)")
+    raise CliError(f"not supported: --framework={a.framework} ({name}); "
+                   "ge compile reads ONNX (5) and .air (1)")
 
 
 def cmd_compile(a: argparse.Namespace) -> int:

@@ -223,9 +223,9 @@ def _signature(graph: Graph, options: Dict[str, str]) -> List[Tuple[int, List[in
             dims = list(desc.get_shape())
             if dims == [-2] or any(d < 0 for d in dims):
                 shown = "unknown rank" if dims == [-2] else str(dims)
-                raise ValueError(f"not supported: input '{n.name}' of graph '{graph.name}' has shape {shown}; "
-                                 f"an offline model is compiled for static shapes: give it with the build "
-                                 f"option input_shape (e.g. '{n.name}:1,2')")
+                raise ValueError(f"not supported: input '{n.name}' of graph '{graph.name}' has shape "
+                                 f"{shown}; an offline model is compiled for static shapes: give it with "
+                                 f"the build option input_shape (e.g. '{n.name}:1,2')")
         sig.append((int(desc.get_data_type()), dims))
     return sig
 
