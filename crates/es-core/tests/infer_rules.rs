@@ -1858,7 +1858,7 @@ fn conv2d_errors() {
     let w_fz = t.input_fmt(FLOAT, Format::FRACTAL_Z, &[16, 3, 3, 3]);
     has(
         &t.err("Conv2D", &[("x", &[x]), ("filter", &[w_fz])], &a),
-        &["FORMAT_FRACTAL_Z"],
+        &["input filter format should be NCHW, NHWC or HWCN. actual is: FRACTAL_Z"],
     );
     let w0 = t.f(&[16, 3, 0, 3]);
     has(

@@ -5,6 +5,7 @@
 //! output instance. Unknown dims stay -1, unknown rank stays [-2]. Operators without a rule get
 //! dtypes from their type variables and an unknown-rank shape.
 
+pub mod layout;
 mod promote;
 mod rules;
 mod rules_ge;

@@ -13,7 +13,7 @@
 use super::{broadcast, InferCtx, InferFn};
 use crate::attr::AttrValue;
 use crate::error::Result;
-use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
+use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The built-in rule of an operator type, if it has one.
 pub fn builtin_rule(op_type: &str) -> Option<InferFn> {
@@ -1543,19 +1543,26 @@ fn scatter_elements(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 // Neural network
 // ---------------------------------------------------------------------------------------------
 
-/// Conv2D: 4-D x in `data_format`, 4-D filter in its desc's format (NCHW/ND, NHWC or HWCN).
+/// Conv2D: 4-D x and filter, each read in the layout [`layout`](super::layout) gives it (x's
+/// stated format, else `data_format`; the filter's, else the one x states, else NCHW); y in x's
+/// layout.
 fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    use super::layout;
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let (ni, ci, hi, wi) = match fmt {
-        "NCHW" => (0, 1, 2, 3),
-        "NHWC" => (0, 3, 1, 2),
-        other => {
-            return Err(ctx.err(format!(
-                "attribute 'data_format' must be \"NCHW\" or \"NHWC\", got {other:?}"
-            )))
-        }
+    let data_format = opt_str(ctx, "data_format", "NHWC")?;
+    let xl = layout::data_layout(Some(x), data_format, layout::DATA_2D).map_err(|e| ctx.err(e))?;
+    let fl =
+        layout::filter_layout(Some(filter), Some(x), layout::FILTER_2D).map_err(|e| ctx.err(e))?;
+    let fmt = if layout::channel_last(xl) {
+        "NHWC"
+    } else {
+        "NCHW"
+    };
+    let (ni, ci, hi, wi) = if layout::channel_last(xl) {
+        (0, 3, 1, 2)
+    } else {
+        (0, 1, 2, 3)
     };
     let four = |name: &str, v: &[i64]| -> Result<()> {
         if v.len() != 4 {
@@ -1604,16 +1611,10 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     }
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
-    // Filter layout: (out_c, in_c / groups, kh, kw) positions.
-    let (fo, fc, fh, fw) = match filter.format {
-        Format::NCHW | Format::ND => (0, 1, 2, 3),
-        Format::NHWC => (0, 3, 1, 2),
-        Format::HWCN => (3, 2, 0, 1),
-        other => {
-            return Err(ctx.err(format!(
-                "input 'filter' has format {other}; Conv2D takes FORMAT_NCHW (or ND), FORMAT_NHWC or FORMAT_HWCN filters"
-            )))
-        }
+    // Filter positions: out_c, in_c / groups, kh, kw.
+    let (fo, fc, fh, fw) = match layout::filter_positions(fl) {
+        Some(&[o, c, h, w]) => (o, c, h, w),
+        _ => return Err(ctx.err(format!("input 'filter' has format {fl}"))),
     };
     let xd = |i: usize| {
         if x.shape.is_unknown_rank() {
@@ -1635,7 +1636,7 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         if k == 0 {
             return Err(ctx.err(format!(
                 "filter {} ({}) has kernel {what} 0; it must be >= 1",
-                filter.shape, filter.format
+                filter.shape, fl
             )));
         }
     }
@@ -1644,7 +1645,7 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             "channel mismatch: x {} has {c} input channels ({fmt}), filter {} ({}) has {kc} per group x groups {groups} = {}",
             x.shape,
             filter.shape,
-            filter.format,
+            fl,
             i128::from(kc) * i128::from(groups)
         )));
     }
@@ -1714,7 +1715,11 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         vec![n, oh, ow, kn]
     };
-    Ok(single(product_dtype(ctx, x), Shape::from(out)))
+    Ok(vec![TensorDesc::new(
+        product_dtype(ctx, x),
+        Shape::from(out),
+    )
+    .with_format(xl)])
 }
 
 /// BatchNorm: y like x; per-channel statistics [C]; reserve_space_3 [1].

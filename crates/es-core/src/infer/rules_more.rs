@@ -342,15 +342,17 @@ fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
     let offsets = ctx.req("offsets")?;
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let (ci, hi, wi) = match fmt {
-        "NCHW" => (1, 2, 3),
-        "NHWC" => (3, 1, 2),
-        other => {
-            return Err(ctx.err(format!(
-                "attribute 'data_format' must be \"NCHW\" or \"NHWC\", got {other:?}"
-            )))
-        }
+    let xl = super::layout::data_layout(
+        Some(x),
+        opt_str(ctx, "data_format", "NHWC")?,
+        super::layout::DATA_2D,
+    )
+    .map_err(|e| ctx.err(e))?;
+    let fmt = xl.name().trim_start_matches("FORMAT_");
+    let (ci, hi, wi) = if super::layout::channel_last(xl) {
+        (3, 1, 2)
+    } else {
+        (1, 2, 3)
     };
     let strides = ctx.attr_ints("strides")?;
     let pads = ctx.attr_ints("pads")?;
@@ -384,15 +386,11 @@ fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
     check_rank(ctx, "offsets", &offsets.shape, 4)?;
-    let (fo, fc, fh, fw) = match filter.format {
-        Format::NCHW | Format::ND => (0, 1, 2, 3),
-        Format::NHWC => (0, 3, 1, 2),
-        Format::HWCN => (3, 2, 0, 1),
-        other => {
-            return Err(ctx.err(format!(
-                "input 'filter' has format {other}; DeformableConv2D takes FORMAT_NCHW (or ND), FORMAT_NHWC or FORMAT_HWCN filters"
-            )))
-        }
+    let fl = super::layout::filter_layout(Some(filter), Some(x), super::layout::FILTER_2D)
+        .map_err(|e| ctx.err(e))?;
+    let (fo, fc, fh, fw) = match super::layout::filter_positions(fl) {
+        Some(&[o, c, h, w]) => (o, c, h, w),
+        _ => return Err(ctx.err(format!("input 'filter' has format {fl}"))),
     };
     let (n, c, h, w) = (
         dim(&x.shape, 0),
@@ -465,10 +463,11 @@ fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         [n, oh, ow, kn]
     };
-    Ok(single(
+    Ok(vec![TensorDesc::new(
         dtype_like(ctx, 0, Some(x)),
         Shape::from_slice(&dims),
-    ))
+    )
+    .with_format(xl)])
 }
 
 /// MatrixDeterminant: x [..., M, M] -> [...].

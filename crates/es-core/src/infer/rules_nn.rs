@@ -169,6 +169,32 @@ impl Layout {
     }
 }
 
+/// The layout of a convolution's or pooling's feature map `x`, by [`super::layout::data_layout`]
+/// (`default` is data_format's default): the layout, its format and its name.
+fn data_layout(
+    ctx: &InferCtx,
+    x: &TensorDesc,
+    default: &str,
+    allowed: &[Format],
+) -> Result<(Layout, Format, &'static str)> {
+    let df = opt_str(ctx, "data_format", default)?;
+    let f = super::layout::data_layout(Some(x), df, allowed).map_err(|e| ctx.err(e))?;
+    let name = f.name().trim_start_matches("FORMAT_");
+    Ok((
+        Layout {
+            rank: name.len(),
+            channel_last: super::layout::channel_last(f),
+        },
+        f,
+        name,
+    ))
+}
+
+/// A feature map's description in layout `f` (y of a convolution or pooling).
+fn in_layout(dtype: DataType, shape: Shape, f: Format) -> Vec<TensorDesc> {
+    vec![TensorDesc::new(dtype, shape).with_format(f)]
+}
+
 /// Checks a list attribute's length.
 fn check_len(ctx: &InferCtx, name: &str, v: &[i64], n: usize, order: &str) -> Result<()> {
     if v.len() != n {
@@ -545,8 +571,7 @@ fn pooled(x: &Shape, l: Layout, hw: [i64; 2]) -> Shape {
 /// MaxPool / AvgPool: `padding` "SAME" or "VALID".
 fn pool_padding(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let l = layout(ctx, "data_format", fmt, &["NHWC", "NCHW"])?;
+    let (l, xl, fmt) = data_layout(ctx, x, "NHWC", super::layout::DATA_2D)?;
     let win = pool_window(ctx, l, fmt)?;
     let padding = ctx.attr_str("padding")?;
     let mode = match padding {
@@ -571,15 +596,18 @@ fn pool_padding(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             mode,
         )?;
     }
-    Ok(single(dtype_like(ctx, 0, Some(x)), pooled(&x.shape, l, hw)))
+    Ok(in_layout(
+        dtype_like(ctx, 0, Some(x)),
+        pooled(&x.shape, l, hw),
+        xl,
+    ))
 }
 
 /// MaxPoolV3 / AvgPoolV2: `padding_mode` CALCULATED (explicit pads), SAME or VALID; ceil_mode;
 /// global_pooling.
 fn pool_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let fmt = opt_str(ctx, "data_format", "NCHW")?;
-    let l = layout(ctx, "data_format", fmt, &["NCHW", "NHWC"])?;
+    let (l, xl, fmt) = data_layout(ctx, x, "NCHW", super::layout::DATA_2D)?;
     let win = pool_window(ctx, l, fmt)?;
     let pads = opt_ints(ctx, "pads", &[0, 0, 0, 0])?;
     check_len(ctx, "pads", pads, 4, "top, bottom, left, right")?;
@@ -628,7 +656,11 @@ fn pool_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
         hw
     };
-    Ok(single(dtype_like(ctx, 0, Some(x)), pooled(&x.shape, l, hw)))
+    Ok(in_layout(
+        dtype_like(ctx, 0, Some(x)),
+        pooled(&x.shape, l, hw),
+        xl,
+    ))
 }
 
 /// GlobalAveragePool: N and C kept, every other dim 1.
@@ -650,8 +682,7 @@ fn global_pool(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// or 1 (floor); an int8 x gives an int32 y.
 fn caffe_pooling(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let fmt = opt_str(ctx, "data_format", "NCHW")?;
-    let l = layout(ctx, "data_format", fmt, &["NCHW", "NHWC"])?;
+    let (l, xl, _) = data_layout(ctx, x, "NCHW", super::layout::DATA_2D)?;
     let window = opt_ints(ctx, "window", &[1, 1])?;
     let stride = opt_ints(ctx, "stride", &[1, 1])?;
     let pad = opt_ints(ctx, "pad", &[0, 0, 0, 0])?;
@@ -695,7 +726,7 @@ fn caffe_pooling(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         dtype_like(ctx, 0, Some(x))
     };
-    Ok(single(dt, pooled(&x.shape, l, hw)))
+    Ok(in_layout(dt, pooled(&x.shape, l, hw), xl))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1447,18 +1478,19 @@ fn resize(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 // Convolutions
 // ---------------------------------------------------------------------------------------------
 
-/// Positions (out channels "N", in channels "C", H, W) of a 4-D filter by its format.
-fn filter_2d(ctx: &InferCtx, f: &TensorDesc) -> Result<[usize; 4]> {
-    Ok(match f.format {
-        Format::NCHW | Format::ND => [0, 1, 2, 3],
-        Format::NHWC => [0, 3, 1, 2],
-        Format::HWCN => [3, 2, 0, 1],
-        other => {
-            return Err(ctx.err(format!(
-                "input 'filter' has format {other}; FORMAT_NCHW (or ND), FORMAT_NHWC or FORMAT_HWCN is expected"
-            )))
-        }
-    })
+/// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
+/// channels ("N"), in channels ("C") and spatial dims.
+fn filter_nd<const R: usize>(
+    ctx: &InferCtx,
+    f: &TensorDesc,
+    x: &TensorDesc,
+    allowed: &[Format],
+) -> Result<([usize; R], Format)> {
+    let fl = super::layout::filter_layout(Some(f), Some(x), allowed).map_err(|e| ctx.err(e))?;
+    let pos = super::layout::filter_positions(fl)
+        .and_then(|p| <[usize; R]>::try_from(p).ok())
+        .ok_or_else(|| ctx.err(format!("input 'filter' has format {fl}")))?;
+    Ok((pos, fl))
 }
 
 /// The dtype of a convolution output: the bound type, else x's, with int8 giving int32.
@@ -1495,15 +1527,15 @@ fn check_bias(ctx: &InferCtx, oc: i64) -> Result<()> {
 /// The common attributes of a 2-D convolution, checked.
 struct Conv2dAttrs<'a> {
     l: Layout,
-    fmt: &'a str,
+    xl: Format,
+    fmt: &'static str,
     strides: &'a [i64],
     dilations: &'a [i64],
     pads: &'a [i64],
 }
 
-fn conv2d_attrs<'a>(ctx: &InferCtx<'a>) -> Result<Conv2dAttrs<'a>> {
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let l = layout(ctx, "data_format", fmt, &["NCHW", "NHWC"])?;
+fn conv2d_attrs<'a>(ctx: &InferCtx<'a>, x: &TensorDesc) -> Result<Conv2dAttrs<'a>> {
+    let (l, xl, fmt) = data_layout(ctx, x, "NHWC", super::layout::DATA_2D)?;
     let order = format!("{fmt} order");
     let strides = ctx.attr_ints("strides")?;
     check_len(ctx, "strides", strides, 4, &order)?;
@@ -1516,6 +1548,7 @@ fn conv2d_attrs<'a>(ctx: &InferCtx<'a>) -> Result<Conv2dAttrs<'a>> {
     check_min_at(ctx, "dilations", dilations, &hw, 1, "H and W")?;
     Ok(Conv2dAttrs {
         l,
+        xl,
         fmt,
         strides,
         dilations,
@@ -1531,11 +1564,12 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let filter = ctx.req("filter")?;
     let Conv2dAttrs {
         l,
+        xl,
         fmt,
         strides,
         dilations,
         pads,
-    } = conv2d_attrs(ctx)?;
+    } = conv2d_attrs(ctx, x)?;
     let op = opt_ints(ctx, "output_padding", &[0, 0, 0, 0])?;
     check_len(ctx, "output_padding", op, 4, &format!("{fmt} order"))?;
     let groups = opt_int(ctx, "groups", 1)?;
@@ -1544,13 +1578,13 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     }
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
-    let fp = filter_2d(ctx, filter)?;
+    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
     let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
     let xc = dim(&x.shape, l.c());
     if merge_dim(xc, fn_).is_none() {
         return Err(ctx.err(format!(
-            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({}) has {fn_} in its N dim",
-            x.shape, filter.shape, filter.format
+            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({fl}) has {fn_} in its N dim",
+            x.shape, filter.shape
         )));
     }
     let oc = if fc >= 0 {
@@ -1582,7 +1616,7 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
                 filter.shape
             )));
         }
-        return Ok(single(dt, Shape::from(v)));
+        return Ok(in_layout(dt, Shape::from(v), xl));
     }
     let mut out = vec![UNKNOWN_DIM; 4];
     out[0] = dim(&x.shape, 0);
@@ -1609,7 +1643,7 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
         out[p] = i64::try_from(o).map_err(|_| ctx.err("output size is too large"))?;
     }
-    Ok(single(dt, Shape::from(out)))
+    Ok(in_layout(dt, Shape::from(out), xl))
 }
 
 /// DepthwiseConv2D: each input channel convolved with K filters; y has C * K channels (the
@@ -1619,23 +1653,24 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let filter = ctx.req("filter")?;
     let Conv2dAttrs {
         l,
+        xl,
         fmt,
         strides,
         dilations,
         pads,
-    } = conv2d_attrs(ctx)?;
+    } = conv2d_attrs(ctx, x)?;
     if let Some(p) = pads.iter().find(|&&p| p < 0) {
         return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
     }
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
-    let fp = filter_2d(ctx, filter)?;
+    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
     let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
     let xc = dim(&x.shape, l.c());
     if fc >= 0 && fc != 1 && merge_dim(xc, fc).is_none() {
         return Err(ctx.err(format!(
-            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({}) has {fc}",
-            x.shape, filter.shape, filter.format
+            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({fl}) has {fc}",
+            x.shape, filter.shape
         )));
     }
     let oc = match (fn_, fc) {
@@ -1661,15 +1696,15 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             (pads[2 * i], pads[2 * i + 1]),
         )?;
     }
-    Ok(single(conv_dtype(ctx, x), Shape::from(out)))
+    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
 }
 
-/// Conv3D: 5-D x in data_format (NDHWC or NCDHW), 5-D filter in its desc's format.
+/// Conv3D: 5-D x (NDHWC or NCDHW) and filter (NCDHW, NDHWC or DHWCN), in the layouts
+/// [`super::layout`] gives them; y in x's layout.
 fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
-    let fmt = opt_str(ctx, "data_format", "NDHWC")?;
-    let l = layout(ctx, "data_format", fmt, &["NDHWC", "NCDHW"])?;
+    let (l, xl, fmt) = data_layout(ctx, x, "NDHWC", super::layout::DATA_3D)?;
     let order = format!("{fmt} order");
     let strides = ctx.attr_ints("strides")?;
     check_len(ctx, "strides", strides, 5, &order)?;
@@ -1690,22 +1725,13 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     check_rank(ctx, "x", &x.shape, 5)?;
     check_rank(ctx, "filter", &filter.shape, 5)?;
     // Filter positions: out channels, in channels / groups, D, H, W.
-    let fp: [usize; 5] = match filter.format {
-        Format::NCDHW | Format::ND | Format::NCHW => [0, 1, 2, 3, 4],
-        Format::NDHWC => [0, 4, 1, 2, 3],
-        Format::DHWCN => [4, 3, 0, 1, 2],
-        other => {
-            return Err(ctx.err(format!(
-                "input 'filter' has format {other}; FORMAT_NCDHW (or ND), FORMAT_NDHWC or FORMAT_DHWCN is expected"
-            )))
-        }
-    };
+    let (fp, fl) = filter_nd::<5>(ctx, filter, x, super::layout::FILTER_3D)?;
     let (kn, kc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
     let c = dim(&x.shape, l.c());
     if c >= 0 && kc >= 0 && i128::from(c) != i128::from(kc) * i128::from(groups) {
         return Err(ctx.err(format!(
-            "channel mismatch: x {} has {c} input channels ({fmt}), filter {} ({}) has {kc} per group x groups {groups}",
-            x.shape, filter.shape, filter.format
+            "channel mismatch: x {} has {c} input channels ({fmt}), filter {} ({fl}) has {kc} per group x groups {groups}",
+            x.shape, filter.shape
         )));
     }
     if kn >= 0 && kn % groups != 0 {
@@ -1733,7 +1759,7 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             (pads[2 * i], pads[2 * i + 1]),
         )?;
     }
-    Ok(single(conv_dtype(ctx, x), Shape::from(out)))
+    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
 }
 
 /// BiasAdd: x's shape; bias is 1-D with x's channel count.

@@ -7,9 +7,10 @@
 //! the end), int8 in i64 (giving int32). Max pooling compares in the input's own dtype. Average
 //! pooling and the normalisations accumulate in f64 and round once to the output dtype.
 //!
-//! Layouts: `data_format` NCHW or NHWC; a convolution filter is read in its tensor format
-//! (NCHW or ND: [out, in/groups, kh, kw]; NHWC: [out, kh, kw, in/groups]; HWCN: [kh, kw,
-//! in/groups, out]), as the shape rule reads it. Pads are [top, bottom, left, right].
+//! Layouts are those the shape rules use, decided by `es_core::infer::layout`: x in the format
+//! it states (NCHW or NHWC), else in `data_format`'s; a convolution filter in the format it
+//! states (NCHW: [out, in/groups, kh, kw]; NHWC: [out, kh, kw, in/groups]; HWCN: [kh, kw,
+//! in/groups, out]), else in the one x states, else NCHW. Pads are [top, bottom, left, right].
 
 use super::index::{alloc, array, bad_attr, cast_to, numel, std_slice, str_attr, Pick};
 use super::matmul::gemm_into;
@@ -18,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::map_array;
 use crate::par;
 use crate::value::{Elem, Value};
+use es_core::infer::layout;
 use es_core::{DataType, Format};
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, IxDyn, LinalgScalar};
@@ -28,16 +30,30 @@ use std::ops::Range;
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// `data_format`: true for NCHW, false for NHWC.
-pub(super) fn layout_2d(info: &NodeInfo, default: &str) -> Result<bool> {
-    match str_attr(info, "data_format", default)?.as_str() {
-        "NCHW" => Ok(true),
-        "NHWC" => Ok(false),
-        other => Err(Error::unsupported(format!(
-            "{} with data_format {other:?}",
-            info.op()
-        ))),
-    }
+/// The layout of feature map input `x` by `es_core::infer::layout::data_layout` (`default` is
+/// data_format's default): true for NCHW, false for NHWC.
+pub(super) fn layout_2d(info: &NodeInfo, x: usize, default: &str) -> Result<bool> {
+    let df = str_attr(info, "data_format", default)?;
+    let f = layout::data_layout(
+        info.inputs.get(x).and_then(Option::as_ref),
+        &df,
+        layout::DATA_2D,
+    )
+    .map_err(|e| bad_attr(info, e))?;
+    Ok(!layout::channel_last(f))
+}
+
+/// The positions of a 2-D convolution filter's [out, in/groups, kh, kw] dims (inputs `x` and
+/// `filter`), its layout by `es_core::infer::layout::filter_layout`.
+pub(super) fn filter_positions_of(info: &NodeInfo, x: usize, filter: usize) -> Result<[usize; 4]> {
+    let fl = layout::filter_layout(
+        info.inputs.get(filter).and_then(Option::as_ref),
+        info.inputs.get(x).and_then(Option::as_ref),
+        layout::FILTER_2D,
+    )
+    .map_err(|e| bad_attr(info, e))?;
+    filter_positions(fl)
+        .ok_or_else(|| Error::unsupported(format!("{} with a filter of format {fl}", info.op())))
 }
 
 /// A 4-value list attribute in data-format order: its (N, C) and (H, W) entries.
@@ -608,17 +624,16 @@ fn run_conv<T: Pick + LinalgScalar + Send + Sync>(
 /// Filter dims (out channels, in channels, kh, kw) by the filter's tensor format.
 pub(super) fn filter_positions(f: Format) -> Option<[usize; 4]> {
     match f {
-        Format::NCHW | Format::ND => Some([0, 1, 2, 3]),
-        Format::NHWC => Some([0, 3, 1, 2]),
-        Format::HWCN => Some([3, 2, 0, 1]),
-        _ => None,
+        // A filter stating no layout: its output channels lead in either of x's layouts.
+        Format::ND => Some([0, 1, 2, 3]),
+        f => layout::filter_positions(f).and_then(|p| p.try_into().ok()),
     }
 }
 
 fn conv_factory(info: &NodeInfo) -> Result<Kernel> {
     let op = info.op().to_string();
     let depthwise = op == "DepthwiseConv2D";
-    let nchw = layout_2d(info, "NHWC")?;
+    let nchw = layout_2d(info, 0, "NHWC")?;
     let (_, s) = four(info, "strides", None, nchw)?;
     let s = positive_hw(info, "strides", s)?;
     let (_, d) = four(info, "dilations", Some([1; 4]), nchw)?;
@@ -646,13 +661,7 @@ fn conv_factory(info: &NodeInfo) -> Result<Kernel> {
             "{op} with offset_w (quantized)"
         )));
     }
-    let ffmt = info
-        .inputs
-        .get(1)
-        .and_then(Option::as_ref)
-        .map_or(Format::ND, |d| d.format);
-    let fpos = filter_positions(ffmt)
-        .ok_or_else(|| Error::unsupported(format!("{op} with a filter of format {ffmt}")))?;
+    let fpos = filter_positions_of(info, 0, 1)?;
     let a = ConvAttrs {
         nchw,
         s,
@@ -1049,7 +1058,7 @@ pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Res
 fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
     let op = info.op().to_string();
     let v1 = op == "MaxPool" || op == "AvgPool";
-    let nchw = layout_2d(info, if v1 { "NHWC" } else { "NCHW" })?;
+    let nchw = layout_2d(info, 0, if v1 { "NHWC" } else { "NCHW" })?;
     let mut hw = [[0usize; 2]; 2];
     for (i, name) in ["ksize", "strides"].into_iter().enumerate() {
         let (nc, v) = four(info, name, None, nchw)?;

@@ -1,0 +1,293 @@
+//! Layout-sensitive operators read N/C/H/W from each input's stated format, as GE's infer
+//! functions do (`infer/layout.rs`): x's format wins over `data_format`, an ND x takes
+//! `data_format`'s layout, an ND filter takes the layout x states (NCHW when x states none), and
+//! y carries x's layout.
+
+mod common;
+
+use common::*;
+use es_core::{AttrValue, DataType, Format, OutPort};
+
+use DataType::FLOAT;
+
+type A = [(&'static str, AttrValue)];
+
+/// A float Data input stating `fmt` (FORMAT_ND states none, as a plain Const does).
+fn data(t: &mut T, fmt: Format, dims: &[i64]) -> OutPort {
+    t.input_fmt(FLOAT, fmt, dims)
+}
+
+/// Output 0's dims and format of an op that must succeed.
+fn ok(t: &mut T, ty: &str, ins: &[(&str, OutPort)], attrs: &A) -> (Vec<i64>, Format) {
+    let id = call(t, ty, ins, attrs).unwrap_or_else(|e| panic!("{ty}: {e}"));
+    let d = t.out(id, 0);
+    (d.shape.to_vec(), d.format)
+}
+
+fn call(
+    t: &mut T,
+    ty: &str,
+    ins: &[(&str, OutPort)],
+    attrs: &A,
+) -> Result<es_core::NodeId, String> {
+    let ins: Vec<(&str, &[OutPort])> = ins
+        .iter()
+        .map(|(n, o)| (*n, std::slice::from_ref(o)))
+        .collect();
+    t.call(ty, &ins, attrs).map_err(|e| e.to_string())
+}
+
+fn fail(t: &mut T, ty: &str, ins: &[(&str, OutPort)], attrs: &A) -> String {
+    let ins: Vec<(&str, &[OutPort])> = ins
+        .iter()
+        .map(|(n, o)| (*n, std::slice::from_ref(o)))
+        .collect();
+    t.err(ty, &ins, attrs)
+}
+
+fn conv(strides: &[i64]) -> Vec<(&'static str, AttrValue)> {
+    vec![("strides", li(strides)), ("pads", li(&[0, 0, 0, 0]))]
+}
+
+/// One Conv2D case: x and filter (format, dims), strides, data_format (None: the default).
+type Case<'a> = (
+    (Format, &'a [i64]),
+    (Format, &'a [i64]),
+    [i64; 4],
+    Option<&'a str>,
+);
+
+/// Builds a Conv2D case on fresh inputs: y's dims and format, or the error message.
+fn conv2d(
+    t: &mut T,
+    ((xf, xd), (wf, wd), strides, df): Case,
+) -> Result<(Vec<i64>, Format), String> {
+    let x = data(t, xf, xd);
+    let w = data(t, wf, wd);
+    let mut a = conv(&strides);
+    if let Some(df) = df {
+        a.push(("data_format", s(df)));
+    }
+    let ins = [("x", x), ("filter", w)];
+    match call(t, "Conv2D", &ins, &a) {
+        Ok(id) => {
+            let d = t.out(id, 0);
+            Ok((d.shape.to_vec(), d.format))
+        }
+        Err(_) => Err(fail(t, "Conv2D", &ins, &a)),
+    }
+}
+
+#[test]
+fn conv2d_layouts() {
+    use Format::{HWCN, NCHW, ND, NHWC};
+    let cases: [(Case, (Vec<i64>, Format)); 7] = [
+        // x NHWC by its format; data_format says NCHW: GE takes x's format.
+        (
+            (
+                (NHWC, &[2, 9, 7, 3]),
+                (NHWC, &[8, 3, 3, 3]),
+                [1, 2, 1, 1],
+                Some("NCHW"),
+            ),
+            (vec![2, 4, 5, 8], NHWC),
+        ),
+        // x NCHW by its format, data_format left at its default (NHWC); strides in NCHW order.
+        (
+            (
+                (NCHW, &[2, 3, 9, 7]),
+                (NCHW, &[8, 3, 3, 3]),
+                [1, 1, 2, 1],
+                None,
+            ),
+            (vec![2, 8, 4, 5], NCHW),
+        ),
+        // An ND x takes data_format's layout.
+        (
+            (
+                (ND, &[1, 3, 9, 9]),
+                (NCHW, &[4, 3, 3, 3]),
+                [1; 4],
+                Some("NCHW"),
+            ),
+            (vec![1, 4, 7, 7], NCHW),
+        ),
+        (
+            ((ND, &[1, 9, 9, 3]), (HWCN, &[3, 3, 3, 4]), [1; 4], None),
+            (vec![1, 7, 7, 4], NHWC),
+        ),
+        // An ND filter follows the layout x states: [out, kh, kw, in] under NHWC ...
+        (
+            ((NHWC, &[1, 8, 8, 3]), (ND, &[5, 2, 4, 3]), [1; 4], None),
+            (vec![1, 7, 5, 5], NHWC),
+        ),
+        // ... [out, in, kh, kw] under NCHW, and when x states none.
+        (
+            ((NCHW, &[1, 3, 8, 8]), (ND, &[5, 3, 2, 4]), [1; 4], None),
+            (vec![1, 5, 7, 5], NCHW),
+        ),
+        (
+            ((ND, &[1, 8, 8, 3]), (ND, &[5, 3, 2, 4]), [1; 4], None),
+            (vec![1, 7, 5, 5], NHWC),
+        ),
+    ];
+    let mut t = T::new();
+    for (case, want) in cases {
+        assert_eq!(conv2d(&mut t, case), Ok(want), "{case:?}");
+    }
+}
+
+#[test]
+fn conv2d_layout_errors() {
+    use Format::{HWCN, NC1HWC0, NCHW, ND, NHWC};
+    let cases: [(Case, &[&str]); 4] = [
+        // The same ND filter read under an NHWC x does not fit: 2 channels against 3.
+        (
+            ((NHWC, &[1, 8, 8, 3]), (ND, &[5, 3, 2, 4]), [1; 4], None),
+            &["channel mismatch", "FORMAT_NHWC"],
+        ),
+        (
+            ((HWCN, &[1, 8, 8, 3]), (ND, &[5, 3, 2, 2]), [1; 4], None),
+            &[
+                "Conv2D",
+                "input x format should be NCHW or NHWC. actual is: HWCN",
+            ],
+        ),
+        (
+            (
+                (NCHW, &[1, 3, 8, 8]),
+                (NC1HWC0, &[5, 3, 2, 2]),
+                [1; 4],
+                None,
+            ),
+            &["input filter format should be NCHW, NHWC or HWCN. actual is: NC1HWC0"],
+        ),
+        // An ND x with a data_format that is no layout.
+        (
+            (
+                (ND, &[1, 3, 8, 8]),
+                (ND, &[5, 3, 2, 2]),
+                [1; 4],
+                Some("NCWH"),
+            ),
+            &["attribute 'data_format'", "NCWH"],
+        ),
+    ];
+    let mut t = T::new();
+    for (case, parts) in cases {
+        has(&conv2d(&mut t, case).unwrap_err(), parts);
+    }
+    // A formatted x makes data_format unused, as GE's Conv2D overwrites it.
+    let case = (
+        (NCHW, &[1, 3, 8, 8][..]),
+        (ND, &[5, 3, 2, 2][..]),
+        [1; 4],
+        Some("NCWH"),
+    );
+    assert_eq!(conv2d(&mut t, case), Ok((vec![1, 5, 7, 7], NCHW)));
+}
+
+#[test]
+fn hwcn_filter_and_y_feeding_the_next_conv() {
+    let mut t = T::new();
+    let x = data(&mut t, Format::NCHW, &[1, 2, 6, 6]);
+    let w = data(&mut t, Format::HWCN, &[3, 3, 2, 4]);
+    let pads1 = [("strides", li(&[1, 1, 1, 1])), ("pads", li(&[1, 1, 1, 1]))];
+    let id = call(&mut t, "Conv2D", &[("x", x), ("filter", w)], &pads1).unwrap();
+    let y = OutPort { node: id, index: 0 };
+    // y is NCHW by its format, so the next Conv2D (data_format at its NHWC default) reads it so.
+    let w2 = data(&mut t, Format::ND, &[7, 4, 1, 1]);
+    assert_eq!(
+        ok(
+            &mut t,
+            "Conv2D",
+            &[("x", y), ("filter", w2)],
+            &conv(&[1, 1, 1, 1])
+        ),
+        (vec![1, 7, 6, 6], Format::NCHW)
+    );
+}
+
+#[test]
+fn poolings_read_x_format() {
+    let mut t = T::new();
+    // MaxPool's data_format defaults to NHWC; x NCHW by format pools dims 2 and 3.
+    let x = data(&mut t, Format::NCHW, &[1, 3, 8, 6]);
+    let a = [
+        ("ksize", li(&[1, 1, 2, 2])),
+        ("strides", li(&[1, 1, 2, 2])),
+        ("padding", s("VALID")),
+    ];
+    assert_eq!(
+        ok(&mut t, "MaxPool", &[("x", x)], &a),
+        (vec![1, 3, 4, 3], Format::NCHW)
+    );
+    let x = data(&mut t, Format::NCHW, &[1, 3, 8, 6]);
+    assert_eq!(
+        ok(&mut t, "AvgPool", &[("x", x)], &a),
+        (vec![1, 3, 4, 3], Format::NCHW)
+    );
+    // AvgPoolV2's defaults to NCHW; x NHWC by format.
+    let x = data(&mut t, Format::NHWC, &[1, 8, 6, 3]);
+    let a = [("ksize", li(&[1, 2, 2, 1])), ("strides", li(&[1, 2, 2, 1]))];
+    assert_eq!(
+        ok(&mut t, "AvgPoolV2", &[("x", x)], &a),
+        (vec![1, 4, 3, 3], Format::NHWC)
+    );
+    let x = data(&mut t, Format::NCDHW, &[1, 3, 8, 6]);
+    let e = fail(&mut t, "MaxPoolV3", &[("x", x)], &a);
+    has(
+        &e,
+        &["input x format should be NCHW or NHWC. actual is: NCDHW"],
+    );
+}
+
+#[test]
+fn other_convolutions_read_x_format() {
+    let mut t = T::new();
+    // DepthwiseConv2D (data_format default NHWC), x NCHW, ND filter [K, C, kh, kw].
+    let x = data(&mut t, Format::NCHW, &[1, 3, 8, 8]);
+    let w = data(&mut t, Format::ND, &[2, 3, 3, 3]);
+    let a = conv(&[1, 1, 1, 1]);
+    assert_eq!(
+        ok(&mut t, "DepthwiseConv2D", &[("x", x), ("filter", w)], &a),
+        (vec![1, 6, 6, 6], Format::NCHW)
+    );
+    // Conv2DTranspose, x NCHW, input_size computed from the attributes.
+    let isz = t.input(DataType::INT32, &[4]);
+    let x = data(&mut t, Format::NCHW, &[1, 4, 5, 5]);
+    let w = data(&mut t, Format::ND, &[4, 2, 3, 3]);
+    assert_eq!(
+        ok(
+            &mut t,
+            "Conv2DTranspose",
+            &[("input_size", isz), ("x", x), ("filter", w)],
+            &a
+        ),
+        (vec![1, 2, 7, 7], Format::NCHW)
+    );
+    // Conv3D (data_format default NDHWC), x NCDHW, DHWCN filter, then an ND filter.
+    let x = data(&mut t, Format::NCDHW, &[1, 2, 5, 6, 7]);
+    let w = data(&mut t, Format::DHWCN, &[2, 3, 3, 2, 4]);
+    let a3 = [
+        ("strides", li(&[1, 1, 1, 1, 1])),
+        ("pads", li(&[0, 0, 0, 0, 0, 0])),
+    ];
+    assert_eq!(
+        ok(&mut t, "Conv3D", &[("x", x), ("filter", w)], &a3),
+        (vec![1, 4, 4, 4, 5], Format::NCDHW)
+    );
+    let x = data(&mut t, Format::NDHWC, &[1, 5, 6, 7, 2]);
+    let w = data(&mut t, Format::ND, &[4, 2, 3, 3, 2]);
+    assert_eq!(
+        ok(&mut t, "Conv3D", &[("x", x), ("filter", w)], &a3),
+        (vec![1, 4, 4, 5, 4], Format::NDHWC)
+    );
+    let x = data(&mut t, Format::NCHW, &[1, 2, 5, 6, 7]);
+    let w = data(&mut t, Format::ND, &[4, 2, 3, 3, 2]);
+    let e = fail(&mut t, "Conv3D", &[("x", x), ("filter", w)], &a3);
+    has(
+        &e,
+        &["input x format should be NCDHW or NDHWC. actual is: NCHW"],
+    );
+}
