@@ -88,6 +88,20 @@ impl PyOmModel {
         Ok(PyOmModel { model, bytes })
     }
 
+    /// Reads and parses a model file (`ModelFileError`'s text comes from here, without the
+    /// path: the caller names the file).
+    #[staticmethod]
+    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let (model, bytes) = py
+            .allow_threads(|| {
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| es_core::Error::serial(format!("cannot read the file: {e}")))?;
+                OmModel::from_bytes(&bytes).map(|m| (m, bytes))
+            })
+            .py()?;
+        Ok(PyOmModel { model, bytes })
+    }
+
     /// The file's bytes.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.bytes)

@@ -316,12 +316,7 @@ def load_model(path: Union[str, "os.PathLike[str]"]) -> ModelBuffer:
     path = os.fspath(path)
     with _api_call("LoadModel", path=path):
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise ModelFileError(f"cannot read {path}: {e.strerror or e}") from None
-        try:
-            core = OmModelCore.from_bytes(data)
+            core = OmModelCore.load(path)
         except GeError as e:
             raise ModelFileError(f"{path}: {e}") from None
     return ModelBuffer._create_from(core)
