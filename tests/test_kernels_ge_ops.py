@@ -936,3 +936,208 @@ def test_ifa_refuses_key_lists_and_quantized_inputs():
     with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with a DT_INT8 query"):
         run(lambda b, qh, kh, vh: es.IncreFlashAttention(qh, [kh], [vh], num_heads=1),
             *[(q.astype(np.int8), "int8")] * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# FusedInferAttentionScore (the plain path: one float key and value tensor, BSH/BNSD/BSND,
+# atten_mask with sparse_mode 0's band, softmax_lse)
+# ---------------------------------------------------------------------------------------------
+
+FIA = "FusedInferAttentionScore"
+FIA_Q = D(FIA, "query")
+D(FIA, "key")
+D(FIA, "value")
+FIA_MASK = D(FIA, "atten_mask")
+FIA_FLOAT = [d for d in FIA_Q if d != "int8"]
+FIA_NAMES = [x["name"] for x in ge.ops.get_op(FIA)["inputs"]]
+FIA_LENGTHS = ["actual_seq_lengths", "actual_seq_lengths_kv"]
+FIA_REFUSED = [n for n in FIA_NAMES[3:] if n not in ["atten_mask"] + FIA_LENGTHS]
+for _name in FIA_REFUSED + FIA_LENGTHS:  # refused with "not supported" (tests below)
+    D(FIA, _name)
+NP_OF.update({"int32": np.int32, "int8": np.int8})
+
+
+def fia_ref(q, k, v, n, kvn, scale, mask, pre, nxt, layout):
+    """softmax(scale * Q K^T + mask) V per head in float64, written out plainly, with each row's
+    log-sum-exp: (out, |p| |V| for the tolerance, lse [B, N, S, 1]). A query of one position
+    ignores pre/next_tokens; a row with every position masked gives zeros and lse +inf."""
+    q4, k4, v4 = (to_bnsd(a.astype(np.float64), layout, h) for a, h in ((q, n), (k, kvn), (v, kvn)))
+    b, _, s, _ = q4.shape
+    t, dv = v4.shape[2], v4.shape[3]
+    out = np.zeros((b, n, s, dv))
+    mag = np.zeros((b, n, s, dv))
+    lse = np.full((b, n, s, 1), np.inf)
+    m = None if mask is None else (mask.astype(np.float64) != 0).reshape((-1, 1, s, t))
+    for bi in range(b):
+        for h in range(n):
+            kh = h // (n // kvn)
+            for i in range(s):
+                row = scale * (k4[bi, kh] @ q4[bi, h, i])
+                hidden = np.zeros(t, bool)
+                if m is not None:
+                    hidden = m[bi if m.shape[0] > 1 else 0, 0, i].copy()
+                    if s > 1:
+                        j = np.arange(t)
+                        hidden |= (j - i > nxt) | (i - j > pre)
+                if hidden.all():
+                    continue
+                row = np.where(hidden, -np.inf, row)
+                top = row.max()
+                e = np.exp(row - top)
+                p = e / e.sum()
+                out[bi, h, i] = p @ v4[bi, kh]
+                mag[bi, h, i] = p @ np.abs(v4[bi, kh])
+                lse[bi, h, i, 0] = top + np.log(e.sum())
+    return from_bnsd(out, layout), from_bnsd(mag, layout), lse
+
+
+def fia_shape(layout: str, b: int, seq: int, heads: int, d: int) -> List[int]:
+    return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
+
+
+@HYP(10)
+@given(data=st.data())
+def test_fused_infer_attention_score(data):
+    layout = data.draw(st.sampled_from(["BSH", "BNSD", "BSND"]), label="layout")
+    b, t = (data.draw(st.integers(1, 3), label=x) for x in ("B", "Skv"))
+    s = data.draw(st.sampled_from([1, 1, 2, 4]), label="S")
+    kvn = data.draw(st.integers(1, 2), label="kv heads")
+    n = kvn * data.draw(st.integers(1, 2), label="group")
+    d, dv = (data.draw(st.integers(1, 4), label=x) for x in ("D", "value D"))
+    mask_kind = data.draw(st.sampled_from(["none", "2d", "3d", "4d"]), label="mask")
+    nxt = data.draw(st.sampled_from([0, 1, 2147483647]), label="next_tokens")
+    pre = data.draw(st.sampled_from([0, 2, 2147483647]), label="pre_tokens")
+    scale = f32(data.draw(st.sampled_from([1.0, 0.5]), label="scale"))
+    lse_flag = data.draw(st.booleans(), label="softmax_lse_flag")
+    lengths = data.draw(st.booleans(), label="full actual_seq_lengths")
+    rng = rng_of(data)
+    for i, dt in enumerate(FIA_FLOAT):
+        md = FIA_MASK[i % len(FIA_MASK)] if mask_kind != "none" else None
+        with case(FIA, f"{dt} {layout} S {s} mask {mask_kind} {md} lse {lse_flag}"):
+            q = finite(rng, dt, fia_shape(layout, b, s, n, d), mag=0.5)
+            k = finite(rng, dt, fia_shape(layout, b, t, kvn, d), mag=0.5)
+            v = finite(rng, dt, fia_shape(layout, b, t, kvn, dv), mag=0.5)
+            inputs = [(q, dt), (k, dt), (v, dt)]
+            mask = None
+            if md is not None:
+                if s > 1:
+                    mshape = {"2d": [s, t], "3d": [b, s, t], "4d": [b, 1, s, t]}[mask_kind]
+                else:
+                    mshape = {"2d": [b, t], "3d": [b, 1, t], "4d": [b, 1, 1, t]}[mask_kind]
+                mask = (rng.random(mshape) < 0.3).astype(NPD[md])
+                inputs.append((mask, md))
+            if lengths:
+                inputs += [(np.full(b, s, np.int64), "int64"), (np.full(b, t, np.int64), "int64")]
+            attrs = dict(num_heads=n, num_key_value_heads=kvn, scale=scale, pre_tokens=pre, next_tokens=nxt,
+                         input_layout=layout, softmax_lse_flag=lse_flag)
+
+            def build(bld, qh, kh, vh, *more):
+                mh = more[0] if mask is not None else None
+                ls = more[-2:] if lengths else (None, None)
+                return es.FusedInferAttentionScore(qh, [kh], [vh], None, mh, *ls, **attrs)
+
+            got = run(build, *inputs)
+            want, mag, lse = fia_ref(q, k, v, n, kvn, scale, mask, pre, nxt, layout)
+            near(got[0], want, dt, extra=F64_EPS * 16 * mag, what=f"FIA {layout} {mask_kind}")
+            if lse_flag:
+                near(got[1], lse, "float32", extra=F64_EPS * 64 * np.abs(lse), what="FIA softmax_lse")
+            else:
+                same(got[1], np.zeros(0, np.float32), "float32")
+
+
+def test_fia_outputs_follow_ges_shape_rule():
+    b = GraphBuilder("fia")
+    q = b.create_input(0, data_type=DataType.DT_BF16, shape=[2, 3, 8])
+    kv = b.create_input(1, data_type=DataType.DT_BF16, shape=[2, 9, 4])
+    out = es.FusedInferAttentionScore(q, [kv], [kv], num_heads=4, num_key_value_heads=2, softmax_lse_flag=True)
+    assert isinstance(out, es.FusedInferAttentionScoreOutput)
+    descs = [x.get_producer().get_output_desc(i) for i, x in enumerate(out)]
+    assert [(d.get_data_type(), d.get_shape()) for d in descs] == [
+        (DataType.DT_BF16, [2, 3, 8]), (DataType.DT_FLOAT, [2, 4, 3, 1])]
+    out = es.FusedInferAttentionScore(q, [kv], [kv], num_heads=2, input_layout="BSH_NBSD")
+    assert out.attention_out.get_producer().get_output_desc(0).get_shape() == [2, 2, 3, 4]
+    assert out.softmax_lse.get_producer().get_output_desc(1).get_shape() == [0]
+    with pytest.raises(ge.GeError, match=r"input 'query' \[2, 3, 8\] must be 4-D for input_layout BNSD"):
+        es.FusedInferAttentionScore(q, [kv], [kv], num_heads=2, input_layout="BNSD")
+    with pytest.raises(ge.GeError, match=r"attribute 'num_heads' is 0; it must be at least 1"):
+        es.FusedInferAttentionScore(q, [kv], [kv], num_heads=0)
+
+
+def fia_run(*extra, key=None, query=None, **attrs):
+    """Runs a FusedInferAttentionScore of float16 [1, 2, 4] query, key and value (BSH, one head)
+    with ``extra`` inputs given by name: ``(name, (array, dtype))``."""
+    q = np.ones((1, 2, 4), np.float16)
+    names = [name for name, _ in extra]
+
+    def build(bld, qh, kh, vh, *more):
+        args = [qh, [kh], [vh]] + [None] * (len(FIA_NAMES) - 3)
+        for name, h in zip(names, more):
+            args[FIA_NAMES.index(name)] = h
+        return es.FusedInferAttentionScore(*args, **{"num_heads": 1, **attrs})
+
+    return run(build, query or (q, "float16"), key or (q, "float16"), (q, "float16"), *[x for _, x in extra])
+
+
+def test_fia_refuses_its_other_inputs():
+    for name in FIA_REFUSED:
+        spec = next(x for x in ge.ops.get_op(FIA)["inputs"] if x["name"] == name)
+        d = {"DT_FLOAT16": "float16", "DT_INT64": "int64", "DT_UINT64": "uint64", "DT_FLOAT": "float32",
+             "DT_INT32": "int32", "DT_INT8": "int8"}[spec["type"][0]]
+        idx = FIA_NAMES.index(name)
+        with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with {name} \(input {idx}\)"):
+            fia_run((name, (np.ones((1,), NP_OF[d]), d)))
+
+
+@pytest.mark.parametrize("attrs, message", [
+    (dict(input_layout="BNSD_BSND"), r"input_layout \"BNSD_BSND\" \(the CPU kernel takes BSH, BNSD and BSND\)"),
+    (dict(sparse_mode=2), r"sparse_mode 2 \(the CPU kernel takes 0\)"),
+    (dict(inner_precise=4), r"inner_precise 4 \(0 to 3\)"),
+    (dict(block_size=16), r"block_size 16 \(page attention\)"),
+])
+def test_fia_refuses_other_modes(attrs, message):
+    q = np.ones((1, 1, 2, 4) if attrs.get("input_layout") else (1, 2, 4), np.float16)
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with " + message):
+        run(lambda b, qh, kh, vh: es.FusedInferAttentionScore(qh, [kh], [vh], num_heads=1, **attrs),
+            *[(q, "float16")] * 3)
+
+
+def test_fia_refuses_key_lists_and_quantized_inputs():
+    q = np.ones((1, 2, 4), np.float16)
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with 2 key and value tensors"):
+        run(lambda b, qh, k1, k2: es.FusedInferAttentionScore(qh, [k1, k2], [k1, k2], num_heads=1),
+            *[(q, "float16")] * 3)
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with a DT_INT8 key \(antiquant attention\)"):
+        fia_run(key=(q.astype(np.int8), "int8"))
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with a DT_INT8 query \(quantized attention\)"):
+        fia_run(query=(q.astype(np.int8), "int8"))
+
+
+def test_fia_actual_seq_lengths_shorter_than_the_tensors_are_refused():
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with actual_seq_lengths \[1\] shorter than "
+                                         r"the 2 positions of query"):
+        fia_run(("actual_seq_lengths", (np.array([1], np.int64), "int64")))
+    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with actual_seq_lengths_kv \[1\] shorter than "
+                                         r"the 2 positions of key"):
+        fia_run(("actual_seq_lengths_kv", (np.array([1], np.int64), "int64")))
+    with pytest.raises(ge.GeError, match=r"actual_seq_lengths \[3\] exceed the 2 positions of query"):
+        fia_run(("actual_seq_lengths", (np.array([3], np.int64), "int64")))
+
+
+def test_fia_fully_masked_rows_give_zeros_and_an_infinite_lse():
+    mask = np.array([[True, True], [False, True]])
+    got = fia_run(("atten_mask", (mask, "bool")), softmax_lse_flag=True)
+    same(got[0], np.array([[[0, 0, 0, 0], [1, 1, 1, 1]]], np.float16), "float16")
+    same(got[1], np.array([[[[np.inf], [4.0]]]], np.float32), "float32")
+
+
+def test_fia_single_query_ignores_pre_and_next_tokens():
+    # With one query position (the incremental step) next_tokens=0 does not hide later keys.
+    q = np.ones((1, 1, 2), np.float16)
+    kv = np.array([[[1, 0], [0, 1], [2, 2]]], np.float16)
+    mask = np.zeros((1, 3), np.bool_)
+    got = run(lambda b, qh, kh, vh, mh: es.FusedInferAttentionScore(qh, [kh], [vh], None, mh, num_heads=1,
+                                                                      next_tokens=0, pre_tokens=0),
+              (q, "float16"), (kv, "float16"), (kv, "float16"), (mask, "bool"))
+    want, mag, _ = fia_ref(q, kv, kv, 1, 1, 1.0, mask, 0, 0, "BSH")
+    near(got[0], want, "float16", extra=F64_EPS * 16 * mag)
+    assert abs(float(got[0][1][0, 0, 0]) - 1.0) > 0.1  # not the first key's [1, 0] alone

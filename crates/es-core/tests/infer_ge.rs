@@ -351,3 +351,176 @@ fn incre_flash_attention_keeps_query_shape() {
     let m = t.err("IncreFlashAttention", ins, &[("num_heads", i(0))]);
     has(&m, &["attribute 'num_heads' is 0"]);
 }
+
+#[test]
+fn fused_infer_attention_score_follows_ges_shape_rule() {
+    let mut t = T::new();
+    const FIA: &str = "FusedInferAttentionScore";
+    let q = t.input(FLOAT16, &[2, 5, 8]);
+    let k = t.input(FLOAT16, &[2, 7, 4]);
+    let v = t.input(FLOAT16, &[2, 7, 2]);
+    let ins: Ins = &[("query", &[q]), ("key", &[k]), ("value", &[v])];
+    let heads = vec![("num_heads", i(4)), ("num_key_value_heads", i(2))];
+    // BSH: value's hidden size per key/value head times num_heads; no softmax_lse: [0].
+    assert_eq!(
+        t.all(FIA, ins, &heads),
+        vec![(FLOAT16, vec![2, 5, 4]), (FLOAT, vec![0])]
+    );
+    let mut lse = heads.clone();
+    lse.push(("softmax_lse_flag", b(true)));
+    assert_eq!(t.all(FIA, ins, &lse)[1], (FLOAT, vec![2, 4, 5, 1]));
+    // A value of unknown hidden size: query's shape (GE reads nothing from it).
+    let vu = t.input(FLOAT16, &[2, 7, U]);
+    let insu: Ins = &[("query", &[q]), ("key", &[k]), ("value", &[vu])];
+    assert_eq!(t.ok(FIA, insu, &heads), (FLOAT16, vec![2, 5, 8]));
+    // BNSD_BSND transposes; int8 with quant_scale2.
+    let q4 = t.input(BF16, &[1, 2, 3, 4]);
+    let v4 = t.input(BF16, &[1, 2, 6, 5]);
+    let qs = t.f(&[1]);
+    let ins4: Ins = &[
+        ("query", &[q4]),
+        ("key", &[v4]),
+        ("value", &[v4]),
+        ("quant_scale2", &[qs]),
+    ];
+    let attrs = [
+        ("num_heads", i(2)),
+        ("input_layout", s("BNSD_BSND")),
+        ("softmax_lse_flag", b(true)),
+    ];
+    assert_eq!(
+        t.all(FIA, ins4, &attrs),
+        vec![(INT8, vec![1, 3, 2, 5]), (FLOAT, vec![1, 2, 3, 1])]
+    );
+    // The output-layout forms permute query's shape.
+    let ins4: Ins = &[("query", &[q4]), ("key", &[v4]), ("value", &[v4])];
+    for (layout, want) in [
+        ("BNSD", vec![1, 2, 3, 5]),
+        ("BSND", vec![1, 2, 3, 5]),
+        ("BNSD_NBSD", vec![2, 1, 3, 4]),
+        ("BSND_NBSD", vec![3, 1, 2, 4]),
+    ] {
+        let a = [("num_heads", i(2)), ("input_layout", s(layout))];
+        assert_eq!(t.ok(FIA, ins4, &a), (BF16, want), "{layout}");
+    }
+    let bsnd = [
+        ("num_heads", i(3)),
+        ("input_layout", s("BSND")),
+        ("softmax_lse_flag", b(true)),
+    ];
+    assert_eq!(t.all(FIA, ins4, &bsnd)[1], (FLOAT, vec![1, 3, 2, 1]));
+    let a = [("num_heads", i(2)), ("input_layout", s("BSH_NBSD"))];
+    assert_eq!(t.ok(FIA, ins, &a), (FLOAT16, vec![2, 2, 5, 4]));
+    // TND: [T, N, D] with value's D; softmax_lse [T, N, 1].
+    let tq = t.input(FLOAT16, &[6, 2, 4]);
+    let tv = t.input(FLOAT16, &[9, 2, 3]);
+    let tins: Ins = &[("query", &[tq]), ("key", &[tv]), ("value", &[tv])];
+    let a = [
+        ("num_heads", i(2)),
+        ("input_layout", s("TND")),
+        ("softmax_lse_flag", b(true)),
+    ];
+    assert_eq!(
+        t.all(FIA, tins, &a),
+        vec![(FLOAT16, vec![6, 2, 3]), (FLOAT, vec![6, 2, 1])]
+    );
+    let a = [("num_heads", i(2)), ("input_layout", s("NTD_TND"))];
+    assert_eq!(t.ok(FIA, tins, &a), (FLOAT16, vec![2, 6, 3]));
+    // Page attention: value [blocks, block_size, H] gives H / num_key_value_heads per head.
+    let bt = t.input(INT32, &[2, 4]);
+    let pv = t.input(FLOAT16, &[10, 16, 8]);
+    let pins: Ins = &[
+        ("query", &[q4]),
+        ("key", &[pv]),
+        ("value", &[pv]),
+        ("block_table", &[bt]),
+    ];
+    let a = [
+        ("num_heads", i(2)),
+        ("num_key_value_heads", i(2)),
+        ("input_layout", s("BNSD")),
+    ];
+    assert_eq!(t.ok(FIA, pins, &a).1, vec![1, 2, 3, 4]);
+    // An int8 query gives float16 (query_rope's dtype when given).
+    let q8 = t.input(INT8, &[2, 5, 8]);
+    let qr = t.input(BF16, &[2, 5, 2]);
+    let ins8: Ins = &[("query", &[q8]), ("key", &[k]), ("value", &[v])];
+    assert_eq!(t.ok(FIA, ins8, &heads).0, FLOAT16);
+    let ins8r: Ins = &[
+        ("query", &[q8]),
+        ("key", &[k]),
+        ("value", &[v]),
+        ("query_rope", &[qr]),
+    ];
+    assert_eq!(t.ok(FIA, ins8r, &heads).0, BF16);
+    // Unknown rank: both outputs unknown.
+    let qr2 = t.input(FLOAT16, &[-2]);
+    let insr: Ins = &[("query", &[qr2]), ("key", &[k]), ("value", &[v])];
+    assert_eq!(
+        t.all(FIA, insr, &heads),
+        vec![(FLOAT16, vec![-2]), (FLOAT, vec![-2])]
+    );
+}
+
+#[test]
+fn fused_infer_attention_score_rejects_what_ges_rule_rejects() {
+    let mut t = T::new();
+    const FIA: &str = "FusedInferAttentionScore";
+    let q = t.input(FLOAT16, &[2, 5, 8]);
+    let v = t.input(FLOAT16, &[2, 7, 8]);
+    let v4 = t.input(FLOAT16, &[2, 2, 7, 4]);
+    let ins: Ins = &[("query", &[q]), ("key", &[v]), ("value", &[v])];
+    let n2 = [("num_heads", i(2))];
+    let m = t.err(FIA, ins, &[("num_heads", i(0))]);
+    has(&m, &["attribute 'num_heads' is 0; it must be at least 1"]);
+    let m = t.err(
+        FIA,
+        ins,
+        &[("num_heads", i(4)), ("num_key_value_heads", i(3))],
+    );
+    has(
+        &m,
+        &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
+    );
+    let m = t.err(FIA, ins, &[("num_heads", i(2)), ("input_layout", s("XYZ"))]);
+    has(
+        &m,
+        &["attribute 'input_layout' is \"XYZ\"; expected one of BSH"],
+    );
+    let m = t.err(
+        FIA,
+        ins,
+        &[("num_heads", i(2)), ("input_layout", s("BNSD"))],
+    );
+    has(
+        &m,
+        &["input 'query' [2, 5, 8] must be 4-D for input_layout BNSD"],
+    );
+    let bad: Ins = &[("query", &[q]), ("key", &[v4]), ("value", &[v4])];
+    let m = t.err(FIA, bad, &n2);
+    has(
+        &m,
+        &["input 'value' [2, 2, 7, 4] must be 3-D for input_layout BSH"],
+    );
+    let bt = t.input(INT32, &[2, 4]);
+    let paged: Ins = &[
+        ("query", &[q]),
+        ("key", &[v4]),
+        ("value", &[v4]),
+        ("block_table", &[bt]),
+    ];
+    let m = t.err(FIA, paged, &n2);
+    has(
+        &m,
+        &["input 'value' [2, 2, 7, 4] must be 3-D or 5-D for input_layout BSH with block_table"],
+    );
+    let m = t.err(
+        FIA,
+        &[("query", &[q]), ("key", &[v, v]), ("value", &[v])],
+        &n2,
+    );
+    has(
+        &m,
+        &["inputs 'key' (2) and 'value' (1) must be lists of one, non-zero length"],
+    );
+}

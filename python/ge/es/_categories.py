@@ -17,7 +17,7 @@ directories.
 Operators those repositories no longer register at all (the ``...D`` variants with constant
 inputs as attributes, legacy ops) follow the operator they are a variant of (marked "variant
 of" below).
-MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention and
+MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention, FusedInferAttentionScore and
 GroupedMatmulFinalizeRouting come from ops-transformer (``moe/``, ``attention/``, ``gmm/``),
 hence ``ge.es.transformer``.
 
@@ -244,6 +244,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "ResizeNearestNeighborV2": "resize_nearest_neighbor_v2",
     },
     "transformer": {
+        "FusedInferAttentionScore": "fused_infer_attention_score",
         "GroupedMatmulFinalizeRouting": "grouped_matmul_finalize_routing",
         "IncreFlashAttention": "incre_flash_attention",
         "MoeGatingTopKSoftmax": "moe_gating_top_k_softmax",

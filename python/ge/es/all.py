@@ -207,6 +207,7 @@ from ge.es.ops.moe_gating_top_k_softmax import MoeGatingTopKSoftmax, MoeGatingTo
 from ge.es.ops.prompt_flash_attention import PromptFlashAttention
 from ge.es.ops.grouped_matmul_finalize_routing import GroupedMatmulFinalizeRouting
 from ge.es.ops.incre_flash_attention import IncreFlashAttention
+from ge.es.ops.fused_infer_attention_score import FusedInferAttentionScore, FusedInferAttentionScoreOutput
 
 __all__ = [
     "Data",
@@ -426,6 +427,8 @@ __all__ = [
     "PromptFlashAttention",
     "GroupedMatmulFinalizeRouting",
     "IncreFlashAttention",
+    "FusedInferAttentionScore",
+    "FusedInferAttentionScoreOutput",
 ]
 
 

@@ -1,19 +1,20 @@
 //! Inference rules of operators that GE programs use beside the common library: the RMS
 //! normalizations (RmsNorm, AddRmsNorm), Threshold, Concat (concat_dim as an input) and the
 //! HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter, HcomBroadcast), DynamicQuant
-//! MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention and
-//! GroupedMatmulFinalizeRouting.
+//! MoeGatingTopKSoftmax, PromptFlashAttention, IncreFlashAttention, FusedInferAttentionScore
+//! and GroupedMatmulFinalizeRouting.
 //!
 //! The shape rules are those of the operators' infer functions in CANN (ops-nn
 //! `rms_norm_infershape.cpp`, `add_rms_norm_infershape.cpp`, `dynamic_quant_infershape.cpp`;
 //! ops-transformer `moe_gating_top_k_softmax_infershape.cpp`,
-//! `prompt_flash_attention_infershape.cpp`, `grouped_matmul_finalize_routing_infershape.cpp`; the
+//! `prompt_flash_attention_infershape.cpp`, `fused_infer_attention_score_infershape.cpp`,
+//! `grouped_matmul_finalize_routing_infershape.cpp`; the
 //! collectives' GE rules:
 //! all-gather multiplies dim 0 by rank_size, reduce-scatter divides it). The conventions are
 //! those of `rules.rs`: unknown dims (-1) and ranks (`[-2]`) propagate without errors; errors
 //! name the input or attribute and show expected and actual values.
 
-use super::rules::{attr_dtype, dtype_like, merge_dim, opt_int, opt_str, single};
+use super::rules::{attr_dtype, dtype_like, merge_dim, opt_bool, opt_int, opt_str, single};
 use super::rules_nn::check_param_shape;
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -31,6 +32,7 @@ pub fn rule(op_type: &str) -> Option<InferFn> {
         "MoeGatingTopKSoftmax" => moe_gating_top_k_softmax,
         "PromptFlashAttention" => prompt_flash_attention,
         "IncreFlashAttention" => incre_flash_attention,
+        "FusedInferAttentionScore" => fused_infer_attention_score,
         "GroupedMatmulFinalizeRouting" => grouped_matmul_finalize_routing,
         _ => return None,
     })
@@ -325,18 +327,11 @@ fn moe_gating_top_k_softmax(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 // PromptFlashAttention
 // ---------------------------------------------------------------------------------------------
 
-/// The layouts PromptFlashAttention's shape rule knows, with the rank of query in each.
-const PFA_LAYOUTS: &[(&str, usize)] = &[
-    ("BSH", 3),
-    ("BNSD", 4),
-    ("BSND", 4),
-    ("BNSD_BSND", 4),
-    ("SH", 2),
-    ("NSD", 3),
-    ("TND", 3),
-];
+/// The layouts PromptFlashAttention's shape rule knows, with the rank of query in each: the
+/// first seven of FusedInferAttentionScore's.
+const PFA_LAYOUTS: &[(&str, usize)] = FIA_LAYOUTS.split_at(7).0;
 
-/// What PromptFlashAttention and IncreFlashAttention check alike.
+/// What PromptFlashAttention, IncreFlashAttention and FusedInferAttentionScore check alike.
 struct Heads<'a> {
     n: i64,
     kvn: i64,
@@ -500,14 +495,7 @@ fn grouped_matmul_finalize_routing(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// lists of one length.
 fn incre_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let q = ctx.req("query")?;
-    let (keys, values) = (ctx.inputs_of("key")?, ctx.inputs_of("value")?);
-    if keys.is_empty() || keys.len() != values.len() {
-        return Err(ctx.err(format!(
-            "inputs 'key' ({}) and 'value' ({}) must be lists of one, non-zero length",
-            keys.len(),
-            values.len()
-        )));
-    }
+    first_value(ctx)?;
     let Heads {
         layout, want, dt, ..
     } = heads(ctx, &[("BSH", 3), ("BNSD", 4), ("BSND", 4)], 1)?;
@@ -520,4 +508,162 @@ fn incre_flash_attention(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     }
     Ok(single(dt, q.shape.clone()))
+}
+
+/// The key and value lists of IncreFlashAttention and FusedInferAttentionScore: of one, non-zero
+/// length; returns the first value (the one GE's shape rules read).
+fn first_value<'a>(ctx: &InferCtx<'a>) -> Result<&'a TensorDesc> {
+    let (keys, values) = (ctx.inputs_of("key")?, ctx.inputs_of("value")?);
+    match values.first() {
+        Some(v) if keys.len() == values.len() => Ok(v),
+        _ => Err(ctx.err(format!(
+            "inputs 'key' ({}) and 'value' ({}) must be lists of one, non-zero length",
+            keys.len(),
+            values.len()
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FusedInferAttentionScore
+// ---------------------------------------------------------------------------------------------
+
+/// The layouts FusedInferAttentionScore's shape rule knows, with the rank of query in each.
+const FIA_LAYOUTS: &[(&str, usize)] = &[
+    ("BSH", 3),
+    ("BNSD", 4),
+    ("BSND", 4),
+    ("BNSD_BSND", 4),
+    ("SH", 2),
+    ("NSD", 3),
+    ("TND", 3),
+    ("BNSD_NBSD", 4),
+    ("BSND_NBSD", 4),
+    ("BSH_NBSD", 3),
+    ("TND_NTD", 3),
+    ("NTD_TND", 3),
+];
+
+/// The head size of attention_out as FusedInferAttentionScore's shape rule reads it from value
+/// (BSH: the hidden size of num_heads heads): value of query's rank, or with page attention
+/// (block_table) [blocks, block_size, H] (per head: H / num_key_value_heads), [blocks, N,
+/// block_size, D] or the NZ form [blocks, N, D / 16, block_size, 16].
+fn fia_value_d(ctx: &InferCtx, h: &Heads, v: &Shape, paged: bool) -> Result<i64> {
+    let vd = &v.0;
+    let ranks: &[usize] = match (paged, h.layout) {
+        (false, _) => &[h.want],
+        (true, "BSH" | "BSND") => &[3, 5],
+        (true, "BNSD_BSND") => &[3, 4],
+        (true, _) => &[3, 4, 5],
+    };
+    if !ranks.contains(&vd.len()) {
+        let want: Vec<String> = ranks.iter().map(|r| format!("{r}-D")).collect();
+        let paged = if paged { " with block_table" } else { "" };
+        return Err(ctx.err(format!(
+            "input 'value' {v} must be {} for input_layout {}{paged}",
+            want.join(" or "),
+            h.layout
+        )));
+    }
+    let known = |ds: &[i64]| ds.iter().all(|&x| x != UNKNOWN_DIM);
+    let per_head = match vd.len() {
+        3 if paged || h.layout == "BSH" => {
+            if known(&vd[2..3]) {
+                vd[2] / h.kvn
+            } else {
+                UNKNOWN_DIM
+            }
+        }
+        3 => vd[2],
+        4 => vd[3],
+        _ => {
+            if known(&[vd[2], vd[4]]) {
+                vd[2] * vd[4]
+            } else {
+                UNKNOWN_DIM
+            }
+        }
+    };
+    Ok(match h.layout {
+        "BSH" if per_head != UNKNOWN_DIM => per_head * h.n,
+        _ => per_head,
+    })
+}
+
+/// FusedInferAttentionScore (ops-transformer's infer function): attention_out has query's shape
+/// with value's head size, permuted as the layout's output part says (BNSD_BSND: BSND,
+/// ..._NBSD: NBSD, TND_NTD: NTD, NTD_TND: TND; BSH_NBSD splits H into num_heads heads);
+/// softmax_lse is float32 [B, N, S, 1] ([T, N, 1] for TND-like layouts) with
+/// softmax_lse_flag, else [0]. attention_out is int8 with quant_scale2, else query's dtype (for
+/// an int8 query: query_rope's, float16 without one).
+fn fused_infer_attention_score(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let q = ctx.req("query")?;
+    let v = first_value(ctx)?;
+    let mut h = heads(ctx, FIA_LAYOUTS, 0)?;
+    if q.dtype == DataType::INT8 && ctx.input("quant_scale2")?.is_none() {
+        if let Some(rope) = ctx.input("query_rope")? {
+            h.dt = rope.dtype;
+        }
+    }
+    let flag = opt_bool(ctx, "softmax_lse_flag", false)?;
+    let (Some(r), Some(_)) = (q.shape.rank(), v.shape.rank()) else {
+        let u = || TensorDesc::new(DataType::FLOAT, Shape::unknown_rank());
+        return Ok(vec![TensorDesc::new(h.dt, Shape::unknown_rank()), u()]);
+    };
+    let layout = h.layout;
+    if r != h.want {
+        return Err(ctx.err(format!(
+            "input 'query' {} must be {}-D for input_layout {layout}",
+            q.shape, h.want
+        )));
+    }
+    let paged = ctx.input("block_table")?.is_some();
+    let qd = &q.shape.0;
+    // value's head size, where the layout reads it; 0 (in value or query) keeps query's.
+    let d = match layout {
+        // GE reads nothing from a value whose hidden size is unknown.
+        "BSH" if v.shape.0.get(2) == Some(&UNKNOWN_DIM) => qd[2],
+        "BSH" | "BSND" | "BNSD" | "BNSD_BSND" => match fia_value_d(ctx, &h, &v.shape, paged)? {
+            0 => qd[r - 1],
+            _ if qd[r - 1] == 0 => 0,
+            x => x,
+        },
+        "TND" | "NTD_TND" => fia_value_d(ctx, &h, &v.shape, paged)?,
+        _ => qd[r - 1],
+    };
+    let n = h.n;
+    let out: Vec<i64> = match layout {
+        "SH" | "NSD" => qd.to_vec(),
+        "BSH" | "TND" => vec![qd[0], qd[1], d],
+        "BSND" | "BNSD" => vec![qd[0], qd[1], qd[2], d],
+        "BNSD_BSND" => vec![qd[0], qd[2], qd[1], d],
+        "BNSD_NBSD" => vec![qd[1], qd[0], qd[2], qd[3]],
+        "BSND_NBSD" => vec![qd[2], qd[0], qd[1], qd[3]],
+        "BSH_NBSD" => {
+            let hd = if qd[2] == UNKNOWN_DIM {
+                UNKNOWN_DIM
+            } else {
+                qd[2] / n
+            };
+            vec![n, qd[0], qd[1], hd]
+        }
+        "TND_NTD" => vec![qd[1], qd[0], qd[2]],
+        _ => vec![qd[1], qd[0], d], // NTD_TND
+    };
+    let lse: Vec<i64> = if !flag {
+        vec![0]
+    } else {
+        match layout {
+            "TND" | "TND_NTD" => vec![qd[0], if paged { n } else { qd[1] }, 1],
+            "NTD_TND" => vec![qd[1], if paged { n } else { qd[0] }, 1],
+            "SH" => vec![1, n, qd[0], 1],
+            "NSD" => vec![1, n, qd[1], 1],
+            "BNSD" | "BNSD_BSND" | "BNSD_NBSD" => vec![qd[0], n, qd[2], 1],
+            _ => vec![qd[0], n, qd[1], 1], // BSH, BSND, BSND_NBSD, BSH_NBSD
+        }
+    };
+    Ok(vec![
+        TensorDesc::new(h.dt, Shape::from(out)),
+        TensorDesc::new(DataType::FLOAT, Shape::from(lse)),
+    ])
 }

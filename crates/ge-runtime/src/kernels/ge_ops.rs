@@ -1,8 +1,8 @@
 //! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
 //! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
 //! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant, MoeGatingTopKSoftmax and
-//! PromptFlashAttention and IncreFlashAttention (their plain path: float query/key/value,
-//! BSH/BNSD/BSND, atten_mask) and
+//! PromptFlashAttention, IncreFlashAttention and FusedInferAttentionScore (their plain path:
+//! float query/key/value, BSH/BNSD/BSND, atten_mask) and
 //! GroupedMatmulFinalizeRouting (int8 x and ND w, float32 scale).
 //!
 //! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
@@ -449,6 +449,35 @@ fn attention_heads(info: &NodeInfo, op: &str, kvn_default: i64) -> Result<(usize
     Ok((n, kvn))
 }
 
+/// The modes the CPU kernel refuses: inner_precise outside 0..=`max_precise`, sparse_mode other
+/// than 0 and block_size other than 0 (page attention); an operator without one of these
+/// attributes has its default.
+fn plain_modes(info: &NodeInfo, op: &str, precise: i64, max_precise: i64) -> Result<()> {
+    if !(0..=max_precise).contains(&precise) {
+        let range = if max_precise == 1 {
+            "0 or 1".to_string()
+        } else {
+            format!("0 to {max_precise}")
+        };
+        return Err(Error::unsupported(format!(
+            "{op} with inner_precise {precise} ({range})"
+        )));
+    }
+    let sparse = info.int("sparse_mode", 0)?;
+    if sparse != 0 {
+        return Err(Error::unsupported(format!(
+            "{op} with sparse_mode {sparse} (the CPU kernel takes 0)"
+        )));
+    }
+    let block = info.int("block_size", 0)?;
+    if block != 0 {
+        return Err(Error::unsupported(format!(
+            "{op} with block_size {block} (page attention)"
+        )));
+    }
+    Ok(())
+}
+
 fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
     const OP: &str = "PromptFlashAttention";
     for (i, name) in PFA_INPUTS.iter().enumerate().skip(3) {
@@ -457,17 +486,7 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
         }
     }
     let (layout, precise) = attention_checks(info, OP)?;
-    let sparse = info.int("sparse_mode", 0)?;
-    if sparse != 0 {
-        return Err(Error::unsupported(format!(
-            "{OP} with sparse_mode {sparse} (the CPU kernel takes 0)"
-        )));
-    }
-    if !(0..=3).contains(&precise) {
-        return Err(Error::unsupported(format!(
-            "{OP} with inner_precise {precise} (0 to 3)"
-        )));
-    }
+    plain_modes(info, OP, precise, 3)?;
     let (n, kvn) = attention_heads(info, OP, 0)?;
     let scale = f64::from(info.float("scale_value", 1.0)?);
     let pre = info.int("pre_tokens", 214_748_647)?;
@@ -479,36 +498,47 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
         kv_heads: kvn,
         scale,
         band: (pre, next),
+        band_min_rows: 1,
     };
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
-        Ok(vec![geo.run(q, k, v, inputs.get(4).copied().flatten())?])
+        Ok(vec![geo.run(q, k, v, inputs.get(4).copied().flatten())?.0])
     }))
 }
 
 /// The geometry and attributes of one attention node (PromptFlashAttention,
-/// IncreFlashAttention).
+/// IncreFlashAttention, FusedInferAttentionScore).
 struct Attention {
     op: &'static str,
     layout: String,
     heads: usize,
     kv_heads: usize,
     scale: f64,
-    /// (pre_tokens, next_tokens): with a mask, positions outside the band are masked too.
+    /// (pre_tokens, next_tokens): with a mask, positions outside the band are masked too,
+    /// when query has at least `band_min_rows` positions.
     band: (i64, i64),
+    band_min_rows: usize,
 }
 
 impl Attention {
     /// softmax(scale * Q K^T, masked) V per head, in f64, rounded once to query's dtype; a row
-    /// with every position masked gives zeros.
-    fn run(&self, q: &Value, k: &Value, v: &Value, mask: Option<&Value>) -> Result<Value> {
+    /// with every position masked gives zeros. Also returns each row's log-sum-exp of its
+    /// scores, [B, N, S] (+inf for a row with every position masked).
+    fn run(
+        &self,
+        q: &Value,
+        k: &Value,
+        v: &Value,
+        mask: Option<&Value>,
+    ) -> Result<(Value, Vec<f64>)> {
         let Attention {
             op,
             ref layout,
             heads: n,
             kv_heads: kvn,
             scale,
-            band: (pre, next),
+            band,
+            band_min_rows,
         } = *self;
         let ql = Layout::of(op, "query", q.shape(), layout, n)?;
         let kl = Layout::of(op, "key", k.shape(), layout, kvn)?;
@@ -524,6 +554,11 @@ impl Attention {
             )));
         }
         let (s, t, d, dv) = (ql.seq, kl.seq, ql.dim, vl.dim);
+        let (pre, next) = if s >= band_min_rows {
+            band
+        } else {
+            (i64::MAX, i64::MAX)
+        };
         let (qs, ks, vs) = (floats(q, "query")?, floats(k, "key")?, floats(v, "value")?);
         let mask = match mask {
             Some(m) => Some((m.to_f64_vec(), mask_index(op, m.shape(), batch, s, t)?)),
@@ -531,6 +566,7 @@ impl Attention {
         };
         let ol = Layout { dim: dv, ..ql };
         let mut out = vec![0f64; batch * n * s * dv];
+        let mut lse = vec![f64::INFINITY; batch * n * s];
         let mut scores = vec![0f64; t];
         for b in 0..batch {
             for h in 0..n {
@@ -566,6 +602,7 @@ impl Attention {
                         *sc = (*sc - max).exp();
                         sum += *sc;
                     }
+                    lse[(b * n + h) * s + i] = max + sum.ln();
                     let oo = ol.at(b, h, i);
                     for (j, &p) in scores.iter().enumerate() {
                         if p == 0.0 {
@@ -584,7 +621,7 @@ impl Attention {
             "BSND" => vec![batch, s, n, dv],
             _ => vec![batch, n, s, dv],
         };
-        from_f64(q.dtype(), &dims, out)
+        Ok((from_f64(q.dtype(), &dims, out)?, lse))
     }
 }
 
@@ -592,65 +629,58 @@ impl Attention {
 // IncreFlashAttention
 // ---------------------------------------------------------------------------------------------
 
-/// IncreFlashAttention's optional inputs after the key and value lists, in IR order.
-const IFA_OPTIONAL: &[&str] = &[
-    "pse_shift",
-    "atten_mask",
-    "actual_seq_lengths",
-    "dequant_scale1",
-    "quant_scale1",
-    "dequant_scale2",
-    "quant_scale2",
-    "quant_offset2",
-    "antiquant_scale",
-    "antiquant_offset",
-    "block_table",
-    "kv_padding_size",
-];
+/// Where each of `taken` stands among the node's inputs, the layout and inner_precise.
+type KvListChecked = (Vec<Option<usize>>, String, i64);
 
-fn incre_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
-    const OP: &str = "IncreFlashAttention";
-    // Where each IR input's (first) instance stands among the node's inputs.
+/// Checks of IncreFlashAttention and FusedInferAttentionScore, whose key and value are lists:
+/// one key and one value tensor, none of the optional inputs (IR inputs from 3 on) connected
+/// but those named in `taken`, `attention_checks`, then a float key and value.
+fn kv_list_checks(info: &NodeInfo, op: &str, taken: &[&str]) -> Result<KvListChecked> {
     let slots = &info.node.inputs;
-    let pos = |ir: usize| slots.iter().position(|x| x.ir_index as usize == ir);
     let keys = slots.iter().filter(|x| x.ir_index == 1).count();
     if keys != 1 {
         return Err(Error::unsupported(format!(
-            "{OP} with {keys} key and value tensors (a key/value list per batch; the CPU kernel \
+            "{op} with {keys} key and value tensors (a key/value list per batch; the CPU kernel \
              takes one key and one value tensor)"
         )));
     }
-    for (j, name) in IFA_OPTIONAL.iter().enumerate() {
-        let ir = 3 + j;
-        let connected = pos(ir).is_some_and(|p| info.inputs.get(p).is_some_and(Option::is_some));
-        if j != 1 && connected {
-            return Err(Error::unsupported(format!("{OP} with {name} (input {ir})")));
+    for (p, slot) in slots.iter().enumerate() {
+        let connected = info.inputs.get(p).is_some_and(Option::is_some);
+        if slot.ir_index >= 3 && connected && !taken.contains(&slot.name.as_str()) {
+            return Err(Error::unsupported(format!(
+                "{op} with {} (input {})",
+                slot.name, slot.ir_index
+            )));
         }
     }
-    let mask_at = pos(4);
-    let (layout, precise) = attention_checks(info, OP)?;
+    let (layout, precise) = attention_checks(info, op)?;
     for i in [1usize, 2] {
         if let Some(Some(d)) = info.inputs.get(i) {
             if !d.dtype.is_float() {
                 let name = if i == 1 { "key" } else { "value" };
                 return Err(Error::unsupported(format!(
-                    "{OP} with a {} {name} (antiquant attention)",
+                    "{op} with a {} {name} (antiquant attention)",
                     d.dtype
                 )));
             }
         }
     }
-    if !(0..=1).contains(&precise) {
-        return Err(Error::unsupported(format!(
-            "{OP} with inner_precise {precise} (0 or 1)"
-        )));
-    }
-    let block = info.int("block_size", 0)?;
-    if block != 0 {
-        return Err(Error::unsupported(format!(
-            "{OP} with block_size {block} (page attention)"
-        )));
-    }
+    let at = taken
+        .iter()
+        .map(|name| {
+            slots
+                .iter()
+                .position(|x| x.ir_index >= 3 && x.name.as_str() == *name)
+        })
+        .collect();
+    Ok((at, layout, precise))
+}
+
+fn incre_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "IncreFlashAttention";
+    let (at, layout, precise) = kv_list_checks(info, OP, &["atten_mask"])?;
+    let mask_at = at[0];
+    plain_modes(info, OP, precise, 1)?;
     let (n, kvn) = attention_heads(info, OP, 1)?;
     let geo = Attention {
         op: OP,
@@ -659,11 +689,74 @@ fn incre_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
         kv_heads: kvn,
         scale: f64::from(info.float("scale_value", 1.0)?),
         band: (i64::MAX, i64::MAX),
+        band_min_rows: 1,
     };
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
         let mask = mask_at.and_then(|p| inputs.get(p).copied().flatten());
-        Ok(vec![geo.run(q, k, v, mask)?])
+        Ok(vec![geo.run(q, k, v, mask)?.0])
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// FusedInferAttentionScore
+// ---------------------------------------------------------------------------------------------
+
+/// The lengths of actual_seq_lengths(_kv) must be the full `len` positions (where they change
+/// nothing); shorter ones are refused, longer ones are an error.
+fn full_lengths(op: &str, name: &str, of: &str, lengths: Option<&Value>, len: usize) -> Result<()> {
+    let Some(l) = lengths else { return Ok(()) };
+    let vals: Vec<i64> = l.to_f64_vec().into_iter().map(|x| x as i64).collect();
+    let len_i = i64::try_from(len).unwrap_or(i64::MAX);
+    if vals.iter().any(|&x| x > len_i) {
+        return Err(Error::kernel(format!(
+            "{op}: {name} {vals:?} exceed the {len} positions of {of}"
+        )));
+    }
+    if vals.iter().any(|&x| x != len_i) {
+        return Err(Error::unsupported(format!(
+            "{op} with {name} {vals:?} shorter than the {len} positions of {of} (the CPU kernel \
+             takes full lengths only)"
+        )));
+    }
+    Ok(())
+}
+
+fn fused_infer_attention_score_factory(info: &NodeInfo) -> Result<Kernel> {
+    const OP: &str = "FusedInferAttentionScore";
+    let taken = ["atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv"];
+    let (at, layout, precise) = kv_list_checks(info, OP, &taken)?;
+    plain_modes(info, OP, precise, 3)?;
+    let (n, kvn) = attention_heads(info, OP, 0)?;
+    let lse_flag = info.bool("softmax_lse_flag", false)?;
+    let geo = Attention {
+        op: OP,
+        layout,
+        heads: n,
+        kv_heads: kvn,
+        scale: f64::from(info.float("scale", 1.0)?),
+        band: (
+            info.int("pre_tokens", 2_147_483_647)?,
+            info.int("next_tokens", 2_147_483_647)?,
+        ),
+        // A single query position (the incremental step) ignores pre_tokens and next_tokens.
+        band_min_rows: 2,
+    };
+    Ok(Box::new(move |inputs| {
+        let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
+        let get = |i: usize| at[i].and_then(|p| inputs.get(p).copied().flatten());
+        let (out, lse) = geo.run(q, k, v, get(0))?;
+        let heads_first = geo.layout == "BNSD";
+        let seq = |x: &Value| x.shape()[if heads_first { 2 } else { 1 }];
+        full_lengths(OP, "actual_seq_lengths", "query", get(1), seq(q))?;
+        full_lengths(OP, "actual_seq_lengths_kv", "key", get(2), seq(k))?;
+        let lse = if lse_flag {
+            let (b, s) = (q.shape()[0], seq(q));
+            from_f64(DataType::FLOAT, &[b, n, s, 1], lse)?
+        } else {
+            from_f64(DataType::FLOAT, &[0], Vec::new())?
+        };
+        Ok(vec![out, lse])
     }))
 }
 
@@ -835,6 +928,10 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
     m.insert("PromptFlashAttention", prompt_flash_attention_factory);
     m.insert("IncreFlashAttention", incre_flash_attention_factory);
+    m.insert(
+        "FusedInferAttentionScore",
+        fused_infer_attention_score_factory,
+    );
     m.insert(
         "GroupedMatmulFinalizeRouting",
         grouped_matmul_finalize_routing_factory,
