@@ -1,8 +1,8 @@
 """The ONNX -> GE operator mapping table (ops/onnx_mapping.json).
 
 Every operator type used by the ONNX backend node tests maps to GE operators of the built-in
-library, or is excluded with a reason and a family. The node-test models are read with the small
-protobuf reader below (the `onnx` package is not a test dependency).
+library, or is excluded with a reason and a family. The node-test models are read with `onnx`
+(a test dependency).
 """
 
 import json
@@ -111,137 +111,52 @@ def test_missing_and_native_ops_are_really_missing():
 
 # --------------------------------------------------------------------------------------------
 # 3. the keys are exactly the operator types of the ONNX node tests
-#
-# A minimal protobuf wire-format reader: enough of onnx.proto to walk every node.
-#   ModelProto:     graph = 7, functions = 25
-#   GraphProto:     node = 1
-#   NodeProto:      op_type = 4, domain = 7, attribute = 5
-#   AttributeProto: g = 6, graphs = 11
-#   FunctionProto:  name = 1, node = 7, domain = 10
 
 
-def _varint(buf, pos):
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
-def _fields(buf):
-    """Yields (field number, value) for the varint and length-delimited fields of a message;
-    fixed32/fixed64 fields are skipped."""
-    pos, end = 0, len(buf)
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value = buf[pos:pos + size]
-            if len(value) != size:
-                raise ValueError("truncated field")
-            pos += size
-        elif wire == 1:
-            pos += 8
-            continue
-        elif wire == 5:
-            pos += 4
-            continue
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        yield number, value
-
-
-def _text(value):
-    return bytes(value).decode("utf-8")
-
-
-def _node(buf, out, local_functions):
-    op_type, domain, subgraphs = "", "", []
-    for number, value in _fields(buf):
-        if number == 4:
-            op_type = _text(value)
-        elif number == 7:
-            domain = _text(value)
-        elif number == 5:
-            subgraphs.extend(v for n, v in _fields(value) if n in (6, 11))
-    if (domain, op_type) not in local_functions:  # a call of a model-local function
-        out.add(f"{domain or 'ai.onnx'}::{op_type}")
-    for graph in subgraphs:
-        _graph(graph, out, local_functions)
-
-
-def _graph(buf, out, local_functions):
-    for number, value in _fields(buf):
-        if number == 1:
-            _node(value, out, local_functions)
-
-
-def model_op_types(data):
-    """The 'domain::OpType' strings of every node of a serialized ModelProto, including
-    subgraphs (If/Loop/Scan bodies, ...) and the bodies of model-local functions."""
-    buf = memoryview(data)
-    graphs, functions = [], []
-    for number, value in _fields(buf):
-        if number == 7:
-            graphs.append(value)
-        elif number == 25:
-            functions.append(value)
-    local = set()
-    for f in functions:
-        name = domain = ""
-        for number, value in _fields(f):
-            if number == 1:
-                name = _text(value)
-            elif number == 10:
-                domain = _text(value)
-        local.add((domain, name))
+def model_op_types(model) -> set:
+    """The 'domain::OpType' strings of every node of an onnx.ModelProto, including subgraphs
+    (If/Loop/Scan bodies, ...) and the bodies of model-local functions; a call of a model-local
+    function counts its body, not the call."""
+    local = {(f.domain, f.name) for f in model.functions}
     out = set()
-    for g in graphs:
-        _graph(g, out, local)
-    for f in functions:
-        for number, value in _fields(f):
-            if number == 7:
-                _node(value, out, local)
+
+    def walk(nodes):
+        for n in nodes:
+            if (n.domain, n.op_type) not in local:
+                out.add(f"{n.domain or 'ai.onnx'}::{n.op_type}")
+            for a in n.attribute:
+                if a.HasField("g"):
+                    walk(a.g.node)
+                for g in a.graphs:
+                    walk(g.node)
+
+    walk(model.graph.node)
+    for f in model.functions:
+        walk(f.node)
     return out
 
 
-def test_reader_on_a_hand_built_model():
-    # ModelProto(ir_version=8, graph=GraphProto(node=[
-    #     NodeProto(op_type="If",
-    #               attribute=[AttributeProto(type=GRAPH, g=GraphProto(node=[Relu, com.x::Foo]))]),
-    #     NodeProto(op_type="Conv", domain="", <a fixed32 field>)]))
-    def varint(n):
-        out = bytearray()
-        while True:
-            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-            n >>= 7
-            if not n:
-                return bytes(out)
+def test_op_types_of_a_hand_built_model():
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
 
-    def field(number, payload):
-        return varint(number << 3 | 2) + varint(len(payload)) + payload
+    def reread(model):
+        return onnx.load_model_from_string(model.SerializeToString())
 
-    relu = field(4, b"Relu")
-    foo = field(4, b"Foo") + field(7, b"com.x")
-    body = field(1, relu) + field(1, foo)
-    attr = field(1, b"then_branch") + varint(20 << 3) + varint(5) + field(6, body)
-    if_node = field(4, b"If") + field(5, attr)
-    conv = field(4, b"Conv") + field(7, b"") + varint(2 << 3 | 5) + bytes([0, 0, 128, 63])
-    model = varint(1 << 3) + varint(8) + field(7, field(1, if_node) + field(1, conv))
-    assert model_op_types(model) == {"ai.onnx::If", "ai.onnx::Relu", "com.x::Foo", "ai.onnx::Conv"}
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Foo", ["y"], ["z"], domain="com.x")],
+        "body", [], [])
+    if_node = helper.make_node("If", ["c"], ["o"], then_branch=body)
+    conv = helper.make_node("Conv", ["a", "w"], ["v"], domain="")
+    model = helper.make_model(helper.make_graph([if_node, conv], "g", [], []))
+    assert model_op_types(reread(model)) == {
+        "ai.onnx::If", "ai.onnx::Relu", "com.x::Foo", "ai.onnx::Conv"}
     # a call of a model-local function counts its body, not the call
-    fn = field(1, b"MyFn") + field(10, b"local") + field(7, field(4, b"Tanh"))
-    call = field(4, b"MyFn") + field(7, b"local")
-    model = field(7, field(1, call)) + field(25, fn)
-    assert model_op_types(model) == {"ai.onnx::Tanh"}
+    fn = helper.make_function("local", "MyFn", [], [], [helper.make_node("Tanh", ["p"], ["q"])],
+                              opset_imports=[helper.make_opsetid("", 18)])
+    call = helper.make_node("MyFn", [], [], domain="local")
+    model = helper.make_model(helper.make_graph([call], "g", [], []), functions=[fn])
+    assert model_op_types(reread(model)) == {"ai.onnx::Tanh"}
 
 
 def _node_dir():
@@ -252,11 +167,12 @@ def test_keys_match_the_onnx_node_tests():
     root = _node_dir()
     if not root.is_dir():
         pytest.skip(f"ONNX node-test data not found at {root} (set GE_ONNX_NODE_DIR)")
+    onnx = pytest.importorskip("onnx")
     models = sorted(root.glob("*/model.onnx"))
     assert models, f"no */model.onnx under {root}"
     used = set()
     for path in models:
-        used |= model_op_types(path.read_bytes())
+        used |= model_op_types(onnx.load(str(path), load_external_data=False))
     keys = set(TABLE_DATA)
     assert not used - keys, \
         f"operator types used by the node tests but not in the table: {sorted(used - keys)}"

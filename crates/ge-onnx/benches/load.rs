@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ge_onnx::proto::{
-    elem_type, tensor_shape_proto, type_proto, GraphProto, ModelProto, NodeProto,
+    tensor_shape_proto, type_proto, ElemType, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
 use prost::Message;
@@ -14,7 +14,7 @@ fn value_info(name: &str, dims: &[i64]) -> ValueInfoProto {
         r#type: Some(TypeProto {
             denotation: None,
             value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem_type::FLOAT),
+                elem_type: Some(ElemType::Float as i32),
                 shape: Some(TensorShapeProto {
                     dim: dims
                         .iter()
@@ -26,7 +26,7 @@ fn value_info(name: &str, dims: &[i64]) -> ValueInfoProto {
                 }),
             })),
         }),
-        doc_string: None,
+        ..Default::default()
     }
 }
 
@@ -43,7 +43,7 @@ fn model(layers: usize) -> Vec<u8> {
         g.initializer.push(TensorProto {
             name: Some(w.clone()),
             dims: vec![64],
-            data_type: Some(elem_type::FLOAT),
+            data_type: Some(ElemType::Float as i32),
             raw_data: Some(vec![0u8; 256]),
             ..Default::default()
         });

@@ -1,7 +1,8 @@
 //! GE's own graph file (`.air`): the `ModelDef` protobuf of `ge_ir.proto` (CANN metadef).
 //!
-//! The messages are written by hand with prost's derive (like [`crate::proto`]). What GE's
-//! serializer writes is followed:
+//! The messages are generated at build time from `proto/ge_air.proto`, ge-rs's own description
+//! of that format's wire layout (field names and numbers as GE's). What GE's serializer writes
+//! is followed:
 //!
 //! - `ModelDef.graph[0]` is the main graph; subgraphs are further `GraphDef`s, referenced by
 //!   name from `OpDef.subgraph_name`;
@@ -21,8 +22,6 @@
 //! GE's table) goes into extra fields with tags from 1000 on, which GE's parser keeps as
 //! unknown fields and ignores, so that a ge-rs graph round-trips exactly.
 
-#![allow(clippy::derive_partial_eq_without_eq)]
-
 use crate::error::{Error, Result};
 use es_core::graph::{InputSlot, OutputSlot, SubgraphSlot};
 use es_core::{
@@ -34,286 +33,19 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 // ---------------------------------------------------------------------------------------
-// Messages (ge_ir.proto, proto3)
+// Messages (generated from proto/ge_air.proto)
 // ---------------------------------------------------------------------------------------
 
-#[derive(Clone, PartialEq, Message)]
-pub struct ModelDef {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(uint32, tag = "2")]
-    pub version: u32,
-    #[prost(string, tag = "3")]
-    pub custom_version: String,
-    #[prost(message, repeated, tag = "7")]
-    pub graph: Vec<GraphDef>,
-    #[prost(btree_map = "string, message", tag = "11")]
-    pub attr: BTreeMap<String, AttrDef>,
-    /// ge-rs: the version of the ge-rs extensions; set in every file ge-rs writes.
-    #[prost(uint32, optional, tag = "1000")]
-    pub ge_rs_version: Option<u32>,
+/// The code prost-build generated from `proto/ge_air.proto`.
+#[allow(clippy::all)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/ge.proto.rs"));
 }
 
-#[derive(Clone, PartialEq, Message)]
-pub struct GraphDef {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(string, repeated, tag = "4")]
-    pub input: Vec<String>,
-    #[prost(string, repeated, tag = "5")]
-    pub output: Vec<String>,
-    #[prost(message, repeated, tag = "6")]
-    pub op: Vec<OpDef>,
-    #[prost(btree_map = "string, message", tag = "11")]
-    pub attr: BTreeMap<String, AttrDef>,
-    /// ge-rs: the operator-library version of the graph.
-    #[prost(string, optional, tag = "1000")]
-    pub ge_rs_ops_version: Option<String>,
-    /// ge-rs: the graph's own name where `name` had to be made unique in the model.
-    #[prost(string, optional, tag = "1001")]
-    pub ge_rs_name: Option<String>,
-    /// ge-rs: `Graph::parent_node`.
-    #[prost(string, optional, tag = "1002")]
-    pub ge_rs_parent_node: Option<String>,
-}
+pub use generated::*;
 
-#[derive(Clone, PartialEq, Message)]
-pub struct OpDef {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(string, tag = "2")]
-    pub r#type: String,
-    #[prost(string, repeated, tag = "5")]
-    pub input: Vec<String>,
-    #[prost(btree_map = "string, message", tag = "10")]
-    pub attr: BTreeMap<String, AttrDef>,
-    #[prost(bool, tag = "20")]
-    pub has_out_attr: bool,
-    #[prost(int64, tag = "21")]
-    pub id: i64,
-    #[prost(int64, tag = "22")]
-    pub stream_id: i64,
-    #[prost(string, repeated, tag = "23")]
-    pub input_name: Vec<String>,
-    #[prost(string, repeated, tag = "24")]
-    pub src_name: Vec<String>,
-    #[prost(int64, repeated, tag = "25")]
-    pub src_index: Vec<i64>,
-    #[prost(string, repeated, tag = "26")]
-    pub dst_name: Vec<String>,
-    #[prost(int64, repeated, tag = "27")]
-    pub dst_index: Vec<i64>,
-    #[prost(int64, repeated, tag = "28")]
-    pub input_i: Vec<i64>,
-    #[prost(int64, repeated, tag = "29")]
-    pub output_i: Vec<i64>,
-    #[prost(int64, repeated, tag = "30")]
-    pub workspace: Vec<i64>,
-    #[prost(int64, repeated, tag = "31")]
-    pub workspace_bytes: Vec<i64>,
-    #[prost(bool, repeated, tag = "32")]
-    pub is_input_const: Vec<bool>,
-    #[prost(message, repeated, tag = "33")]
-    pub input_desc: Vec<TensorDescriptor>,
-    #[prost(message, repeated, tag = "34")]
-    pub output_desc: Vec<TensorDescriptor>,
-    #[prost(string, repeated, tag = "35")]
-    pub subgraph_name: Vec<String>,
-    #[prost(int64, tag = "36")]
-    pub attached_stream_id: i64,
-    /// ge-rs: the IR input index of each input instance.
-    #[prost(uint32, repeated, tag = "1000")]
-    pub ge_rs_input_ir_index: Vec<u32>,
-    /// ge-rs: the IR output index of each output instance.
-    #[prost(uint32, repeated, tag = "1001")]
-    pub ge_rs_output_ir_index: Vec<u32>,
-    /// ge-rs: the slot name of each subgraph (`then_branch`, `branches0`, ...).
-    #[prost(string, repeated, tag = "1002")]
-    pub ge_rs_subgraph_slot: Vec<String>,
-    /// ge-rs: the IR index of each subgraph slot.
-    #[prost(uint32, repeated, tag = "1003")]
-    pub ge_rs_subgraph_ir_index: Vec<u32>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct AttrDef {
-    #[prost(
-        oneof = "attr_def::Value",
-        tags = "2, 3, 4, 5, 7, 1, 10, 11, 12, 13, 14, 15, 16"
-    )]
-    pub value: Option<attr_def::Value>,
-}
-
-pub mod attr_def {
-    use super::{GraphDef, NamedAttrs, TensorDef, TensorDescriptor};
-
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Value {
-        #[prost(bytes, tag = "2")]
-        S(Vec<u8>),
-        #[prost(int64, tag = "3")]
-        I(i64),
-        #[prost(float, tag = "4")]
-        F(f32),
-        #[prost(bool, tag = "5")]
-        B(bool),
-        #[prost(bytes, tag = "7")]
-        Bt(Vec<u8>),
-        #[prost(message, tag = "1")]
-        List(ListValue),
-        #[prost(message, tag = "10")]
-        Func(NamedAttrs),
-        #[prost(message, tag = "11")]
-        Td(TensorDescriptor),
-        #[prost(message, tag = "12")]
-        T(TensorDef),
-        #[prost(message, tag = "13")]
-        G(GraphDef),
-        #[prost(message, tag = "14")]
-        ListListInt(ListListInt),
-        #[prost(int64, tag = "15")]
-        Dt(i64),
-        #[prost(message, tag = "16")]
-        ListListFloat(ListListFloat),
-    }
-
-    /// `ListValue.ListValueType`.
-    pub mod list_type {
-        pub const NONE: i32 = 0;
-        pub const STRING: i32 = 1;
-        pub const INT: i32 = 2;
-        pub const FLOAT: i32 = 3;
-        pub const BOOL: i32 = 4;
-        pub const BYTES: i32 = 5;
-        pub const TENSOR_DESC: i32 = 6;
-        pub const TENSOR: i32 = 7;
-        pub const GRAPH: i32 = 8;
-        pub const NAMED_ATTRS: i32 = 9;
-        pub const DATA_TYPE: i32 = 10;
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ListValue {
-        #[prost(bytes = "vec", repeated, tag = "2")]
-        pub s: Vec<Vec<u8>>,
-        #[prost(int64, repeated, tag = "3")]
-        pub i: Vec<i64>,
-        #[prost(float, repeated, tag = "4")]
-        pub f: Vec<f32>,
-        #[prost(bool, repeated, tag = "5")]
-        pub b: Vec<bool>,
-        #[prost(bytes = "vec", repeated, tag = "7")]
-        pub bt: Vec<Vec<u8>>,
-        #[prost(message, repeated, tag = "8")]
-        pub td: Vec<TensorDescriptor>,
-        #[prost(message, repeated, tag = "9")]
-        pub t: Vec<TensorDef>,
-        #[prost(message, repeated, tag = "10")]
-        pub g: Vec<GraphDef>,
-        #[prost(message, repeated, tag = "11")]
-        pub na: Vec<NamedAttrs>,
-        #[prost(int64, repeated, tag = "12")]
-        pub dt: Vec<i64>,
-        #[prost(int32, tag = "20")]
-        pub val_type: i32,
-        /// ge-rs: the `ge::DataType` values of a list of types, where one of them has no
-        /// value in ge_ir.proto's enum.
-        #[prost(int64, repeated, tag = "1000")]
-        pub ge_rs_dt: Vec<i64>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ListInt {
-        #[prost(int64, repeated, tag = "1")]
-        pub list_i: Vec<i64>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ListListInt {
-        #[prost(message, repeated, tag = "1")]
-        pub list_list_i: Vec<ListInt>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ListFloat {
-        #[prost(float, repeated, tag = "1")]
-        pub list_f: Vec<f32>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ListListFloat {
-        #[prost(message, repeated, tag = "1")]
-        pub list_list_f: Vec<ListFloat>,
-    }
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct NamedAttrs {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(btree_map = "string, message", tag = "2")]
-    pub attr: BTreeMap<String, AttrDef>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct ShapeDef {
-    #[prost(int64, repeated, tag = "1")]
-    pub dim: Vec<i64>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct TensorDescriptor {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(int32, tag = "2")]
-    pub dtype: i32,
-    #[prost(message, optional, tag = "3")]
-    pub shape: Option<ShapeDef>,
-    #[prost(string, tag = "4")]
-    pub layout: String,
-    #[prost(bool, tag = "9")]
-    pub has_out_attr: bool,
-    #[prost(int64, tag = "10")]
-    pub size: i64,
-    #[prost(int64, tag = "11")]
-    pub weight_size: i64,
-    #[prost(bool, tag = "12")]
-    pub reuse_input: bool,
-    #[prost(bool, tag = "13")]
-    pub output_tensor: bool,
-    #[prost(string, tag = "14")]
-    pub device_type: String,
-    #[prost(bool, tag = "15")]
-    pub input_tensor: bool,
-    #[prost(int64, tag = "16")]
-    pub real_dim_cnt: i64,
-    #[prost(int64, tag = "17")]
-    pub reuse_input_index: i64,
-    #[prost(int64, tag = "18")]
-    pub data_offset: i64,
-    #[prost(int64, tag = "19")]
-    pub cmps_size: i64,
-    #[prost(string, tag = "20")]
-    pub cmps_tab: String,
-    #[prost(int64, tag = "21")]
-    pub cmps_tab_offset: i64,
-    #[prost(btree_map = "string, message", tag = "5")]
-    pub attr: BTreeMap<String, AttrDef>,
-    /// ge-rs: the `ge::DataType` value where it has none in ge_ir.proto's enum (`dtype` is
-    /// then `DT_UNDEFINED`, as GE writes it).
-    #[prost(int32, optional, tag = "1000")]
-    pub ge_rs_dtype: Option<i32>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct TensorDef {
-    #[prost(message, optional, tag = "1")]
-    pub desc: Option<TensorDescriptor>,
-    #[prost(bytes = "vec", tag = "2")]
-    pub data: Vec<u8>,
-}
-
-use attr_def::{list_type, ListValue, Value};
+use attr_def::list_value::ListValueType as Lt;
+use attr_def::{ListValue, Value};
 
 // ---------------------------------------------------------------------------------------
 // Data types and formats
@@ -416,9 +148,9 @@ const NODE_RESERVED: &[&str] = &[
     "_src_out_peer_index_for_ge_txt_load",
 ];
 
-fn list(val_type: i32, f: impl FnOnce(&mut ListValue)) -> AttrDef {
+fn list(val_type: Lt, f: impl FnOnce(&mut ListValue)) -> AttrDef {
     let mut l = ListValue {
-        val_type,
+        val_type: val_type as i32,
         ..Default::default()
     };
     f(&mut l);
@@ -428,13 +160,13 @@ fn list(val_type: i32, f: impl FnOnce(&mut ListValue)) -> AttrDef {
 }
 
 fn strings_attr(v: impl IntoIterator<Item = String>) -> AttrDef {
-    list(list_type::STRING, |l| {
+    list(Lt::VtListString, |l| {
         l.s = v.into_iter().map(String::into_bytes).collect()
     })
 }
 
 fn ints_attr(v: impl IntoIterator<Item = i64>) -> AttrDef {
-    list(list_type::INT, |l| l.i = v.into_iter().collect())
+    list(Lt::VtListInt, |l| l.i = v.into_iter().collect())
 }
 
 /// An attribute value as GE's `AttrDef`.
@@ -446,11 +178,11 @@ pub fn attr_to_def(v: &AttrValue) -> Result<AttrDef> {
         AttrValue::Bool(b) => Value::B(*b),
         AttrValue::Type(t) => Value::Dt(t.value() as i64),
         AttrValue::ListInt(v) => return Ok(ints_attr(v.iter().copied())),
-        AttrValue::ListFloat(v) => return Ok(list(list_type::FLOAT, |l| l.f = v.clone())),
-        AttrValue::ListBool(v) => return Ok(list(list_type::BOOL, |l| l.b = v.clone())),
+        AttrValue::ListFloat(v) => return Ok(list(Lt::VtListFloat, |l| l.f = v.clone())),
+        AttrValue::ListBool(v) => return Ok(list(Lt::VtListBool, |l| l.b = v.clone())),
         AttrValue::ListString(v) => return Ok(strings_attr(v.iter().cloned())),
         AttrValue::ListType(v) => {
-            return Ok(list(list_type::DATA_TYPE, |l| {
+            return Ok(list(Lt::VtListDataType, |l| {
                 l.dt = v
                     .iter()
                     .map(|t| dtype_to_proto(*t).unwrap_or(0) as i64)
@@ -463,7 +195,7 @@ pub fn attr_to_def(v: &AttrValue) -> Result<AttrDef> {
         AttrValue::ListListInt(v) => Value::ListListInt(attr_def::ListListInt {
             list_list_i: v
                 .iter()
-                .map(|r| attr_def::ListInt { list_i: r.clone() })
+                .map(|r| attr_def::list_list_int::ListInt { list_i: r.clone() })
                 .collect(),
         }),
         AttrValue::Tensor(t) => Value::T(tensor_to_def(t)?),
@@ -744,12 +476,12 @@ pub fn save(g: &Graph, path: &Path) -> Result<()> {
 pub const MAX_AIR_BYTES: u64 = (2 << 30) - 1;
 
 fn list_kind(l: &ListValue) -> &'static str {
-    match l.val_type {
-        list_type::BYTES => "list of bytes",
-        list_type::TENSOR_DESC => "list of tensor descriptions",
-        list_type::TENSOR => "list of tensors",
-        list_type::GRAPH => "list of graphs",
-        list_type::NAMED_ATTRS => "list of named attributes",
+    match Lt::try_from(l.val_type).unwrap_or(Lt::VtListNone) {
+        Lt::VtListBytes => "list of bytes",
+        Lt::VtListTensorDesc => "list of tensor descriptions",
+        Lt::VtListTensor => "list of tensors",
+        Lt::VtListGraph => "list of graphs",
+        Lt::VtListNamedAttrs => "list of named attributes",
         _ => "list",
     }
 }
@@ -775,18 +507,18 @@ pub fn attr_from_def(d: &AttrDef, what: &str) -> Result<Option<AttrValue>> {
             AttrValue::ListListInt(l.list_list_i.iter().map(|r| r.list_i.clone()).collect())
         }
         Some(Value::T(t)) => AttrValue::Tensor(tensor_from_def(t, what)?),
-        Some(Value::List(l)) => match l.val_type {
-            list_type::NONE => return Ok(None),
-            list_type::INT => AttrValue::ListInt(l.i.clone()),
-            list_type::FLOAT => AttrValue::ListFloat(l.f.clone()),
-            list_type::BOOL => AttrValue::ListBool(l.b.clone()),
-            list_type::STRING => AttrValue::ListString(
+        Some(Value::List(l)) => match Lt::try_from(l.val_type) {
+            Ok(Lt::VtListNone) => return Ok(None),
+            Ok(Lt::VtListInt) => AttrValue::ListInt(l.i.clone()),
+            Ok(Lt::VtListFloat) => AttrValue::ListFloat(l.f.clone()),
+            Ok(Lt::VtListBool) => AttrValue::ListBool(l.b.clone()),
+            Ok(Lt::VtListString) => AttrValue::ListString(
                 l.s.iter()
                     .map(|s| String::from_utf8(s.clone()))
                     .collect::<std::result::Result<_, _>>()
                     .map_err(|_| Error::tr(format!("{what}: a string in a list is not UTF-8")))?,
             ),
-            list_type::DATA_TYPE => {
+            Ok(Lt::VtListDataType) => {
                 if !l.ge_rs_dt.is_empty() {
                     if l.ge_rs_dt.len() != l.dt.len() {
                         return Err(Error::tr(format!(
@@ -813,12 +545,17 @@ pub fn attr_from_def(d: &AttrDef, what: &str) -> Result<Option<AttrValue>> {
                     )
                 }
             }
-            list_type::BYTES
-            | list_type::TENSOR_DESC
-            | list_type::TENSOR
-            | list_type::GRAPH
-            | list_type::NAMED_ATTRS => return unsupported(list_kind(l)),
-            other => return Err(Error::tr(format!("{what}: unknown list type {other}"))),
+            Ok(
+                Lt::VtListBytes
+                | Lt::VtListTensorDesc
+                | Lt::VtListTensor
+                | Lt::VtListGraph
+                | Lt::VtListNamedAttrs,
+            ) => return unsupported(list_kind(l)),
+            Err(_) => {
+                let t = l.val_type;
+                return Err(Error::tr(format!("{what}: unknown list type {t}")));
+            }
         },
         Some(Value::Bt(_)) => return unsupported("bytes"),
         Some(Value::Func(_)) => return unsupported("named attributes"),

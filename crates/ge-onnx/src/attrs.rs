@@ -2,7 +2,7 @@
 //! GE prototype declares (ONNX has no bool or dtype attributes: those arrive as ints).
 
 use crate::error::{Error, Result};
-use crate::proto::{attribute_type as at, AttributeProto, GraphProto, TensorProto};
+use crate::proto::{AttributeProto, AttributeType as At, GraphProto, TensorProto};
 use es_core::{AttrType, AttrValue, DataType};
 
 /// One ONNX attribute's value.
@@ -47,70 +47,67 @@ fn utf8(b: &[u8], name: &str) -> Result<String> {
 pub fn read(a: &AttributeProto) -> Result<OnnxAttr<'_>> {
     let name = a.name.as_deref().unwrap_or("");
     let ty = match a.r#type {
-        Some(t) if t != at::UNDEFINED => t,
+        Some(t) if t != At::Undefined as i32 => At::try_from(t)
+            .map_err(|_| Error::tr(format!("attribute '{name}' has unknown type {t}")))?,
         _ => {
             if a.f.is_some() {
-                at::FLOAT
+                At::Float
             } else if a.i.is_some() {
-                at::INT
+                At::Int
             } else if a.s.is_some() {
-                at::STRING
+                At::String
             } else if a.t.is_some() {
-                at::TENSOR
+                At::Tensor
             } else if a.g.is_some() {
-                at::GRAPH
+                At::Graph
             } else if !a.floats.is_empty() {
-                at::FLOATS
+                At::Floats
             } else if !a.ints.is_empty() {
-                at::INTS
+                At::Ints
             } else if !a.strings.is_empty() {
-                at::STRINGS
+                At::Strings
             } else if !a.tensors.is_empty() {
-                at::TENSORS
+                At::Tensors
             } else if !a.graphs.is_empty() {
-                at::GRAPHS
+                At::Graphs
             } else {
                 return Err(Error::tr(format!("attribute '{name}' has no value")));
             }
         }
     };
     Ok(match ty {
-        at::FLOAT => OnnxAttr::Float(a.f.unwrap_or(0.0)),
-        at::INT => OnnxAttr::Int(a.i.unwrap_or(0)),
-        at::STRING => OnnxAttr::String(utf8(a.s.as_deref().unwrap_or(&[]), name)?),
-        at::TENSOR => OnnxAttr::Tensor(
+        At::Float => OnnxAttr::Float(a.f.unwrap_or(0.0)),
+        At::Int => OnnxAttr::Int(a.i.unwrap_or(0)),
+        At::String => OnnxAttr::String(utf8(a.s.as_deref().unwrap_or(&[]), name)?),
+        At::Tensor => OnnxAttr::Tensor(
             a.t.as_ref()
                 .ok_or_else(|| Error::tr(format!("attribute '{name}' has no tensor")))?,
         ),
-        at::GRAPH => OnnxAttr::Graph(
-            a.g.as_deref()
+        At::Graph => OnnxAttr::Graph(
+            a.g.as_ref()
                 .ok_or_else(|| Error::tr(format!("attribute '{name}' has no graph")))?,
         ),
-        at::FLOATS => OnnxAttr::Floats(&a.floats),
-        at::INTS => OnnxAttr::Ints(&a.ints),
-        at::STRINGS => OnnxAttr::Strings(
+        At::Floats => OnnxAttr::Floats(&a.floats),
+        At::Ints => OnnxAttr::Ints(&a.ints),
+        At::Strings => OnnxAttr::Strings(
             a.strings
                 .iter()
                 .map(|s| utf8(s, name))
                 .collect::<Result<_>>()?,
         ),
-        at::TENSORS => OnnxAttr::Tensors(&a.tensors),
-        at::GRAPHS => OnnxAttr::Graphs(&a.graphs),
-        at::SPARSE_TENSOR | at::SPARSE_TENSORS => {
+        At::Tensors => OnnxAttr::Tensors(&a.tensors),
+        At::Graphs => OnnxAttr::Graphs(&a.graphs),
+        At::SparseTensor | At::SparseTensors => {
             return Err(Error::unsupported(format!(
                 "attribute '{name}' holds a sparse tensor"
             )))
         }
-        at::TYPE_PROTO | at::TYPE_PROTOS => {
+        At::TypeProto | At::TypeProtos => {
             return Err(Error::unsupported(format!(
                 "attribute '{name}' holds a type"
             )))
         }
-        other => {
-            return Err(Error::tr(format!(
-                "attribute '{name}' has unknown type {other}"
-            )))
-        }
+        At::Undefined => return Err(Error::tr(format!("attribute '{name}' has no value"))),
     })
 }
 

@@ -131,7 +131,7 @@ mod tests {
         AttributeProto {
             name: Some(name.into()),
             ints: v.to_vec(),
-            r#type: Some(crate::proto::attribute_type::INTS),
+            r#type: Some(crate::proto::AttributeType::Ints as i32),
             ..Default::default()
         }
     }

@@ -15,7 +15,7 @@
 
 use crate::error::{Error, Result};
 use crate::proto::{
-    attribute_type as at, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    AttributeProto, AttributeType as At, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
     TensorProto, ValueInfoProto,
 };
 use crate::types::{dtype_to_onnx, tensor_to_proto, type_from_desc};
@@ -36,7 +36,7 @@ pub const GE_DOMAIN: &str = "ge";
 fn a_int(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
-        r#type: Some(at::INT),
+        r#type: Some(At::Int as i32),
         i: Some(v),
         ..Default::default()
     }
@@ -44,7 +44,7 @@ fn a_int(name: &str, v: i64) -> AttributeProto {
 fn a_ints(name: &str, v: Vec<i64>) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
-        r#type: Some(at::INTS),
+        r#type: Some(At::Ints as i32),
         ints: v,
         ..Default::default()
     }
@@ -52,7 +52,7 @@ fn a_ints(name: &str, v: Vec<i64>) -> AttributeProto {
 fn a_float(name: &str, v: f32) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
-        r#type: Some(at::FLOAT),
+        r#type: Some(At::Float as i32),
         f: Some(v),
         ..Default::default()
     }
@@ -60,7 +60,7 @@ fn a_float(name: &str, v: f32) -> AttributeProto {
 fn a_str(name: &str, v: &str) -> AttributeProto {
     AttributeProto {
         name: Some(name.into()),
-        r#type: Some(at::STRING),
+        r#type: Some(At::String as i32),
         s: Some(v.as_bytes().to_vec()),
         ..Default::default()
     }
@@ -75,7 +75,7 @@ fn value_info(name: &str, d: &TensorDesc, what: &str) -> Result<ValueInfoProto> 
     Ok(ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(type_from_desc(d).map_err(|e| e.context(what))?),
-        doc_string: None,
+        ..Default::default()
     })
 }
 
@@ -145,24 +145,24 @@ fn attr_to_onnx(name: &str, v: &AttrValue) -> AttributeProto {
         AttrValue::ListInt(v) => return a_ints(name, v.clone()),
         AttrValue::ListBool(v) => return a_ints(name, v.iter().map(|b| *b as i64).collect()),
         AttrValue::ListFloat(v) => {
-            a.r#type = Some(at::FLOATS);
+            a.r#type = Some(At::Floats as i32);
             a.floats = v.clone();
         }
         AttrValue::ListType(v) => {
-            a.r#type = Some(at::STRINGS);
+            a.r#type = Some(At::Strings as i32);
             a.strings = v.iter().map(|t| t.name().as_bytes().to_vec()).collect();
         }
         AttrValue::ListString(v) => {
-            a.r#type = Some(at::STRINGS);
+            a.r#type = Some(At::Strings as i32);
             a.strings = v.iter().map(|s| s.as_bytes().to_vec()).collect();
         }
         AttrValue::ListListInt(v) => {
-            a.r#type = Some(at::STRINGS);
+            a.r#type = Some(At::Strings as i32);
             a.strings = v.iter().map(|r| format!("{r:?}").into_bytes()).collect();
         }
         AttrValue::Tensor(t) => match tensor_to_proto(t, "") {
             Ok(tp) => {
-                a.r#type = Some(at::TENSOR);
+                a.r#type = Some(At::Tensor as i32);
                 a.t = Some(tp);
             }
             Err(_) => return a_str(name, &format!("tensor {}", t.desc)),
@@ -209,7 +209,7 @@ fn dump_graph(g: &Graph, depth: usize) -> Result<GraphProto> {
         if !n.in_control.is_empty() {
             let mut a = AttributeProto {
                 name: Some("_control_inputs".into()),
-                r#type: Some(at::STRINGS),
+                r#type: Some(At::Strings as i32),
                 ..Default::default()
             };
             for c in &n.in_control {
@@ -220,8 +220,8 @@ fn dump_graph(g: &Graph, depth: usize) -> Result<GraphProto> {
         for s in &n.subgraphs {
             np.attribute.push(AttributeProto {
                 name: Some(s.name.to_string()),
-                r#type: Some(at::GRAPH),
-                g: Some(Box::new(dump_graph(&s.graph, depth + 1)?)),
+                r#type: Some(At::Graph as i32),
+                g: Some(dump_graph(&s.graph, depth + 1)?),
                 ..Default::default()
             });
         }
@@ -233,8 +233,7 @@ fn dump_graph(g: &Graph, depth: usize) -> Result<GraphProto> {
         gp.output
             .push(value_info(&name, d, "").unwrap_or(ValueInfoProto {
                 name: Some(name),
-                r#type: None,
-                doc_string: None,
+                ..Default::default()
             }));
     }
     Ok(gp)
@@ -350,7 +349,7 @@ impl Ex<'_> {
             "Cast",
             n,
             vec![v],
-            vec![a_int("to", crate::proto::elem_type::INT64 as i64)],
+            vec![a_int("to", crate::proto::ElemType::Int64 as i64)],
         ))
     }
 }
@@ -1127,7 +1126,7 @@ fn composite(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
             tp.name = None;
             let a = AttributeProto {
                 name: Some("value".into()),
-                r#type: Some(at::TENSOR),
+                r#type: Some(At::Tensor as i32),
                 t: Some(tp),
                 ..Default::default()
             };

@@ -225,7 +225,7 @@ fn mutate_graph(g: &mut proto::GraphProto, rng: &mut Rng, depth: usize) {
             let mut done = false;
             for n in g.node.iter_mut() {
                 for a in n.attribute.iter_mut() {
-                    if let Some(sub) = a.g.as_deref_mut() {
+                    if let Some(sub) = a.g.as_mut() {
                         mutate_graph(sub, rng, depth + 1);
                         done = true;
                         break;
@@ -244,14 +244,14 @@ fn mutate_graph(g: &mut proto::GraphProto, rng: &mut Rng, depth: usize) {
                     attribute: vec![
                         proto::AttributeProto {
                             name: Some("then_branch".into()),
-                            r#type: Some(proto::attribute_type::GRAPH),
-                            g: Some(Box::new(body.clone())),
+                            r#type: Some(proto::AttributeType::Graph as i32),
+                            g: Some(body.clone()),
                             ..Default::default()
                         },
                         proto::AttributeProto {
                             name: Some("else_branch".into()),
-                            r#type: Some(proto::attribute_type::GRAPH),
-                            g: Some(Box::new(body)),
+                            r#type: Some(proto::AttributeType::Graph as i32),
+                            g: Some(body),
                             ..Default::default()
                         },
                     ],

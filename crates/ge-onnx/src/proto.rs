@@ -1,385 +1,35 @@
-//! ONNX's protobuf messages (`onnx.proto`, proto2 syntax), as prost types.
+//! ONNX's protobuf messages, as prost types generated at build time from `proto/onnx.proto`
+//! (ONNX 1.23.2, proto2 syntax; see `build.rs`: prost-build over protox, no `protoc`).
 //!
-//! Written by hand with prost's derive, so no `protoc` is needed at build time. Field numbers
-//! and types follow the ONNX IR specification; fields ge-rs never reads or writes (sharding,
-//! device configurations, training info) are left out, which prost skips when decoding.
+//! Every message and field of the schema is here; ge-rs reads and writes a subset (fields it
+//! does not use stay empty on export). Enum-typed fields are `Option<i32>` with a getter
+//! returning the enum (`AttributeProto::r#type()`, `TensorProto::data_location()`); fields
+//! ONNX declares as `int32` but fills with `TensorProto.DataType` values (`data_type`,
+//! `elem_type`, `key_type`) are compared through [`ElemType`].
 
-#![allow(clippy::derive_partial_eq_without_eq)]
-
-use prost::Message;
-
-#[derive(Clone, PartialEq, Message)]
-pub struct ModelProto {
-    #[prost(int64, optional, tag = "1")]
-    pub ir_version: Option<i64>,
-    #[prost(message, repeated, tag = "8")]
-    pub opset_import: Vec<OperatorSetIdProto>,
-    #[prost(string, optional, tag = "2")]
-    pub producer_name: Option<String>,
-    #[prost(string, optional, tag = "3")]
-    pub producer_version: Option<String>,
-    #[prost(string, optional, tag = "4")]
-    pub domain: Option<String>,
-    #[prost(int64, optional, tag = "5")]
-    pub model_version: Option<i64>,
-    #[prost(string, optional, tag = "6")]
-    pub doc_string: Option<String>,
-    #[prost(message, optional, tag = "7")]
-    pub graph: Option<GraphProto>,
-    #[prost(message, repeated, tag = "14")]
-    pub metadata_props: Vec<StringStringEntryProto>,
-    #[prost(message, repeated, tag = "25")]
-    pub functions: Vec<FunctionProto>,
+/// The code prost-build generated (its doc comments are ONNX's, as written in the schema).
+#[allow(clippy::all)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
 }
 
-#[derive(Clone, PartialEq, Message)]
-pub struct OperatorSetIdProto {
-    #[prost(string, optional, tag = "1")]
-    pub domain: Option<String>,
-    #[prost(int64, optional, tag = "2")]
-    pub version: Option<i64>,
-}
+pub use generated::*;
 
-#[derive(Clone, PartialEq, Message)]
-pub struct StringStringEntryProto {
-    #[prost(string, optional, tag = "1")]
-    pub key: Option<String>,
-    #[prost(string, optional, tag = "2")]
-    pub value: Option<String>,
-}
+pub use attribute_proto::AttributeType;
+pub use tensor_proto::{DataLocation, DataType as ElemType};
 
-#[derive(Clone, PartialEq, Message)]
-pub struct GraphProto {
-    #[prost(message, repeated, tag = "1")]
-    pub node: Vec<NodeProto>,
-    #[prost(string, optional, tag = "2")]
-    pub name: Option<String>,
-    #[prost(message, repeated, tag = "5")]
-    pub initializer: Vec<TensorProto>,
-    #[prost(message, repeated, tag = "15")]
-    pub sparse_initializer: Vec<SparseTensorProto>,
-    #[prost(string, optional, tag = "10")]
-    pub doc_string: Option<String>,
-    #[prost(message, repeated, tag = "11")]
-    pub input: Vec<ValueInfoProto>,
-    #[prost(message, repeated, tag = "12")]
-    pub output: Vec<ValueInfoProto>,
-    #[prost(message, repeated, tag = "13")]
-    pub value_info: Vec<ValueInfoProto>,
-    #[prost(message, repeated, tag = "16")]
-    pub metadata_props: Vec<StringStringEntryProto>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct NodeProto {
-    #[prost(string, repeated, tag = "1")]
-    pub input: Vec<String>,
-    #[prost(string, repeated, tag = "2")]
-    pub output: Vec<String>,
-    #[prost(string, optional, tag = "3")]
-    pub name: Option<String>,
-    #[prost(string, optional, tag = "4")]
-    pub op_type: Option<String>,
-    #[prost(string, optional, tag = "7")]
-    pub domain: Option<String>,
-    #[prost(string, optional, tag = "8")]
-    pub overload: Option<String>,
-    #[prost(message, repeated, tag = "5")]
-    pub attribute: Vec<AttributeProto>,
-    #[prost(string, optional, tag = "6")]
-    pub doc_string: Option<String>,
-}
-
-/// `AttributeProto.type`.
-pub mod attribute_type {
-    pub const UNDEFINED: i32 = 0;
-    pub const FLOAT: i32 = 1;
-    pub const INT: i32 = 2;
-    pub const STRING: i32 = 3;
-    pub const TENSOR: i32 = 4;
-    pub const GRAPH: i32 = 5;
-    pub const FLOATS: i32 = 6;
-    pub const INTS: i32 = 7;
-    pub const STRINGS: i32 = 8;
-    pub const TENSORS: i32 = 9;
-    pub const GRAPHS: i32 = 10;
-    pub const SPARSE_TENSOR: i32 = 11;
-    pub const SPARSE_TENSORS: i32 = 12;
-    pub const TYPE_PROTO: i32 = 13;
-    pub const TYPE_PROTOS: i32 = 14;
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct AttributeProto {
-    #[prost(string, optional, tag = "1")]
-    pub name: Option<String>,
-    #[prost(string, optional, tag = "21")]
-    pub ref_attr_name: Option<String>,
-    #[prost(string, optional, tag = "13")]
-    pub doc_string: Option<String>,
-    #[prost(int32, optional, tag = "20")]
-    pub r#type: Option<i32>,
-    #[prost(float, optional, tag = "2")]
-    pub f: Option<f32>,
-    #[prost(int64, optional, tag = "3")]
-    pub i: Option<i64>,
-    #[prost(bytes = "vec", optional, tag = "4")]
-    pub s: Option<Vec<u8>>,
-    #[prost(message, optional, tag = "5")]
-    pub t: Option<TensorProto>,
-    #[prost(message, optional, boxed, tag = "6")]
-    pub g: Option<Box<GraphProto>>,
-    #[prost(message, optional, tag = "22")]
-    pub sparse_tensor: Option<SparseTensorProto>,
-    #[prost(message, optional, tag = "14")]
-    pub tp: Option<TypeProto>,
-    #[prost(float, repeated, packed = "false", tag = "7")]
-    pub floats: Vec<f32>,
-    #[prost(int64, repeated, packed = "false", tag = "8")]
-    pub ints: Vec<i64>,
-    #[prost(bytes = "vec", repeated, tag = "9")]
-    pub strings: Vec<Vec<u8>>,
-    #[prost(message, repeated, tag = "10")]
-    pub tensors: Vec<TensorProto>,
-    #[prost(message, repeated, tag = "11")]
-    pub graphs: Vec<GraphProto>,
-    #[prost(message, repeated, tag = "23")]
-    pub sparse_tensors: Vec<SparseTensorProto>,
-    #[prost(message, repeated, tag = "15")]
-    pub type_protos: Vec<TypeProto>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct ValueInfoProto {
-    #[prost(string, optional, tag = "1")]
-    pub name: Option<String>,
-    #[prost(message, optional, tag = "2")]
-    pub r#type: Option<TypeProto>,
-    #[prost(string, optional, tag = "3")]
-    pub doc_string: Option<String>,
-}
-
-/// `TensorProto.DataType`.
-pub mod elem_type {
-    pub const UNDEFINED: i32 = 0;
-    pub const FLOAT: i32 = 1;
-    pub const UINT8: i32 = 2;
-    pub const INT8: i32 = 3;
-    pub const UINT16: i32 = 4;
-    pub const INT16: i32 = 5;
-    pub const INT32: i32 = 6;
-    pub const INT64: i32 = 7;
-    pub const STRING: i32 = 8;
-    pub const BOOL: i32 = 9;
-    pub const FLOAT16: i32 = 10;
-    pub const DOUBLE: i32 = 11;
-    pub const UINT32: i32 = 12;
-    pub const UINT64: i32 = 13;
-    pub const COMPLEX64: i32 = 14;
-    pub const COMPLEX128: i32 = 15;
-    pub const BFLOAT16: i32 = 16;
-    pub const FLOAT8E4M3FN: i32 = 17;
-    pub const FLOAT8E4M3FNUZ: i32 = 18;
-    pub const FLOAT8E5M2: i32 = 19;
-    pub const FLOAT8E5M2FNUZ: i32 = 20;
-    pub const UINT4: i32 = 21;
-    pub const INT4: i32 = 22;
-    pub const FLOAT4E2M1: i32 = 23;
-    pub const FLOAT8E8M0: i32 = 24;
-    pub const UINT2: i32 = 25;
-    pub const INT2: i32 = 26;
-    pub const FLOAT6E2M3: i32 = 27;
-    pub const FLOAT6E3M2: i32 = 28;
-
-    /// The ONNX name of an element type, for messages.
-    pub fn name(t: i32) -> String {
-        let n = match t {
-            UNDEFINED => "UNDEFINED",
-            FLOAT => "FLOAT",
-            UINT8 => "UINT8",
-            INT8 => "INT8",
-            UINT16 => "UINT16",
-            INT16 => "INT16",
-            INT32 => "INT32",
-            INT64 => "INT64",
-            STRING => "STRING",
-            BOOL => "BOOL",
-            FLOAT16 => "FLOAT16",
-            DOUBLE => "DOUBLE",
-            UINT32 => "UINT32",
-            UINT64 => "UINT64",
-            COMPLEX64 => "COMPLEX64",
-            COMPLEX128 => "COMPLEX128",
-            BFLOAT16 => "BFLOAT16",
-            FLOAT8E4M3FN => "FLOAT8E4M3FN",
-            FLOAT8E4M3FNUZ => "FLOAT8E4M3FNUZ",
-            FLOAT8E5M2 => "FLOAT8E5M2",
-            FLOAT8E5M2FNUZ => "FLOAT8E5M2FNUZ",
-            UINT4 => "UINT4",
-            INT4 => "INT4",
-            FLOAT4E2M1 => "FLOAT4E2M1",
-            FLOAT8E8M0 => "FLOAT8E8M0",
-            UINT2 => "UINT2",
-            INT2 => "INT2",
-            FLOAT6E2M3 => "FLOAT6E2M3",
-            FLOAT6E3M2 => "FLOAT6E3M2",
-            _ => return format!("element type {t}"),
-        };
-        n.to_string()
+/// The ONNX name of an element type (`TensorProto.DataType`), for messages.
+pub fn elem_type_name(t: i32) -> String {
+    match ElemType::try_from(t) {
+        Ok(e) => e.as_str_name().to_string(),
+        Err(_) => format!("element type {t}"),
     }
 }
 
-/// `TensorProto.DataLocation`.
-pub const DATA_LOCATION_EXTERNAL: i32 = 1;
-
-#[derive(Clone, PartialEq, Message)]
-pub struct TensorProto {
-    #[prost(int64, repeated, packed = "false", tag = "1")]
-    pub dims: Vec<i64>,
-    #[prost(int32, optional, tag = "2")]
-    pub data_type: Option<i32>,
-    #[prost(float, repeated, tag = "4")]
-    pub float_data: Vec<f32>,
-    #[prost(int32, repeated, tag = "5")]
-    pub int32_data: Vec<i32>,
-    #[prost(bytes = "vec", repeated, tag = "6")]
-    pub string_data: Vec<Vec<u8>>,
-    #[prost(int64, repeated, tag = "7")]
-    pub int64_data: Vec<i64>,
-    #[prost(string, optional, tag = "8")]
-    pub name: Option<String>,
-    #[prost(string, optional, tag = "12")]
-    pub doc_string: Option<String>,
-    #[prost(bytes = "vec", optional, tag = "9")]
-    pub raw_data: Option<Vec<u8>>,
-    #[prost(message, repeated, tag = "13")]
-    pub external_data: Vec<StringStringEntryProto>,
-    #[prost(int32, optional, tag = "14")]
-    pub data_location: Option<i32>,
-    #[prost(double, repeated, tag = "10")]
-    pub double_data: Vec<f64>,
-    #[prost(uint64, repeated, tag = "11")]
-    pub uint64_data: Vec<u64>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct SparseTensorProto {
-    #[prost(message, optional, tag = "1")]
-    pub values: Option<TensorProto>,
-    #[prost(message, optional, tag = "2")]
-    pub indices: Option<TensorProto>,
-    #[prost(int64, repeated, packed = "false", tag = "3")]
-    pub dims: Vec<i64>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct TensorShapeProto {
-    #[prost(message, repeated, tag = "1")]
-    pub dim: Vec<tensor_shape_proto::Dimension>,
-}
-
-pub mod tensor_shape_proto {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Dimension {
-        #[prost(string, optional, tag = "3")]
-        pub denotation: Option<String>,
-        #[prost(oneof = "dimension::Value", tags = "1, 2")]
-        pub value: Option<dimension::Value>,
-    }
-    pub mod dimension {
-        #[derive(Clone, PartialEq, prost::Oneof)]
-        pub enum Value {
-            #[prost(int64, tag = "1")]
-            DimValue(i64),
-            #[prost(string, tag = "2")]
-            DimParam(String),
-        }
-    }
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct TypeProto {
-    #[prost(string, optional, tag = "6")]
-    pub denotation: Option<String>,
-    #[prost(oneof = "type_proto::Value", tags = "1, 4, 5, 9, 8, 7")]
-    pub value: Option<type_proto::Value>,
-}
-
-pub mod type_proto {
-    use super::{TensorShapeProto, TypeProto};
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Tensor {
-        #[prost(int32, optional, tag = "1")]
-        pub elem_type: Option<i32>,
-        #[prost(message, optional, tag = "2")]
-        pub shape: Option<TensorShapeProto>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Sequence {
-        #[prost(message, optional, boxed, tag = "1")]
-        pub elem_type: Option<Box<TypeProto>>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Map {
-        #[prost(int32, optional, tag = "1")]
-        pub key_type: Option<i32>,
-        #[prost(message, optional, boxed, tag = "2")]
-        pub value_type: Option<Box<TypeProto>>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Optional {
-        #[prost(message, optional, boxed, tag = "1")]
-        pub elem_type: Option<Box<TypeProto>>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Opaque {
-        #[prost(string, optional, tag = "1")]
-        pub domain: Option<String>,
-        #[prost(string, optional, tag = "2")]
-        pub name: Option<String>,
-    }
-    #[derive(Clone, PartialEq, prost::Oneof)]
-    pub enum Value {
-        #[prost(message, tag = "1")]
-        TensorType(Tensor),
-        #[prost(message, tag = "4")]
-        SequenceType(Box<Sequence>),
-        #[prost(message, tag = "5")]
-        MapType(Box<Map>),
-        #[prost(message, tag = "9")]
-        OptionalType(Box<Optional>),
-        #[prost(message, tag = "8")]
-        SparseTensorType(Tensor),
-        #[prost(message, tag = "7")]
-        OpaqueType(Opaque),
-    }
-}
-
-#[derive(Clone, PartialEq, Message)]
-pub struct FunctionProto {
-    #[prost(string, optional, tag = "1")]
-    pub name: Option<String>,
-    #[prost(string, repeated, tag = "4")]
-    pub input: Vec<String>,
-    #[prost(string, repeated, tag = "5")]
-    pub output: Vec<String>,
-    #[prost(string, repeated, tag = "6")]
-    pub attribute: Vec<String>,
-    #[prost(message, repeated, tag = "11")]
-    pub attribute_proto: Vec<AttributeProto>,
-    #[prost(message, repeated, tag = "7")]
-    pub node: Vec<NodeProto>,
-    #[prost(string, optional, tag = "8")]
-    pub doc_string: Option<String>,
-    #[prost(message, repeated, tag = "9")]
-    pub opset_import: Vec<OperatorSetIdProto>,
-    #[prost(string, optional, tag = "10")]
-    pub domain: Option<String>,
-    #[prost(string, optional, tag = "13")]
-    pub overload: Option<String>,
-    #[prost(message, repeated, tag = "12")]
-    pub value_info: Vec<ValueInfoProto>,
+/// The element type of an `int32` field that holds a `TensorProto.DataType` value, `None` when
+/// the value is not one of the enum's.
+pub fn elem_type(t: i32) -> Option<ElemType> {
+    ElemType::try_from(t).ok()
 }
 
 impl NodeProto {
@@ -399,6 +49,6 @@ impl NodeProto {
 
 impl ModelProto {
     pub fn decode_bytes(bytes: &[u8]) -> Result<ModelProto, prost::DecodeError> {
-        ModelProto::decode(bytes)
+        <ModelProto as prost::Message>::decode(bytes)
     }
 }

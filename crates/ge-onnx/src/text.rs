@@ -3,9 +3,9 @@
 //! outside printable ASCII), enums by name.
 
 use crate::proto::{
-    tensor_shape_proto::dimension, type_proto, AttributeProto, FunctionProto, GraphProto,
-    ModelProto, NodeProto, OperatorSetIdProto, SparseTensorProto, StringStringEntryProto,
-    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    tensor_shape_proto::dimension, type_proto, AttributeProto, AttributeType, FunctionProto,
+    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, SparseTensorProto,
+    StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
 use std::fmt::{Display, Write};
 
@@ -26,24 +26,6 @@ pub fn model(m: &ModelProto) -> String {
     w.msgs("functions", &m.functions, W::function);
     w.out
 }
-
-const ATTRIBUTE_TYPES: [&str; 15] = [
-    "UNDEFINED",
-    "FLOAT",
-    "INT",
-    "STRING",
-    "TENSOR",
-    "GRAPH",
-    "FLOATS",
-    "INTS",
-    "STRINGS",
-    "TENSORS",
-    "GRAPHS",
-    "SPARSE_TENSOR",
-    "SPARSE_TENSORS",
-    "TYPE_PROTO",
-    "TYPE_PROTOS",
-];
 
 fn float_text(v: f64, short: usize, exact: impl Fn(&str) -> bool, long: usize) -> String {
     if v.is_nan() {
@@ -207,9 +189,9 @@ impl W {
         }
         self.msgs("type_protos", &a.type_protos, W::type_proto);
         if let Some(t) = a.r#type {
-            match usize::try_from(t).ok().and_then(|i| ATTRIBUTE_TYPES.get(i)) {
-                Some(n) => self.field("type", n),
-                None => self.field("type", t),
+            match AttributeType::try_from(t) {
+                Ok(n) => self.field("type", n.as_str_name()),
+                Err(_) => self.field("type", t),
             }
         }
         self.opt_str("ref_attr_name", &a.ref_attr_name);
@@ -271,9 +253,10 @@ impl W {
             });
         }
     }
-    fn tensor_type(&mut self, t: &type_proto::Tensor) {
-        self.opt("elem_type", &t.elem_type);
-        if let Some(s) = &t.shape {
+    /// A `TypeProto.Tensor` or `TypeProto.SparseTensor` (the same fields).
+    fn tensor_type(&mut self, elem_type: &Option<i32>, shape: &Option<TensorShapeProto>) {
+        self.opt("elem_type", elem_type);
+        if let Some(s) = shape {
             self.msg("shape", |w| w.shape(s));
         }
     }
@@ -288,7 +271,9 @@ impl W {
             self.opt_str("denotation", &t.denotation);
         }
         match &t.value {
-            Some(Value::TensorType(x)) => self.msg("tensor_type", |w| w.tensor_type(x)),
+            Some(Value::TensorType(x)) => {
+                self.msg("tensor_type", |w| w.tensor_type(&x.elem_type, &x.shape))
+            }
             Some(Value::SequenceType(x)) => self.msg("sequence_type", |w| {
                 if let Some(e) = &x.elem_type {
                     w.msg("elem_type", |w| w.type_proto(e));
@@ -304,9 +289,9 @@ impl W {
                 w.opt_str("domain", &x.domain);
                 w.opt_str("name", &x.name);
             }),
-            Some(Value::SparseTensorType(x)) => {
-                self.msg("sparse_tensor_type", |w| w.tensor_type(x))
-            }
+            Some(Value::SparseTensorType(x)) => self.msg("sparse_tensor_type", |w| {
+                w.tensor_type(&x.elem_type, &x.shape)
+            }),
             Some(Value::OptionalType(x)) => self.msg("optional_type", |w| {
                 if let Some(e) = &x.elem_type {
                     w.msg("elem_type", |w| w.type_proto(e));

@@ -245,7 +245,7 @@ fn scan_node(
         missing.entry(key).or_insert_with(|| unsupported_label(n));
     }
     for a in &n.attribute {
-        if let Some(g) = a.g.as_deref() {
+        if let Some(g) = a.g.as_ref() {
             scan_unsupported(g, registry, functions, missing, depth + 1, max_depth)?;
         }
         for g in &a.graphs {

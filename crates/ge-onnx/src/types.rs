@@ -3,7 +3,9 @@
 //! and every size read from a model is bounded.
 
 use crate::error::{Error, Result};
-use crate::proto::{elem_type as et, type_proto, TensorProto, TypeProto, DATA_LOCATION_EXTERNAL};
+use crate::proto::{
+    elem_type, elem_type_name, type_proto, DataLocation, ElemType as E, TensorProto, TypeProto,
+};
 use es_core::{DataType, Shape, Tensor, TensorDesc};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -86,41 +88,41 @@ impl DataDir {
 /// The IR dtype of an ONNX element type.
 pub fn dtype_from_onnx(t: i32) -> Result<DataType> {
     use DataType as D;
-    Ok(match t {
-        et::FLOAT => D::FLOAT,
-        et::UINT8 => D::UINT8,
-        et::INT8 => D::INT8,
-        et::UINT16 => D::UINT16,
-        et::INT16 => D::INT16,
-        et::INT32 => D::INT32,
-        et::INT64 => D::INT64,
-        et::BOOL => D::BOOL,
-        et::FLOAT16 => D::FLOAT16,
-        et::DOUBLE => D::DOUBLE,
-        et::UINT32 => D::UINT32,
-        et::UINT64 => D::UINT64,
-        et::COMPLEX64 => D::COMPLEX64,
-        et::COMPLEX128 => D::COMPLEX128,
-        et::BFLOAT16 => D::BF16,
-        et::FLOAT8E4M3FN => D::FLOAT8_E4M3FN,
-        et::FLOAT8E5M2 => D::FLOAT8_E5M2,
-        et::FLOAT8E8M0 => D::FLOAT8_E8M0,
-        et::INT4 => D::INT4,
-        et::INT2 => D::INT2,
-        et::UINT2 => D::UINT2,
-        et::FLOAT4E2M1 => D::FLOAT4_E2M1,
-        et::FLOAT6E2M3 => D::FLOAT6_E2M3,
-        et::FLOAT6E3M2 => D::FLOAT6_E3M2,
-        et::STRING => {
+    Ok(match elem_type(t) {
+        Some(E::Float) => D::FLOAT,
+        Some(E::Uint8) => D::UINT8,
+        Some(E::Int8) => D::INT8,
+        Some(E::Uint16) => D::UINT16,
+        Some(E::Int16) => D::INT16,
+        Some(E::Int32) => D::INT32,
+        Some(E::Int64) => D::INT64,
+        Some(E::Bool) => D::BOOL,
+        Some(E::Float16) => D::FLOAT16,
+        Some(E::Double) => D::DOUBLE,
+        Some(E::Uint32) => D::UINT32,
+        Some(E::Uint64) => D::UINT64,
+        Some(E::Complex64) => D::COMPLEX64,
+        Some(E::Complex128) => D::COMPLEX128,
+        Some(E::Bfloat16) => D::BF16,
+        Some(E::Float8e4m3fn) => D::FLOAT8_E4M3FN,
+        Some(E::Float8e5m2) => D::FLOAT8_E5M2,
+        Some(E::Float8e8m0) => D::FLOAT8_E8M0,
+        Some(E::Int4) => D::INT4,
+        Some(E::Int2) => D::INT2,
+        Some(E::Uint2) => D::UINT2,
+        Some(E::Float4e2m1) => D::FLOAT4_E2M1,
+        Some(E::Float6e2m3) => D::FLOAT6_E2M3,
+        Some(E::Float6e3m2) => D::FLOAT6_E3M2,
+        Some(E::String) => {
             return Err(Error::unsupported(
                 "string tensors (the IR holds numeric tensors only)",
             ))
         }
-        et::UNDEFINED => return Err(Error::tr("element type is UNDEFINED")),
-        other => {
+        Some(E::Undefined) => return Err(Error::tr("element type is UNDEFINED")),
+        _ => {
             return Err(Error::unsupported(format!(
                 "ONNX element type {} has no GE DataType",
-                et::name(other)
+                elem_type_name(t)
             )))
         }
     })
@@ -129,34 +131,35 @@ pub fn dtype_from_onnx(t: i32) -> Result<DataType> {
 /// The ONNX element type of an IR dtype, when ONNX has one.
 pub fn dtype_to_onnx(d: DataType) -> Option<i32> {
     use DataType as D;
-    Some(match d {
-        D::FLOAT => et::FLOAT,
-        D::UINT8 => et::UINT8,
-        D::INT8 => et::INT8,
-        D::UINT16 => et::UINT16,
-        D::INT16 => et::INT16,
-        D::INT32 => et::INT32,
-        D::INT64 => et::INT64,
-        D::BOOL => et::BOOL,
-        D::FLOAT16 => et::FLOAT16,
-        D::DOUBLE => et::DOUBLE,
-        D::UINT32 => et::UINT32,
-        D::UINT64 => et::UINT64,
-        D::COMPLEX64 => et::COMPLEX64,
-        D::COMPLEX128 => et::COMPLEX128,
-        D::BF16 => et::BFLOAT16,
-        D::FLOAT8_E4M3FN => et::FLOAT8E4M3FN,
-        D::FLOAT8_E5M2 => et::FLOAT8E5M2,
-        D::FLOAT8_E8M0 => et::FLOAT8E8M0,
-        D::INT4 => et::INT4,
-        D::INT2 => et::INT2,
-        D::UINT2 => et::UINT2,
-        D::FLOAT4_E2M1 => et::FLOAT4E2M1,
-        D::FLOAT6_E2M3 => et::FLOAT6E2M3,
-        D::FLOAT6_E3M2 => et::FLOAT6E3M2,
-        D::STRING => et::STRING,
+    let e = match d {
+        D::FLOAT => E::Float,
+        D::UINT8 => E::Uint8,
+        D::INT8 => E::Int8,
+        D::UINT16 => E::Uint16,
+        D::INT16 => E::Int16,
+        D::INT32 => E::Int32,
+        D::INT64 => E::Int64,
+        D::BOOL => E::Bool,
+        D::FLOAT16 => E::Float16,
+        D::DOUBLE => E::Double,
+        D::UINT32 => E::Uint32,
+        D::UINT64 => E::Uint64,
+        D::COMPLEX64 => E::Complex64,
+        D::COMPLEX128 => E::Complex128,
+        D::BF16 => E::Bfloat16,
+        D::FLOAT8_E4M3FN => E::Float8e4m3fn,
+        D::FLOAT8_E5M2 => E::Float8e5m2,
+        D::FLOAT8_E8M0 => E::Float8e8m0,
+        D::INT4 => E::Int4,
+        D::INT2 => E::Int2,
+        D::UINT2 => E::Uint2,
+        D::FLOAT4_E2M1 => E::Float4e2m1,
+        D::FLOAT6_E2M3 => E::Float6e2m3,
+        D::FLOAT6_E3M2 => E::Float6e3m2,
+        D::STRING => E::String,
         _ => return None,
-    })
+    };
+    Some(e as i32)
 }
 
 /// The IR shape of an ONNX tensor type: symbolic and missing dims are -1, a missing shape is
@@ -186,8 +189,8 @@ pub fn desc_from_type(tp: Option<&TypeProto>, what: &str) -> Result<TensorDesc> 
     match tp.and_then(|t| t.value.as_ref()) {
         None => Ok(TensorDesc::default()),
         Some(type_proto::Value::TensorType(t)) => {
-            let dtype = match t.elem_type {
-                None | Some(et::UNDEFINED) => DataType::UNDEFINED,
+            let dtype = match t.elem_type.filter(|&e| e != E::Undefined as i32) {
+                None => DataType::UNDEFINED,
                 Some(e) => dtype_from_onnx(e).map_err(|e| e.context(what))?,
             };
             Ok(TensorDesc::new(dtype, shape_from_onnx(t.shape.as_ref())?))
@@ -214,7 +217,7 @@ pub fn desc_from_type(tp: Option<&TypeProto>, what: &str) -> Result<TensorDesc> 
 pub fn type_from_desc(d: &TensorDesc) -> Result<TypeProto> {
     use crate::proto::tensor_shape_proto::{dimension::Value, Dimension};
     let elem = if d.dtype == DataType::UNDEFINED {
-        et::UNDEFINED
+        E::Undefined as i32
     } else {
         dtype_to_onnx(d.dtype).ok_or_else(|| {
             Error::unsupported(format!("dtype {} has no ONNX element type", d.dtype))
@@ -326,18 +329,18 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
     } else {
         format!("tensor '{name}'")
     };
-    let onnx_type = t.data_type.unwrap_or(et::UNDEFINED);
+    let onnx_type = t.data_type.unwrap_or(E::Undefined as i32);
     let dtype = dtype_from_onnx(onnx_type).map_err(|e| e.context(&what))?;
     let Some(size) = dtype.size() else {
         return Err(Error::unsupported(format!(
             "{what}: element type {} is narrower than a byte",
-            et::name(onnx_type)
+            elem_type_name(onnx_type)
         )));
     };
     let n = element_count(&t.dims, name, limits, size)?;
     let desc = TensorDesc::new(dtype, Shape::new(t.dims.clone()));
     let want = n * size;
-    let data: Vec<u8> = if t.data_location == Some(DATA_LOCATION_EXTERNAL) {
+    let data: Vec<u8> = if t.data_location() == DataLocation::External {
         read_external(t, name, dir, limits)?
     } else if let Some(raw) = &t.raw_data {
         raw.clone()
@@ -349,48 +352,45 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
                 t.dims
             ))
         };
-        match onnx_type {
-            et::FLOAT | et::COMPLEX64 => {
+        match elem_type(onnx_type) {
+            Some(E::Float | E::Complex64) => {
                 for v in &t.float_data {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            et::DOUBLE | et::COMPLEX128 => {
+            Some(E::Double | E::Complex128) => {
                 for v in &t.double_data {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            et::INT64 => {
+            Some(E::Int64) => {
                 for v in &t.int64_data {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            et::UINT32 => {
+            Some(E::Uint32) => {
                 for v in &t.uint64_data {
                     out.extend_from_slice(&(*v as u32).to_le_bytes());
                 }
             }
-            et::UINT64 => {
+            Some(E::Uint64) => {
                 for v in &t.uint64_data {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            et::INT32 => {
+            Some(E::Int32) => {
                 for v in &t.int32_data {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
             }
-            et::INT16 | et::UINT16 | et::FLOAT16 | et::BFLOAT16 => {
+            Some(E::Int16 | E::Uint16 | E::Float16 | E::Bfloat16) => {
                 for v in &t.int32_data {
                     out.extend_from_slice(&(*v as u16).to_le_bytes());
                 }
             }
-            et::INT8
-            | et::UINT8
-            | et::BOOL
-            | et::FLOAT8E4M3FN
-            | et::FLOAT8E5M2
-            | et::FLOAT8E8M0 => {
+            Some(
+                E::Int8 | E::Uint8 | E::Bool | E::Float8e4m3fn | E::Float8e5m2 | E::Float8e8m0,
+            ) => {
                 for v in &t.int32_data {
                     out.push(*v as u8);
                 }
@@ -398,7 +398,7 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
             _ => {
                 return Err(Error::unsupported(format!(
                     "{what}: element type {}",
-                    et::name(onnx_type)
+                    elem_type_name(onnx_type)
                 )))
             }
         }
@@ -411,7 +411,7 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
         return Err(Error::tr(format!(
             "{what} of shape {:?} and type {} needs {want} bytes, the model gives {}",
             t.dims,
-            et::name(onnx_type),
+            elem_type_name(onnx_type),
             data.len()
         )));
     }
@@ -447,13 +447,13 @@ mod tests {
     fn typed_fields_and_raw_data_agree() {
         let raw = TensorProto {
             dims: vec![2],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             raw_data: Some([1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat()),
             ..Default::default()
         };
         let typed = TensorProto {
             dims: vec![2],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             float_data: vec![1.5, -2.0],
             ..Default::default()
         };
@@ -468,7 +468,7 @@ mod tests {
     fn half_and_bool_from_int32_data() {
         let h = TensorProto {
             dims: vec![1],
-            data_type: Some(et::FLOAT16),
+            data_type: Some(E::Float16 as i32),
             int32_data: vec![0x3c00],
             ..Default::default()
         };
@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(t.data.as_slice(), &[0x00, 0x3c]);
         let b = TensorProto {
             dims: vec![3],
-            data_type: Some(et::BOOL),
+            data_type: Some(E::Bool as i32),
             int32_data: vec![1, 0, 1],
             ..Default::default()
         };
@@ -488,7 +488,7 @@ mod tests {
     fn wrong_counts_and_sizes_are_errors() {
         let short = TensorProto {
             dims: vec![3],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             float_data: vec![1.0],
             ..Default::default()
         };
@@ -496,20 +496,20 @@ mod tests {
         assert!(e.to_string().contains("needs 3 values"), "{e}");
         let huge = TensorProto {
             dims: vec![1 << 40, 1 << 40],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             ..Default::default()
         };
         let e = tensor_from_proto(&huge, &DataDir::default(), &limits()).unwrap_err();
         assert!(e.to_string().contains("larger than the limit"), "{e}");
         let neg = TensorProto {
             dims: vec![-1],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             ..Default::default()
         };
         assert!(tensor_from_proto(&neg, &DataDir::default(), &limits()).is_err());
         let s = TensorProto {
             dims: vec![1],
-            data_type: Some(et::STRING),
+            data_type: Some(E::String as i32),
             ..Default::default()
         };
         let e = tensor_from_proto(&s, &DataDir::default(), &limits()).unwrap_err();
@@ -525,9 +525,9 @@ mod tests {
         std::fs::write(dir.path().join("secret.bin"), [0u8; 8]).unwrap();
         let ext = |loc: &str, offset: &str, length: &str| TensorProto {
             dims: vec![1],
-            data_type: Some(et::FLOAT),
+            data_type: Some(E::Float as i32),
             name: Some("w".into()),
-            data_location: Some(DATA_LOCATION_EXTERNAL),
+            data_location: Some(DataLocation::External as i32),
             external_data: vec![
                 crate::proto::StringStringEntryProto {
                     key: Some("location".into()),
