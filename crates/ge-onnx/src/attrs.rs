@@ -183,6 +183,40 @@ mod tests {
     }
 
     #[test]
+    fn the_type_field_decides_and_unknown_types_are_errors() {
+        // UNDEFINED is the same as unset: the field that is set decides.
+        let a = attr("n", |a| {
+            a.r#type = Some(At::Undefined as i32);
+            a.i = Some(3);
+        });
+        assert!(matches!(read(&a).unwrap(), OnnxAttr::Int(3)));
+        // A declared type wins over the fields (a missing graph is an error, not a guess).
+        let a = attr("body", |a| {
+            a.r#type = Some(At::Graph as i32);
+            a.i = Some(3);
+        });
+        let e = read(&a).unwrap_err().to_string();
+        assert!(e.contains("attribute 'body' has no graph"), "{e}");
+        let a = attr("g", |a| {
+            a.r#type = Some(At::Graph as i32);
+            a.g = Some(GraphProto::default());
+        });
+        assert!(matches!(read(&a).unwrap(), OnnxAttr::Graph(_)));
+        let a = attr("odd", |a| {
+            a.r#type = Some(99);
+            a.i = Some(3);
+        });
+        let e = read(&a).unwrap_err().to_string();
+        assert!(e.contains("attribute 'odd' has unknown type 99"), "{e}");
+        let a = attr("sp", |a| a.r#type = Some(At::SparseTensor as i32));
+        let e = read(&a).unwrap_err().to_string();
+        assert!(
+            e.contains("not supported") && e.contains("sparse tensor"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn coercion_to_ge_types() {
         let i = OnnxAttr::Int(1);
         assert_eq!(

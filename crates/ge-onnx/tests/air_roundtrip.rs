@@ -573,3 +573,27 @@ fn save_errors() {
     let e = air::to_bytes(&g).unwrap_err().to_string();
     assert!(e.contains("same name"), "{e}");
 }
+
+#[test]
+fn list_attributes_by_their_list_type() {
+    use air::attr_def::list_value::ListValueType as Lt;
+    let list = |val_type: i32| AttrDef {
+        value: Some(air::attr_def::Value::List(air::attr_def::ListValue {
+            val_type,
+            i: vec![4, 5],
+            ..Default::default()
+        })),
+    };
+    assert_eq!(
+        air::attr_from_def(&list(Lt::VtListInt as i32), "a").unwrap(),
+        Some(AttrValue::ListInt(vec![4, 5]))
+    );
+    assert_eq!(
+        air::attr_from_def(&list(Lt::VtListNone as i32), "a").unwrap(),
+        None
+    );
+    let e = air::attr_from_def(&list(Lt::VtListBytes as i32), "a").unwrap_err();
+    assert!(e.to_string().contains("list of bytes"), "{e}");
+    let e = air::attr_from_def(&list(42), "a").unwrap_err();
+    assert!(e.to_string().contains("a: unknown list type 42"), "{e}");
+}
