@@ -1,7 +1,10 @@
-"""The `_native.pyi` stub names exactly what the extension exports, member by member."""
+"""The `_native.pyi` stub names exactly what the extension exports, member by member, with the
+extension's signatures (mypy's stubtest)."""
 
 import ast
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import ge
@@ -21,13 +24,16 @@ def stub_tree():
             top.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             top.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ge"):
+            # a re-export (`from ge.error import GeError as GeError`)
+            top.update(a.asname for a in node.names if a.asname == a.name)
     return top, members
 
 
 def public(obj):
     return {n for n in vars(obj) if not n.startswith("__") or n in {
         "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-        "__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__neg__"}}
+        "__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__neg__", "__copy__", "__deepcopy__"}}
 
 
 def test_module_names_match():
@@ -46,6 +52,19 @@ def test_class_members_match():
             inspect.getattr_static(obj, n), (property, type(_native.Graph.name)))}
         actual -= {"__new__"}
         assert names - {"__new__"} == actual, cls
+
+
+def test_stubtest_passes(tmp_path: Path) -> None:
+    """mypy's stubtest (a test extra) finds no difference between the stub and the extension:
+    names, signatures, defaults, positional-only parameters, final and disjoint-base classes."""
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "ge._native"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # mypy's cache goes there
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 ES_ALL_STUB = Path(ge.__file__).parent / "es" / "all.pyi"

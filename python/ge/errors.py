@@ -1,8 +1,10 @@
 """The ge-rs exception tree (re-exported here).
 
 ``GeError`` is GE's ``ge.error.GeError`` (a ``RuntimeError`` with ``error_message``, ``api_name``
-and ``context``); the native extension derives the others from it. It is the base of ``GraphBuildError``, ``ShapeInferenceError``, ``CompatibilityError``,
-``PassError``, ``TranslationError``, ``ExecutionError`` and ``DeviceError``. Where GE's API
+and ``context``); the native extension derives the others from it, under ``ge``'s public path
+(``ge.GraphBuildError`` in a ``repr`` or a traceback). It is the base of ``GraphBuildError``,
+``ShapeInferenceError``, ``CompatibilityError``, ``PassError``, ``TranslationError``,
+``ExecutionError`` and ``DeviceError``. Where GE's API
 specifies a built-in exception (``TypeError`` for an argument of the wrong type, ``ValueError`` for
 a bad value or tensors of two builders, ``RuntimeError`` for a builder used after
 ``build_and_reset``), that one is raised instead.

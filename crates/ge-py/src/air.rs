@@ -1,6 +1,6 @@
 //! Glue for GE's `.air` format and ONNX export (ge-onnx's `air` and `export` modules).
 
-use crate::errors::onnx_to_py;
+use crate::errors::IntoPyResult;
 use crate::graph::PyGraph;
 use es_core::Graph;
 use pyo3::prelude::*;
@@ -12,7 +12,7 @@ pub fn with_graph<R>(
     f: impl FnOnce(&Graph) -> ge_onnx::Result<R>,
 ) -> PyResult<R> {
     let g = g.get();
-    g.src.read(&g.path, |graph| f(graph).map_err(onnx_to_py))
+    g.src.read(&g.path, |graph| f(graph).py())
 }
 
 /// Writes a graph in GE's `.air` format (ModelDef protobuf).
@@ -25,9 +25,7 @@ pub fn save_air(g: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
 
 /// Reads a graph from a `.air` file.
 pub fn load_air(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyGraph>> {
-    let g = py
-        .allow_threads(|| ge_onnx::air::load(&path))
-        .map_err(onnx_to_py)?;
+    let g = py.allow_threads(|| ge_onnx::air::load(&path)).py()?;
     PyGraph::from_graph(py, g)
 }
 

@@ -49,14 +49,8 @@ impl BuilderCell {
     }
 }
 
-#[pyclass(
-    name = "GraphBuilderBase",
-    module = "ge._native",
-    subclass,
-    frozen,
-    weakref
-)]
-pub struct PyBuilder {
+#[pyclass(module = "ge._native", subclass, frozen, weakref)]
+pub struct GraphBuilderBase {
     pub cell: Arc<BuilderCell>,
 }
 
@@ -184,7 +178,7 @@ fn new_tensor(
 }
 
 #[pymethods]
-impl PyBuilder {
+impl GraphBuilderBase {
     #[new]
     #[pyo3(signature = (name = None))]
     fn new(name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -194,7 +188,7 @@ impl PyBuilder {
                 .extract::<String>()
                 .map_err(|_| PyTypeError::new_err("Graph name must be a string"))?,
         };
-        Ok(PyBuilder {
+        Ok(GraphBuilderBase {
             cell: Arc::new(BuilderCell {
                 state: Mutex::new(BuilderState {
                     b: GraphBuilder::new(name.clone()),
@@ -407,7 +401,7 @@ impl PyBuilder {
     }
 }
 
-impl PyBuilder {
+impl GraphBuilderBase {
     fn check_same(&self, th: &PyTensorHolder, what: &str) -> PyResult<()> {
         if !Arc::ptr_eq(&th.cell, &self.cell) {
             return Err(PyValueError::new_err(format!(
@@ -880,7 +874,7 @@ pub fn call_op_impl(
         if let Some(b) = owner_builder {
             if !b.is_none() {
                 let pb = b
-                    .downcast::<PyBuilder>()
+                    .downcast::<GraphBuilderBase>()
                     .map_err(|_| PyTypeError::new_err("owner_builder must be a GraphBuilder"))?;
                 cell = Some(pb.get().cell.clone());
                 owner = Some(b.clone().unbind());

@@ -1,7 +1,7 @@
 //! Conversions between Python values and es-core values.
 
 use crate::errors::IntoPyResult;
-use crate::tensor::PyTensor;
+use crate::tensor::TensorData;
 use es_core::{AttrType, AttrValue, DataType, Format, Tensor};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -336,11 +336,11 @@ pub fn attr_to_py(py: Python<'_>, a: &AttrValue) -> PyResult<PyObject> {
 
 /// A tensor from a `ge.graph.Tensor`, a native tensor, or anything numpy can make an array of.
 pub fn tensor_from_py(v: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if let Ok(t) = v.downcast::<PyTensor>() {
+    if let Ok(t) = v.downcast::<TensorData>() {
         return Ok(t.get().inner.clone());
     }
     if let Ok(inner) = v.getattr("_tensor") {
-        if let Ok(t) = inner.downcast::<PyTensor>() {
+        if let Ok(t) = inner.downcast::<TensorData>() {
             return Ok(t.get().inner.clone());
         }
     }
@@ -349,5 +349,5 @@ pub fn tensor_from_py(v: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         .import("ge.graph.tensor")?
         .getattr("_native_from_array")?
         .call1((v,))?;
-    Ok(t.downcast::<PyTensor>()?.get().inner.clone())
+    Ok(t.downcast::<TensorData>()?.get().inner.clone())
 }

@@ -684,7 +684,7 @@ impl PyGraph {
             DUMP_TXT => Ok(es_core::dump::txt(g)),
             _ => ge_onnx::export::to_onnx_dump(g)
                 .map(|m| ge_onnx::text::model(&m))
-                .map_err(crate::errors::onnx_to_py),
+                .py(),
         })
     }
 

@@ -88,17 +88,15 @@ fn user_line() -> Option<std::sync::Arc<str>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     es_core::builder::set_locator(user_line);
-    // ge.device=acl/auto sessions open devices through ge-acl's backend.
-    ge_acl::register();
     errors::register(m)?;
     passes::register(m)?;
-    m.add_class::<builder::PyBuilder>()?;
+    m.add_class::<builder::GraphBuilderBase>()?;
     m.add_class::<builder::PyTensorHolder>()?;
     m.add_class::<graph::PyGraph>()?;
     m.add_class::<graph::PyNode>()?;
-    m.add_class::<tensor::PyTensor>()?;
-    m.add_class::<session::PySession>()?;
-    m.add_class::<om::PyOmModel>()?;
+    m.add_class::<tensor::TensorData>()?;
+    m.add_class::<session::SessionCore>()?;
+    m.add_class::<om::OmModelCore>()?;
     m.add_function(wrap_pyfunction!(session::_cpu_kernel_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(session::_acl_op_types, m)?)?;
     m.add_function(wrap_pyfunction!(session::_session_option_keys, m)?)?;

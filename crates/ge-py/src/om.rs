@@ -3,7 +3,6 @@
 
 use crate::errors::IntoPyResult;
 use crate::graph::PyGraph;
-use crate::session::to_py;
 use es_core::DataType;
 use ge_runtime::om::{self, OmModel};
 use ge_runtime::plan::InputSignature;
@@ -20,13 +19,13 @@ type GraphSpec<'py> = (
 );
 
 /// An offline model: its parsed graphs and its file's bytes.
-#[pyclass(name = "OmModelCore", module = "ge._native", frozen)]
-pub struct PyOmModel {
+#[pyclass(module = "ge._native", frozen)]
+pub struct OmModelCore {
     pub model: OmModel,
     bytes: Vec<u8>,
 }
 
-impl PyOmModel {
+impl OmModelCore {
     pub fn graph_at(&self, index: usize) -> PyResult<&om::OmGraph> {
         self.model.graphs.get(index).ok_or_else(|| {
             PyIndexError::new_err(format!(
@@ -38,7 +37,7 @@ impl PyOmModel {
 }
 
 #[pymethods]
-impl PyOmModel {
+impl OmModelCore {
     /// Compiles each graph for its inputs (the registered passes run at their stages) and
     /// checks that the CPU backend can plan it.
     #[staticmethod]
@@ -68,7 +67,7 @@ impl PyOmModel {
             let passes = crate::passes::registry_snapshot();
             compiled.push(
                 py.allow_threads(|| om::compile_graph(&graph, &sig, opts, Some(&passes)))
-                    .map_err(to_py)?,
+                    .py()?,
             );
         }
         let model = OmModel {
@@ -77,7 +76,7 @@ impl PyOmModel {
             graphs: compiled,
         };
         let bytes = py.allow_threads(|| model.to_bytes()).py()?;
-        Ok(PyOmModel { model, bytes })
+        Ok(OmModelCore { model, bytes })
     }
 
     /// Parses a model file's bytes.
@@ -85,7 +84,7 @@ impl PyOmModel {
     fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
         let bytes = data.to_vec();
         let model = py.allow_threads(|| OmModel::from_bytes(&bytes)).py()?;
-        Ok(PyOmModel { model, bytes })
+        Ok(OmModelCore { model, bytes })
     }
 
     /// Reads and parses a model file (`ModelFileError`'s text comes from here, without the
@@ -99,7 +98,7 @@ impl PyOmModel {
                 OmModel::from_bytes(&bytes).map(|m| (m, bytes))
             })
             .py()?;
-        Ok(PyOmModel { model, bytes })
+        Ok(OmModelCore { model, bytes })
     }
 
     /// The file's bytes.

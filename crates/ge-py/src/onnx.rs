@@ -1,6 +1,6 @@
 //! `ge.onnx` glue: loading ONNX models through ge-onnx.
 
-use crate::errors::onnx_to_py;
+use crate::errors::IntoPyResult;
 use crate::graph::PyGraph;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -43,7 +43,7 @@ pub fn _onnx_load(
             src.get_type().name()?
         )));
     };
-    PyGraph::from_graph(py, g.map_err(onnx_to_py)?)
+    PyGraph::from_graph(py, g.py()?)
 }
 
 /// The op types the built-in translators handle (`OpType` or `domain::OpType`).
@@ -55,7 +55,7 @@ pub fn _onnx_translator_keys() -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Translators written in Python (`@ge.onnx.register_translator("domain::OpType")`).
 
-use crate::builder::PyBuilder;
+use crate::builder::GraphBuilderBase;
 use crate::builder::PyTensorHolder;
 use ge_onnx::attrs::OnnxAttr;
 use ge_onnx::{NodeCtx, OpTranslator, Registry};
@@ -97,7 +97,7 @@ fn attr_to_py(py: Python<'_>, v: OnnxAttr<'_>) -> PyResult<Option<PyObject>> {
                 &ge_onnx::DataDir::default(),
                 &ge_onnx::Limits::default(),
             )
-            .map_err(onnx_to_py)?;
+            .py()?;
             crate::tensor::wrap_tensor(py, t)?
                 .bind(py)
                 .call_method0("numpy")?
@@ -123,7 +123,7 @@ impl PyTranslator {
             .import("ge.es")?
             .getattr("GraphBuilder")?
             .call1((format!("onnx_{op_type}"),))?;
-        let cell = gb.downcast::<PyBuilder>()?.get().cell.clone();
+        let cell = gb.downcast::<GraphBuilderBase>()?.get().cell.clone();
         std::mem::swap(&mut cell.lock().b, builder);
         let result = (|| -> PyResult<Option<Vec<Option<es_core::OutPort>>>> {
             let owner: PyObject = gb.clone().unbind();

@@ -10,7 +10,7 @@
 //! and rewrites, and taken only around Python hooks.
 
 use crate::builder::PyTensorHolder;
-use crate::errors::{IntoPyResult, PassError as PyPassError};
+use crate::errors::IntoPyResult;
 use crate::graph::{GraphCell, GraphSource, PyGraph, PyNode};
 use es_core::pattern::{MatchResult, Pattern, PatternMatcherConfig, SubgraphBoundary};
 use es_core::{Graph, InPort, NodeId, OutPort};
@@ -1455,8 +1455,7 @@ pub fn _register_pass(
     })?;
     let d = PassDescriptor::new(pass_name, module_name, class_name, kind, stage, op_types);
     let key = d.descriptor_key.clone();
-    with_registry(|r| r.register(d, python_factory(cls, kind)))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    with_registry(|r| r.register(d, python_factory(cls, kind))).py()?;
     Ok(key)
 }
 
@@ -1556,10 +1555,10 @@ pub fn _run_passes<'py>(
     std::mem::swap(&mut write_cell(cell).graph, &mut target);
     match result {
         Ok(report) => report.passes.iter().map(|s| stats_dict(py, s)).collect(),
-        Err(e @ pass_bridge::PassError::Registry(_)) => Err(PyValueError::new_err(e.to_string())),
         Err(e) => {
-            let err = PyPassError::new_err(e.to_string());
-            if let Some(cause) = lock(&LAST_FAILURE).take() {
+            let registry_error = matches!(e, pass_bridge::PassError::Registry(_));
+            let err = PyErr::from(crate::errors::Error::from(e));
+            if let Some(cause) = lock(&LAST_FAILURE).take().filter(|_| !registry_error) {
                 err.set_cause(py, Some(cause));
             }
             Err(err)

@@ -3,7 +3,7 @@
 //! back only around their hooks).
 
 use crate::convert::tensor_from_py;
-use crate::errors::{DeviceError, ExecutionError, GeError, ShapeInferenceError};
+use crate::errors::IntoPyResult;
 use crate::graph::PyGraph;
 use ge_runtime::{Error, Session, Value};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -12,36 +12,24 @@ use pyo3::types::PyDict;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// ge-runtime error → Python exception.
-pub fn to_py(e: Error) -> PyErr {
-    match e {
-        Error::Unsupported(_) => GeError::new_err(e.to_string()),
-        Error::Execution { .. } => ExecutionError::new_err(e.to_string()),
-        Error::Input(m) | Error::Option(m) | Error::Graph(m) => PyValueError::new_err(m),
-        Error::Compile(m) => GeError::new_err(m),
-        Error::ShapeInference(m) => ShapeInferenceError::new_err(m),
-        Error::Device(m) => DeviceError::new_err(m),
-    }
-}
-
-#[pyclass(name = "SessionCore", module = "ge._native", frozen)]
-pub struct PySession {
+#[pyclass(module = "ge._native", frozen)]
+pub struct SessionCore {
     inner: Arc<Session>,
 }
 
 #[pymethods]
-impl PySession {
+impl SessionCore {
     /// `run_passes=False` compiles without the registered passes (`ge.passes.testing` runs
     /// the graph as it is with it).
     #[new]
     #[pyo3(signature = (options = None, run_passes = true))]
     fn new(options: Option<BTreeMap<String, String>>, run_passes: bool) -> PyResult<Self> {
         let opts = options.unwrap_or_default();
-        let mut s = Session::new(&opts).map_err(to_py)?;
+        let mut s = Session::new(&opts).py()?;
         if run_passes {
             s = s.with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
         }
-        Ok(PySession { inner: Arc::new(s) })
+        Ok(SessionCore { inner: Arc::new(s) })
     }
 
     #[pyo3(signature = (graph_id, graph, options = None))]
@@ -59,7 +47,7 @@ impl PySession {
         let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
         let opts = options.unwrap_or_default();
         py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
-            .map_err(to_py)
+            .py()
     }
 
     /// Adds graph `index` of an offline model (already compiled: its runs only plan it).
@@ -68,7 +56,7 @@ impl PySession {
         &self,
         py: Python<'_>,
         graph_id: u32,
-        model: PyRef<'_, crate::om::PyOmModel>,
+        model: PyRef<'_, crate::om::OmModelCore>,
         index: usize,
         options: Option<BTreeMap<String, String>>,
     ) -> PyResult<()> {
@@ -76,11 +64,11 @@ impl PySession {
         let (graph, sig) = (g.graph.clone(), g.signature.clone());
         let opts = options.unwrap_or_default();
         py.allow_threads(|| self.inner.add_compiled_graph(graph_id, graph, sig, &opts))
-            .map_err(to_py)
+            .py()
     }
 
     fn remove_graph(&self, graph_id: u32) -> PyResult<()> {
-        self.inner.remove_graph(graph_id).map_err(to_py)
+        self.inner.remove_graph(graph_id).py()
     }
 
     /// Runs a graph; returns native tensors (`ge.graph.Tensor` wraps them).
@@ -96,16 +84,16 @@ impl PySession {
                 .map_err(|e| PyValueError::new_err(format!("input {i}: {}", e.value(py))))?;
             values.push(Value::from_tensor(&t).map_err(|e| match e {
                 Error::Input(m) => PyValueError::new_err(format!("input {i}: {m}")),
-                e => to_py(e),
+                e => crate::errors::Error::from(e).into(),
             })?);
         }
         let session = self.inner.clone();
         let outs = py
             .allow_threads(move || session.run_graph(graph_id, values))
-            .map_err(to_py)?;
+            .py()?;
         outs.iter()
             .map(|v| {
-                let t = v.to_tensor().map_err(to_py)?;
+                let t = v.to_tensor().py()?;
                 crate::tensor::wrap_tensor(py, t)
             })
             .collect()
@@ -116,7 +104,7 @@ impl PySession {
         py: Python<'py>,
         graph_id: u32,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.graph_cache_stats(graph_id).map_err(to_py)?;
+        let s = self.inner.graph_cache_stats(graph_id).py()?;
         let d = PyDict::new(py);
         d.set_item("hits", s.hits)?;
         d.set_item("misses", s.misses)?;
@@ -132,7 +120,7 @@ impl PySession {
         Ok(self
             .inner
             .compile_report(graph_id)
-            .map_err(to_py)?
+            .py()?
             .map(|r| r.to_string()))
     }
 
@@ -159,7 +147,7 @@ impl PySession {
 
     /// Where graph `graph_id` runs: "cpu" or "acl" (`auto` resolves when the graph is added).
     fn graph_device(&self, graph_id: u32) -> PyResult<&'static str> {
-        Ok(if self.inner.runs_on_acl(graph_id).map_err(to_py)? {
+        Ok(if self.inner.runs_on_acl(graph_id).py()? {
             "acl"
         } else {
             "cpu"
@@ -170,7 +158,7 @@ impl PySession {
 /// The GE operators the ACL backend runs.
 #[pyfunction]
 pub fn _acl_op_types() -> Vec<&'static str> {
-    ge_acl::ACL_OPS.to_vec()
+    ge_runtime::acl::ACL_OPS.to_vec()
 }
 
 /// The option keys a session or graph accepts.

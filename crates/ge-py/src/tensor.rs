@@ -6,13 +6,13 @@ use es_core::{Shape, Tensor, TensorDesc};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-#[pyclass(name = "TensorData", module = "ge._native", frozen)]
-pub struct PyTensor {
+#[pyclass(module = "ge._native", frozen)]
+pub struct TensorData {
     pub inner: Tensor,
 }
 
 #[pymethods]
-impl PyTensor {
+impl TensorData {
     /// A tensor from raw little-endian bytes.
     #[new]
     #[pyo3(signature = (data, dtype, shape, format = None))]
@@ -28,7 +28,7 @@ impl PyTensor {
         if let Some(f) = format {
             desc = desc.with_format(format_from_py(f)?);
         }
-        Ok(PyTensor {
+        Ok(TensorData {
             inner: Tensor::new(desc, data.to_vec()).py()?,
         })
     }
@@ -61,7 +61,7 @@ impl PyTensor {
 
 /// A `ge.graph.Tensor` around a native tensor.
 pub fn wrap_tensor(py: Python<'_>, t: Tensor) -> PyResult<PyObject> {
-    let native = Py::new(py, PyTensor { inner: t })?;
+    let native = Py::new(py, TensorData { inner: t })?;
     Ok(py
         .import("ge.graph.tensor")?
         .getattr("Tensor")?
