@@ -10,7 +10,8 @@
 //! - [`serialize`] and [`dump`]: the native file format and text dumps;
 //! - [`regop`]: GE's REG_OP prototype text → prototypes;
 //! - [`compat`]: adapting a graph between operator-library versions;
-//! - [`pattern`]: pattern matching and subgraph rewriting (GE's matcher semantics).
+//! - [`pattern`]: pattern matching and subgraph rewriting (GE's matcher semantics), boundaries
+//!   given by anchors and the fusability check of GE's pass API.
 
 pub mod attr;
 pub mod builder;

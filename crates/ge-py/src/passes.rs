@@ -22,7 +22,6 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLockWriteGuard};
@@ -570,6 +569,18 @@ struct Anchor {
 }
 
 impl Anchor {
+    fn in_port(&self) -> InPort {
+        InPort {
+            node: self.node.get().id,
+            index: self.index,
+        }
+    }
+    fn out_port(&self) -> OutPort {
+        OutPort {
+            node: self.node.get().id,
+            index: self.index,
+        }
+    }
     fn clone_ref(&self, py: Python<'_>) -> Anchor {
         Anchor {
             node: self.node.clone_ref(py),
@@ -729,36 +740,30 @@ impl PySubgraphBoundary {
 }
 
 /// A boundary from a match (for `MatchResult.to_boundary`): input slot i is every anchor inside
-/// the match fed by the match's input i.
+/// the match fed by the match's input i ([`SubgraphBoundary::input_anchors`]).
 fn boundary_from_es(
     py: Python<'_>,
     g: &Graph,
     src: &GraphSource,
     b: &SubgraphBoundary,
 ) -> PyResult<PySubgraphBoundary> {
-    let inside: FxHashSet<NodeId> = b.nodes.iter().copied().collect();
+    let view = |node: NodeId, index: u32| -> PyResult<Anchor> {
+        Ok(Anchor {
+            node: Py::new(py, PyNode::new(src.clone(), node))?,
+            index,
+        })
+    };
     let mut inputs = BTreeMap::new();
-    for (i, p) in b.inputs.iter().enumerate() {
-        let mut anchors = Vec::new();
-        for c in &g.node(p.node).py()?.outputs[p.index as usize].consumers {
-            if inside.contains(&c.node) {
-                anchors.push(Anchor {
-                    node: Py::new(py, PyNode::new(src.clone(), c.node))?,
-                    index: c.index,
-                });
-            }
-        }
+    for (i, ports) in b.input_anchors(g).py()?.into_iter().enumerate() {
+        let anchors = ports
+            .into_iter()
+            .map(|c| view(c.node, c.index))
+            .collect::<PyResult<Vec<_>>>()?;
         inputs.insert(i as u32, anchors);
     }
     let mut outputs = BTreeMap::new();
     for (j, p) in b.outputs.iter().enumerate() {
-        outputs.insert(
-            j as u32,
-            Anchor {
-                node: Py::new(py, PyNode::new(src.clone(), p.node))?,
-                index: p.index,
-            },
-        );
+        outputs.insert(j as u32, view(p.node, p.index)?);
     }
     Ok(PySubgraphBoundary {
         inputs: Mutex::new(inputs),
@@ -789,155 +794,6 @@ fn common_source<'a>(nodes: impl Iterator<Item = &'a PyNode>) -> PyResult<GraphS
         .ok_or_else(|| PyValueError::new_err("the boundary has no inputs or outputs"))
 }
 
-/// Resolves a GE boundary (input anchors, output anchors) to es-core's (nodes, input ports,
-/// output ports): the inner nodes are those reached walking back from the outputs without
-/// crossing an input anchor.
-fn resolve_boundary(
-    g: &Graph,
-    inputs: &[(u32, Vec<(NodeId, u32)>)],
-    outputs: &[(u32, (NodeId, u32))],
-) -> PyResult<SubgraphBoundary> {
-    let dense = |keys: Vec<u32>, what: &str| -> PyResult<()> {
-        if keys.iter().enumerate().any(|(i, k)| *k != i as u32) {
-            return Err(PyValueError::new_err(format!(
-                "the boundary's {what} slots must be 0..n without gaps, got {keys:?}"
-            )));
-        }
-        Ok(())
-    };
-    dense(inputs.iter().map(|p| p.0).collect(), "input")?;
-    dense(outputs.iter().map(|p| p.0).collect(), "output")?;
-    let name = |id: NodeId| g.node(id).map(|n| n.name.to_string()).unwrap_or_default();
-    let mut stop: FxHashSet<InPort> = FxHashSet::default();
-    let mut in_ports = Vec::with_capacity(inputs.len());
-    for (i, anchors) in inputs {
-        let mut producer: Option<OutPort> = None;
-        for &(node, k) in anchors {
-            let n = g.node(node).py()?;
-            let slot = n.inputs.get(k as usize).ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "boundary input {i}: node '{}' has no input {k}",
-                    n.name
-                ))
-            })?;
-            let src = slot.source.ok_or_else(|| {
-                PyValueError::new_err(format!(
-                    "boundary input {i}: input {k} of '{}' is not connected",
-                    n.name
-                ))
-            })?;
-            if producer.is_some_and(|p| p != src) {
-                return Err(PyValueError::new_err(format!(
-                    "boundary input {i}: its anchors are fed by different tensors"
-                )));
-            }
-            producer = Some(src);
-            stop.insert(InPort { node, index: k });
-        }
-        in_ports.push(
-            producer.ok_or_else(|| {
-                PyValueError::new_err(format!("boundary input {i} has no anchor"))
-            })?,
-        );
-    }
-    let out_ports: Vec<OutPort> = outputs
-        .iter()
-        .map(|(_, (node, index))| OutPort {
-            node: *node,
-            index: *index,
-        })
-        .collect();
-    let mut seen: FxHashSet<NodeId> = FxHashSet::default();
-    let mut order = Vec::new();
-    let mut stack: Vec<NodeId> = out_ports.iter().map(|p| p.node).collect();
-    while let Some(n) = stack.pop() {
-        if !seen.insert(n) {
-            continue;
-        }
-        let node = g.node(n).py()?;
-        if es_core::graph::is_data_op(&node.op_type) {
-            return Err(PyValueError::new_err(format!(
-                "the boundary is not closed: walking back from its outputs reaches the graph input '{}'; add a boundary input before it",
-                node.name
-            )));
-        }
-        order.push(n);
-        for (k, slot) in node.inputs.iter().enumerate() {
-            let Some(src) = slot.source else { continue };
-            if stop.contains(&InPort {
-                node: n,
-                index: k as u32,
-            }) {
-                continue;
-            }
-            stack.push(src.node);
-        }
-    }
-    for (i, p) in in_ports.iter().enumerate() {
-        if seen.contains(&p.node) {
-            return Err(PyValueError::new_err(format!(
-                "boundary input {i} is produced by '{}', which is inside the boundary",
-                name(p.node)
-            )));
-        }
-    }
-    let mut nodes: Vec<NodeId> = order;
-    nodes.sort_by_key(|id| g.node(*id).map(|n| n.seq).unwrap_or(0));
-    Ok(SubgraphBoundary::new(nodes, in_ports, out_ports))
-}
-
-fn can_fuse_ids(g: &Graph, ids: &[NodeId]) -> (bool, String) {
-    if ids.is_empty() {
-        return (false, "no nodes to fuse".into());
-    }
-    let set: FxHashSet<NodeId> = ids.iter().copied().collect();
-    for &id in ids {
-        if !g.contains(id) {
-            return (false, "a node has been removed from the graph".into());
-        }
-    }
-    // A path that leaves the set and comes back would become a cycle through the fused node.
-    let mut stack: Vec<NodeId> = Vec::new();
-    let mut seen: FxHashSet<NodeId> = FxHashSet::default();
-    let succ = |id: NodeId| -> Vec<NodeId> {
-        g.node(id)
-            .map(|n| {
-                n.outputs
-                    .iter()
-                    .flat_map(|o| o.consumers.iter().map(|c| c.node))
-                    .chain(n.out_control.iter().copied())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    for &id in ids {
-        for s in succ(id) {
-            if !set.contains(&s) && seen.insert(s) {
-                stack.push(s);
-            }
-        }
-    }
-    while let Some(n) = stack.pop() {
-        for s in succ(n) {
-            if set.contains(&s) {
-                let name = |id: NodeId| g.node(id).map(|n| n.name.to_string()).unwrap_or_default();
-                return (
-                    false,
-                    format!(
-                        "fusing would create a cycle: '{}' (outside) depends on a fused node and feeds '{}'",
-                        name(n),
-                        name(s)
-                    ),
-                );
-            }
-            if seen.insert(s) {
-                stack.push(s);
-            }
-        }
-    }
-    (true, String::new())
-}
-
 fn node_ids(nodes: &Bound<'_, PyAny>, what: &str) -> PyResult<(Option<GraphSource>, Vec<NodeId>)> {
     let mut views: Vec<Py<PyNode>> = Vec::new();
     for n in nodes.try_iter()? {
@@ -962,7 +818,12 @@ pub fn _can_fuse(nodes: &Bound<'_, PyAny>) -> PyResult<(bool, String)> {
     let Some(src) = src else {
         return Ok((false, "no nodes to fuse".into()));
     };
-    src.read(&Vec::new(), |g| Ok(can_fuse_ids(g, &ids)))
+    src.read(&Vec::new(), |g| {
+        Ok(match es_core::pattern::can_fuse(g, &ids) {
+            Ok(()) => (true, String::new()),
+            Err(why) => (false, why),
+        })
+    })
 }
 
 fn names(src: &Option<GraphSource>, ids: &[NodeId]) -> PyResult<Vec<String>> {
@@ -1022,14 +883,12 @@ impl PySubgraphRewriter {
         let (inputs, outputs) = {
             let ins = lock(&boundary.inputs);
             let outs = lock(&boundary.outputs);
-            let inputs: Vec<(u32, Vec<(NodeId, u32)>)> = ins
+            let inputs: Vec<(u32, Vec<InPort>)> = ins
                 .iter()
-                .map(|(k, v)| (*k, v.iter().map(|a| (a.node.get().id, a.index)).collect()))
+                .map(|(k, v)| (*k, v.iter().map(Anchor::in_port).collect()))
                 .collect();
-            let outputs: Vec<(u32, (NodeId, u32))> = outs
-                .iter()
-                .map(|(k, a)| (*k, (a.node.get().id, a.index)))
-                .collect();
+            let outputs: Vec<(u32, OutPort)> =
+                outs.iter().map(|(k, a)| (*k, a.out_port())).collect();
             let views: Vec<Py<PyNode>> = ins
                 .values()
                 .flatten()
@@ -1049,19 +908,18 @@ impl PySubgraphRewriter {
             None => None,
         };
         let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
-            let b = resolve_boundary(g, &inputs, &outputs)?;
+            let b = es_core::pattern::resolve_boundary(g, &inputs, &outputs).py()?;
             let before: Vec<String> = b
                 .nodes
                 .iter()
                 .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
                 .collect();
             if ctx.is_some() {
-                let (ok, why) = can_fuse_ids(g, &b.nodes);
-                if !ok {
-                    return Err(crate::errors::GraphBuildError::new_err(format!(
+                es_core::pattern::can_fuse(g, &b.nodes).map_err(|why| {
+                    crate::errors::GraphBuildError::new_err(format!(
                         "SubgraphRewriter.replace: {why}"
-                    )));
-                }
+                    ))
+                })?;
             }
             let created = es_core::pattern::rewrite(g, &b, &rep).py()?;
             let after: Vec<String> = created

@@ -1,0 +1,463 @@
+//! `explain_match`: why a pattern does not match at a node.
+
+use super::*;
+
+/// An op with dynamic (or several) inputs: `inputs[i]` are the instances of IR input i.
+fn op_dyn(
+    b: &mut GraphBuilder,
+    op: &str,
+    inputs: Vec<Vec<Option<OutPort>>>,
+    attrs: &[(&str, AttrValue)],
+    name: Option<&str>,
+) -> NodeId {
+    let mut a = OpArgs {
+        inputs,
+        name: name.map(str::to_string),
+        ..Default::default()
+    };
+    for (k, v) in attrs {
+        a.attrs.insert((*k).into(), v.clone());
+    }
+    b.add_op(op, a).unwrap()
+}
+
+/// Pattern relu(add(x0, x1)) with named nodes.
+fn named_add_relu_pattern() -> Pattern {
+    let mut b = GraphBuilder::new("add_relu");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let a = op_named(&mut b, "Add", &[Some(x), Some(y)], &[], Some("add"));
+    let r = op_named(&mut b, "Relu", &[Some(a)], &[], Some("relu"));
+    Pattern::new(finish(b, &[r])).unwrap()
+}
+
+/// The reason of a `NoMatch`, or a panic naming the match.
+fn no_match(e: MatchExplanation) -> NoMatchReason {
+    match e {
+        MatchExplanation::NoMatch(r) => r,
+        MatchExplanation::Matched(m) => panic!("unexpected match: {m:?}"),
+    }
+}
+
+fn explain(g: &Graph, p: &Pattern, c: PatternMatcherConfig, at: OutPort) -> NoMatchReason {
+    no_match(explain_match(g, p, c, at.node).unwrap())
+}
+
+#[test]
+fn explain_matched_equals_find_matches() {
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let a = op(&mut b, "Add", &[x, y]);
+    let r = op(&mut b, "Relu", &[a]);
+    let g = finish(b, &[r]);
+    let p = named_add_relu_pattern();
+    assert_eq!(p.anchor_op_type(), "Relu");
+    let c = PatternMatcherConfig::default();
+    let ms = find_matches(&g, &p, c).unwrap();
+    assert_eq!(ms.len(), 1);
+    match explain_match(&g, &p, c, r.node).unwrap() {
+        MatchExplanation::Matched(m) => assert_eq!(m, ms[0]),
+        MatchExplanation::NoMatch(why) => panic!("{why}"),
+    }
+    // A removed node is an error, not a panic.
+    let mut g2 = g.clone();
+    g2.remove_node(r.node).unwrap();
+    assert!(explain_match(&g2, &p, c, r.node).is_err());
+}
+
+#[test]
+fn explain_anchor_op_type_differs() {
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let a = op_named(&mut b, "Add", &[Some(x), Some(y)], &[], Some("Add_3"));
+    let r = op(&mut b, "Relu", &[a]);
+    let g = finish(b, &[r]);
+    let why = explain(
+        &g,
+        &named_add_relu_pattern(),
+        PatternMatcherConfig::default(),
+        a,
+    );
+    assert_eq!(why.pattern_node, "relu");
+    assert_eq!(why.target_node.as_deref(), Some("Add_3"));
+    assert!(why.reason.contains("op type Relu != Add"), "{why}");
+    assert!(why.reason.contains("anchor"), "{why}");
+    assert_eq!(
+        why.to_string(),
+        format!("pattern node 'relu' vs target node 'Add_3': {}", why.reason)
+    );
+}
+
+#[test]
+fn explain_inner_op_type_differs() {
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let m = op_named(&mut b, "Mul", &[Some(x), Some(y)], &[], Some("Mul_3"));
+    let r = op(&mut b, "Relu", &[m]);
+    let g = finish(b, &[r]);
+    let why = explain(
+        &g,
+        &named_add_relu_pattern(),
+        PatternMatcherConfig::default(),
+        r,
+    );
+    assert_eq!(why.pattern_node, "add");
+    assert_eq!(why.target_node.as_deref(), Some("Mul_3"));
+    assert!(why.reason.contains("op type Add != Mul"), "{why}");
+    assert!(!why.reason.contains("anchor"), "{why}");
+}
+
+#[test]
+fn explain_input_count_differs() {
+    let mk = |name: &str, n: usize| {
+        let mut b = GraphBuilder::new(name);
+        let xs: Vec<Option<OutPort>> = (0..n).map(|i| Some(data(&mut b, i as i64, &[2]))).collect();
+        let id = op_dyn(&mut b, "IdentityN", vec![xs], &[], Some("idn"));
+        finish(b, &[OutPort { node: id, index: 0 }])
+    };
+    let p = Pattern::new(mk("p", 2)).unwrap();
+    let g = mk("g", 3);
+    let at = g.find("idn").unwrap();
+    let why = no_match(explain_match(&g, &p, PatternMatcherConfig::default(), at).unwrap());
+    assert_eq!(why.pattern_node, "idn");
+    assert!(why.reason.contains("input count 2 != 3"), "{why}");
+}
+
+#[test]
+fn explain_output_count_differs() {
+    let mk = |name: &str, n: i64| {
+        let mut b = GraphBuilder::new(name);
+        let x = data(&mut b, 0, &[6]);
+        let attrs = [
+            ("split_dim", AttrValue::Int(0)),
+            ("num_split", AttrValue::Int(n)),
+        ];
+        let id = op_dyn(&mut b, "SplitD", vec![vec![Some(x)]], &attrs, Some("split"));
+        finish(b, &[OutPort { node: id, index: 0 }])
+    };
+    let p = Pattern::new(mk("p", 2)).unwrap();
+    let g = mk("g", 3);
+    let at = g.find("split").unwrap();
+    let why = no_match(explain_match(&g, &p, PatternMatcherConfig::default(), at).unwrap());
+    assert_eq!(why.pattern_node, "split");
+    assert!(why.reason.contains("output count 2 != 3"), "{why}");
+}
+
+#[test]
+fn explain_ir_attr_differs() {
+    let slope = |v: f32| [("negative_slope", AttrValue::Float(v))];
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let l = op_named(&mut b, "LeakyRelu", &[Some(x)], &slope(0.2), Some("lr"));
+    let g = finish(b, &[l]);
+    let mut pb = GraphBuilder::new("p");
+    let px = data(&mut pb, 0, &[2]);
+    let pl = op_named(
+        &mut pb,
+        "LeakyRelu",
+        &[Some(px)],
+        &slope(0.1),
+        Some("leaky"),
+    );
+    let p = Pattern::new(finish(pb, &[pl])).unwrap();
+    // Off: a match.
+    assert!(matches!(
+        explain_match(&g, &p, cfg(false, false, true), l.node).unwrap(),
+        MatchExplanation::Matched(_)
+    ));
+    let why = explain(&g, &p, cfg(false, true, true), l);
+    assert_eq!(why.pattern_node, "leaky");
+    assert_eq!(why.target_node.as_deref(), Some("lr"));
+    assert!(why.reason.contains("negative_slope"), "{why}");
+    assert!(why.reason.contains("0.1 != 0.2"), "{why}");
+}
+
+#[test]
+fn explain_const_value_differs() {
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[1]);
+    let one = cst(&mut b, 1.0);
+    let a = op(&mut b, "Add", &[x, one]);
+    let g = finish(b, &[a]);
+    let mut pb = GraphBuilder::new("add_zero");
+    let px = data(&mut pb, 0, &[1]);
+    let pz = pb
+        .create_const(
+            Tensor::from_values(&[0.0f32], vec![1]).unwrap(),
+            Some("zero".into()),
+        )
+        .unwrap();
+    let pa = op_named(&mut pb, "Add", &[Some(px), Some(pz)], &[], Some("add"));
+    let p = Pattern::new(finish(pb, &[pa])).unwrap();
+    // Without commutative matching, the search fails exactly at the constant.
+    let why = explain(&g, &p, cfg(true, false, false), a);
+    assert_eq!(why.pattern_node, "zero");
+    assert_eq!(
+        why.target_node.as_deref(),
+        Some(name_of(&g, one.node).as_str())
+    );
+    assert!(why.reason.contains("const value differs"), "{why}");
+    assert!(why.reason.contains("00000000 != 0000803f"), "{why}");
+    // Value matching off: a match.
+    assert!(matches!(
+        explain_match(&g, &p, cfg(false, false, false), a.node).unwrap(),
+        MatchExplanation::Matched(_)
+    ));
+}
+
+#[test]
+fn explain_pattern_edge_not_in_target() {
+    // Pattern mul(add(x, y), add): target Mul_3(Add(x, y), x).
+    let mut pb = GraphBuilder::new("p");
+    let px = data(&mut pb, 0, &[2]);
+    let py = data(&mut pb, 1, &[2]);
+    let pa = op_named(&mut pb, "Add", &[Some(px), Some(py)], &[], Some("add"));
+    let pm = op_named(&mut pb, "Mul", &[Some(pa), Some(pa)], &[], Some("mul"));
+    let p = Pattern::new(finish(pb, &[pm])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let a = op(&mut b, "Add", &[x, y]);
+    let m = op_named(&mut b, "Mul", &[Some(a), Some(x)], &[], Some("Mul_3"));
+    let g = finish(b, &[m]);
+    let why = explain(&g, &p, cfg(false, false, false), m);
+    assert_eq!(why.pattern_node, "add");
+    assert_eq!(
+        why.target_node.as_deref(),
+        Some(name_of(&g, a.node).as_str())
+    );
+    assert!(
+        why.reason
+            .contains("input 1 of 'Mul_3' (matched by pattern node 'mul') in the target is produced by 'x0:0'"),
+        "{why}"
+    );
+    assert!(
+        why.reason.contains("the pattern needs output 0 of"),
+        "{why}"
+    );
+    // The same pattern input used twice must bind one port.
+    let mut pb = GraphBuilder::new("square");
+    let px = data(&mut pb, 0, &[2]);
+    let pm = op_named(&mut pb, "Mul", &[Some(px), Some(px)], &[], Some("sq"));
+    let p = Pattern::new(finish(pb, &[pm])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let y = data(&mut b, 1, &[2]);
+    let m = op(&mut b, "Mul", &[x, y]);
+    let g = finish(b, &[m]);
+    let why = explain(&g, &p, cfg(false, false, false), m);
+    assert_eq!(why.pattern_node, "x0");
+    assert!(why.reason.contains("produced by 'x1:0'"), "{why}");
+    assert!(
+        why.reason
+            .contains("the pattern needs 'x0:0' (the tensor bound to pattern input 'x0')"),
+        "{why}"
+    );
+    // An input the target leaves unconnected.
+    let mut pb = GraphBuilder::new("mm_bias");
+    let pa = data(&mut pb, 0, &[2, 3]);
+    let pw = data(&mut pb, 1, &[3, 4]);
+    let pbias = data(&mut pb, 2, &[4]);
+    let pmm = op_named(
+        &mut pb,
+        "MatMulV2",
+        &[Some(pa), Some(pw), Some(pbias), None],
+        &[],
+        Some("mm"),
+    );
+    let p = Pattern::new(finish(pb, &[pmm])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let a = data(&mut b, 0, &[2, 3]);
+    let w = data(&mut b, 1, &[3, 4]);
+    let mm = op_named(
+        &mut b,
+        "MatMulV2",
+        &[Some(a), Some(w), None, None],
+        &[],
+        None,
+    );
+    let g = finish(b, &[mm]);
+    let why = explain(&g, &p, PatternMatcherConfig::default(), mm);
+    assert_eq!(why.pattern_node, "mm");
+    assert!(
+        why.reason
+            .contains("input 2 of 'MatMulV2_0' in the target is unconnected"),
+        "{why}"
+    );
+    assert!(why.reason.contains("pattern node 'x2'"), "{why}");
+    // The other way round: the pattern leaves the bias unconnected, the target does not.
+    let mut b = GraphBuilder::new("g");
+    let a = data(&mut b, 0, &[2, 3]);
+    let w = data(&mut b, 1, &[3, 4]);
+    let bias = data(&mut b, 2, &[4]);
+    let mm = op_named(
+        &mut b,
+        "MatMulV2",
+        &[Some(a), Some(w), Some(bias), None],
+        &[],
+        None,
+    );
+    let g = finish(b, &[mm]);
+    let mut pb = GraphBuilder::new("mm");
+    let pa = data(&mut pb, 0, &[2, 3]);
+    let pw = data(&mut pb, 1, &[3, 4]);
+    let pmm = op_named(
+        &mut pb,
+        "MatMulV2",
+        &[Some(pa), Some(pw), None, None],
+        &[],
+        Some("mm"),
+    );
+    let p = Pattern::new(finish(pb, &[pmm])).unwrap();
+    let why = explain(&g, &p, PatternMatcherConfig::default(), mm);
+    assert_eq!(why.pattern_node, "mm");
+    assert!(why.reason.contains("is produced by 'x2:0'"), "{why}");
+    assert!(
+        why.reason
+            .contains("the pattern leaves its input 2 unconnected"),
+        "{why}"
+    );
+}
+
+#[test]
+fn explain_target_node_already_used() {
+    // Pattern mul(r1(x0), r2(x1)) against Mul(r, r): r2 cannot take r, r1 has it.
+    let mut pb = GraphBuilder::new("p");
+    let px = data(&mut pb, 0, &[2]);
+    let py = data(&mut pb, 1, &[2]);
+    let r1 = op_named(&mut pb, "Relu", &[Some(px)], &[], Some("r1"));
+    let r2 = op_named(&mut pb, "Relu", &[Some(py)], &[], Some("r2"));
+    let pm = op_named(&mut pb, "Mul", &[Some(r1), Some(r2)], &[], Some("mul"));
+    let p = Pattern::new(finish(pb, &[pm])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let r = op_named(&mut b, "Relu", &[Some(x)], &[], Some("the_relu"));
+    let m = op(&mut b, "Mul", &[r, r]);
+    let g = finish(b, &[m]);
+    let why = explain(&g, &p, PatternMatcherConfig::default(), m);
+    assert_eq!(why.pattern_node, "r2");
+    assert_eq!(why.target_node.as_deref(), Some("the_relu"));
+    assert!(
+        why.reason.contains("already matched by pattern node 'r1'"),
+        "{why}"
+    );
+}
+
+#[test]
+fn explain_boundary_not_self_contained() {
+    let p = named_add_relu_pattern();
+    // The Add is consumed by a Neg outside the match.
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let a = op(&mut b, "Add", &[x, x]);
+    let r = op(&mut b, "Relu", &[a]);
+    let n = op_named(&mut b, "Neg", &[Some(a)], &[], Some("outsider"));
+    let g = finish(b, &[r, n]);
+    let why = explain(&g, &p, PatternMatcherConfig::default(), r);
+    assert_eq!(why.pattern_node, "add");
+    assert_eq!(
+        why.target_node.as_deref(),
+        Some(name_of(&g, a.node).as_str())
+    );
+    assert!(why.reason.contains("not self-contained"), "{why}");
+    assert!(
+        why.reason.contains("used outside the match by 'outsider'"),
+        "{why}"
+    );
+    // The Add is a graph output.
+    let mut b = GraphBuilder::new("g2");
+    let x = data(&mut b, 0, &[2]);
+    let a = op(&mut b, "Add", &[x, x]);
+    let r = op(&mut b, "Relu", &[a]);
+    let g = finish(b, &[r, a]);
+    let why = explain(&g, &p, PatternMatcherConfig::default(), r);
+    assert_eq!(why.pattern_node, "add");
+    assert!(why.reason.contains("graph output"), "{why}");
+}
+
+#[test]
+fn explain_pattern_input_produced_inside() {
+    // Pattern s = add(r = relu(x0), x1) against Add(r, r): x1 would be bound to r's output.
+    let mut pb = GraphBuilder::new("p");
+    let px = data(&mut pb, 0, &[2]);
+    let py = data(&mut pb, 1, &[2]);
+    let pr = op_named(&mut pb, "Relu", &[Some(px)], &[], Some("relu"));
+    let ps = op_named(&mut pb, "Add", &[Some(pr), Some(py)], &[], Some("add"));
+    let p = Pattern::new(finish(pb, &[ps])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let r = op_named(&mut b, "Relu", &[Some(x)], &[], Some("R"));
+    let s = op(&mut b, "Add", &[r, r]);
+    let g = finish(b, &[s]);
+    assert!(find_matches(&g, &p, PatternMatcherConfig::default())
+        .unwrap()
+        .is_empty());
+    let why = explain(&g, &p, PatternMatcherConfig::default(), s);
+    assert_eq!(why.pattern_node, "x1");
+    assert_eq!(why.target_node.as_deref(), Some("R"));
+    assert!(
+        why.reason
+            .contains("produced inside the match (by pattern node 'relu')"),
+        "{why}"
+    );
+}
+
+#[test]
+fn explain_rewrite_would_create_cycle() {
+    // As in `cycle_is_no_match`: contracting {r, s} would give R -> Neg -> Exp -> R.
+    let mut pb = GraphBuilder::new("p");
+    let px = data(&mut pb, 0, &[2]);
+    let py = data(&mut pb, 1, &[2]);
+    let pr = op_named(&mut pb, "Relu", &[Some(px)], &[], Some("relu"));
+    let ps = op_named(&mut pb, "Add", &[Some(pr), Some(py)], &[], Some("add"));
+    let p = Pattern::new(finish(pb, &[pr, ps])).unwrap();
+    assert_eq!(p.anchor_op_type(), "Relu");
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let r = op_named(&mut b, "Relu", &[Some(x)], &[], Some("R"));
+    let n = op_named(&mut b, "Neg", &[Some(r)], &[], Some("N"));
+    let e = op_named(&mut b, "Exp", &[Some(n)], &[], Some("E"));
+    let s = op(&mut b, "Add", &[r, e]);
+    let g = finish(b, &[s]);
+    let why = explain(&g, &p, cfg(false, false, false), r);
+    assert_eq!(why.pattern_node, "relu");
+    assert_eq!(why.target_node.as_deref(), Some("R"));
+    assert!(why.reason.contains("cycle"), "{why}");
+    assert!(
+        why.reason
+            .contains("'N' uses the output of 'R' and reaches 'E', which feeds the match as pattern input 'x1'"),
+        "{why}"
+    );
+}
+
+#[test]
+fn explain_ignores_claims_of_other_matches() {
+    // Relu chain of 3 against relu(relu(x)): find_matches claims relus 0 and 1, so relu 2
+    // is no anchor there; alone, relu 2 (over relu 1) matches.
+    let mut pb = GraphBuilder::new("relu2");
+    let px = data(&mut pb, 0, &[2]);
+    let p1 = op(&mut pb, "Relu", &[px]);
+    let p2 = op(&mut pb, "Relu", &[p1]);
+    let p = Pattern::new(finish(pb, &[p2])).unwrap();
+    let mut b = GraphBuilder::new("g");
+    let x = data(&mut b, 0, &[2]);
+    let r0 = op(&mut b, "Relu", &[x]);
+    let r1 = op(&mut b, "Relu", &[r0]);
+    let r2 = op(&mut b, "Relu", &[r1]);
+    let g = finish(b, &[r2]);
+    let c = PatternMatcherConfig::default();
+    assert_eq!(find_matches(&g, &p, c).unwrap().len(), 1);
+    // r1's output is consumed by r2 (outside {r0, r1}) but is the pattern output: fine.
+    match explain_match(&g, &p, c, r1.node).unwrap() {
+        MatchExplanation::Matched(m) => assert_eq!(m.target_nodes(), vec![r0.node, r1.node]),
+        MatchExplanation::NoMatch(why) => panic!("{why}"),
+    }
+    // r2 over r1: r1's output is the inner tensor; only r2 consumes it, so a match.
+    match explain_match(&g, &p, c, r2.node).unwrap() {
+        MatchExplanation::Matched(m) => assert_eq!(m.target_nodes(), vec![r1.node, r2.node]),
+        MatchExplanation::NoMatch(why) => panic!("{why}"),
+    }
+}
