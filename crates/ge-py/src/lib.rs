@@ -88,6 +88,8 @@ fn user_line() -> Option<std::sync::Arc<str>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     es_core::builder::set_locator(user_line);
+    // ge.device=acl/auto sessions open devices through ge-acl's backend.
+    ge_acl::register();
     errors::register(m)?;
     passes::register(m)?;
     m.add_class::<builder::GraphBuilderBase>()?;

@@ -158,7 +158,7 @@ impl SessionCore {
 /// The GE operators the ACL backend runs.
 #[pyfunction]
 pub fn _acl_op_types() -> Vec<&'static str> {
-    ge_runtime::acl::ACL_OPS.to_vec()
+    ge_acl::ACL_OPS.to_vec()
 }
 
 /// The option keys a session or graph accepts.
