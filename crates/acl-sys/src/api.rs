@@ -1,6 +1,6 @@
 //! Finding and loading the ACL libraries, and the table of resolved functions.
 
-use crate::error::{Error, Result};
+use crate::error::{LoadError, Result};
 use crate::ffi;
 use libloading::Library;
 use std::ffi::CStr;
@@ -132,7 +132,7 @@ impl std::fmt::Debug for Api {
 fn open(path: &Path) -> Result<Library> {
     // SAFETY: loading a shared library runs its initialisers; the ACL libraries are trusted
     // code the user installed (and chose through the search path).
-    unsafe { Library::new(path) }.map_err(|e| Error::Load {
+    unsafe { Library::new(path) }.map_err(|e| LoadError::Load {
         path: path.to_path_buf(),
         message: e.to_string(),
     })
@@ -148,7 +148,7 @@ fn optional<T: Copy>(lib: &Library, name: &str) -> Option<T> {
 }
 
 fn required<T: Copy>(lib: &Library, path: &Path, name: &str) -> Result<T> {
-    optional(lib, name).ok_or_else(|| Error::MissingSymbol {
+    optional(lib, name).ok_or_else(|| LoadError::MissingSymbol {
         library: path.to_path_buf(),
         symbol: name.to_string(),
     })
@@ -167,7 +167,7 @@ impl Api {
         let dir = dirs
             .iter()
             .find(|d| d.join(RUNTIME_LIBRARY).exists())
-            .ok_or_else(|| Error::NotFound {
+            .ok_or_else(|| LoadError::NotFound {
                 searched: dirs.to_vec(),
             })?;
         let rt_path = dir.join(RUNTIME_LIBRARY);
@@ -298,19 +298,6 @@ impl Api {
             } else {
                 CStr::from_ptr(p).to_string_lossy().into_owned()
             }
-        }
-    }
-
-    /// `Ok` for `ACL_SUCCESS`, else an [`Error::Acl`] with the runtime's message.
-    pub fn check(&self, call: &'static str, code: i32) -> Result<()> {
-        if code == ffi::ACL_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::Acl {
-                call,
-                code,
-                message: self.recent_error(),
-            })
         }
     }
 }

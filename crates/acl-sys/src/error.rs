@@ -1,11 +1,11 @@
-//! Errors of loading and calling ACL.
+//! Errors of loading ACL: the libraries and the functions the loader resolves.
 
 use std::path::PathBuf;
 
-/// What went wrong with ACL. [`Error::Acl`] carries the runtime's own explanation
-/// (`aclGetRecentErrMsg()`).
+/// Why the ACL libraries could not be loaded. (Errors of calling ACL belong to the safe
+/// layer over this crate, `ge_acl::acl`.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
+pub enum LoadError {
     /// `libascendcl.so` is in none of the searched directories.
     #[error(
         "the ACL runtime was not found: libascendcl.so is in none of {searched:?} (searched \
@@ -21,31 +21,17 @@ pub enum Error {
     /// A required function is not exported by the library (an unsupported CANN version).
     #[error("{library:?} does not export {symbol}: this CANN version is not supported")]
     MissingSymbol { library: PathBuf, symbol: String },
-    /// An ACL call returned an error code.
-    #[error("{call} failed with error {code}{}", if message.is_empty() { String::new() } else { format!(": {message}") })]
-    Acl {
-        call: &'static str,
-        code: i32,
-        message: String,
-    },
-    /// Something this ACL installation (or this crate) does not offer, such as graph capture
-    /// on a CANN without the `aclmdlRI*` functions, or an operator without its aclnn functions.
-    #[error("not supported: {0}")]
-    Unsupported(String),
-    /// Bad arguments to a wrapper (sizes, shapes), caught before calling ACL.
-    #[error("{0}")]
-    Invalid(String),
 }
 
-pub type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = std::result::Result<T, LoadError>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn messages_say_what_and_how_to_fix() {
-        let e = Error::NotFound {
+    fn not_found_says_where_it_looked_and_how_to_fix() {
+        let e = LoadError::NotFound {
             searched: vec![PathBuf::from("/opt/cann/lib64")],
         };
         let m = e.to_string();
@@ -53,23 +39,10 @@ mod tests {
             m.contains("/opt/cann/lib64") && m.contains("set_env.sh"),
             "{m}"
         );
-        let e = Error::Acl {
-            call: "aclrtMalloc",
-            code: 207001,
-            message: "out of memory".into(),
+        let e = LoadError::MissingSymbol {
+            library: PathBuf::from("/x/libascendcl.so"),
+            symbol: "aclInit".into(),
         };
-        assert_eq!(
-            e.to_string(),
-            "aclrtMalloc failed with error 207001: out of memory"
-        );
-        let e = Error::Acl {
-            call: "aclrtFree",
-            code: 100000,
-            message: String::new(),
-        };
-        assert_eq!(e.to_string(), "aclrtFree failed with error 100000");
-        assert!(Error::Unsupported("graph capture".into())
-            .to_string()
-            .starts_with("not supported: "));
+        assert!(e.to_string().contains("does not export aclInit"), "{e}");
     }
 }

@@ -7,7 +7,8 @@
 //! - [`plan::compile`]: the compile pipeline (validation, passes at their stages, inference
 //!   from the actual inputs, dead-node removal, kernel selection, buffer liveness) and
 //!   [`Plan::execute`];
-//! - the ACL backend ([`acl`], `ge.device=acl`): aclnn launches, captured and replayed;
+//! - [`Backend`]: where graphs run: the CPU ([`CpuBackend`]) here, ACL (`ge.device=acl`) in
+//!   the `ge-acl` crate, which registers itself ([`backend::register_acl_backend`]);
 //! - the CPU kernels ([`kernels`]) over [`Value`]s, `ndarray` arrays of f32, f64, f16, bf16,
 //!   int8–int64, uint8–uint64 and bool.
 //!
@@ -29,7 +30,7 @@
 //! assert_eq!(out[0].to_f64_vec(), vec![0.0, 2.0]);
 //! ```
 
-pub mod acl;
+pub mod backend;
 pub mod error;
 pub mod fuse;
 pub mod kernels;
@@ -40,6 +41,7 @@ pub mod plan;
 pub mod session;
 pub mod value;
 
+pub use backend::{Backend, BackendPlan, CpuBackend};
 pub use error::{Error, Result};
 pub use ndarray;
 pub use plan::{CompileReport, Plan, Signature};

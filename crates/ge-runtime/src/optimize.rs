@@ -243,7 +243,7 @@ fn merge_duplicates(g: &mut Graph) -> Result<usize> {
 
 /// The nodes the graph outputs depend on (through data and control edges), in topological
 /// order.
-pub(crate) fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
+pub fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
     let order = g.topo_order()?;
     let mut need: FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
     for &id in order.iter().rev() {

@@ -228,7 +228,7 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
     plan_prepared(prepare(graph, sig, passes)?, sig)
 }
 
-fn check_input_dtypes(sig: &Signature) -> Result<()> {
+pub(crate) fn check_input_dtypes(sig: &Signature) -> Result<()> {
     for s in sig {
         if !supported_dtype(s.dtype) {
             return Err(Error::unsupported(format!(
@@ -258,7 +258,7 @@ pub fn compile_prepared(graph: &Graph, sig: &Signature) -> Result<Plan> {
     plan_prepared(already_prepared(graph.clone(), sig)?, sig)
 }
 
-fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
+pub(crate) fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
     let Prepared {
         graph: g,
         data,

@@ -6,14 +6,15 @@
 //! plan when the cache is full. In eager mode every run compiles and runs node by node, and
 //! nothing is cached. Both modes run the same kernels, so they give identical results.
 //!
-//! `ge.device` picks the backend: the CPU, ACL ([`crate::acl`]: a cached plan holds a captured
-//! graph that a hit replays, and evicting it destroys the graph), or `auto` (ACL when its
-//! libraries load, otherwise the CPU with a log line saying why). Both backends share the
-//! cache, its signature rules, its counters and the options.
+//! `ge.device` picks the [`Backend`]: the CPU, ACL (the `ge-acl` crate, registered with
+//! [`crate::backend::register_acl_backend`]: a cached plan holds a captured graph that a hit
+//! replays, and evicting it destroys the graph), or `auto` (ACL when it opens, otherwise the
+//! CPU with a log line saying why). Every backend shares the cache, its signature rules, its
+//! counters and the options.
 
-use crate::acl::{self, AclBackend, AclPlan, RunMode};
+use crate::backend::{self, Backend, BackendPlan, CpuBackend};
 use crate::error::{Error, Result};
-use crate::plan::{self, CompileReport, Plan, Signature};
+use crate::plan::{self, CompileReport, Signature};
 use crate::value::Value;
 use es_core::Graph;
 use lru::LruCache;
@@ -160,36 +161,14 @@ pub struct CacheStats {
     pub capacity: usize,
 }
 
-/// Where a graph runs.
-#[derive(Clone)]
-enum Backend {
-    Cpu,
-    Acl(Arc<AclBackend>),
-}
-
-/// A compiled plan of either backend.
-enum Compiled {
-    Cpu(Plan),
-    Acl(AclPlan),
-}
-
-impl Compiled {
-    fn report(&self) -> &CompileReport {
-        match self {
-            Compiled::Cpu(p) => p.report(),
-            Compiled::Acl(p) => p.report(),
-        }
-    }
-}
-
 struct GraphEntry {
     graph: Graph,
     /// Set for a graph compiled before (an offline model's): the one signature it runs, and
     /// compiles only plan it.
     compiled_for: Option<Signature>,
     options: Options,
-    backend: Backend,
-    cache: Mutex<LruCache<Signature, Arc<Compiled>>>,
+    backend: Arc<dyn Backend>,
+    cache: Mutex<LruCache<Signature, Arc<dyn BackendPlan>>>,
     stats: Mutex<CacheStats>,
     last_report: Mutex<Option<CompileReport>>,
 }
@@ -201,14 +180,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Supplies the passes a compile runs (a snapshot of a registry, taken per compile).
 pub type PassSource = Arc<dyn Fn() -> Option<PassRegistry> + Send + Sync>;
 
-/// A session: graphs by id, run on the CPU backend. `Session` is `Sync`: runs of one or
+/// A session: graphs by id, run on their backends. `Session` is `Sync`: runs of one or
 /// several graphs may go on from several threads at once.
 pub struct Session {
     options: Options,
     graphs: RwLock<FxHashMap<u32, Arc<GraphEntry>>>,
     passes: Option<PassSource>,
     /// ACL backends opened by this session, by device id.
-    acl: Mutex<FxHashMap<i32, Arc<AclBackend>>>,
+    acl: Mutex<FxHashMap<i32, Arc<dyn Backend>>>,
     /// Why `auto` chose the CPU, not yet taken by [`Session::take_device_notes`].
     notes: Mutex<Vec<String>>,
 }
@@ -237,28 +216,28 @@ impl Session {
     }
 
     /// The backend `o` asks for, opening the ACL device on first use.
-    fn backend(&self, o: &Options) -> Result<Backend> {
-        let open = || -> Result<Arc<AclBackend>> {
+    fn backend(&self, o: &Options) -> Result<Arc<dyn Backend>> {
+        let open = || -> Result<Arc<dyn Backend>> {
             let mut m = lock(&self.acl);
             if let Some(b) = m.get(&o.device_id) {
                 return Ok(b.clone());
             }
-            let b = Arc::new(AclBackend::open(o.device_id)?);
+            let b = backend::open_acl(o.device_id)?;
             m.insert(o.device_id, b.clone());
             Ok(b)
         };
         match o.device {
-            Device::Cpu => Ok(Backend::Cpu),
-            Device::Acl => Ok(Backend::Acl(open()?)),
+            Device::Cpu => Ok(Arc::new(CpuBackend)),
+            Device::Acl => open(),
             Device::Auto => match open() {
-                Ok(b) => Ok(Backend::Acl(b)),
+                Ok(b) => Ok(b),
                 Err(e) => {
                     let note = format!(
                         "ge.device=auto: running on the CPU, because ACL is not usable: {e}"
                     );
                     log::warn!("{note}");
                     lock(&self.notes).push(note);
-                    Ok(Backend::Cpu)
+                    Ok(Arc::new(CpuBackend))
                 }
             },
         }
@@ -272,7 +251,7 @@ impl Session {
 
     /// Whether graph `id` runs on the ACL backend (else on the CPU).
     pub fn runs_on_acl(&self, id: u32) -> Result<bool> {
-        Ok(matches!(self.entry(id)?.backend, Backend::Acl(_)))
+        Ok(self.entry(id)?.backend.name() == "acl")
     }
 
     /// Sets where compiles get their passes from.
@@ -372,7 +351,7 @@ impl Session {
         v
     }
 
-    fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Compiled> {
+    fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Arc<dyn BackendPlan>> {
         if let Some(s) = &e.compiled_for {
             if s != sig {
                 return Err(Error::Input(format!(
@@ -382,43 +361,23 @@ impl Session {
                     plan::signature_text(sig)
                 )));
             }
-            let plan = match &e.backend {
-                Backend::Cpu => Compiled::Cpu(plan::compile_prepared(&e.graph, sig)?),
-                Backend::Acl(b) => Compiled::Acl(acl::build(
-                    b,
-                    plan::already_prepared(e.graph.clone(), sig)?,
-                    sig.clone(),
-                )?),
-            };
+            e.backend.check_signature(sig)?;
+            let plan: Arc<dyn BackendPlan> = e
+                .backend
+                .plan(plan::already_prepared(e.graph.clone(), sig)?, sig)?
+                .into();
             *lock(&e.last_report) = Some(plan.report().clone());
             return Ok(plan);
         }
         let passes = self.passes.as_ref().and_then(|p| p());
-        let plan = match &e.backend {
-            Backend::Cpu => Compiled::Cpu(plan::compile(&e.graph, sig, passes.as_ref())?),
-            Backend::Acl(b) => Compiled::Acl(acl::build(
-                b,
-                plan::prepare(&e.graph, sig, passes.as_ref())?,
-                sig.clone(),
-            )?),
-        };
+        e.backend.check_signature(sig)?;
+        let plan: Arc<dyn BackendPlan> = e
+            .backend
+            .plan(plan::prepare(&e.graph, sig, passes.as_ref())?, sig)?
+            .into();
         log::debug!("graph '{}': {}", e.graph.name, plan.report());
         *lock(&e.last_report) = Some(plan.report().clone());
         Ok(plan)
-    }
-
-    fn execute(e: &GraphEntry, plan: &Compiled, inputs: Vec<Value>) -> Result<Vec<Value>> {
-        match plan {
-            Compiled::Cpu(p) => crate::par::run_with(e.options.threads, || p.execute(inputs)),
-            Compiled::Acl(p) => p.run(
-                inputs,
-                if e.options.graph_mode {
-                    RunMode::Graph
-                } else {
-                    RunMode::Eager
-                },
-            ),
-        }
     }
 
     /// Runs graph `id` on `inputs` (in input-index order).
@@ -426,8 +385,7 @@ impl Session {
         let e = self.entry(id)?;
         let sig = plan::signature(&inputs);
         if !e.options.graph_mode {
-            let plan = self.compile(&e, &sig)?;
-            return Self::execute(&e, &plan, inputs);
+            return self.compile(&e, &sig)?.run(inputs, &e.options);
         }
         let cached = lock(&e.cache).get(&sig).cloned();
         let plan = match cached {
@@ -438,7 +396,7 @@ impl Session {
             None => {
                 lock(&e.stats).misses += 1;
                 // Compiled outside the lock: other signatures keep running meanwhile.
-                let p = Arc::new(self.compile(&e, &sig)?);
+                let p = self.compile(&e, &sig)?;
                 let evicted = {
                     let mut cache = lock(&e.cache);
                     let mut st = lock(&e.stats);
@@ -461,7 +419,7 @@ impl Session {
                 p
             }
         };
-        Self::execute(&e, &plan, inputs)
+        plan.run(inputs, &e.options)
     }
 
     /// The counters of graph `id`'s plan cache.

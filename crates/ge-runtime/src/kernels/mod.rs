@@ -206,7 +206,7 @@ pub(crate) fn input<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<&'a Va
 }
 
 /// Normalises axis `a` for rank `rank` (negative counts from the end).
-pub(crate) fn norm_axis(a: i64, rank: usize) -> Result<usize> {
+pub fn norm_axis(a: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;
     let x = if a < 0 { a + r } else { a };
     if x < 0 || x >= r.max(1) {

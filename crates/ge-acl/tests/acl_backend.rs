@@ -20,6 +20,7 @@ fn double() -> (MutexGuard<'static, ()>, &'static TestDouble) {
         let dir = Box::leak(Box::new(tempfile::tempdir().unwrap()));
         let d = TestDouble::build(dir.path()).expect("the test double builds");
         std::env::set_var("ASCEND_HOME_PATH", d.root());
+        ge_acl::register();
         d
     });
     d.reset();
@@ -117,7 +118,7 @@ fn x(n: usize, seed: f32) -> Value {
     let v: Vec<f32> = (0..n * 3)
         .map(|i| (i as f32 * 0.37 + seed).sin() * 2.0)
         .collect();
-    Value::F32(ndarray::ArrayD::from_shape_vec(vec![n, 3], v).unwrap())
+    Value::F32(ge_runtime::ndarray::ArrayD::from_shape_vec(vec![n, 3], v).unwrap())
 }
 
 fn close(a: &[Value], b: &[Value]) {
@@ -479,7 +480,7 @@ mod random_graphs {
         let v: Vec<f32> = (0..n)
             .map(|i| lo + (((i as u64 * 2654435761 + seed) % 1000) as f32) / 500.0)
             .collect();
-        Value::F32(ndarray::ArrayD::from_shape_vec(dims.to_vec(), v).unwrap())
+        Value::F32(ge_runtime::ndarray::ArrayD::from_shape_vec(dims.to_vec(), v).unwrap())
     }
 
     fn graph(c: &Case) -> Graph {

@@ -10,7 +10,7 @@
 //! borrow checker cannot stop) is freed after the capture ends.
 //!
 //! ```no_run
-//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! # fn f(acl: ge_acl::acl::Acl) -> ge_acl::acl::Result<()> {
 //! let mut device = acl.open_device(0)?;
 //! let mut stream = device.create_stream()?;
 //! let scratch = device.alloc(1024)?; // allocate before the capture
@@ -26,7 +26,7 @@
 //! compile:
 //!
 //! ```compile_fail,E0502
-//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! # fn f(acl: ge_acl::acl::Acl) -> ge_acl::acl::Result<()> {
 //! let mut device = acl.open_device(0)?;
 //! let mut stream = device.create_stream()?;
 //! let capture = stream.capture(&mut device)?;
@@ -36,7 +36,7 @@
 //! ```
 //!
 //! ```compile_fail,E0499
-//! # fn f(acl: acl_sys::Acl) -> acl_sys::Result<()> {
+//! # fn f(acl: ge_acl::acl::Acl) -> ge_acl::acl::Result<()> {
 //! let mut device = acl.open_device(0)?;
 //! let mut stream = device.create_stream()?;
 //! let capture = stream.capture(&mut device)?;
@@ -46,7 +46,7 @@
 //! ```
 //!
 //! ```compile_fail,E0502
-//! # fn f(acl: acl_sys::Acl, buffer: &acl_sys::DeviceBuffer) -> acl_sys::Result<()> {
+//! # fn f(acl: ge_acl::acl::Acl, buffer: &ge_acl::acl::DeviceBuffer) -> ge_acl::acl::Result<()> {
 //! let mut device = acl.open_device(0)?;
 //! let mut stream = device.create_stream()?;
 //! let capture = stream.capture(&mut device)?;
@@ -55,17 +55,14 @@
 //! # Ok(()) }
 //! ```
 
-use crate::api::Api;
-use crate::error::{Error, Result};
-use crate::ffi;
-use crate::ops::Executor;
+use super::error::{ApiExt, Error, Result};
+use super::memory::{lock, Deferred, DeviceShared};
+pub use super::memory::{DeviceBuffer, HostBuffer};
+use super::ops::Executor;
+use acl_sys::{ffi, Api};
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The ACL runtime, initialised (`aclInit`) once per process and per loaded [`Api`].
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +71,7 @@ pub struct Acl {
 }
 
 impl Acl {
-    /// Loads ACL from the standard places ([`crate::search_dirs`]) and initialises it.
+    /// Loads ACL from the standard places ([`acl_sys::search_dirs`]) and initialises it.
     pub fn init() -> Result<Acl> {
         Acl::with_api(Api::global()?)
     }
@@ -134,83 +131,6 @@ impl Acl {
                 deferred: Mutex::new(Vec::new()),
             }),
         })
-    }
-}
-
-enum Deferred {
-    Device(*mut c_void),
-    Host(*mut c_void),
-    Graph(ffi::aclmdlRI),
-}
-
-struct DeviceShared {
-    api: &'static Api,
-    id: i32,
-    ctx: ffi::aclrtContext,
-    /// Streams of this device capturing now.
-    capturing: AtomicUsize,
-    /// Frees and graph destructions asked for during a capture, done when it ends.
-    deferred: Mutex<Vec<Deferred>>,
-}
-
-// SAFETY: the context handle is an opaque token ACL lets any thread use (after
-// aclrtSetCurrentContext, which every call path here does first).
-unsafe impl Send for DeviceShared {}
-unsafe impl Sync for DeviceShared {}
-
-impl DeviceShared {
-    fn bind(&self) -> Result<()> {
-        // SAFETY: `aclError aclrtSetCurrentContext(aclrtContext context)` with our live context.
-        let code = unsafe { (self.api.runtime.aclrtSetCurrentContext)(self.ctx) };
-        self.api.check("aclrtSetCurrentContext", code)
-    }
-
-    fn release(&self, d: Deferred) {
-        // Held while freeing, so a capture cannot begin between the check and the free.
-        let mut pending = lock(&self.deferred);
-        if self.capturing.load(Ordering::SeqCst) > 0 {
-            pending.push(d);
-            return;
-        }
-        let _ = self.bind();
-        // SAFETY: the pointer came from aclrtMalloc / aclrtMallocHost and is freed once.
-        let (call, code) = unsafe {
-            match d {
-                Deferred::Device(p) => ("aclrtFree", (self.api.runtime.aclrtFree)(p)),
-                Deferred::Host(p) => ("aclrtFreeHost", (self.api.runtime.aclrtFreeHost)(p)),
-                Deferred::Graph(g) => match self.api.capture.as_ref() {
-                    Some(c) => ("aclmdlRIDestroy", (c.aclmdlRIDestroy)(g)),
-                    None => return,
-                },
-            }
-        };
-        if let Err(e) = self.api.check(call, code) {
-            log::warn!("{e}");
-        }
-    }
-
-    fn flush_deferred(&self) {
-        let pending = std::mem::take(&mut *lock(&self.deferred));
-        for d in pending {
-            self.release(d);
-        }
-    }
-}
-
-impl Drop for DeviceShared {
-    fn drop(&mut self) {
-        self.flush_deferred();
-        // SAFETY: every buffer, stream and graph holds an Arc of this, so none is left.
-        unsafe {
-            let code = (self.api.runtime.aclrtDestroyContext)(self.ctx);
-            if let Err(e) = self.api.check("aclrtDestroyContext", code) {
-                log::warn!("{e}");
-            }
-            let code = (self.api.runtime.aclrtResetDevice)(self.id);
-            if let Err(e) = self.api.check("aclrtResetDevice", code) {
-                log::warn!("{e}");
-            }
-        }
     }
 }
 
@@ -377,77 +297,6 @@ impl Device {
     }
 }
 
-/// Device memory from `aclrtMalloc`, freed (`aclrtFree`) in `Drop`. A handle: the memory is
-/// not host-addressable, so copies into it take `&self`.
-pub struct DeviceBuffer {
-    shared: Arc<DeviceShared>,
-    ptr: *mut c_void,
-    len: usize,
-}
-
-// SAFETY: a device address, usable from any thread with the device's context.
-unsafe impl Send for DeviceBuffer {}
-unsafe impl Sync for DeviceBuffer {}
-
-impl std::fmt::Debug for DeviceBuffer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer({:p}, {} bytes)", self.ptr, self.len)
-    }
-}
-
-impl DeviceBuffer {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// The device address (for tensor descriptors; not dereferenceable on the host).
-    pub fn device_ptr(&self) -> *mut c_void {
-        self.ptr
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        self.shared.release(Deferred::Device(self.ptr));
-    }
-}
-
-/// Pinned host memory from `aclrtMallocHost`, freed (`aclrtFreeHost`) in `Drop`.
-pub struct HostBuffer {
-    shared: Arc<DeviceShared>,
-    ptr: *mut c_void,
-    len: usize,
-}
-
-// SAFETY: plain host memory owned by this value.
-unsafe impl Send for HostBuffer {}
-unsafe impl Sync for HostBuffer {}
-
-impl HostBuffer {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `len` initialised (zeroed at allocation) host bytes owned by this value.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
-    }
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
-    }
-}
-
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        self.shared.release(Deferred::Host(self.ptr));
-    }
-}
-
 /// A stream, destroyed (`aclrtDestroyStream`) in `Drop`.
 pub struct Stream {
     shared: Arc<DeviceShared>,
@@ -466,7 +315,7 @@ impl Stream {
         self.shared.api.check("aclrtSynchronizeStream", code)
     }
 
-    /// Queues an aclnn operator prepared with [`crate::ops`]. `workspace` must hold at least
+    /// Queues an aclnn operator prepared with [`super::ops`]. `workspace` must hold at least
     /// the executor's workspace size.
     pub fn launch(&mut self, exec: Executor, workspace: Option<&DeviceBuffer>) -> Result<()> {
         self.shared.bind()?;

@@ -1,4 +1,5 @@
-//! The ACL backend: graphs on an Ascend NPU through `acl-sys`.
+//! The ACL backend: graphs on an Ascend NPU through the safe layer ([`crate::acl`]) over
+//! `acl-sys`.
 //!
 //! A plan for one input signature owns device buffers for the graph's inputs, constants and
 //! outputs, and buffers that computed values share once the values before them are dead (views
@@ -17,14 +18,15 @@
 //! No NPU was available where this was written: it is tested against the ACL test double
 //! (`acl_sys::test_double`), never on hardware.
 
-use crate::error::{Error, Result};
-use crate::kernels::NodeInfo;
-use crate::plan::{CompileReport, Prepared, Signature, StageReport};
-use crate::value::Value;
-use acl_sys::ops::{self as aops, Binary, Reduce, Unary};
-use acl_sys::{ffi, Acl, CapturedGraph, Device, DeviceBuffer, Executor, Stream, Tensor};
+use crate::acl::ops::{self as aops, Binary, Reduce, Unary};
+use crate::acl::{Acl, CapturedGraph, Device, DeviceBuffer, Executor, Stream, Tensor};
+use acl_sys::ffi;
 use es_core::graph::is_data_op;
 use es_core::{DataType, Graph, NodeId, OutPort};
+use ge_runtime::backend::{Backend, BackendPlan};
+use ge_runtime::kernels::NodeInfo;
+use ge_runtime::plan::{CompileReport, Prepared, Signature, StageReport};
+use ge_runtime::{Error, Options, Result, Value};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -71,10 +73,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// An acl-sys error as a ge-runtime one.
-fn dev(e: acl_sys::Error) -> Error {
+/// An ACL error as a ge-runtime one.
+fn dev(e: crate::acl::Error) -> Error {
     match e {
-        acl_sys::Error::Unsupported(m) => Error::Unsupported(m),
+        crate::acl::Error::Unsupported(m) => Error::Unsupported(m),
         e => Error::Device(e.to_string()),
     }
 }
@@ -239,7 +241,7 @@ fn const_ints(g: &Graph, node: &es_core::Node, i: usize, what: &str) -> Result<V
 
 /// `axis` normalised for `rank` (the kernels' rule), as a compile error.
 fn norm(axis: i64, rank: usize) -> Result<i64> {
-    crate::kernels::norm_axis(axis, rank)
+    ge_runtime::kernels::norm_axis(axis, rank)
         .map(|a| a as i64)
         .map_err(|e| match e {
             Error::Execution { message, .. } => Error::Compile(message),
@@ -363,7 +365,7 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared, signature: Signature) -> Re
         start,
     } = p;
     let t = Instant::now();
-    let order = crate::optimize::needed_nodes(&g)?;
+    let order = ge_runtime::optimize::needed_nodes(&g)?;
     let mut problems: Vec<String> = Vec::new();
     let mut lowered: FxHashMap<NodeId, Lowered> = FxHashMap::default();
     for &id in &order {
@@ -875,10 +877,48 @@ impl AclPlan {
     }
 }
 
-fn step_error(s: &Step, e: acl_sys::Error) -> Error {
+fn step_error(s: &Step, e: crate::acl::Error) -> Error {
     Error::Execution {
         node: s.name.clone(),
         op: s.op.clone(),
         message: e.to_string(),
+    }
+}
+
+/// [`AclBackend`] as a session's [`Backend`] (what [`crate::register`] makes `ge.device=acl`
+/// open): plans with [`build`], runs in graph or eager mode as `ge.graphMode` says.
+#[derive(Debug, Clone)]
+pub struct AclDevice(pub Arc<AclBackend>);
+
+impl AclDevice {
+    /// Opens `device_id` (see [`AclBackend::open`]).
+    pub fn open(device_id: i32) -> Result<AclDevice> {
+        Ok(AclDevice(Arc::new(AclBackend::open(device_id)?)))
+    }
+}
+
+impl Backend for AclDevice {
+    fn name(&self) -> &'static str {
+        "acl"
+    }
+    fn plan(&self, prepared: Prepared, sig: &Signature) -> Result<Box<dyn BackendPlan>> {
+        Ok(Box::new(build(&self.0, prepared, sig.clone())?))
+    }
+}
+
+impl BackendPlan for AclPlan {
+    fn report(&self) -> &CompileReport {
+        AclPlan::report(self)
+    }
+    fn run(&self, inputs: Vec<Value>, options: &Options) -> Result<Vec<Value>> {
+        AclPlan::run(
+            self,
+            inputs,
+            if options.graph_mode {
+                RunMode::Graph
+            } else {
+                RunMode::Eager
+            },
+        )
     }
 }

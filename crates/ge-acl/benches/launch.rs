@@ -3,10 +3,11 @@
 //! once, measured against the ACL test double (which also computes each operator on the
 //! host, the same work both ways). It measures ge-rs's and the API's host overhead, not an NPU.
 
-use acl_sys::ops::{self, Unary};
 use acl_sys::test_double::TestDouble;
-use acl_sys::{ffi, Acl, Api, Tensor};
+use acl_sys::{ffi, Api};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use ge_acl::acl::ops::{self, Unary};
+use ge_acl::acl::{Acl, Tensor};
 
 fn launch(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();

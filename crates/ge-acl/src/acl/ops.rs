@@ -2,13 +2,12 @@
 //!
 //! An aclnn operator runs in two phases: `aclnnXGetWorkspaceSize` checks the arguments and
 //! returns an executor with the workspace it needs; `aclnnX` launches it on a stream. The
-//! functions here do the first phase and return an [`Executor`]; [`crate::Stream::launch`] or
-//! [`crate::Capture::launch`] do the second. An executor runs once.
+//! functions here do the first phase and return an [`Executor`]; [`super::Stream::launch`] or
+//! [`super::Capture::launch`] do the second. An executor runs once.
 
-use crate::api::{Api, OpFns};
-use crate::error::{Error, Result};
-use crate::ffi;
-use crate::runtime::DeviceBuffer;
+use super::error::{Error, Result};
+use super::memory::DeviceBuffer;
+use acl_sys::{ffi, Api, OpFns};
 use std::os::raw::c_void;
 
 /// The size in bytes of one element of `dtype`, for the types this crate handles.
@@ -216,7 +215,7 @@ impl Executor {
     pub fn workspace_size(&self) -> u64 {
         self.workspace
     }
-    pub(crate) fn launch(
+    pub(super) fn launch(
         mut self,
         workspace: *mut c_void,
         size: u64,
@@ -252,7 +251,7 @@ fn prepare<G: Copy>(
     let f = fns.ok_or_else(|| {
         Error::Unsupported(format!(
             "{op}: {} does not export it",
-            api.dir().join(crate::api::OPAPI_LIBRARY).display()
+            api.dir().join(acl_sys::OPAPI_LIBRARY).display()
         ))
     })?;
     let mut ws = 0u64;

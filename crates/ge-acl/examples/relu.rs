@@ -1,15 +1,16 @@
 //! Relu and Add on device 0, launched eagerly, then captured once and replayed twice.
 //!
 //! ```sh
-//! cargo run -p acl-sys --example relu                 # with CANN's set_env.sh sourced
-//! cargo run -p acl-sys --example relu -- --test-double # against the ACL test double (no NPU)
+//! cargo run -p ge-acl --example relu                 # with CANN's set_env.sh sourced
+//! cargo run -p ge-acl --example relu -- --test-double # against the ACL test double (no NPU)
 //! ```
 //!
 //! Without ACL (and without `--test-double`) it prints why ACL could not be loaded.
 
-use acl_sys::ops::{self, Binary, Unary};
+use acl_sys::ffi;
 use acl_sys::test_double::TestDouble;
-use acl_sys::{ffi, Acl, Tensor};
+use ge_acl::acl::ops::{self, Binary, Unary};
+use ge_acl::acl::{Acl, Tensor};
 
 fn bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -24,7 +25,7 @@ fn floats(b: &[u8]) -> Vec<f32> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut _double = None;
     if std::env::args().any(|a| a == "--test-double") {
-        let dir = std::env::temp_dir().join("acl-sys-example-double");
+        let dir = std::env::temp_dir().join("ge-acl-example-double");
         let d = TestDouble::build(&dir)?;
         std::env::set_var("ASCEND_HOME_PATH", d.root());
         println!(
