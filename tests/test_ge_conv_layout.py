@@ -164,3 +164,113 @@ def test_nd_x_with_no_layout_in_data_format_is_an_error():
     wh = b.create_const(np.zeros((2, 3, 1, 1), np.float32))
     with pytest.raises(ge.GeError, match="attribute 'data_format' must be"):
         ops.Conv2D(xh, wh, strides=[1, 1, 1, 1], pads=[0, 0, 0, 0], data_format="NCWH")
+
+
+# ---------------------------------------------------------------------------------------------
+# GE's format inference carries a layout through layout-agnostic operators
+# ---------------------------------------------------------------------------------------------
+
+
+def test_relu_between_nchw_data_and_conv_runs_nchw(rng):
+    # Data(NCHW) -> Relu -> Conv2D with data_format left at NHWC: GE carries NCHW through the
+    # Relu, so the convolution reads x as NCHW (as NHWC it would see 8 channels, not 3).
+    x = rng.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32)
+    w = rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32)
+    b = GraphBuilder("relu_nchw")
+    xh = b.create_input(0, data_type=F32, shape=list(x.shape), format=Format.FORMAT_NCHW)
+    r = ops.Relu(ops.Mul(xh, b.create_const(np.float32(2.0))))
+    y = ops.Conv2D(r, b.create_const(w), strides=[1, 1, 1, 1], pads=[0, 0, 0, 0])
+    g = b.build_and_reset([y])
+    relu = [n for n in g.get_direct_nodes() if n.type == "Relu"][0]
+    assert relu.get_output_desc(0).get_format() == Format.FORMAT_NCHW
+    (out,) = run(g, x)
+    assert out.shape == (1, 4, 6, 6)
+    close(out, conv_nchw(np.maximum(2 * x, 0), w, (1, 1), (0, 0, 0, 0)))
+
+
+def test_a_broadcast_operand_of_another_rank_stops_the_format():
+    b = GraphBuilder("stop")
+    xh = b.create_input(0, data_type=F32, shape=[1, 3, 4, 4], format=Format.FORMAT_NCHW)
+    s = ops.Add(xh, b.create_const(np.ones(4, np.float32)))
+    t = ops.Add(xh, b.create_const(np.ones((1, 3, 1, 1), np.float32)))
+    g = b.build_and_reset([s, t])
+    fmts = sorted(str(n.get_output_desc(0).get_format()) for n in g.get_direct_nodes() if n.type == "Add")
+    assert fmts == sorted([str(Format.FORMAT_ND), str(Format.FORMAT_NCHW)])
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX export and Conv+BatchNorm folding read the same layout
+# ---------------------------------------------------------------------------------------------
+
+
+def nhwc_by_format_graph(rng):
+    """x NHWC by its format under data_format="NCHW", an ND filter ([out, kh, kw, in])."""
+    x = rng.uniform(-1, 1, (2, 7, 6, 3)).astype(np.float32)
+    w = rng.uniform(-1, 1, (4, 3, 2, 3)).astype(np.float32)  # OIHW
+    b = GraphBuilder("nhwc_onnx")
+    xh = b.create_input(0, data_type=F32, shape=list(x.shape), format=Format.FORMAT_NHWC)
+    y = ops.Conv2D(xh, b.create_const(to_nhwc(w)), strides=[1, 2, 1, 1], pads=[1, 0, 0, 1], data_format="NCHW")
+    # y, and the Relu's output carrying its format, are NHWC: ksize and strides in NHWC order.
+    y = ops.MaxPool(ops.Relu(y), ksize=[1, 2, 1, 1], strides=[1, 2, 1, 1], padding="VALID", data_format="NCHW")
+    r = conv_nchw(to_nchw(x), w, (2, 1), (1, 0, 0, 1))  # [2, 4, 4, 5]
+    r = np.maximum(r, 0).reshape(2, 4, 2, 2, 5).max(axis=3)
+    return b.build_and_reset([y]), x, to_nhwc(r)
+
+
+def test_onnx_export_of_an_nhwc_by_format_conv(rng, tmp_path):
+    import ge.onnx
+
+    g, x, want = nhwc_by_format_graph(rng)
+    (got,) = run(g, x)
+    close(got, want)
+    path = tmp_path / "nhwc.onnx"
+    ge.onnx.save(g, str(path))
+    (back,) = run(ge.onnx.load(str(path)), x)
+    close(back, want)
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (o,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    close(o, want)
+
+
+def conv_bn(x_shape, filt: np.ndarray, conv_df: str, bn_df: str, extra_use: bool):
+    """Conv2D (x NHWC by format, data_format `conv_df`) -> inference BatchNorm (`bn_df`);
+    `extra_use` also outputs the convolution, which keeps the BatchNorm from being folded."""
+    rng = np.random.default_rng(7)
+    c = filt.shape[0]
+    b = GraphBuilder("conv_bn_layout")
+    xh = b.create_input(0, data_type=F32, shape=list(x_shape), format=Format.FORMAT_NHWC)
+    conv = ops.Conv2D(xh, b.create_const(filt), b.create_const(rng.standard_normal(c).astype(np.float32)),
+                      strides=[1, 1, 1, 1], pads=[0, 0, 0, 0], data_format=conv_df)
+    params = [rng.uniform(0.5, 2, c), rng.standard_normal(c), rng.standard_normal(c), rng.uniform(0.5, 2, c)]
+    bn = ops.BatchNorm(conv, *(b.create_const(p.astype(np.float32)) for p in params),
+                       epsilon=1e-3, data_format=bn_df, is_training=False)
+    return b.build_and_reset([bn.y] + ([conv] if extra_use else []))
+
+
+def run_folded(g, x: np.ndarray) -> tuple[np.ndarray, int]:
+    """The first output and how many BatchNorms the compile pipeline folded."""
+    import re
+
+    s = Session()
+    s.add_graph(0, g)
+    y = s.run_graph(0, [x])[0].numpy()
+    m = re.search(r"BatchNorms folded into convolutions[^0-9]*(\d+)", s.compile_report(0))
+    assert m
+    return y, int(m.group(1))
+
+
+@pytest.mark.parametrize(("bn_df", "folds"), [("NHWC", 1), ("NCHW", 0)])
+def test_conv_batch_norm_fused_and_unfused_agree_with_x_nhwc_by_format(rng, bn_df, folds):
+    # The convolution computes NHWC (x's format) whatever its data_format says; y is
+    # [1, 5, 4, 5], so a BatchNorm reading NCHW normalises H (5 values) and must not be folded
+    # into the convolution's 5 output channels.
+    x = rng.uniform(-1, 1, (1, 7, 6, 3)).astype(np.float32)
+    filt = rng.uniform(-1, 1, (5, 3, 3, 3)).astype(np.float32)  # [out, kh, kw, in] under NHWC
+    g = conv_bn(x.shape, filt, "NCHW", bn_df, extra_use=False)
+    fused, n = run_folded(g, x)
+    assert n == folds
+    unfused, n = run_folded(conv_bn(x.shape, filt, "NCHW", bn_df, extra_use=True), x)
+    assert n == 0
+    assert fused.shape == (1, 5, 4, 5)
+    np.testing.assert_allclose(fused, unfused, rtol=1e-5, atol=1e-5)

@@ -291,3 +291,70 @@ fn other_convolutions_read_x_format() {
         &["input x format should be NCDHW or NDHWC. actual is: NCHW"],
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Format propagation through layout-agnostic operators (GE's forward format inference)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn relu_carries_nchw_to_a_conv_with_the_default_data_format() {
+    let mut t = T::new();
+    let x = data(&mut t, Format::NCHW, &[1, 3, 8, 8]);
+    let r = ok(&mut t, "Relu", &[("x", x)], &[]);
+    assert_eq!(r, (vec![1, 3, 8, 8], Format::NCHW));
+    let relu = call(&mut t, "Relu", &[("x", x)], &[]).unwrap();
+    let w = data(&mut t, Format::ND, &[4, 3, 3, 3]);
+    // data_format left at NHWC: the carried NCHW wins, as GE's inference gives it.
+    let y = ok(
+        &mut t,
+        "Conv2D",
+        &[
+            (
+                "x",
+                OutPort {
+                    node: relu,
+                    index: 0,
+                },
+            ),
+            ("filter", w),
+        ],
+        &conv(&[1, 1, 1, 1]),
+    );
+    assert_eq!(y, (vec![1, 4, 6, 6], Format::NCHW));
+}
+
+#[test]
+fn binary_ops_carry_the_format_their_inputs_agree_on() {
+    use Format::{NCHW, ND, NHWC};
+    let mut t = T::new();
+    let a = data(&mut t, NCHW, &[1, 3, 4, 4]);
+    let b = data(&mut t, ND, &[1, 3, 1, 1]);
+    let c = data(&mut t, NHWC, &[1, 3, 4, 4]);
+    let row = data(&mut t, ND, &[4]);
+    let scalar = data(&mut t, ND, &[]);
+    let f =
+        |t: &mut T, ty: &str, x1: OutPort, x2: OutPort| ok(t, ty, &[("x1", x1), ("x2", x2)], &[]).1;
+    // An ND operand of the same rank and a scalar state nothing.
+    assert_eq!(f(&mut t, "Add", a, b), NCHW);
+    assert_eq!(f(&mut t, "Mul", scalar, a), NCHW);
+    assert_eq!(f(&mut t, "Maximum", b, b), ND);
+    // Disagreeing formats and a broadcast operand of another rank stop the propagation.
+    assert_eq!(f(&mut t, "Sub", a, c), ND);
+    assert_eq!(f(&mut t, "Add", a, row), ND);
+    // Cast carries it; a dim-moving op does not.
+    let cast = ok(&mut t, "Cast", &[("x", c)], &[("dst_type", i(1))]);
+    assert_eq!(cast.1, NHWC);
+    let perm = t.ints(&[0, 2, 3, 1]);
+    let tr = ok(&mut t, "Transpose", &[("x", a), ("perm", perm)], &[]);
+    assert_eq!(tr.1, ND);
+}
+
+#[test]
+fn internal_formats_are_not_carried() {
+    let mut t = T::new();
+    let x = data(&mut t, Format::NC1HWC0, &[1, 1, 4, 4, 16]);
+    assert_eq!(ok(&mut t, "Relu", &[("x", x)], &[]).1, Format::ND);
+    let x = data(&mut t, Format::HWCN, &[3, 3, 2, 4]);
+    let y = ok(&mut t, "Neg", &[("x", x)], &[]);
+    assert_eq!(y, (vec![3, 3, 2, 4], Format::HWCN));
+}

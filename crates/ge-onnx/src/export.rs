@@ -645,12 +645,26 @@ fn hw_of(v: &[i64], nchw: bool) -> Option<[i64; 2]> {
     Some(if nchw { [v[2], v[3]] } else { [v[1], v[2]] })
 }
 
-fn layout(n: &Node, default: &str) -> Result<bool> {
-    match attr_s(n, "data_format", default)?.as_str() {
-        "NCHW" => Ok(true),
-        "NHWC" => Ok(false),
-        other => Err(bad(n, format!("data_format {other:?}"))),
+/// The description of input `i` as its producer gives it (the node's slot copy otherwise).
+fn in_desc<'a>(ex: &Ex<'a>, n: &'a Node, i: usize) -> Option<&'a TensorDesc> {
+    let slot = n.inputs.get(i)?;
+    match slot.source {
+        Some(p) => ex.g.out_desc(p).ok().or(Some(&slot.desc)),
+        None => None,
     }
+}
+
+/// Whether x (input 0) is read as NCHW, by the layout decision the shape rules and the CPU
+/// kernels share (`es_core::infer::layout`): x's format, else `data_format` (`default` unset).
+fn layout(ex: &Ex<'_>, n: &Node, default: &str) -> Result<bool> {
+    let df = attr_s(n, "data_format", default)?;
+    let f = es_core::infer::layout::data_layout(
+        in_desc(ex, n, 0),
+        &df,
+        es_core::infer::layout::DATA_2D,
+    )
+    .map_err(|e| bad(n, e))?;
+    Ok(!es_core::infer::layout::channel_last(f))
 }
 
 const TO_NCHW: [i64; 4] = [0, 3, 1, 2];
@@ -662,7 +676,7 @@ fn conv2d(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         &["strides", "pads", "dilations", "groups", "data_format"],
     )?;
     no_input(n, io, 3, "offset_w")?;
-    let nchw = layout(n, "NHWC")?;
+    let nchw = layout(ex, n, "NHWC")?;
     let strides = attr_ints(n, "strides")?.unwrap_or_else(|| vec![1; 4]);
     let dil = attr_ints(n, "dilations")?.unwrap_or_else(|| vec![1; 4]);
     let s = hw_of(&strides, nchw).ok_or_else(|| bad(n, "strides must have 4 entries"))?;
@@ -699,26 +713,18 @@ fn conv2d(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         );
     }
     let mut w = io.input(1, n)?;
-    let ffmt = n.inputs.get(1).map_or(Format::ND, |s| s.desc.format);
-    match ffmt {
-        Format::NCHW | Format::ND => {}
-        Format::NHWC => {
-            w = ex.op1(
-                "Transpose",
-                n,
-                vec![w],
-                vec![a_ints("perm", TO_NCHW.to_vec())],
-            )
-        }
-        Format::HWCN => {
-            w = ex.op1(
-                "Transpose",
-                n,
-                vec![w],
-                vec![a_ints("perm", vec![3, 2, 0, 1])],
-            )
-        }
-        other => return Err(bad(n, format!("a filter of format {other}"))),
+    // The filter's layout as the rule and the kernel read it; [out, in, kh, kw] for ONNX.
+    let fl: Format = es_core::infer::layout::filter_layout(
+        in_desc(ex, n, 1),
+        in_desc(ex, n, 0),
+        es_core::infer::layout::FILTER_2D,
+    )
+    .map_err(|e| bad(n, e))?;
+    let perm = es_core::infer::layout::filter_positions(fl)
+        .ok_or_else(|| bad(n, format!("a filter of format {fl}")))?;
+    if perm != [0, 1, 2, 3] {
+        let perm: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+        w = ex.op1("Transpose", n, vec![w], vec![a_ints("perm", perm)]);
     }
     let mut ins = vec![x, w];
     if io.has(2) {
@@ -757,7 +763,7 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         handled.push("exclusive");
     }
     check_attrs(n, &handled)?;
-    let nchw = layout(n, if v1 { "NHWC" } else { "NCHW" })?;
+    let nchw = layout(ex, n, if v1 { "NHWC" } else { "NCHW" })?;
     let mut x = io.input(0, n)?;
     if !nchw {
         x = ex.op1(

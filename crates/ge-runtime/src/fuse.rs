@@ -18,6 +18,7 @@ use crate::error::Result;
 use crate::optimize::plain;
 use crate::value::Value;
 use es_core::attr::AttrValue;
+use es_core::infer::layout;
 use es_core::{DataType, Graph, InPort, Node, NodeId, OutPort};
 use rustc_hash::FxHashMap;
 
@@ -241,8 +242,22 @@ fn conv_bn_plan(g: &Graph, bn_id: NodeId) -> Result<Option<FoldPlan>> {
     if conv.inputs.get(3).is_some_and(|i| i.source.is_some()) {
         return Ok(None);
     }
-    let layout = attr_str(conv, "data_format", "NHWC");
-    if layout != attr_str(bn, "data_format", "NHWC") || !matches!(layout, "NCHW" | "NHWC") {
+    // The channel axis of the convolution's y (x's layout, as its kernel reads it) must be the
+    // one BatchNorm normalises (its data_format, as its kernel reads it).
+    let x_desc = match conv.inputs[0].source {
+        Some(p) => Some(g.out_desc(p)?),
+        None => return Ok(None),
+    };
+    let df = attr_str(conv, "data_format", "NHWC");
+    let Ok(xl) = layout::data_layout(x_desc, df, layout::DATA_2D) else {
+        return Ok(None);
+    };
+    let bn_channel_last = match attr_str(bn, "data_format", "NHWC") {
+        "NHWC" | "NDHWC" => true,
+        "NCHW" | "NCDHW" => false,
+        _ => return Ok(None),
+    };
+    if layout::channel_last(xl) != bn_channel_last {
         return Ok(None);
     }
     let out_dt = conv.outputs[0].desc.dtype;
@@ -258,7 +273,11 @@ fn conv_bn_plan(g: &Graph, bn_id: NodeId) -> Result<Option<FoldPlan>> {
     let Some(fsrc) = conv.inputs[1].source else {
         return Ok(None);
     };
-    let Some(pos) = crate::kernels::filter_out_channel(g.out_desc(fsrc)?.format) else {
+    // The filter's output channels sit where its kernel reads them.
+    let Ok(fl) = layout::filter_layout(Some(g.out_desc(fsrc)?), x_desc, layout::FILTER_2D) else {
+        return Ok(None);
+    };
+    let Some(pos) = crate::kernels::filter_out_channel(fl) else {
         return Ok(None);
     };
     let fshape = filter.shape().to_vec();

@@ -106,6 +106,22 @@ pub fn filter_layout(
     }
 }
 
+/// Whether `f` is a user-side layout GE's format inference carries through layout-agnostic
+/// operators (NCHW, NHWC, HWCN, CHWN and their 3-D forms), not ND or an internal (storage)
+/// format such as NC1HWC0 or FRACTAL_Z.
+pub fn is_origin_layout(f: Format) -> bool {
+    matches!(
+        f,
+        Format::NCHW
+            | Format::NHWC
+            | Format::HWCN
+            | Format::CHWN
+            | Format::NCDHW
+            | Format::NDHWC
+            | Format::DHWCN
+    )
+}
+
 /// Whether a feature-map layout has its channels last (NHWC, NDHWC).
 pub fn channel_last(layout: Format) -> bool {
     matches!(layout, Format::NHWC | Format::NDHWC)

@@ -266,7 +266,146 @@ pub fn infer(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             ctx.num_outputs()
         )));
     }
+    let mut out = out;
+    carry_format(ctx, &mut out);
     Ok(out)
+}
+
+/// Operators whose outputs keep the layout of their inputs (GE's format inference treats them as
+/// format-insensitive and carries a neighbour's origin format through them; GE's default
+/// InferFormat gives every input and output the first non-ND format): element-wise unary math
+/// and activations, element-wise binary and ternary ops, Cast and copies. Ops that move, add or
+/// drop dims (Transpose, Reshape, (Un)Squeeze, reductions, ...) and ops reading a channel from a
+/// format (PRelu, BiasAdd, BatchNorm, ...) are not in the list.
+pub const LAYOUT_AGNOSTIC: &[&str] = &[
+    // Unary math.
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Ceil",
+    "Cos",
+    "Cosh",
+    "Erf",
+    "Exp",
+    "Expm1",
+    "Floor",
+    "Invert",
+    "IsInf",
+    "IsNan",
+    "Log",
+    "Log1p",
+    "LogicalNot",
+    "Neg",
+    "Reciprocal",
+    "Round",
+    "Rsqrt",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Sqrt",
+    "Square",
+    "Tan",
+    // Activations.
+    "Elu",
+    "Gelu",
+    "HardSigmoid",
+    "LeakyRelu",
+    "Mish",
+    "Relu",
+    "Relu6",
+    "Selu",
+    "Sigmoid",
+    "Softplus",
+    "Softsign",
+    "Swish",
+    "Tanh",
+    // Binary and ternary element-wise ops.
+    "Add",
+    "AddV2",
+    "Atan2",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Div",
+    "DivNoNan",
+    "Equal",
+    "FloorDiv",
+    "FloorMod",
+    "Greater",
+    "GreaterEqual",
+    "Less",
+    "LessEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "Maximum",
+    "Minimum",
+    "Mod",
+    "Mul",
+    "NotEqual",
+    "Pow",
+    "RealDiv",
+    "SquaredDifference",
+    "Sub",
+    "Addcmul",
+    "ClipByValue",
+    "Select",
+    "SelectV2",
+    "FusedMulAdd",
+    // Dtype changes and copies.
+    "Cast",
+    "Identity",
+    "TensorMove",
+    "ZerosLike",
+    "Fills",
+];
+
+/// GE's forward format inference for a [`LAYOUT_AGNOSTIC`] operator: each output its rule left
+/// without a format (ND) takes the format the inputs state (origin format, else format) when
+/// every input stating one states the same NCHW-like layout (not an internal format such as
+/// NC1HWC0). Scalar inputs state nothing (GE: a scalar has no format semantics); an input of
+/// another rank than the output (a broadcast operand) stops the propagation. Shapes are not
+/// touched.
+fn carry_format(ctx: &InferCtx, out: &mut [TensorDesc]) {
+    use crate::types::Format;
+    if !LAYOUT_AGNOSTIC.contains(&ctx.proto.name.as_str()) {
+        return;
+    }
+    let mut found: Option<Format> = None;
+    for d in ctx.inputs.iter().flatten() {
+        let rank = d.shape.rank();
+        if rank == Some(0) {
+            continue;
+        }
+        if out
+            .iter()
+            .filter_map(|o| o.shape.rank())
+            .any(|r| rank.is_some_and(|x| x != r))
+        {
+            return;
+        }
+        let f = layout::stated(d);
+        if f == Format::ND || f == Format::RESERVED {
+            continue;
+        }
+        if !layout::is_origin_layout(f) || found.is_some_and(|g| g != f) {
+            return;
+        }
+        found = Some(f);
+    }
+    let Some(f) = found else { return };
+    for o in out.iter_mut() {
+        if o.shape.rank() == Some(0) {
+            continue;
+        }
+        if layout::stated(o) == Format::ND {
+            o.format = f;
+            o.origin_format = f;
+        }
+    }
 }
 
 /// Operators whose two operands may have different dtypes: they are computed in the dtype
