@@ -34,7 +34,7 @@ cargo-test:
 	CARGO_INCREMENTAL=0 cargo test --workspace --exclude ge-py
 
 bench-smoke:
-	cargo bench -p es-core -p pass-bridge -p acl-sys -p ge-runtime -p ge-onnx -- --test
+	cargo bench -p es-core -p pass-bridge -p ge-runtime -p ge-acl -p ge-onnx -- --test
 
 pytest: build
 	$(PY) -m pytest -q tests
