@@ -326,6 +326,21 @@ def test_mount_runtime_ops_errors(unmount):
             mount_runtime_ops(taken, "RtScaleShift")
 
 
+
+def test_ge_ops_mounts_runtime_operators_as_a_ge_es_module():
+    """ge.ops.mount_es_module is the public name of the same mounting (ge-rs's runtime library)."""
+    names = ge.ops.register_regop(RUNTIME_REGOP)
+    try:
+        module = ge.ops.mount_es_module("rtpublic", names)
+        from ge.es.rtpublic import RtScaleShift  # type: ignore[import-not-found]
+
+        assert module is ge.es.rtpublic and RtScaleShift.__module__ == "ge.es.rtpublic"
+        with pytest.raises(KeyError, match="unknown operator 'NoSuchOp'"):
+            ge.ops.mount_es_module("rtpublic", "NoSuchOp")
+    finally:
+        assert ge.ops.unmount_es_module("rtpublic")
+    assert not ge.ops.unmount_es_module("rtpublic") and not hasattr(ge.es, "rtpublic")
+
 # ---- the round trip: header -> package -> pip install -> import -> build -> run ----------------
 
 

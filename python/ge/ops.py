@@ -28,7 +28,8 @@ from ge import _native
 InferFn = Callable[[List[Optional[Tuple[Any, List[int]]]], Dict[str, Any]], Sequence[Tuple[Any, List[int]]]]
 
 __all__ = ["register", "register_regop", "regop_to_json", "load_library", "register_infer", "register_kernel",
-           "unregister_kernel", "kernel_op_types", "list_ops", "get_op", "library_version"]
+           "unregister_kernel", "kernel_op_types", "list_ops", "get_op", "library_version", "mount_es_module",
+           "unmount_es_module"]
 
 
 def register(prototypes: Union[str, Dict[str, Any], List[Dict[str, Any]]]) -> List[str]:
@@ -101,6 +102,25 @@ def get_op(name: str) -> Dict[str, Any]:
     if text is None:
         raise KeyError(f"unknown operator '{name}'")
     return json.loads(text)
+
+
+def mount_es_module(module_name: str, op_names: Union[str, Sequence[str]]) -> Any:
+    """Makes operators registered at run time (``register``, ``register_regop``,
+    ``ge.custom_op.register_op``) importable as ``ge.es.<module_name>`` (``from ge.es.custom
+    import MyOp``), each with the signature GE's generator gives it; mounting into a name again
+    adds operators. Returns the module. ValueError for a name that is not an identifier or that
+    ``ge.es`` or an installed ES package already uses; KeyError for an unregistered operator."""
+    from ge.es._plugin_loader import mount_runtime_ops
+
+    return mount_runtime_ops(module_name, op_names)
+
+
+def unmount_es_module(module_name: str) -> bool:
+    """Removes a module ``mount_es_module`` made (its operators stay registered); returns whether
+    there was one."""
+    from ge.es._plugin_loader import unmount_runtime_ops
+
+    return unmount_runtime_ops(module_name)
 
 
 def library_version() -> str:
