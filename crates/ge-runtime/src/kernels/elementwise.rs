@@ -1,10 +1,11 @@
 //! Element-wise kernels with numpy broadcasting: arithmetic, comparisons, logic, activations
-//! and math functions, and Cast.
+//! and math functions, Cast and Threshold.
 //!
 //! Floats: f32 and f64 compute in their own precision; f16 and bf16 compute in f32 and round
 //! once (as numpy does). Integers wrap on overflow (numpy's behaviour); integer division or
 //! remainder by zero is an error, not a crash.
 
+use super::nn::{floats, from_f64};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
@@ -1152,6 +1153,18 @@ fn identity_factory(_: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+fn threshold_factory(info: &NodeInfo) -> Result<Kernel> {
+    let t = f64::from(info.float("threshold", 0.0)?);
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let y = floats(x, "x")?
+            .into_iter()
+            .map(|v| if v > t { 1.0 } else { 0.0 })
+            .collect();
+        Ok(vec![from_f64(x.dtype(), x.shape(), y)?])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     for op in UNARY {
         m.insert(op, unary_factory);
@@ -1168,6 +1181,7 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
         m.insert(op, identity_factory);
     }
     m.insert("Variable", variable_factory);
+    m.insert("Threshold", threshold_factory);
 }
 
 #[cfg(test)]

@@ -5,18 +5,20 @@
 //! run; so a replayed plan neither re-reads attributes nor re-selects kernels. Inputs arrive in
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
+mod collective;
 mod control;
 mod convnd;
 mod elementwise;
-mod ge_ops;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod matmul;
 mod misc;
 mod nn;
+mod norm;
 mod reduce;
 mod sampling;
 mod shape;
+mod transformer;
 
 use crate::error::{Error, Result};
 use crate::value::Value;
@@ -131,7 +133,9 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         convnd::register(&mut m);
         sampling::register(&mut m);
         misc::register(&mut m);
-        ge_ops::register(&mut m);
+        norm::register(&mut m);
+        transformer::register(&mut m);
+        collective::register(&mut m);
         m
     })
 }

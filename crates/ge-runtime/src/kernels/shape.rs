@@ -1,5 +1,5 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
-//! and stack, Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
+//! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
 
 use super::elementwise::broadcast_shape;
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
@@ -453,6 +453,18 @@ fn fill_factory(_: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// Concat: concat_dim (a one-element tensor) first, then the tensors of x.
+fn concat_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let axis = *input(inputs, 0)?
+            .to_i64_vec()
+            .first()
+            .ok_or_else(|| Error::kernel("concat_dim is empty"))?;
+        let xs: Vec<&Value> = inputs.iter().skip(1).flatten().copied().collect();
+        Ok(vec![concat(&xs, axis)?])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Reshape", reshape_factory);
     m.insert("Squeeze", squeeze_factory);
@@ -470,6 +482,7 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("SelectV2", select_factory);
     m.insert("ZerosLike", zeros_like_factory);
     m.insert("Fill", fill_factory);
+    m.insert("Concat", concat_factory);
 }
 
 #[cfg(test)]

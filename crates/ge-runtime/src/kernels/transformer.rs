@@ -1,178 +1,15 @@
-//! Kernels of operators that GE programs use beside the common library: RmsNorm, AddRmsNorm,
-//! Threshold, Concat (concat_dim as the first input), the HCCL collectives HcomAllReduce,
-//! HcomAllGather, HcomReduceScatter and HcomBroadcast, DynamicQuant, MoeGatingTopKSoftmax and
+//! Kernels of the transformer operators: DynamicQuant, MoeGatingTopKSoftmax,
 //! PromptFlashAttention, IncreFlashAttention and FusedInferAttentionScore (their plain path:
-//! float query/key/value, BSH/BNSD/BSND, atten_mask) and
-//! GroupedMatmulFinalizeRouting (int8 x and ND w, float32 scale).
-//!
-//! ge-rs runs a graph in one process, so a collective runs on a world of one rank: all-reduce,
-//! all-gather and reduce-scatter of one rank and a broadcast from rank 0 are the identity. A node
-//! that needs more ranks (rank_size above 1, a root_rank other than 0) is refused when the graph
-//! is compiled, with an error that says so.
+//! float query/key/value, BSH/BNSD/BSND, atten_mask) and GroupedMatmulFinalizeRouting (int8 x
+//! and ND w, float32 scale).
 
 use super::index::str_attr;
 use super::nn::{floats, from_f64};
-use super::shape::concat;
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
 use rustc_hash::FxHashMap;
-
-// ---------------------------------------------------------------------------------------------
-// RmsNorm, AddRmsNorm
-// ---------------------------------------------------------------------------------------------
-
-/// y = gamma * x * rstd and rstd = 1 / sqrt(mean(x^2) + eps) over each row of `inner` elements
-/// (the dims gamma covers), in f64.
-fn rms_rows(x: &[f64], gamma: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
-    let inner = gamma.len().max(1);
-    let mut y = Vec::with_capacity(x.len());
-    let mut rstd = Vec::with_capacity(x.len() / inner);
-    for row in x.chunks(inner) {
-        let ms = row.iter().map(|v| v * v).sum::<f64>() / inner as f64;
-        let r = 1.0 / (ms + eps).sqrt();
-        y.extend(row.iter().zip(gamma).map(|(v, g)| g * (v * r)));
-        rstd.push(r);
-    }
-    (y, rstd)
-}
-
-/// The shape of rstd: x's dims with 1 for the trailing dims gamma covers; gamma's shape must
-/// be the trailing dims of x's.
-fn rstd_dims(op: &str, x: &[usize], gamma: &[usize]) -> Result<Vec<usize>> {
-    if gamma.len() > x.len() || x[x.len() - gamma.len()..] != *gamma {
-        return Err(Error::kernel(format!(
-            "{op}: gamma {gamma:?} must match the trailing dims of x {x:?}"
-        )));
-    }
-    let lead = x.len() - gamma.len();
-    let mut d = x[..lead].to_vec();
-    d.resize(x.len(), 1);
-    Ok(d)
-}
-
-fn rms_norm_factory(info: &NodeInfo) -> Result<Kernel> {
-    let eps = f64::from(info.float("epsilon", 1e-6)?);
-    let add = info.op() == "AddRmsNorm";
-    let op = info.op().to_string();
-    Ok(Box::new(move |inputs| {
-        let (x, sum, gi) = if add {
-            let (x1, x2) = (input(inputs, 0)?, input(inputs, 1)?);
-            if x1.shape() != x2.shape() || x1.dtype() != x2.dtype() {
-                return Err(Error::kernel(format!(
-                    "{op}: x1 {:?} ({}) and x2 {:?} ({}) must have the same shape and dtype",
-                    x1.shape(),
-                    x1.dtype(),
-                    x2.shape(),
-                    x2.dtype()
-                )));
-            }
-            let s: Vec<f64> = floats(x1, "x1")?
-                .iter()
-                .zip(floats(x2, "x2")?)
-                .map(|(a, b)| a + b)
-                .collect();
-            (x1, s, 2)
-        } else {
-            let x = input(inputs, 0)?;
-            (x, floats(x, "x")?, 1)
-        };
-        let gamma = input(inputs, gi)?;
-        let sd = rstd_dims(&op, x.shape(), gamma.shape())?;
-        let (y, rstd) = rms_rows(&sum, &floats(gamma, "gamma")?, eps);
-        let dt = x.dtype();
-        let mut out = vec![
-            from_f64(dt, x.shape(), y)?,
-            from_f64(DataType::FLOAT, &sd, rstd)?,
-        ];
-        if add {
-            out.push(from_f64(dt, x.shape(), sum)?);
-        }
-        Ok(out)
-    }))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Threshold, Concat
-// ---------------------------------------------------------------------------------------------
-
-fn threshold_factory(info: &NodeInfo) -> Result<Kernel> {
-    let t = f64::from(info.float("threshold", 0.0)?);
-    Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        let y = floats(x, "x")?
-            .into_iter()
-            .map(|v| if v > t { 1.0 } else { 0.0 })
-            .collect();
-        Ok(vec![from_f64(x.dtype(), x.shape(), y)?])
-    }))
-}
-
-/// Concat: concat_dim (a one-element tensor) first, then the tensors of x.
-fn concat_factory(_: &NodeInfo) -> Result<Kernel> {
-    Ok(Box::new(|inputs| {
-        let axis = *input(inputs, 0)?
-            .to_i64_vec()
-            .first()
-            .ok_or_else(|| Error::kernel("concat_dim is empty"))?;
-        let xs: Vec<&Value> = inputs.iter().skip(1).flatten().copied().collect();
-        Ok(vec![concat(&xs, axis)?])
-    }))
-}
-
-// ---------------------------------------------------------------------------------------------
-// HCCL collectives on a world of one rank
-// ---------------------------------------------------------------------------------------------
-
-/// The error of a collective that needs more than the one rank ge-rs has.
-fn needs_ranks(op: &str, what: String) -> Error {
-    Error::unsupported(format!(
-        "{op} needs {what}: ge-rs runs collectives in one process only (world size 1); \
-         build the graph for one rank to run it here, or run it with GE on a cluster"
-    ))
-}
-
-/// The checks every collective makes at compile time: its reduction (where it has one) and the
-/// group size its attributes ask for.
-fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
-    let op = info.op().to_string();
-    if op == "HcomAllReduce" || op == "HcomReduceScatter" {
-        let r = str_attr(info, "reduction", "")?;
-        if !es_core::infer::REDUCTIONS.contains(&r.as_str()) {
-            return Err(Error::unsupported(format!(
-                "{op} with reduction {r:?} (expected one of {})",
-                es_core::infer::REDUCTIONS.join(", ")
-            )));
-        }
-    }
-    if op == "HcomAllGather" || op == "HcomReduceScatter" {
-        let n = info.int("rank_size", 1)?;
-        if n != 1 {
-            return Err(needs_ranks(&op, format!("{n} ranks (rank_size={n})")));
-        }
-    }
-    if op == "HcomBroadcast" {
-        let root = info.int("root_rank", 0)?;
-        if root != 0 {
-            return Err(needs_ranks(
-                &op,
-                format!(
-                    "at least {} ranks (root_rank={root})",
-                    root.saturating_add(1)
-                ),
-            ));
-        }
-    }
-    // One rank: every collective hands each input through.
-    Ok(Box::new(|inputs| {
-        inputs
-            .iter()
-            .enumerate()
-            .map(|(i, _)| input(inputs, i).cloned())
-            .collect()
-    }))
-}
 
 // ---------------------------------------------------------------------------------------------
 // DynamicQuant, MoeGatingTopKSoftmax
@@ -916,14 +753,6 @@ fn grouped_matmul_finalize_routing_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("RmsNorm", rms_norm_factory);
-    m.insert("AddRmsNorm", rms_norm_factory);
-    m.insert("Threshold", threshold_factory);
-    m.insert("Concat", concat_factory);
-    m.insert("HcomAllReduce", collective_factory);
-    m.insert("HcomAllGather", collective_factory);
-    m.insert("HcomReduceScatter", collective_factory);
-    m.insert("HcomBroadcast", collective_factory);
     m.insert("DynamicQuant", dynamic_quant_factory);
     m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
     m.insert("PromptFlashAttention", prompt_flash_attention_factory);
