@@ -7,7 +7,9 @@ mod control;
 mod direct;
 mod math;
 mod nn;
+mod recurrent;
 mod shape;
+mod transformer;
 pub(crate) mod util;
 
 use crate::translate::Registry;
@@ -24,6 +26,8 @@ pub fn builtin() -> &'static Registry {
         math::register(&mut r);
         nn::register(&mut r);
         control::register(&mut r);
+        recurrent::register(&mut r);
+        transformer::register(&mut r);
         r
     })
 }

@@ -1,6 +1,8 @@
 //! Small helpers shared by the special handlers.
 
 use crate::error::{Error, Result};
+use crate::translate::NodeCtx;
+use es_core::{AttrValue, OutPort};
 
 /// `axis` (ONNX allows negative values counting from the end) as an index into `rank` dims.
 pub(crate) fn norm_axis(axis: i64, rank: usize, what: &str) -> Result<usize> {
@@ -43,6 +45,65 @@ pub(crate) fn const_elems(dims: &[i64], what: &str) -> Result<usize> {
                 "{what} of shape {dims:?}: more than {MAX_CONST_ELEMS} elements to build at import"
             ))
         })
+}
+
+pub(crate) fn first(outs: Vec<OutPort>, op: &str) -> Result<OutPort> {
+    outs.first()
+        .copied()
+        .ok_or_else(|| Error::tr(format!("internal: {op} has no output")))
+}
+
+// NodeCtx helpers shared by several families.
+impl NodeCtx<'_> {
+    /// Fails on any attribute not in `known`.
+    pub(crate) fn check_attrs(&self, known: &[&str]) -> Result<()> {
+        for a in &self.node.attribute {
+            let name = a.name.as_deref().unwrap_or("");
+            if !known.contains(&name) {
+                return Err(Error::unsupported(format!(
+                    "{}: attribute '{name}' is not supported",
+                    self.op_type()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn concat(&mut self, xs: &[OutPort], axis: i64) -> Result<OutPort> {
+        let a = self.const_i64(&[axis], &[])?;
+        let outs = self.op(
+            "ConcatV2",
+            vec![xs.iter().map(|p| Some(*p)).collect(), vec![Some(a)]],
+            vec![],
+        )?;
+        first(outs, "ConcatV2")
+    }
+
+    pub(crate) fn transpose(&mut self, x: OutPort, perm: &[i64]) -> Result<OutPort> {
+        let p = self.const_i64(perm, &[perm.len() as i64])?;
+        self.op1("Transpose", &[x, p], vec![])
+    }
+
+    pub(crate) fn split_n(&mut self, x: OutPort, axis: i64, n: usize) -> Result<Vec<OutPort>> {
+        if n == 1 {
+            return Ok(vec![x]);
+        }
+        let a = self.const_i32(&[axis as i32], &[])?;
+        self.op(
+            "Split",
+            vec![vec![Some(a)], vec![Some(x)]],
+            vec![("num_split", AttrValue::Int(n as i64))],
+        )
+    }
+
+    pub(crate) fn pack(&mut self, xs: &[OutPort], axis: i64) -> Result<OutPort> {
+        let outs = self.op(
+            "Pack",
+            vec![xs.iter().map(|p| Some(*p)).collect()],
+            vec![("axis", AttrValue::Int(axis))],
+        )?;
+        first(outs, "Pack")
+    }
 }
 
 #[cfg(test)]
