@@ -5,14 +5,23 @@
 //! output instance. Unknown dims stay -1, unknown rank stays [-2]. Operators without a rule get
 //! dtypes from their type variables and an unknown-rank shape.
 
+mod collective;
+mod common;
+mod control;
+mod conv;
+mod elementwise;
+mod index;
 pub mod layout;
+mod matmul;
+mod norm;
+mod pool;
 mod promote;
-mod rules;
-mod rules_ge;
-pub use rules_ge::REDUCTIONS;
-mod rules_math;
-mod rules_more;
-mod rules_nn;
+mod reduce;
+mod sampling;
+mod shape;
+mod source;
+mod transformer;
+pub use collective::REDUCTIONS;
 
 use crate::attr::{AttrMap, AttrValue};
 use crate::error::{Error, Result};
@@ -23,7 +32,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub use promote::insert_promotion_casts;
-pub use rules::builtin_rule;
 
 /// What a rule sees.
 pub struct InferCtx<'a> {
@@ -241,20 +249,35 @@ pub fn broadcast(a: &Shape, b: &Shape) -> std::result::Result<Shape, String> {
     Ok(Shape(out))
 }
 
+/// The rule tables, one per operator family; each family file registers its operators in its
+/// `rule` table.
+const FAMILIES: &[fn(&str) -> Option<InferFn>] = &[
+    source::rule,
+    elementwise::rule,
+    reduce::rule,
+    matmul::rule,
+    conv::rule,
+    pool::rule,
+    norm::rule,
+    shape::rule,
+    index::rule,
+    sampling::rule,
+    control::rule,
+    transformer::rule,
+    collective::rule,
+];
+
+/// The built-in rule of an operator type, if it has one.
+pub fn builtin_rule(op_type: &str) -> Option<InferFn> {
+    FAMILIES.iter().find_map(|rule| rule(op_type))
+}
+
 /// Runs inference for one node. Rules are looked up: run-time registered, then built-in,
 /// then the default (type variables, unknown rank).
 pub fn infer(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let out = if let Some(f) = custom_rule(&ctx.proto.name) {
         f(ctx)?
     } else if let Some(f) = builtin_rule(&ctx.proto.name) {
-        f(ctx)?
-    } else if let Some(f) = rules_math::rule(&ctx.proto.name) {
-        f(ctx)?
-    } else if let Some(f) = rules_nn::rule(&ctx.proto.name) {
-        f(ctx)?
-    } else if let Some(f) = rules_more::rule(&ctx.proto.name) {
-        f(ctx)?
-    } else if let Some(f) = rules_ge::rule(&ctx.proto.name) {
         f(ctx)?
     } else {
         ctx.outputs_like(Shape::unknown_rank())

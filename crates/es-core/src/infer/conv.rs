@@ -1,0 +1,683 @@
+//! Inference rules of the convolutions (Conv2D, Conv3D, DepthwiseConv2D, Conv2DTranspose,
+//! DeformableConv2D) and BiasAdd.
+
+use super::common::{
+    check_dim, check_len, check_min_at, check_min_rank, check_rank, data_layout, dim, dtype_like,
+    in_layout, merge_dim, merge_named, opt_bool, opt_int, opt_ints, opt_str, output_allows,
+    product_dtype, single, vector_len, Layout,
+};
+use super::{InferCtx, InferFn};
+use crate::error::Result;
+use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
+
+/// The rule of an operator type of this family, if it has one.
+pub(super) fn rule(op_type: &str) -> Option<InferFn> {
+    Some(match op_type {
+        "Conv2D" => conv2d,
+        "Conv2DTranspose" => conv2d_transpose,
+        "DepthwiseConv2D" => depthwise_conv2d,
+        "Conv3D" => conv3d,
+        "BiasAdd" => bias_add,
+        "DeformableConv2D" => deformable_conv2d,
+        _ => return None,
+    })
+}
+
+/// Conv2D: 4-D x and filter, each read in the layout [`layout`](super::layout) gives it (x's
+/// stated format, else `data_format`; the filter's, else the one x states, else NCHW); y in x's
+/// layout.
+fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    use super::layout;
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let data_format = opt_str(ctx, "data_format", "NHWC")?;
+    let xl = layout::data_layout(Some(x), data_format, layout::DATA_2D).map_err(|e| ctx.err(e))?;
+    let fl =
+        layout::filter_layout(Some(filter), Some(x), layout::FILTER_2D).map_err(|e| ctx.err(e))?;
+    let fmt = if layout::channel_last(xl) {
+        "NHWC"
+    } else {
+        "NCHW"
+    };
+    let (ni, ci, hi, wi) = if layout::channel_last(xl) {
+        (0, 3, 1, 2)
+    } else {
+        (0, 1, 2, 3)
+    };
+    let four = |name: &str, v: &[i64]| -> Result<()> {
+        if v.len() != 4 {
+            return Err(ctx.err(format!(
+                "attribute '{name}' must have 4 values ({fmt} order), got {v:?}"
+            )));
+        }
+        Ok(())
+    };
+    let strides = ctx.attr_ints("strides")?;
+    four("strides", strides)?;
+    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1])?;
+    four("dilations", dilations)?;
+    let pads = ctx.attr_ints("pads")?;
+    if pads.len() != 4 {
+        return Err(ctx.err(format!(
+            "attribute 'pads' must have 4 values [top, bottom, left, right], got {pads:?}"
+        )));
+    }
+    let groups = opt_int(ctx, "groups", 1)?;
+    if groups < 1 {
+        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
+    }
+    let (sh, sw) = (strides[hi], strides[wi]);
+    let (dh, dw) = (dilations[hi], dilations[wi]);
+    if sh < 1 || sw < 1 {
+        return Err(ctx.err(format!(
+            "attribute 'strides' {strides:?} must have H and W strides >= 1"
+        )));
+    }
+    if dh < 1 || dw < 1 {
+        return Err(ctx.err(format!(
+            "attribute 'dilations' {dilations:?} must have H and W dilations >= 1"
+        )));
+    }
+    let padding = opt_str(ctx, "padding", "")?;
+    if !matches!(padding, "" | "SAME" | "VALID") {
+        return Err(ctx.err(format!(
+            "attribute 'padding' must be \"SAME\", \"VALID\" or empty, got {padding:?}"
+        )));
+    }
+    if padding.is_empty() {
+        if let Some(p) = pads.iter().find(|&&p| p < 0) {
+            return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
+        }
+    }
+    check_rank(ctx, "x", &x.shape, 4)?;
+    check_rank(ctx, "filter", &filter.shape, 4)?;
+    // Filter positions: out_c, in_c / groups, kh, kw.
+    let (fo, fc, fh, fw) = match layout::filter_positions(fl) {
+        Some(&[o, c, h, w]) => (o, c, h, w),
+        _ => return Err(ctx.err(format!("input 'filter' has format {fl}"))),
+    };
+    let xd = |i: usize| {
+        if x.shape.is_unknown_rank() {
+            UNKNOWN_DIM
+        } else {
+            x.shape.0[i]
+        }
+    };
+    let fd = |i: usize| {
+        if filter.shape.is_unknown_rank() {
+            UNKNOWN_DIM
+        } else {
+            filter.shape.0[i]
+        }
+    };
+    let (n, c, h, w) = (xd(ni), xd(ci), xd(hi), xd(wi));
+    let (kn, kc, kh, kw) = (fd(fo), fd(fc), fd(fh), fd(fw));
+    for (what, k) in [("height", kh), ("width", kw)] {
+        if k == 0 {
+            return Err(ctx.err(format!(
+                "filter {} ({}) has kernel {what} 0; it must be >= 1",
+                filter.shape, fl
+            )));
+        }
+    }
+    if c >= 0 && kc >= 0 && i128::from(c) != i128::from(kc) * i128::from(groups) {
+        return Err(ctx.err(format!(
+            "channel mismatch: x {} has {c} input channels ({fmt}), filter {} ({}) has {kc} per group x groups {groups} = {}",
+            x.shape,
+            filter.shape,
+            fl,
+            i128::from(kc) * i128::from(groups)
+        )));
+    }
+    if kn >= 0 && kn % groups != 0 {
+        return Err(ctx.err(format!(
+            "filter {} has {kn} output channels, which groups {groups} does not divide",
+            filter.shape
+        )));
+    }
+    if c >= 0 && c % groups != 0 {
+        return Err(ctx.err(format!(
+            "x {} has {c} input channels, which groups {groups} does not divide",
+            x.shape
+        )));
+    }
+    // Output size along one spatial dim, in i128 so that no attribute value can overflow.
+    let out_dim = |what: &str, size: i64, k: i64, s: i64, d: i64, pad: (i64, i64)| -> Result<i64> {
+        if size < 0 || (k < 0 && padding != "SAME") {
+            return Ok(UNKNOWN_DIM);
+        }
+        let (size, k, s, d) = (
+            i128::from(size),
+            i128::from(k),
+            i128::from(s),
+            i128::from(d),
+        );
+        let (p0, p1) = match padding {
+            "" => (i128::from(pad.0), i128::from(pad.1)),
+            _ => (0, 0),
+        };
+        let o = if padding == "SAME" {
+            (size + s - 1) / s
+        } else {
+            let eff = d * (k - 1) + 1;
+            let padded = size + p0 + p1;
+            if padded < eff {
+                return Err(ctx.err(format!(
+                    "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) \
+                     is smaller than the dilated kernel {eff}"
+                )));
+            }
+            (padded - eff) / s + 1
+        };
+        i64::try_from(o).map_err(|_| ctx.err(format!("output {what} {o} is too large")))
+    };
+    let oh = out_dim("height", h, kh, sh, dh, (pads[0], pads[1]))?;
+    let ow = out_dim("width", w, kw, sw, dw, (pads[2], pads[3]))?;
+    if let Some(b) = ctx.input("bias")? {
+        match b.shape.rank() {
+            Some(1) if kn >= 0 && b.shape.0[0] >= 0 && b.shape.0[0] != kn => {
+                return Err(ctx.err(format!(
+                    "input 'bias' {} must have the {kn} output channels of filter {}",
+                    b.shape, filter.shape
+                )));
+            }
+            Some(1) | None => {}
+            Some(r) => {
+                return Err(ctx.err(format!(
+                    "input 'bias' must be 1-D, got rank {r} shape {}",
+                    b.shape
+                )))
+            }
+        }
+    }
+    let out = if fmt == "NCHW" {
+        vec![n, kn, oh, ow]
+    } else {
+        vec![n, oh, ow, kn]
+    };
+    Ok(vec![TensorDesc::new(
+        product_dtype(ctx, x),
+        Shape::from(out),
+    )
+    .with_format(xl)])
+}
+
+/// The output size of one convolution dim (floor mode), in i128 so no attribute can overflow.
+fn conv_out(
+    ctx: &InferCtx,
+    what: &str,
+    size: i64,
+    k: i64,
+    (s, d): (i64, i64),
+    (p0, p1): (i64, i64),
+) -> Result<i64> {
+    if size < 0 || k < 0 {
+        return Ok(UNKNOWN_DIM);
+    }
+    let (size, k, s, d, p0, p1) = (
+        i128::from(size),
+        i128::from(k),
+        i128::from(s),
+        i128::from(d),
+        i128::from(p0),
+        i128::from(p1),
+    );
+    let eff = d * (k - 1) + 1;
+    let padded = size + p0 + p1;
+    if padded < eff {
+        return Err(ctx.err(format!(
+            "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) is \
+             smaller than the dilated kernel {eff}"
+        )));
+    }
+    let o = (padded - eff) / s + 1;
+    i64::try_from(o).map_err(|_| ctx.err(format!("output {what} {o} is too large")))
+}
+
+/// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
+/// channels ("N"), in channels ("C") and spatial dims.
+fn filter_nd<const R: usize>(
+    ctx: &InferCtx,
+    f: &TensorDesc,
+    x: &TensorDesc,
+    allowed: &[Format],
+) -> Result<([usize; R], Format)> {
+    let fl = super::layout::filter_layout(Some(f), Some(x), allowed).map_err(|e| ctx.err(e))?;
+    let pos = super::layout::filter_positions(fl)
+        .and_then(|p| <[usize; R]>::try_from(p).ok())
+        .ok_or_else(|| ctx.err(format!("input 'filter' has format {fl}")))?;
+    Ok((pos, fl))
+}
+
+/// The dtype of a convolution output: the bound type, else x's, with int8 giving int32.
+fn conv_dtype(ctx: &InferCtx, x: &TensorDesc) -> DataType {
+    let t = ctx.output_dtype(0);
+    if t != DataType::UNDEFINED {
+        return t;
+    }
+    if matches!(x.dtype, DataType::INT8 | DataType::INT4) && output_allows(ctx, 0, DataType::INT32)
+    {
+        return DataType::INT32;
+    }
+    dtype_like(ctx, 0, Some(x))
+}
+
+/// Checks an optional 1-D bias against the output channels.
+fn check_bias(ctx: &InferCtx, oc: i64) -> Result<()> {
+    let Some(b) = ctx.input("bias")? else {
+        return Ok(());
+    };
+    match b.shape.rank() {
+        Some(1) if oc >= 0 && b.shape.0[0] >= 0 && b.shape.0[0] != oc => Err(ctx.err(format!(
+            "input 'bias' {} must have the {oc} output channels",
+            b.shape
+        ))),
+        Some(1) | None => Ok(()),
+        Some(r) => Err(ctx.err(format!(
+            "input 'bias' must be 1-D, got rank {r} shape {}",
+            b.shape
+        ))),
+    }
+}
+
+/// The common attributes of a 2-D convolution, checked.
+struct Conv2dAttrs<'a> {
+    l: Layout,
+    xl: Format,
+    fmt: &'static str,
+    strides: &'a [i64],
+    dilations: &'a [i64],
+    pads: &'a [i64],
+}
+
+fn conv2d_attrs<'a>(ctx: &InferCtx<'a>, x: &TensorDesc) -> Result<Conv2dAttrs<'a>> {
+    let (l, xl, fmt) = data_layout(ctx, x, "NHWC", super::layout::DATA_2D)?;
+    let order = format!("{fmt} order");
+    let strides = ctx.attr_ints("strides")?;
+    check_len(ctx, "strides", strides, 4, &order)?;
+    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1])?;
+    check_len(ctx, "dilations", dilations, 4, &order)?;
+    let pads = ctx.attr_ints("pads")?;
+    check_len(ctx, "pads", pads, 4, "top, bottom, left, right")?;
+    let hw = [l.sp(0), l.sp(1)];
+    check_min_at(ctx, "strides", strides, &hw, 1, "H and W")?;
+    check_min_at(ctx, "dilations", dilations, &hw, 1, "H and W")?;
+    Ok(Conv2dAttrs {
+        l,
+        xl,
+        fmt,
+        strides,
+        dilations,
+        pads,
+    })
+}
+
+/// Conv2DTranspose: y has the shape held in the constant `input_size`; otherwise
+/// (in - 1) * stride - pads + dilation * (k - 1) + 1 + output_padding per spatial dim, and
+/// filter C * groups channels.
+fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let Conv2dAttrs {
+        l,
+        xl,
+        fmt,
+        strides,
+        dilations,
+        pads,
+    } = conv2d_attrs(ctx, x)?;
+    let op = opt_ints(ctx, "output_padding", &[0, 0, 0, 0])?;
+    check_len(ctx, "output_padding", op, 4, &format!("{fmt} order"))?;
+    let groups = opt_int(ctx, "groups", 1)?;
+    if groups < 1 {
+        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
+    }
+    check_rank(ctx, "x", &x.shape, 4)?;
+    check_rank(ctx, "filter", &filter.shape, 4)?;
+    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
+    let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let xc = dim(&x.shape, l.c());
+    if merge_dim(xc, fn_).is_none() {
+        return Err(ctx.err(format!(
+            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({fl}) has {fn_} in its N dim",
+            x.shape, filter.shape
+        )));
+    }
+    let oc = if fc >= 0 {
+        fc.saturating_mul(groups)
+    } else {
+        UNKNOWN_DIM
+    };
+    check_bias(ctx, oc)?;
+    let dt = conv_dtype(ctx, x);
+    let isz = ctx.req("input_size")?;
+    if let Some(n) = vector_len(ctx, "input_size", Some(isz))? {
+        if n != 4 {
+            return Err(ctx.err(format!(
+                "input 'input_size' must hold 4 values ({fmt} order), got shape {}",
+                isz.shape
+            )));
+        }
+    }
+    if let Some(v) = ctx.const_ints("input_size")? {
+        if v.len() != 4 || v.iter().any(|&d| d < 0) {
+            return Err(ctx.err(format!(
+                "input 'input_size' must hold 4 dims >= 0 ({fmt} order), got {v:?}"
+            )));
+        }
+        if merge_dim(v[l.c()], oc).is_none() {
+            return Err(ctx.err(format!(
+                "input 'input_size' {v:?} has {} channels, filter {} with groups {groups} gives {oc}",
+                v[l.c()],
+                filter.shape
+            )));
+        }
+        return Ok(in_layout(dt, Shape::from(v), xl));
+    }
+    let mut out = vec![UNKNOWN_DIM; 4];
+    out[0] = dim(&x.shape, 0);
+    out[l.c()] = oc;
+    for i in 0..2 {
+        let (p, size, k) = (
+            l.sp(i),
+            dim(&x.shape, l.sp(i)),
+            dim(&filter.shape, fp[2 + i]),
+        );
+        if size < 0 || k < 0 {
+            continue;
+        }
+        let o = (i128::from(size) - 1) * i128::from(strides[p])
+            - i128::from(pads[2 * i])
+            - i128::from(pads[2 * i + 1])
+            + i128::from(dilations[p]) * (i128::from(k) - 1)
+            + 1
+            + i128::from(op[p]);
+        if o < 0 {
+            return Err(ctx.err(format!(
+                "the transposed convolution gives a negative output size {o} for dim {p}"
+            )));
+        }
+        out[p] = i64::try_from(o).map_err(|_| ctx.err("output size is too large"))?;
+    }
+    Ok(in_layout(dt, Shape::from(out), xl))
+}
+
+/// DepthwiseConv2D: each input channel convolved with K filters; y has C * K channels (the
+/// product of the filter's N and C dims, [H, W, C, K] for HWCN).
+fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let Conv2dAttrs {
+        l,
+        xl,
+        fmt,
+        strides,
+        dilations,
+        pads,
+    } = conv2d_attrs(ctx, x)?;
+    if let Some(p) = pads.iter().find(|&&p| p < 0) {
+        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
+    }
+    check_rank(ctx, "x", &x.shape, 4)?;
+    check_rank(ctx, "filter", &filter.shape, 4)?;
+    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
+    let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let xc = dim(&x.shape, l.c());
+    if fc >= 0 && fc != 1 && merge_dim(xc, fc).is_none() {
+        return Err(ctx.err(format!(
+            "channel mismatch: x {} has {xc} channels ({fmt}), filter {} ({fl}) has {fc}",
+            x.shape, filter.shape
+        )));
+    }
+    let oc = match (fn_, fc) {
+        (a, b) if a >= 0 && b >= 0 => a.saturating_mul(b),
+        _ => UNKNOWN_DIM,
+    };
+    check_bias(ctx, oc)?;
+    let mut out = vec![UNKNOWN_DIM; 4];
+    out[0] = dim(&x.shape, 0);
+    out[l.c()] = oc;
+    for (i, name) in ["height", "width"].iter().enumerate() {
+        let p = l.sp(i);
+        let k = dim(&filter.shape, fp[2 + i]);
+        if k == 0 {
+            return Err(ctx.err(format!("filter {} has kernel {name} 0", filter.shape)));
+        }
+        out[p] = conv_out(
+            ctx,
+            name,
+            dim(&x.shape, p),
+            k,
+            (strides[p], dilations[p]),
+            (pads[2 * i], pads[2 * i + 1]),
+        )?;
+    }
+    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
+}
+
+/// Conv3D: 5-D x (NDHWC or NCDHW) and filter (NCDHW, NDHWC or DHWCN), in the layouts
+/// [`super::layout`] gives them; y in x's layout.
+fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let (l, xl, fmt) = data_layout(ctx, x, "NDHWC", super::layout::DATA_3D)?;
+    let order = format!("{fmt} order");
+    let strides = ctx.attr_ints("strides")?;
+    check_len(ctx, "strides", strides, 5, &order)?;
+    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1, 1])?;
+    check_len(ctx, "dilations", dilations, 5, &order)?;
+    let pads = ctx.attr_ints("pads")?;
+    check_len(ctx, "pads", pads, 6, "head, tail, top, bottom, left, right")?;
+    let sp = [l.sp(0), l.sp(1), l.sp(2)];
+    check_min_at(ctx, "strides", strides, &sp, 1, "D, H and W")?;
+    check_min_at(ctx, "dilations", dilations, &sp, 1, "D, H and W")?;
+    if let Some(p) = pads.iter().find(|&&p| p < 0) {
+        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
+    }
+    let groups = opt_int(ctx, "groups", 1)?;
+    if groups < 1 {
+        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
+    }
+    check_rank(ctx, "x", &x.shape, 5)?;
+    check_rank(ctx, "filter", &filter.shape, 5)?;
+    // Filter positions: out channels, in channels / groups, D, H, W.
+    let (fp, fl) = filter_nd::<5>(ctx, filter, x, super::layout::FILTER_3D)?;
+    let (kn, kc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let c = dim(&x.shape, l.c());
+    if c >= 0 && kc >= 0 && i128::from(c) != i128::from(kc) * i128::from(groups) {
+        return Err(ctx.err(format!(
+            "channel mismatch: x {} has {c} input channels ({fmt}), filter {} ({fl}) has {kc} per group x groups {groups}",
+            x.shape, filter.shape
+        )));
+    }
+    if kn >= 0 && kn % groups != 0 {
+        return Err(ctx.err(format!(
+            "filter {} has {kn} output channels, which groups {groups} does not divide",
+            filter.shape
+        )));
+    }
+    check_bias(ctx, kn)?;
+    let mut out = vec![UNKNOWN_DIM; 5];
+    out[0] = dim(&x.shape, 0);
+    out[l.c()] = kn;
+    for (i, name) in ["depth", "height", "width"].iter().enumerate() {
+        let p = l.sp(i);
+        let k = dim(&filter.shape, fp[2 + i]);
+        if k == 0 {
+            return Err(ctx.err(format!("filter {} has kernel {name} 0", filter.shape)));
+        }
+        out[p] = conv_out(
+            ctx,
+            name,
+            dim(&x.shape, p),
+            k,
+            (strides[p], dilations[p]),
+            (pads[2 * i], pads[2 * i + 1]),
+        )?;
+    }
+    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
+}
+
+/// BiasAdd: x's shape; bias is 1-D with x's channel count.
+fn bias_add(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let b = ctx.req("bias")?;
+    let fmt = opt_str(ctx, "data_format", "NHWC")?;
+    let channel_last = match fmt {
+        "NHWC" | "NDHWC" => true,
+        "NCHW" | "NCDHW" => false,
+        other => {
+            return Err(ctx.err(format!(
+                "attribute 'data_format' must be \"NHWC\", \"NCHW\", \"NDHWC\" or \"NCDHW\", got {other:?}"
+            )))
+        }
+    };
+    check_min_rank(ctx, "x", &x.shape, 2)?;
+    let c = match x.shape.rank() {
+        Some(r) => x.shape.0[if channel_last { r - 1 } else { 1 }],
+        None => UNKNOWN_DIM,
+    };
+    if let Some(n) = vector_len(ctx, "bias", Some(b))? {
+        if merge_dim(n, c).is_none() {
+            return Err(ctx.err(format!(
+                "input 'bias' {} has {n} values, x {} has {c} channels ({fmt})",
+                b.shape, x.shape
+            )));
+        }
+    }
+    Ok(single(dtype_like(ctx, 0, Some(x)), x.shape.clone()))
+}
+
+/// DeformableConv2D: Conv2D's output sizes; offsets carry deformable_groups x kh x kw x
+/// (3 when modulated, else 2) channels at the output's spatial size.
+fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let offsets = ctx.req("offsets")?;
+    let xl = super::layout::data_layout(
+        Some(x),
+        opt_str(ctx, "data_format", "NHWC")?,
+        super::layout::DATA_2D,
+    )
+    .map_err(|e| ctx.err(e))?;
+    let fmt = xl.name().trim_start_matches("FORMAT_");
+    let (ci, hi, wi) = if super::layout::channel_last(xl) {
+        (3, 1, 2)
+    } else {
+        (1, 2, 3)
+    };
+    let strides = ctx.attr_ints("strides")?;
+    let pads = ctx.attr_ints("pads")?;
+    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1])?;
+    for (name, v) in [
+        ("strides", strides),
+        ("pads", pads),
+        ("dilations", dilations),
+    ] {
+        if v.len() != 4 {
+            return Err(ctx.err(format!("attribute '{name}' must have 4 values, got {v:?}")));
+        }
+    }
+    let (sh, sw, dh, dw) = (strides[hi], strides[wi], dilations[hi], dilations[wi]);
+    if sh < 1 || sw < 1 || dh < 1 || dw < 1 {
+        return Err(ctx.err(format!(
+            "H/W strides {strides:?} and dilations {dilations:?} must be >= 1"
+        )));
+    }
+    if let Some(p) = pads.iter().find(|&&p| p < 0) {
+        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
+    }
+    let groups = opt_int(ctx, "groups", 1)?;
+    let dgroups = opt_int(ctx, "deformable_groups", 1)?;
+    for (name, v) in [("groups", groups), ("deformable_groups", dgroups)] {
+        if v < 1 {
+            return Err(ctx.err(format!("attribute '{name}' must be >= 1, got {v}")));
+        }
+    }
+    let modulated = opt_bool(ctx, "modulated", true)?;
+    check_rank(ctx, "x", &x.shape, 4)?;
+    check_rank(ctx, "filter", &filter.shape, 4)?;
+    check_rank(ctx, "offsets", &offsets.shape, 4)?;
+    let fl = super::layout::filter_layout(Some(filter), Some(x), super::layout::FILTER_2D)
+        .map_err(|e| ctx.err(e))?;
+    let (fo, fc, fh, fw) = match super::layout::filter_positions(fl) {
+        Some(&[o, c, h, w]) => (o, c, h, w),
+        _ => return Err(ctx.err(format!("input 'filter' has format {fl}"))),
+    };
+    let (n, c, h, w) = (
+        dim(&x.shape, 0),
+        dim(&x.shape, ci),
+        dim(&x.shape, hi),
+        dim(&x.shape, wi),
+    );
+    let (kn, kc, kh, kw) = (
+        dim(&filter.shape, fo),
+        dim(&filter.shape, fc),
+        dim(&filter.shape, fh),
+        dim(&filter.shape, fw),
+    );
+    if c >= 0 && kc >= 0 && i128::from(c) != i128::from(kc) * i128::from(groups) {
+        return Err(ctx.err(format!(
+            "channel mismatch: x {} has {c} input channels ({fmt}), filter {} has {kc} per group x groups {groups}",
+            x.shape, filter.shape
+        )));
+    }
+    let out = |size: i64, k: i64, s: i64, d: i64, p: i64| -> Result<i64> {
+        if size < 0 || k < 0 {
+            return Ok(UNKNOWN_DIM);
+        }
+        let eff = i128::from(d) * (i128::from(k) - 1) + 1;
+        let span = i128::from(size) + i128::from(p) - eff;
+        if span < 0 {
+            return Err(ctx.err(format!(
+                "input {} (padded by {p}) is smaller than the dilated kernel ({eff})",
+                x.shape
+            )));
+        }
+        Ok((span / i128::from(s) + 1) as i64)
+    };
+    let ho = out(h, kh, sh, dh, pads[0] + pads[1])?;
+    let wo = out(w, kw, sw, dw, pads[2] + pads[3])?;
+    // Offsets: [N, dg*kh*kw*k, Ho, Wo] (NCHW) or [N, Ho, Wo, dg*kh*kw*k] (NHWC).
+    merge_named(ctx, ("x", &x.shape, 0), ("offsets", &offsets.shape, 0))?;
+    if kh >= 0 && kw >= 0 {
+        let per = if modulated { 3 } else { 2 };
+        let want = dgroups * kh * kw * per;
+        check_dim(
+            ctx,
+            "offsets",
+            &offsets.shape,
+            ci,
+            want,
+            "deformable_groups x kh x kw x (3 modulated / 2)",
+        )?;
+    }
+    let oh = merge_dim(ho, dim(&offsets.shape, hi));
+    let ow = merge_dim(wo, dim(&offsets.shape, wi));
+    let (Some(oh), Some(ow)) = (oh, ow) else {
+        return Err(ctx.err(format!(
+            "input 'offsets' {} must have the output's spatial size {ho} x {wo}",
+            offsets.shape
+        )));
+    };
+    if let Some(b) = ctx.input("bias")? {
+        check_rank(ctx, "bias", &b.shape, 1)?;
+        let bl = dim(&b.shape, 0);
+        if merge_dim(bl, kn).is_none() {
+            return Err(ctx.err(format!(
+                "input 'bias' {} must have the filter's {kn} output channels",
+                b.shape
+            )));
+        }
+    }
+    let dims = if ci == 1 {
+        [n, kn, oh, ow]
+    } else {
+        [n, oh, ow, kn]
+    };
+    Ok(vec![TensorDesc::new(
+        dtype_like(ctx, 0, Some(x)),
+        Shape::from_slice(&dims),
+    )
+    .with_format(xl)])
+}
