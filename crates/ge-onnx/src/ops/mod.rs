@@ -4,10 +4,15 @@
 
 mod basic;
 mod control;
+mod conv;
 mod direct;
 mod math;
-mod nn;
+mod matmul;
+mod norm;
+mod pool;
 mod recurrent;
+mod reduce;
+mod sampling;
 mod shape;
 mod transformer;
 pub(crate) mod util;
@@ -24,7 +29,12 @@ pub fn builtin() -> &'static Registry {
         basic::register(&mut r);
         shape::register(&mut r);
         math::register(&mut r);
-        nn::register(&mut r);
+        conv::register(&mut r);
+        matmul::register(&mut r);
+        pool::register(&mut r);
+        norm::register(&mut r);
+        sampling::register(&mut r);
+        reduce::register(&mut r);
         control::register(&mut r);
         recurrent::register(&mut r);
         transformer::register(&mut r);

@@ -1,5 +1,8 @@
-//! Transformer operators: Attention and RotaryEmbedding.
+//! Transformer operators: Attention and RotaryEmbedding; quantization (QuantizeLinear,
+//! DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger,
+//! QLinearConv).
 
+use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort};
@@ -10,6 +13,13 @@ type Out = Result<Vec<Option<OutPort>>>;
 pub(crate) fn register(r: &mut Registry) {
     r.register("Attention", Arc::new(attention));
     r.register("RotaryEmbedding", Arc::new(rotary_embedding));
+    r.register("QuantizeLinear", Arc::new(quantize_linear));
+    r.register("DequantizeLinear", Arc::new(dequantize_linear));
+    r.register("DynamicQuantizeLinear", Arc::new(dynamic_quantize_linear));
+    r.register("MatMulInteger", Arc::new(matmul_integer));
+    r.register("QLinearMatMul", Arc::new(qlinear_matmul));
+    r.register("ConvInteger", Arc::new(conv_integer));
+    r.register("QLinearConv", Arc::new(qlinear_conv));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,4 +400,374 @@ fn rotary_embedding(ctx: &mut NodeCtx<'_>) -> Out {
         ctx.op1("Reshape", &[rot, sh], vec![])?
     };
     Ok(vec![Some(y)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantization
+// ---------------------------------------------------------------------------------------------
+
+/// The integer range of a quantized dtype.
+fn qrange(dt: DataType) -> Option<(f64, f64)> {
+    Some(match dt {
+        DataType::UINT8 => (0.0, 255.0),
+        DataType::INT8 => (-128.0, 127.0),
+        DataType::UINT16 => (0.0, 65535.0),
+        DataType::INT16 => (-32768.0, 32767.0),
+        DataType::INT32 => (-2147483648.0, 2147483647.0),
+        _ => return None,
+    })
+}
+
+/// A per-axis scale or zero point `p` (1-D over `axis` of a rank-`r` tensor) reshaped to
+/// broadcast; a scalar (or 1-element) one as is. Blocked quantization is refused.
+fn per_axis(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize) -> Result<OutPort> {
+    let p = ctx.input(i)?;
+    let d = ctx.rank_dims(i)?;
+    if d.is_empty() || (d.len() == 1 && d[0] == 1) {
+        return Ok(p);
+    }
+    if d.len() != 1 {
+        return Err(Error::unsupported(format!(
+            "{}: blocked quantization (a scale or zero point of rank {})",
+            ctx.op_type(),
+            d.len()
+        )));
+    }
+    let a = norm_axis(axis, r, "quantization axis")?;
+    let mut shape = vec![1i64; r];
+    shape[a] = -1;
+    let s = ctx.const_i64(&shape, &[r as i64])?;
+    ctx.op1("Reshape", &[p, s], vec![])
+}
+
+fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[
+        "axis",
+        "saturate",
+        "block_size",
+        "output_dtype",
+        "precision",
+    ])?;
+    let block = ctx.attr_i("block_size", 0)?;
+    if ctx.attr_i("precision", 0)? != 0 {
+        return Err(Error::unsupported(
+            "QuantizeLinear with a precision attribute",
+        ));
+    }
+    let r = ctx.input_rank(0)?;
+    let axis = ctx.attr_i("axis", 1)?;
+    let out_attr = ctx.attr_i("output_dtype", 0)?;
+    let out_dt = if out_attr != 0 {
+        crate::types::dtype_from_onnx(out_attr as i32)
+            .map_err(|e| e.context("attribute 'output_dtype'"))?
+    } else if ctx.has_input(2) {
+        ctx.input_desc(2)?.dtype
+    } else {
+        DataType::UINT8
+    };
+    let Some((lo, hi)) = qrange(out_dt) else {
+        return Err(Error::unsupported(format!(
+            "QuantizeLinear to {out_dt} (8-, 16- and 32-bit integers are supported)"
+        )));
+    };
+    let x = ctx.input(0)?;
+    let xdt = ctx.desc(x)?.dtype;
+    let cdt = if xdt == DataType::DOUBLE {
+        DataType::DOUBLE
+    } else {
+        DataType::FLOAT
+    };
+    let xf = ctx.cast(x, cdt)?;
+    let scale = per_block(ctx, 1, axis, r, block)?;
+    let scale = ctx.cast(scale, cdt)?;
+    let q = ctx.op1("RealDiv", &[xf, scale], vec![])?;
+    let mut q = ctx.op1("Round", &[q], vec![])?;
+    if ctx.has_input(2) {
+        let zp = per_block(ctx, 2, axis, r, block)?;
+        let zp = ctx.cast(zp, cdt)?;
+        q = ctx.op1("Add", &[q, zp], vec![])?;
+    }
+    let lo = ctx.const_of(cdt, &[lo], &[])?;
+    let hi = ctx.const_of(cdt, &[hi], &[])?;
+    let q = ctx.op1("ClipByValue", &[q, lo, hi], vec![])?;
+    Ok(vec![Some(ctx.cast(q, out_dt)?)])
+}
+
+fn dequantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["axis", "block_size", "output_dtype"])?;
+    let block = ctx.attr_i("block_size", 0)?;
+    let r = ctx.input_rank(0)?;
+    let axis = ctx.attr_i("axis", 1)?;
+    let sdt = ctx.input_desc(1)?.dtype;
+    let out_attr = ctx.attr_i("output_dtype", 0)?;
+    let out_dt = if out_attr != 0 {
+        crate::types::dtype_from_onnx(out_attr as i32)
+            .map_err(|e| e.context("attribute 'output_dtype'"))?
+    } else {
+        sdt
+    };
+    let x = ctx.input(0)?;
+    let xdt = ctx.desc(x)?.dtype;
+    if !(qrange(xdt).is_some() || matches!(xdt, DataType::FLOAT8_E4M3FN | DataType::FLOAT8_E5M2)) {
+        return Err(Error::unsupported(format!(
+            "DequantizeLinear of {xdt} (8-, 16-, 32-bit integers and float8 are supported)"
+        )));
+    }
+    let cdt = if sdt == DataType::DOUBLE {
+        DataType::DOUBLE
+    } else {
+        DataType::FLOAT
+    };
+    let mut v = ctx.cast(x, cdt)?;
+    if ctx.has_input(2) {
+        let zp = per_block(ctx, 2, axis, r, block)?;
+        let zp = ctx.cast(zp, cdt)?;
+        v = ctx.op1("Sub", &[v, zp], vec![])?;
+    }
+    let scale = per_block(ctx, 1, axis, r, block)?;
+    let scale = ctx.cast(scale, cdt)?;
+    let y = ctx.op1("Mul", &[v, scale], vec![])?;
+    Ok(vec![Some(ctx.cast(y, out_dt)?)])
+}
+
+fn dynamic_quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[])?;
+    let r = ctx.input_rank(0)?;
+    let x = ctx.input(0)?;
+    let x = ctx.cast(x, DataType::FLOAT)?;
+    let axes: Vec<i64> = (0..r as i64).collect();
+    let axes = ctx.const_i64(&axes, &[r as i64])?;
+    let zero = ctx.const_of(DataType::FLOAT, &[0.0], &[])?;
+    let mx = ctx.op1("ReduceMax", &[x, axes], vec![])?;
+    let mx = ctx.op1("Maximum", &[mx, zero], vec![])?;
+    let mn = ctx.op1("ReduceMin", &[x, axes], vec![])?;
+    let mn = ctx.op1("Minimum", &[mn, zero], vec![])?;
+    let range = ctx.op1("Sub", &[mx, mn], vec![])?;
+    let q = ctx.const_of(DataType::FLOAT, &[255.0], &[])?;
+    let scale = ctx.op1("RealDiv", &[range, q], vec![])?;
+    // zero point = saturate(round(0 - min / scale))
+    let ms = ctx.op1("RealDiv", &[mn, scale], vec![])?;
+    let zp = ctx.op1("Sub", &[zero, ms], vec![])?;
+    let hi = ctx.const_of(DataType::FLOAT, &[255.0], &[])?;
+    let zp = ctx.op1("ClipByValue", &[zp, zero, hi], vec![])?;
+    let zp = ctx.op1("Round", &[zp], vec![])?;
+    let y = ctx.op1("RealDiv", &[x, scale], vec![])?;
+    let y = ctx.op1("Round", &[y], vec![])?;
+    let y = ctx.op1("Add", &[y, zp], vec![])?;
+    let y = ctx.op1("ClipByValue", &[y, zero, hi], vec![])?;
+    let y = ctx.cast(y, DataType::UINT8)?;
+    let zp = ctx.cast(zp, DataType::UINT8)?;
+    Ok(vec![Some(y), Some(scale), Some(zp)])
+}
+
+/// `x` (input `xi`) dequantized to f32: (x - zero point) * scale, the scale and zero point
+/// (inputs `si`, `zi`) per tensor or per `axis`.
+fn dequant(ctx: &mut NodeCtx<'_>, xi: usize, si: usize, zi: usize, axis: i64) -> Result<OutPort> {
+    let r = ctx.input_rank(xi)?;
+    let x = ctx.input(xi)?;
+    let mut v = ctx.cast(x, DataType::FLOAT)?;
+    if ctx.has_input(zi) {
+        let zp = per_axis(ctx, zi, axis, r)?;
+        let zp = ctx.cast(zp, DataType::FLOAT)?;
+        v = ctx.op1("Sub", &[v, zp], vec![])?;
+    }
+    let s = per_axis(ctx, si, axis, r)?;
+    let s = ctx.cast(s, DataType::FLOAT)?;
+    ctx.op1("Mul", &[v, s], vec![])
+}
+
+/// f32 `v` quantized with the scale and zero point of inputs `si`, `zi` (per tensor), to the
+/// zero point's dtype.
+fn requant(ctx: &mut NodeCtx<'_>, v: OutPort, si: usize, zi: usize) -> Result<OutPort> {
+    let out_dt = if ctx.has_input(zi) {
+        ctx.input_desc(zi)?.dtype
+    } else {
+        DataType::UINT8
+    };
+    let Some((lo, hi)) = qrange(out_dt) else {
+        return Err(Error::unsupported(format!(
+            "{} to {out_dt} (8-, 16- and 32-bit integers are supported)",
+            ctx.op_type()
+        )));
+    };
+    let s = ctx.input(si)?;
+    let s = ctx.cast(s, DataType::FLOAT)?;
+    let q = ctx.op1("RealDiv", &[v, s], vec![])?;
+    let mut q = ctx.op1("Round", &[q], vec![])?;
+    if ctx.has_input(zi) {
+        let zp = ctx.input(zi)?;
+        let zp = ctx.cast(zp, DataType::FLOAT)?;
+        q = ctx.op1("Add", &[q, zp], vec![])?;
+    }
+    let lo = ctx.const_of(DataType::FLOAT, &[lo], &[])?;
+    let hi = ctx.const_of(DataType::FLOAT, &[hi], &[])?;
+    let q = ctx.op1("ClipByValue", &[q, lo, hi], vec![])?;
+    ctx.cast(q, out_dt)
+}
+
+/// Integer operands less their zero points, in int32 (exact), then an int32 product.
+fn matmul_integer(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[])?;
+    let (ra, rb) = (ctx.input_rank(0)?, ctx.input_rank(1)?);
+    let mut ops = Vec::new();
+    for (i, zi) in [(0usize, 2usize), (1, 3)] {
+        let x = ctx.input(i)?;
+        let mut v = ctx.cast(x, DataType::INT32)?;
+        if let Some(zp) = ctx.opt_input(zi)? {
+            let zd = ctx.rank_dims(zi)?;
+            let mut zp = ctx.cast(zp, DataType::INT32)?;
+            if i == 0 && zd.len() == 1 && zd[0] != 1 {
+                // a per-row zero point of A: [M] -> [M, 1]
+                zp = ctx.unsqueeze(zp, &[1])?;
+            }
+            v = ctx.op1("Sub", &[v, zp], vec![])?;
+        }
+        ops.push(v);
+    }
+    Ok(vec![Some(matmul_ports(ctx, ops[0], ops[1], ra, rb)?)])
+}
+
+fn qlinear_matmul(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[])?;
+    let (ra, rb) = (ctx.input_rank(0)?, ctx.input_rank(3)?);
+    let a = dequant(ctx, 0, 1, 2, 1)?;
+    let b = dequant(ctx, 3, 4, 5, 1)?;
+    let y = matmul_ports(ctx, a, b, ra, rb)?;
+    Ok(vec![Some(requant(ctx, y, 6, 7)?)])
+}
+
+/// The geometry attributes of a convolution node over input 0 and weight `wi`.
+fn conv_window(ctx: &NodeCtx<'_>, wi: usize) -> Result<(Window, i64)> {
+    ctx.known_attrs(&[
+        "auto_pad",
+        "dilations",
+        "group",
+        "kernel_shape",
+        "pads",
+        "strides",
+    ])?;
+    let xd = ctx.rank_dims(0)?;
+    if xd.len() < 3 {
+        return Err(Error::tr(format!(
+            "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
+            ctx.op_type()
+        )));
+    }
+    let k = kernel_shape(ctx, xd.len() - 2, wi)?;
+    let win = window(ctx, k, &xd[2..])?;
+    let group = ctx.attr_i("group", 1)?;
+    if group < 1 {
+        return Err(Error::tr(format!(
+            "attribute 'group' must be >= 1, got {group}"
+        )));
+    }
+    Ok((win, group))
+}
+
+/// Float convolution of the operands less their zero points, cast to int32. Exact while every
+/// partial sum stays below 2^24 (f32's integer range).
+fn conv_integer(ctx: &mut NodeCtx<'_>) -> Out {
+    let (win, group) = conv_window(ctx, 1)?;
+    let mut ops = Vec::new();
+    for (i, zi) in [(0usize, 2usize), (1, 3)] {
+        let r = ctx.input_rank(i)?;
+        let x = ctx.input(i)?;
+        let mut v = ctx.cast(x, DataType::FLOAT)?;
+        if ctx.has_input(zi) {
+            let zp = per_axis(ctx, zi, 0, r)?;
+            let zp = ctx.cast(zp, DataType::FLOAT)?;
+            v = ctx.op1("Sub", &[v, zp], vec![])?;
+        }
+        ops.push(v);
+    }
+    let y = conv_core(ctx, ops[0], ops[1], None, &win, group)?;
+    Ok(vec![Some(ctx.cast(y, DataType::INT32)?)])
+}
+
+fn qlinear_conv(ctx: &mut NodeCtx<'_>) -> Out {
+    let (win, group) = conv_window(ctx, 3)?;
+    let x = dequant(ctx, 0, 1, 2, 1)?;
+    let w = dequant(ctx, 3, 4, 5, 0)?;
+    let y = conv_core(ctx, x, w, None, &win, group)?;
+    let r = ctx.input_rank(0)?;
+    let y = if let Some(b) = ctx.opt_input(8)? {
+        // int32 bias in units of x_scale * w_scale (per output channel when w_scale is).
+        let b = ctx.cast(b, DataType::FLOAT)?;
+        let xs = ctx.input(1)?;
+        let xs = ctx.cast(xs, DataType::FLOAT)?;
+        let ws = ctx.input(4)?;
+        let ws = ctx.cast(ws, DataType::FLOAT)?;
+        let s = ctx.op1("Mul", &[xs, ws], vec![])?;
+        let b = ctx.op1("Mul", &[b, s], vec![])?;
+        let mut shape = vec![1i64, -1];
+        shape.resize(r, 1);
+        let sh = ctx.const_i64(&shape, &[r as i64])?;
+        let b = ctx.op1("Reshape", &[b, sh], vec![])?;
+        ctx.op1("Add", &[y, b], vec![])?
+    } else {
+        y
+    };
+    Ok(vec![Some(requant(ctx, y, 6, 7)?)])
+}
+
+/// A blocked scale or zero point (input `i`, the input's rank, dim `axis` holding one value
+/// per block of `block` elements) repeated to the input's dims; others as [`per_axis`].
+fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -> Result<OutPort> {
+    if block == 0 {
+        return per_axis(ctx, i, axis, r);
+    }
+    if block < 0 {
+        return Err(Error::tr(format!("block_size must be >= 0, got {block}")));
+    }
+    let d = ctx.rank_dims(i)?;
+    let xd = ctx.rank_dims(0)?;
+    if d.len() != r {
+        return Err(Error::tr(format!(
+            "{}: a blocked scale or zero point must have the input's rank {r}, got {d:?}",
+            ctx.op_type()
+        )));
+    }
+    let a = norm_axis(axis, r, "quantization axis")?;
+    if d.iter().any(|&v| v < 0) || xd[a] < 0 {
+        return Err(Error::unsupported(format!(
+            "{}: blocked quantization needs the dims of the scale {d:?} and of the input's \
+             axis at import",
+            ctx.op_type()
+        )));
+    }
+    if d[a] * block < xd[a] {
+        return Err(Error::tr(format!(
+            "{}: {} blocks of {block} do not cover the input's dim {}",
+            ctx.op_type(),
+            d[a],
+            xd[a]
+        )));
+    }
+    let p = ctx.input(i)?;
+    let u = ctx.unsqueeze(p, &[a as i64 + 1])?;
+    let mut mult = vec![1i64; r + 1];
+    mult[a + 1] = block;
+    let m = ctx.const_i64(&mult, &[r as i64 + 1])?;
+    let t = ctx.op1("Tile", &[u, m], vec![])?;
+    let mut shape = d.clone();
+    shape[a] = d[a] * block;
+    let s = ctx.const_i64(&shape, &[r as i64])?;
+    let mut y = ctx.op1("Reshape", &[t, s], vec![])?;
+    if shape[a] != xd[a] {
+        let mask = ((1i64 << r) - 1) & !(1i64 << a);
+        let mut end = vec![0i64; r];
+        end[a] = xd[a];
+        let b = ctx.const_i64(&vec![0; r], &[r as i64])?;
+        let e = ctx.const_i64(&end, &[r as i64])?;
+        let st1 = ctx.const_i64(&vec![1; r], &[r as i64])?;
+        y = ctx.op1(
+            "StridedSlice",
+            &[y, b, e, st1],
+            vec![
+                ("begin_mask", AttrValue::Int(mask)),
+                ("end_mask", AttrValue::Int(mask)),
+            ],
+        )?;
+    }
+    Ok(y)
 }

@@ -106,6 +106,290 @@ impl NodeCtx<'_> {
     }
 }
 
+pub(crate) fn li(v: &[i64]) -> AttrValue {
+    AttrValue::ListInt(v.to_vec())
+}
+
+pub(crate) fn st(v: &str) -> AttrValue {
+    AttrValue::String(v.to_string())
+}
+
+impl NodeCtx<'_> {
+    /// Every attribute of the node must be one of `known` (the translation handles them).
+    pub(crate) fn known_attrs(&self, known: &[&str]) -> Result<()> {
+        for a in &self.node.attribute {
+            let name = a.name.as_deref().unwrap_or("");
+            if !known.contains(&name) {
+                return Err(Error::unsupported(format!(
+                    "attribute '{name}' of {} is not handled by its translation",
+                    self.op_type()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The dims of input `i` (-1 where unknown); its rank must be known.
+    pub(crate) fn rank_dims(&self, i: usize) -> Result<Vec<i64>> {
+        self.input_rank(i)?;
+        Ok(self.input_desc(i)?.shape.dims().to_vec())
+    }
+
+    pub(crate) fn unsqueeze(&mut self, x: OutPort, axes: &[i64]) -> Result<OutPort> {
+        self.op1("Unsqueeze", &[x], vec![("axes", li(axes))])
+    }
+
+    pub(crate) fn squeeze(&mut self, x: OutPort, axes: &[i64]) -> Result<OutPort> {
+        self.op1("Squeeze", &[x], vec![("axis", li(axes))])
+    }
+
+    /// A scalar constant of the dtype of `like`.
+    pub(crate) fn scalar_as(&mut self, like: OutPort, v: f64) -> Result<OutPort> {
+        let dt = self.desc(like)?.dtype;
+        self.const_of(dt, &[v], &[])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windows: kernel, strides, dilations, pads (auto_pad resolved)
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    pub(crate) k: Vec<i64>,
+    pub(crate) s: Vec<i64>,
+    pub(crate) d: Vec<i64>,
+    /// Leading and trailing pads per spatial dim.
+    pub(crate) p0: Vec<i64>,
+    pub(crate) p1: Vec<i64>,
+}
+
+/// A per-spatial-dim list attribute (default `def` for every dim), each value >= `min`.
+/// Largest kernel size, stride, dilation or pad accepted: window arithmetic on model-given
+/// values must not overflow.
+pub(crate) const MAX_WINDOW: i64 = 1 << 20;
+
+/// Largest spatial dim used in window arithmetic.
+pub(crate) const MAX_DIM: i64 = 1 << 40;
+
+pub(crate) fn check_bound(v: &[i64], max: i64, what: &str) -> Result<()> {
+    match v.iter().find(|&&x| x > max) {
+        Some(bad) => Err(Error::unsupported(format!(
+            "{what} value {bad} is larger than {max}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn spatial_list(
+    ctx: &NodeCtx<'_>,
+    name: &str,
+    n: usize,
+    def: i64,
+    min: i64,
+) -> Result<Vec<i64>> {
+    let v = ctx.attr_ints(name)?.unwrap_or_else(|| vec![def; n]);
+    check_bound(&v, MAX_WINDOW, &format!("attribute '{name}'"))?;
+    if v.len() != n {
+        return Err(Error::tr(format!(
+            "attribute '{name}' must have {n} values (one per spatial dim), got {v:?}"
+        )));
+    }
+    if let Some(bad) = v.iter().find(|&&x| x < min) {
+        return Err(Error::tr(format!(
+            "attribute '{name}' values must be >= {min}, got {bad} in {v:?}"
+        )));
+    }
+    Ok(v)
+}
+
+/// The window of a convolution or pooling node with kernel `k` over spatial dims `sp` (-1 where
+/// unknown; they are needed only for auto_pad SAME_*).
+pub(crate) fn window(ctx: &NodeCtx<'_>, k: Vec<i64>, sp: &[i64]) -> Result<Window> {
+    let n = k.len();
+    if let Some(bad) = k.iter().find(|&&x| x < 1) {
+        return Err(Error::tr(format!(
+            "kernel_shape values must be >= 1, got {bad} in {k:?}"
+        )));
+    }
+    check_bound(&k, MAX_WINDOW, "kernel_shape")?;
+    check_bound(sp, MAX_DIM, "input spatial dim")?;
+    let s = spatial_list(ctx, "strides", n, 1, 1)?;
+    let d = spatial_list(ctx, "dilations", n, 1, 1)?;
+    let auto_pad = ctx.attr_s("auto_pad", "NOTSET")?;
+    let (p0, p1) = match auto_pad.as_str() {
+        "NOTSET" | "" => {
+            let p = ctx.attr_ints("pads")?.unwrap_or_else(|| vec![0; 2 * n]);
+            if p.len() != 2 * n || p.iter().any(|&x| x < 0) {
+                return Err(Error::tr(format!(
+                    "attribute 'pads' must have {} values >= 0, got {p:?}",
+                    2 * n
+                )));
+            }
+            check_bound(&p, MAX_WINDOW, "attribute 'pads'")?;
+            (p[..n].to_vec(), p[n..].to_vec())
+        }
+        "VALID" => (vec![0; n], vec![0; n]),
+        "SAME_UPPER" | "SAME_LOWER" => {
+            if sp.len() != n || sp.iter().any(|&x| x < 0) {
+                return Err(Error::unsupported(format!(
+                    "{}: auto_pad {auto_pad} needs the spatial dims of the input at import, \
+                     got {sp:?}",
+                    ctx.op_type()
+                )));
+            }
+            let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            for i in 0..n {
+                let out = (sp[i] + s[i] - 1) / s[i];
+                let eff = (k[i] - 1) * d[i] + 1;
+                let total = ((out - 1) * s[i] + eff - sp[i]).max(0);
+                if auto_pad == "SAME_UPPER" {
+                    a.push(total / 2);
+                    b.push(total - total / 2);
+                } else {
+                    a.push(total - total / 2);
+                    b.push(total / 2);
+                }
+            }
+            (a, b)
+        }
+        other => {
+            return Err(Error::tr(format!(
+            "attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got {other:?}"
+        )))
+        }
+    };
+    Ok(Window { k, s, d, p0, p1 })
+}
+
+/// The kernel's spatial dims: attribute `kernel_shape`, or the weight's dims 2.. .
+pub(crate) fn kernel_shape(ctx: &NodeCtx<'_>, n: usize, w: usize) -> Result<Vec<i64>> {
+    let k = match ctx.attr_ints("kernel_shape")? {
+        Some(k) => k,
+        None => {
+            let wd = ctx.rank_dims(w)?;
+            let k = wd.get(2..).map(<[i64]>::to_vec).unwrap_or_default();
+            if k.iter().any(|&x| x < 0) {
+                return Err(Error::unsupported(format!(
+                    "{}: without kernel_shape the weight's spatial dims must be known at \
+                     import, got {wd:?}",
+                    ctx.op_type()
+                )));
+            }
+            k
+        }
+    };
+    if k.len() != n {
+        return Err(Error::tr(format!(
+            "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
+        )));
+    }
+    Ok(k)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv
+// ---------------------------------------------------------------------------------------------
+
+/// Conv2D/Conv3D (NCHW/NCDHW) over an N-D input, 1-D through an inserted height of 1.
+pub(crate) fn conv_core(
+    ctx: &mut NodeCtx<'_>,
+    x: OutPort,
+    w: OutPort,
+    b: Option<OutPort>,
+    win: &Window,
+    group: i64,
+) -> Result<OutPort> {
+    let n = win.k.len();
+    let base = |v: &[i64]| -> Vec<i64> {
+        let mut o = vec![1, 1];
+        o.extend_from_slice(v);
+        o
+    };
+    let pads: Vec<i64> = (0..n).flat_map(|i| [win.p0[i], win.p1[i]]).collect();
+    let ins = |x, w| vec![vec![Some(x)], vec![Some(w)], vec![b]];
+    match n {
+        1 => {
+            let x2 = ctx.unsqueeze(x, &[2])?;
+            let w2 = ctx.unsqueeze(w, &[2])?;
+            let y = ctx.op(
+                "Conv2D",
+                ins(x2, w2),
+                vec![
+                    ("strides", li(&[1, 1, 1, win.s[0]])),
+                    ("pads", li(&[0, 0, pads[0], pads[1]])),
+                    ("dilations", li(&[1, 1, 1, win.d[0]])),
+                    ("groups", AttrValue::Int(group)),
+                    ("data_format", st("NCHW")),
+                ],
+            )?;
+            ctx.squeeze(y[0], &[2])
+        }
+        2 | 3 => {
+            let (op, fmt) = if n == 2 {
+                ("Conv2D", "NCHW")
+            } else {
+                ("Conv3D", "NCDHW")
+            };
+            let y = ctx.op(
+                op,
+                ins(x, w),
+                vec![
+                    ("strides", li(&base(&win.s))),
+                    ("pads", li(&pads)),
+                    ("dilations", li(&base(&win.d))),
+                    ("groups", AttrValue::Int(group)),
+                    ("data_format", st(fmt)),
+                ],
+            )?;
+            Ok(y[0])
+        }
+        _ => Err(Error::unsupported(format!(
+            "{}: {n}-D convolution (1-D, 2-D and 3-D are supported)",
+            ctx.op_type()
+        ))),
+    }
+}
+
+/// A matrix product with ONNX MatMul's rank rules (1-D operands, batch broadcast).
+pub(crate) fn matmul_ports(
+    ctx: &mut NodeCtx<'_>,
+    a: OutPort,
+    b: OutPort,
+    ra: usize,
+    rb: usize,
+) -> Result<OutPort> {
+    if ra == 0 || rb == 0 {
+        return Err(Error::tr(format!(
+            "{} operands must have rank >= 1",
+            ctx.op_type()
+        )));
+    }
+    let (a, b) = (
+        if ra == 1 { ctx.unsqueeze(a, &[0])? } else { a },
+        if rb == 1 { ctx.unsqueeze(b, &[1])? } else { b },
+    );
+    let (ra2, rb2) = (ra.max(2), rb.max(2));
+    let op = if ra2 == 2 && rb2 == 2 {
+        "MatMulV2"
+    } else {
+        "BatchMatMulV2"
+    };
+    let mut y = ctx.op1(op, &[a, b], vec![])?;
+    let yr = ra2.max(rb2) as i64;
+    let mut sq = Vec::new();
+    if ra == 1 {
+        sq.push(yr - 2);
+    }
+    if rb == 1 {
+        sq.push(yr - 1);
+    }
+    if !sq.is_empty() {
+        y = ctx.squeeze(y, &sq)?;
+    }
+    Ok(y)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

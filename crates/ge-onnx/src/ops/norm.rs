@@ -1,0 +1,288 @@
+//! Normalisations and softmax.
+
+use super::util::*;
+use crate::error::{Error, Result};
+use crate::translate::{NodeCtx, Registry};
+use es_core::{AttrValue, DataType, OutPort};
+use std::sync::Arc;
+
+type Out = Result<Vec<Option<OutPort>>>;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.register("BatchNormalization", Arc::new(batch_norm));
+    r.register("InstanceNormalization", Arc::new(instance_norm));
+    r.register("LayerNormalization", Arc::new(layer_norm));
+    r.register("LRN", Arc::new(lrn));
+    r.register("GroupNormalization", Arc::new(group_norm));
+    r.register("RMSNormalization", Arc::new(rms_norm));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisations
+// ---------------------------------------------------------------------------------------------
+
+/// x of rank 2 or 3 gets trailing dims of 1 to rank 4 (for the NCHW operators); returns the
+/// axes to squeeze afterwards.
+fn to_4d(ctx: &mut NodeCtx<'_>, x: OutPort, r: usize) -> Result<(OutPort, Vec<i64>)> {
+    if r >= 4 {
+        return Ok((x, Vec::new()));
+    }
+    let axes: Vec<i64> = (r as i64..4).collect();
+    Ok((ctx.unsqueeze(x, &axes)?, axes))
+}
+
+fn batch_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[
+        "epsilon",
+        "momentum",
+        "spatial",
+        "is_test",
+        "consumed_inputs",
+        "training_mode",
+    ])?;
+    if ctx.opset < 9 && ctx.attr_i("spatial", 1)? == 0 {
+        return Err(Error::unsupported(
+            "BatchNormalization with spatial=0 (per-activation statistics)",
+        ));
+    }
+    let training = ctx.opset >= 14 && ctx.attr_i("training_mode", 0)? != 0;
+    if !training && (1..ctx.num_outputs()).any(|i| ctx.output_used(i)) {
+        return Err(Error::unsupported(
+            "BatchNormalization outputs other than Y outside training_mode (opset >= 14)",
+        ));
+    }
+    let eps = ctx.attr_f("epsilon", 1e-5)?;
+    let momentum = f64::from(ctx.attr_f("momentum", 0.9)?);
+    let r = ctx.input_rank(0)?;
+    if !(2..=5).contains(&r) {
+        return Err(Error::unsupported(format!(
+            "BatchNormalization of a rank-{r} input (ranks 2 to 5 are supported)"
+        )));
+    }
+    let x = ctx.input(0)?;
+    let (x4, sq) = to_4d(ctx, x, r)?;
+    let mut params = Vec::with_capacity(4);
+    for i in 1..5 {
+        let p = ctx.input(i)?;
+        params.push(ctx.cast(p, DataType::FLOAT)?);
+    }
+    let fmt = if r == 5 { "NCDHW" } else { "NCHW" };
+    let outs = ctx.op(
+        "BatchNorm",
+        vec![
+            vec![Some(x4)],
+            vec![Some(params[0])],
+            vec![Some(params[1])],
+            vec![Some(params[2])],
+            vec![Some(params[3])],
+        ],
+        vec![
+            ("epsilon", AttrValue::Float(eps)),
+            ("data_format", st(fmt)),
+            ("is_training", AttrValue::Bool(training)),
+        ],
+    )?;
+    let mut y = outs[0];
+    if !sq.is_empty() {
+        y = ctx.squeeze(y, &sq)?;
+    }
+    let mut res = vec![Some(y)];
+    if training {
+        // running = input * momentum + batch * (1 - momentum); the batch variance biased.
+        for (old, batch) in [(params[2], outs[3]), (params[3], outs[4])] {
+            let m = ctx.const_of(DataType::FLOAT, &[momentum], &[])?;
+            let m1 = ctx.const_of(DataType::FLOAT, &[1.0 - momentum], &[])?;
+            let a = ctx.op1("Mul", &[old, m], vec![])?;
+            let b = ctx.op1("Mul", &[batch, m1], vec![])?;
+            let mut v = ctx.op1("Add", &[a, b], vec![])?;
+            let want = ctx.input_desc(3)?.dtype;
+            if want != DataType::UNDEFINED {
+                v = ctx.cast(v, want)?;
+            }
+            res.push(Some(v));
+        }
+    }
+    Ok(res)
+}
+
+fn instance_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["epsilon", "consumed_inputs"])?;
+    let eps = ctx.attr_f("epsilon", 1e-5)?;
+    let r = ctx.input_rank(0)?;
+    if r < 3 {
+        return Err(Error::tr(format!(
+            "InstanceNormalization needs an input of rank >= 3, got rank {r}"
+        )));
+    }
+    let (x, scale, b) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let fmt = if r == 5 { "NCDHW" } else { "NCHW" };
+    let outs = ctx.op(
+        "InstanceNorm",
+        vec![vec![Some(x)], vec![Some(scale)], vec![Some(b)]],
+        vec![("data_format", st(fmt)), ("epsilon", AttrValue::Float(eps))],
+    )?;
+    Ok(vec![Some(outs[0])])
+}
+
+fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["axis", "epsilon", "stash_type"])?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "LayerNormalization axis")? as i64;
+    let eps = ctx.attr_f("epsilon", 1e-5)?;
+    let stash = ctx.attr_i("stash_type", 1)?;
+    let stash_dt = crate::types::dtype_from_onnx(stash as i32)
+        .map_err(|e| e.context("attribute 'stash_type'"))?;
+    if !stash_dt.is_float() {
+        return Err(Error::tr(format!(
+            "attribute 'stash_type' must be a float type, got {stash_dt}"
+        )));
+    }
+    let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
+    let bias = match ctx.opt_input(2)? {
+        Some(b) => b,
+        None => ctx.op1("ZerosLike", &[scale], vec![])?,
+    };
+    let outs = ctx.op(
+        "LayerNorm",
+        vec![vec![Some(x)], vec![Some(scale)], vec![Some(bias)]],
+        vec![
+            ("begin_norm_axis", AttrValue::Int(axis)),
+            ("begin_params_axis", AttrValue::Int(axis)),
+            ("epsilon", AttrValue::Float(eps)),
+        ],
+    )?;
+    let mut res = vec![Some(outs[0])];
+    if ctx.output_used(1) || ctx.output_used(2) {
+        let mean = ctx.cast(outs[1], stash_dt)?;
+        let var = ctx.cast(outs[2], stash_dt)?;
+        let e = ctx.const_of(stash_dt, &[f64::from(eps)], &[])?;
+        let ve = ctx.op1("Add", &[var, e], vec![])?;
+        let inv = ctx.op1("Rsqrt", &[ve], vec![])?;
+        res.push(Some(mean));
+        res.push(Some(inv));
+    }
+    Ok(res)
+}
+
+fn lrn(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["alpha", "beta", "bias", "size"])?;
+    let size = ctx.attr_i("size", 0)?;
+    if size < 1 {
+        return Err(Error::tr(format!(
+            "LRN needs the attribute 'size' >= 1, got {size}"
+        )));
+    }
+    if size % 2 == 0 {
+        return Err(Error::unsupported(format!(
+            "LRN with an even size {size} (its window is asymmetric; GE's LRN takes a radius)"
+        )));
+    }
+    let alpha = ctx.attr_f("alpha", 1e-4)?;
+    let beta = ctx.attr_f("beta", 0.75)?;
+    let bias = ctx.attr_f("bias", 1.0)?;
+    let x = ctx.input(0)?;
+    let y = ctx.op1(
+        "LRN",
+        &[x],
+        vec![
+            ("depth_radius", AttrValue::Int((size - 1) / 2)),
+            ("bias", AttrValue::Float(bias)),
+            ("alpha", AttrValue::Float(alpha / size as f32)),
+            ("beta", AttrValue::Float(beta)),
+            ("norm_region", st("ACROSS_CHANNELS")),
+        ],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// More normalisations and pooling: GroupNormalization, RMSNormalization, LpPool
+// ---------------------------------------------------------------------------------------------
+
+fn group_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["epsilon", "num_groups", "stash_type"])?;
+    let eps = ctx.attr_f("epsilon", 1e-5)?;
+    let g = ctx.attr_i("num_groups", 0)?;
+    if g < 1 {
+        return Err(Error::tr(format!(
+            "GroupNormalization needs the attribute 'num_groups' >= 1, got {g}"
+        )));
+    }
+    if ctx.attr_i("stash_type", 1)? != 1 {
+        return Err(Error::unsupported(
+            "GroupNormalization with a stash_type other than float (GE computes in f64 and \
+             rounds once)",
+        ));
+    }
+    let xd = ctx.rank_dims(0)?;
+    if xd.len() < 3 {
+        return Err(Error::tr(format!(
+            "GroupNormalization needs an input of rank >= 3, got {xd:?}"
+        )));
+    }
+    let (x, mut scale, mut bias) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    if ctx.opset < 21 {
+        // Opset 18: one scale and bias per group; repeat them to one per channel.
+        let c = xd[1];
+        if c < 0 || c % g != 0 {
+            return Err(Error::unsupported(format!(
+                "GroupNormalization (opset {}): per-group scale and bias need the channel count \
+                 at import, a multiple of num_groups {g}; got the input dims {xd:?}",
+                ctx.opset
+            )));
+        }
+        for p in [&mut scale, &mut bias] {
+            let s1 = ctx.const_i64(&[g, 1], &[2])?;
+            let r = ctx.op1("Reshape", &[*p, s1], vec![])?;
+            let m = ctx.const_i64(&[1, c / g], &[2])?;
+            let t = ctx.op1("Tile", &[r, m], vec![])?;
+            let s2 = ctx.const_i64(&[c], &[1])?;
+            *p = ctx.op1("Reshape", &[t, s2], vec![])?;
+        }
+    }
+    let fmt = if xd.len() == 5 { "NCDHW" } else { "NCHW" };
+    let outs = ctx.op(
+        "GroupNorm",
+        vec![vec![Some(x)], vec![Some(scale)], vec![Some(bias)]],
+        vec![
+            ("num_groups", AttrValue::Int(g)),
+            ("data_format", st(fmt)),
+            ("eps", AttrValue::Float(eps)),
+            ("is_training", AttrValue::Bool(false)),
+        ],
+    )?;
+    Ok(vec![Some(outs[0])])
+}
+
+fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["axis", "epsilon", "stash_type"])?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "RMSNormalization axis")?;
+    let eps = f64::from(ctx.attr_f("epsilon", 1e-5)?);
+    let stash = ctx.attr_i("stash_type", 1)?;
+    let stash_dt = crate::types::dtype_from_onnx(stash as i32)
+        .map_err(|e| e.context("attribute 'stash_type'"))?;
+    if !stash_dt.is_float() {
+        return Err(Error::tr(format!(
+            "attribute 'stash_type' must be a float type, got {stash_dt}"
+        )));
+    }
+    let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
+    let xdt = ctx.desc(x)?.dtype;
+    let xs = ctx.cast(x, stash_dt)?;
+    let sq = ctx.op1("Mul", &[xs, xs], vec![])?;
+    let axes: Vec<i64> = (axis as i64..r as i64).collect();
+    let axes = ctx.const_i64(&axes, &[(r - axis) as i64])?;
+    let m = ctx.op1(
+        "ReduceMean",
+        &[sq, axes],
+        vec![("keep_dims", AttrValue::Bool(true))],
+    )?;
+    let e = ctx.const_of(stash_dt, &[eps], &[])?;
+    let me = ctx.op1("Add", &[m, e], vec![])?;
+    let inv = ctx.op1("Rsqrt", &[me], vec![])?;
+    let n = ctx.op1("Mul", &[xs, inv], vec![])?;
+    let n = ctx.cast(n, xdt)?;
+    let y = ctx.op1("Mul", &[n, scale], vec![])?;
+    Ok(vec![Some(y)])
+}
