@@ -43,12 +43,13 @@
 //! pads count, the part beyond the trailing pad does not); a max ignores pads. `global_pooling`
 //! pools the whole plane. pad is [top, bottom, left, right]; data_format NCHW (default) or NHWC.
 
+use super::common::{
+    filter_positions_of, float_out, four, layout_2d, pads_attr, positive_hw, sub, sub_mut,
+};
+use super::conv::conv_out_size;
 use super::index::{alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, Pick};
 use super::matmul::gemm_into;
-use super::nn::{
-    avg_pool, conv_out_size, filter_positions_of, float_out, four, layout_2d, max_pool, pads_attr,
-    positive_hw, sub, sub_mut, Avg, PoolAttrs, PoolPad,
-};
+use super::pool::{avg_pool, max_pool, Avg, PoolAttrs, PoolPad};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;

@@ -5,7 +5,7 @@
 //! once (as numpy does). Integers wrap on overflow (numpy's behaviour); integer division or
 //! remainder by zero is an error, not a crash.
 
-use super::nn::{floats, from_f64};
+use super::common::{float_out, floats, from_f64};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
@@ -1165,6 +1165,39 @@ fn threshold_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// PRelu: x for x >= 0, weight * x otherwise; weight holds one value or one per channel (dim 1).
+fn prelu_factory(info: &NodeInfo) -> Result<Kernel> {
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let w = input(inputs, 1)?.to_f64_vec();
+        let xs = x.shape();
+        let xv = floats(x, "x")?;
+        let (c, inner) = match (w.len(), xs.len()) {
+            (1, _) => (1, 1),
+            (n, r) if r >= 2 && n == xs[1] => (n, xs[2..].iter().product::<usize>()),
+            (n, _) => {
+                return Err(Error::kernel(format!(
+                    "weight has {n} values; expected 1 or the channels (dim 1) of x {xs:?}"
+                )))
+            }
+        };
+        let y: Vec<f64> = xv
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if v >= 0.0 {
+                    v
+                } else {
+                    let a = w.get((i / inner.max(1)) % c.max(1)).copied().unwrap_or(0.0);
+                    a * v
+                }
+            })
+            .collect();
+        Ok(vec![from_f64(float_out(out, x.dtype()), xs, y)?])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     for op in UNARY {
         m.insert(op, unary_factory);
@@ -1182,6 +1215,7 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     }
     m.insert("Variable", variable_factory);
     m.insert("Threshold", threshold_factory);
+    m.insert("PRelu", prelu_factory);
 }
 
 #[cfg(test)]

@@ -6,15 +6,17 @@
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
 mod collective;
+mod common;
 mod control;
+mod conv;
 mod convnd;
 mod elementwise;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod matmul;
 mod misc;
-mod nn;
 mod norm;
+mod pool;
 mod reduce;
 mod sampling;
 mod shape;
@@ -127,7 +129,8 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         shape::register(&mut m);
         matmul::register(&mut m);
         reduce::register(&mut m);
-        nn::register(&mut m);
+        conv::register(&mut m);
+        pool::register(&mut m);
         index::register(&mut m);
         control::register(&mut m);
         convnd::register(&mut m);
@@ -197,7 +200,7 @@ pub fn kernel_op_types() -> Vec<String> {
 
 /// The position of the output-channel dim in a convolution filter of format `f`.
 pub(crate) fn filter_out_channel(f: es_core::Format) -> Option<usize> {
-    nn::filter_positions(f).map(|p| p[0])
+    conv::filter_positions(f).map(|p| p[0])
 }
 
 /// Input `i`, required.

@@ -1,0 +1,543 @@
+//! Pooling kernels: MaxPool/MaxPoolV3, AvgPool/AvgPoolV2, GlobalAveragePool.
+//!
+//! Max pooling compares in the input's own dtype. Average pooling accumulates in f64 and rounds
+//! once to the output dtype. Layouts are those the shape rules use, decided by
+//! `es_core::infer::layout`: x in the format it states (NCHW or NHWC), else in `data_format`'s.
+//! Pads are [top, bottom, left, right].
+
+use super::common::{float_out, floats, four, from_f64, layout_2d, pads_attr, positive_hw, sub};
+use super::index::{alloc, array, bad_attr, numel, std_slice, str_attr};
+use super::{input, Factory, Kernel, NodeInfo};
+use crate::error::{Error, Result};
+use crate::map_array;
+use crate::par;
+use crate::value::{Elem, Value};
+use es_core::DataType;
+use ndarray::ArrayD;
+use rustc_hash::FxHashMap;
+use std::ops::Range;
+
+// ---------------------------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum PoolPad {
+    Same,
+    Valid,
+    /// Explicit [top, bottom, left, right]; ceil mode (PyTorch's rule: the last window starts
+    /// inside the input or the leading pad).
+    Explicit {
+        pads: [usize; 4],
+        ceil: bool,
+    },
+}
+
+/// One pooled dim: the output size and the leading and trailing pads; `None` when the window
+/// does not fit.
+fn pool_dim(
+    size: usize,
+    k: usize,
+    s: usize,
+    pad: PoolPad,
+    p: (usize, usize),
+) -> Option<(usize, usize, usize)> {
+    if k == 0 || s == 0 || size > i64::MAX as usize / 4 || k > i64::MAX as usize / 4 {
+        return None;
+    }
+    match pad {
+        PoolPad::Same => {
+            let out = size.div_ceil(s);
+            let total = (out.saturating_sub(1) * s + k).saturating_sub(size);
+            Some((out, total / 2, total - total / 2))
+        }
+        PoolPad::Valid => (size >= k).then(|| ((size - k) / s + 1, 0, 0)),
+        PoolPad::Explicit { ceil, .. } => {
+            let (p0, p1) = p;
+            let padded = size.checked_add(p0)?.checked_add(p1)?;
+            if padded < k || padded > i64::MAX as usize / 4 {
+                return None;
+            }
+            let mut o = if ceil {
+                (padded - k).div_ceil(s) + 1
+            } else {
+                (padded - k) / s + 1
+            };
+            if ceil && (o - 1) * s >= size + p0 {
+                o -= 1;
+            }
+            Some((o, p0, p1))
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Avg {
+    /// Divide by the number of input elements in the window (not counting padding).
+    pub(super) exclusive: bool,
+    /// A fixed divisor (0: none).
+    pub(super) divisor: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PoolAttrs {
+    pub(super) nchw: bool,
+    pub(super) k: [usize; 2],
+    pub(super) s: [usize; 2],
+    pub(super) pad: PoolPad,
+    pub(super) global: bool,
+    pub(super) avg: Option<Avg>,
+}
+
+struct PoolGeom {
+    nchw: bool,
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    kh: usize,
+    kw: usize,
+    sh: usize,
+    sw: usize,
+    pt: usize,
+    pb: usize,
+    pl: usize,
+    pr: usize,
+    oh: usize,
+    ow: usize,
+}
+
+impl PoolGeom {
+    fn new(xs: &[usize], a: &PoolAttrs) -> Result<PoolGeom> {
+        if xs.len() != 4 {
+            return Err(Error::kernel(format!("pooling needs a 4-D x, got {xs:?}")));
+        }
+        let (n, c, h, w) = if a.nchw {
+            (xs[0], xs[1], xs[2], xs[3])
+        } else {
+            (xs[0], xs[3], xs[1], xs[2])
+        };
+        let (k, s, pad) = if a.global {
+            ([h, w], [1, 1], PoolPad::Valid)
+        } else {
+            (a.k, a.s, a.pad)
+        };
+        let p = match pad {
+            PoolPad::Explicit { pads, .. } => pads,
+            _ => [0; 4],
+        };
+        let dim = |what: &str, size, i: usize| {
+            pool_dim(size, k[i], s[i], pad, (p[2 * i], p[2 * i + 1])).ok_or_else(|| {
+                Error::kernel(format!(
+                    "output {what} would be empty: input {size} with the pads is smaller than \
+                     the window {}",
+                    k[i]
+                ))
+            })
+        };
+        let (oh, pt, pb) = dim("height", h, 0)?;
+        let (ow, pl, pr) = dim("width", w, 1)?;
+        Ok(PoolGeom {
+            nchw: a.nchw,
+            n,
+            c,
+            h,
+            w,
+            kh: k[0],
+            kw: k[1],
+            sh: s[0],
+            sw: s[1],
+            pt,
+            pb,
+            pl,
+            pr,
+            oh,
+            ow,
+        })
+    }
+
+    fn xi(&self, n: usize, c: usize, y: usize, x: usize) -> usize {
+        if self.nchw {
+            ((n * self.c + c) * self.h + y) * self.w + x
+        } else {
+            ((n * self.h + y) * self.w + x) * self.c + c
+        }
+    }
+
+    fn yi(&self, n: usize, c: usize, y: usize, x: usize) -> usize {
+        if self.nchw {
+            ((n * self.c + c) * self.oh + y) * self.ow + x
+        } else {
+            ((n * self.oh + y) * self.ow + x) * self.c + c
+        }
+    }
+
+    fn out_dims(&self) -> Vec<usize> {
+        if self.nchw {
+            vec![self.n, self.c, self.oh, self.ow]
+        } else {
+            vec![self.n, self.oh, self.ow, self.c]
+        }
+    }
+
+    /// One window: the input rows and columns it reads, and its size within the padded input.
+    fn window(&self, oy: usize, ox: usize) -> (Range<usize>, Range<usize>, usize) {
+        let span = |o: usize, s: usize, p0: usize, k: usize, size: usize, p1: usize| {
+            let start = (o * s) as i64 - p0 as i64;
+            let end = start + k as i64;
+            let lo = start.max(0) as usize;
+            let hi = end.clamp(0, size as i64) as usize;
+            let padded = (end.min((size + p1) as i64) - start).max(0) as usize;
+            (lo..hi.max(lo), padded)
+        };
+        let (ry, py) = span(oy, self.sh, self.pt, self.kh, self.h, self.pb);
+        let (rx, px) = span(ox, self.sw, self.pl, self.kw, self.w, self.pr);
+        (ry, rx, py * px)
+    }
+
+    /// Calls `f(out_index, rows, cols, padded_count, n, c)` for every output element.
+    fn each(&self, mut f: impl FnMut(usize, Range<usize>, Range<usize>, usize, usize, usize)) {
+        for n in 0..self.n {
+            for c in 0..self.c {
+                for oy in 0..self.oh {
+                    for ox in 0..self.ow {
+                        let (ry, rx, cnt) = self.window(oy, ox);
+                        f(self.yi(n, c, oy, ox), ry, rx, cnt, n, c);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The larger of `b` (seen first) and `v`: `b` when it is NaN or `v` is not larger, so a NaN
+/// anywhere in a window wins and of equal values the first seen is kept.
+/// (Both tests always evaluated, so that loops over it vectorise into compares and blends.)
+#[inline(always)]
+fn keep_max<T: PartialOrd>(b: T, v: T) -> T {
+    #[allow(clippy::eq_op)]
+    let keep = (b != b) | (v <= b);
+    if keep {
+        b
+    } else {
+        v
+    }
+}
+
+pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
+    x: &ArrayD<T>,
+    a: &PoolAttrs,
+) -> Result<ArrayD<T>> {
+    let g = PoolGeom::new(x.shape(), a)?;
+    let src = std_slice(x);
+    let low = T::from_f64(f64::NEG_INFINITY);
+    let dims = g.out_dims();
+    let mut y = alloc(numel(&dims)?, low)?;
+    if g.nchw {
+        max_pool_planes(&src, &g, low, &mut y)?;
+        return array(&dims, y);
+    }
+    g.each(|at, ry, rx, _, n, c| {
+        let mut m: Option<T> = None;
+        for iy in ry {
+            for ix in rx.clone() {
+                if let Some(&v) = src.get(g.xi(n, c, iy, ix)) {
+                    m = Some(m.map_or(v, |b| keep_max(b, v)));
+                }
+            }
+        }
+        if let (Some(slot), Some(m)) = (y.get_mut(at), m) {
+            *slot = m;
+        }
+    });
+    array(&dims, y)
+}
+
+/// NCHW max pooling plane by plane, separably: each input row's window maxima along W, then
+/// those rows' maxima along H per output row. Rows and columns are visited in the order the
+/// window-by-window scan visits them, so [`keep_max`] keeps the same element (NaN wins, the
+/// first of equal values); a window with no input element gives `low`.
+fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
+    src: &[T],
+    g: &PoolGeom,
+    low: T,
+    y: &mut [T],
+) -> Result<()> {
+    let rows: Vec<Range<usize>> = (0..g.oh).map(|oy| g.window(oy, 0).0).collect();
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    if plane_out == 0 || y.is_empty() {
+        return Ok(());
+    }
+    let work = numel(&[g.n, g.c, plane_out, g.kh * g.kw])?;
+    par::for_chunks_mut(y, plane_out, work, |start, ys| {
+        // tmp[iy][ox]: the maximum of input row iy over output column ox's window.
+        let mut tmp: Vec<T> = Vec::with_capacity(g.h * g.ow);
+        for (k, yp) in ys.chunks_exact_mut(plane_out).enumerate() {
+            let p = start / plane_out + k;
+            let xp = sub(src, p * plane_in, plane_in)?;
+            tmp.clear();
+            tmp.resize(g.h * g.ow, low);
+            for (iy, t) in tmp.chunks_exact_mut(g.ow).enumerate() {
+                row_maxima(sub(xp, iy * g.w, g.w)?, g, t);
+            }
+            // (y starts as `low`: a row of windows with no input row keeps it.)
+            for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
+                let mut iys = r.clone();
+                if let Some(first) = iys.next() {
+                    yr.copy_from_slice(sub(&tmp, first * g.ow, g.ow)?);
+                }
+                for iy in iys {
+                    for (d, &v) in yr.iter_mut().zip(sub(&tmp, iy * g.ow, g.ow)?) {
+                        *d = keep_max(*d, v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `t[ox]`: the maximum of input row `xr` over output column ox's window, tap by tap (a pass
+/// per kernel column, vectorised at unit stride), in the window scan's order: the first valid
+/// tap of each window assigns (tap 0, or the tap that reads input column 0 at the left edge),
+/// later ones combine; windows with no valid tap keep `t`'s value.
+fn row_maxima<T: Copy + PartialOrd>(xr: &[T], g: &PoolGeom, t: &mut [T]) {
+    for j in 0..g.kw {
+        let off = j as i64 - g.pl as i64;
+        let (lo, hi) = super::convnd::span(t.len(), g.sw, off, xr.len());
+        if lo >= hi {
+            continue;
+        }
+        let ix = |ox: usize| (ox as i64 * g.sw as i64 + off) as usize;
+        // Windows [lo, mid) take this tap first; [mid, hi) combine it.
+        let mid = if j == 0 {
+            hi
+        } else if ix(lo) == 0 {
+            lo + 1
+        } else {
+            lo
+        };
+        for (range, first) in [(lo..mid, true), (mid..hi, false)] {
+            if range.is_empty() {
+                continue;
+            }
+            let src = &xr[ix(range.start)..];
+            let dst = &mut t[range];
+            match (g.sw, first) {
+                (1, true) => dst.copy_from_slice(&src[..dst.len()]),
+                (1, false) => {
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = keep_max(*d, v);
+                    }
+                }
+                (sw, true) => {
+                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                        *d = v;
+                    }
+                }
+                (sw, false) => {
+                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                        *d = keep_max(*d, v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Result<Value> {
+    let g = PoolGeom::new(x.shape(), a)?;
+    let src = floats(x, "x")?;
+    let dims = g.out_dims();
+    let mut y = alloc(numel(&dims)?, 0.0f64)?;
+    g.each(|at, ry, rx, padded, n, c| {
+        let mut sum = 0.0;
+        let mut cnt = 0usize;
+        for iy in ry {
+            for ix in rx.clone() {
+                if let Some(&v) = src.get(g.xi(n, c, iy, ix)) {
+                    sum += v;
+                    cnt += 1;
+                }
+            }
+        }
+        let div = if avg.divisor > 0 {
+            avg.divisor
+        } else if avg.exclusive {
+            cnt
+        } else {
+            padded
+        };
+        if let Some(slot) = y.get_mut(at) {
+            *slot = sum / div as f64;
+        }
+    });
+    from_f64(out, &dims, y)
+}
+
+fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
+    let op = info.op().to_string();
+    let v1 = op == "MaxPool" || op == "AvgPool";
+    let nchw = layout_2d(info, 0, if v1 { "NHWC" } else { "NCHW" })?;
+    let mut hw = [[0usize; 2]; 2];
+    for (i, name) in ["ksize", "strides"].into_iter().enumerate() {
+        let (nc, v) = four(info, name, None, nchw)?;
+        if nc != [1, 1] {
+            return Err(Error::unsupported(format!(
+                "{op} with {name} over N or C (N, C entries {nc:?})"
+            )));
+        }
+        hw[i] = positive_hw(info, name, v)?;
+    }
+    let pad = if v1 {
+        match str_attr(info, "padding", "")?.as_str() {
+            "SAME" => PoolPad::Same,
+            "VALID" => PoolPad::Valid,
+            other => return Err(Error::unsupported(format!("{op} with padding {other:?}"))),
+        }
+    } else {
+        match str_attr(info, "padding_mode", "CALCULATED")?.as_str() {
+            "SAME" => PoolPad::Same,
+            "VALID" => PoolPad::Valid,
+            "CALCULATED" => PoolPad::Explicit {
+                pads: pads_attr(info, "pads")?,
+                ceil: info.bool("ceil_mode", false)?,
+            },
+            other => {
+                return Err(Error::unsupported(format!(
+                    "{op} with padding_mode {other:?}"
+                )))
+            }
+        }
+    };
+    let avg = if op.starts_with("Avg") {
+        let d = info.int("divisor_override", 0)?;
+        Some(Avg {
+            exclusive: v1 || info.bool("exclusive", true)?,
+            divisor: usize::try_from(d).map_err(|_| {
+                bad_attr(
+                    info,
+                    format!("attribute 'divisor_override' must be >= 0, got {d}"),
+                )
+            })?,
+        })
+    } else {
+        None
+    };
+    let a = PoolAttrs {
+        nchw,
+        k: hw[0],
+        s: hw[1],
+        pad,
+        global: !v1 && info.bool("global_pooling", false)?,
+        avg,
+    };
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let y = match a.avg {
+            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
+            None => map_array!(x, v => max_pool(v, &a)?),
+        };
+        Ok(vec![y])
+    }))
+}
+
+fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let xs = x.shape();
+        if xs.len() < 3 {
+            return Err(Error::kernel(format!(
+                "GlobalAveragePool needs x of rank >= 3, got {xs:?}"
+            )));
+        }
+        let v = floats(x, "x")?;
+        let inner: usize = xs[2..].iter().product();
+        let y: Vec<f64> = if inner == 0 {
+            vec![f64::NAN; xs[0] * xs[1]]
+        } else {
+            v.chunks_exact(inner)
+                .map(|c| c.iter().sum::<f64>() / inner as f64)
+                .collect()
+        };
+        let mut dims = vec![xs[0], xs[1]];
+        dims.resize(xs.len(), 1);
+        Ok(vec![from_f64(float_out(out, x.dtype()), &dims, y)?])
+    }))
+}
+
+pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
+    for op in ["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"] {
+        m.insert(op, pool_factory);
+    }
+    m.insert("GlobalAveragePool", global_avg_pool_factory);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::IxDyn;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The NCHW plane-by-plane max pool keeps exactly the element the window-by-window scan
+        /// keeps (NaN, the first of +0/-0): checked against the NHWC scan of the same data.
+        #[test]
+        fn separable_max_pool_matches_the_window_scan(
+            (n, c, h, w) in (1usize..3, 1usize..4, 1usize..9, 1usize..9),
+            k in (1usize..4, 1usize..4),
+            s in (1usize..4, 1usize..4),
+            pads in proptest::array::uniform4(0usize..3),
+            ceil in any::<bool>(),
+            same in any::<bool>(),
+            picks in proptest::collection::vec(0usize..6, 512),
+        ) {
+            const VALUES: [f32; 6] = [f32::NAN, 0.0, -0.0, 1.0, -2.0, f32::NEG_INFINITY];
+            let len = n * c * h * w;
+            let data: Vec<f32> = (0..len).map(|i| VALUES[picks[i % picks.len()]]).collect();
+            let x = ArrayD::from_shape_vec(IxDyn(&[n, c, h, w]), data).unwrap();
+            // Pads smaller than the window, as the operators require.
+            let pads = [pads[0] % k.0, pads[1] % k.0, pads[2] % k.1, pads[3] % k.1];
+            let pad = if same { PoolPad::Same } else { PoolPad::Explicit { pads, ceil } };
+            let attrs = |nchw| PoolAttrs {
+                nchw,
+                k: [k.0, k.1],
+                s: [s.0, s.1],
+                pad,
+                global: false,
+                avg: None,
+            };
+            let planes = max_pool(&x, &attrs(true));
+            let nhwc = x.view().permuted_axes(IxDyn(&[0, 2, 3, 1])).as_standard_layout().into_owned();
+            let scan = max_pool(&nhwc, &attrs(false));
+            match (planes, scan) {
+                (Ok(a), Ok(b)) => {
+                    let b = b.permuted_axes(IxDyn(&[0, 3, 1, 2]));
+                    prop_assert_eq!(a.shape(), b.shape());
+                    for (p, q) in a.iter().zip(b.iter()) {
+                        prop_assert_eq!(p.to_bits(), q.to_bits());
+                    }
+                }
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "one failed: {:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+    }
+
+    #[test]
+    fn pool_output_sizes() {
+        let ex = |ceil| PoolPad::Explicit { pads: [0; 4], ceil };
+        assert_eq!(pool_dim(5, 2, 2, ex(false), (0, 0)), Some((2, 0, 0)));
+        assert_eq!(pool_dim(5, 2, 2, ex(true), (0, 0)), Some((3, 0, 0)));
+        // ceil mode: a window starting in the trailing pad is dropped.
+        assert_eq!(pool_dim(4, 2, 2, ex(true), (1, 1)), Some((3, 1, 1)));
+        assert_eq!(pool_dim(5, 3, 2, PoolPad::Same, (0, 0)), Some((3, 1, 1)));
+        assert_eq!(pool_dim(4, 3, 2, PoolPad::Same, (0, 0)), Some((2, 0, 1)));
+        assert_eq!(pool_dim(5, 3, 2, PoolPad::Valid, (0, 0)), Some((2, 0, 0)));
+        assert_eq!(pool_dim(2, 3, 1, PoolPad::Valid, (0, 0)), None);
+        assert_eq!(pool_dim(2, 3, 0, PoolPad::Valid, (0, 0)), None);
+        assert_eq!(pool_dim(2, 3, 1, ex(false), (usize::MAX, 1)), None);
+    }
+}
