@@ -6,7 +6,8 @@ mod basic;
 mod control;
 mod conv;
 mod direct;
-mod math;
+mod elementwise;
+mod index;
 mod matmul;
 mod norm;
 mod pool;
@@ -14,6 +15,7 @@ mod recurrent;
 mod reduce;
 mod sampling;
 mod shape;
+mod source;
 mod transformer;
 pub(crate) mod util;
 
@@ -28,7 +30,6 @@ pub fn builtin() -> &'static Registry {
         direct::register(&mut r);
         basic::register(&mut r);
         shape::register(&mut r);
-        math::register(&mut r);
         conv::register(&mut r);
         matmul::register(&mut r);
         pool::register(&mut r);
@@ -38,6 +39,9 @@ pub fn builtin() -> &'static Registry {
         control::register(&mut r);
         recurrent::register(&mut r);
         transformer::register(&mut r);
+        elementwise::register(&mut r);
+        index::register(&mut r);
+        source::register(&mut r);
         r
     })
 }

@@ -15,6 +15,20 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("LRN", Arc::new(lrn));
     r.register("GroupNormalization", Arc::new(group_norm));
     r.register("RMSNormalization", Arc::new(rms_norm));
+    r.register(
+        "Softmax",
+        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::Softmax)),
+    );
+    r.register(
+        "LogSoftmax",
+        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::LogSoftmax)),
+    );
+    r.register(
+        "Hardmax",
+        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::Hardmax)),
+    );
+    r.register("MeanVarianceNormalization", Arc::new(mvn));
+    r.register("LpNormalization", Arc::new(lp_normalization));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,4 +299,129 @@ fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let n = ctx.cast(n, xdt)?;
     let y = ctx.op1("Mul", &[n, scale], vec![])?;
     Ok(vec![Some(y)])
+}
+
+// Softmax, LogSoftmax, Hardmax.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Soft {
+    Softmax,
+    LogSoftmax,
+    Hardmax,
+}
+
+/// The op along `axis` (normalised) of `x` (rank `rank`).
+fn soft_along(ctx: &mut NodeCtx<'_>, s: Soft, x: OutPort, axis: usize) -> Result<OutPort> {
+    match s {
+        Soft::Softmax => ctx.op1(
+            "SoftmaxV2",
+            &[x],
+            vec![("axes", AttrValue::ListInt(vec![axis as i64]))],
+        ),
+        Soft::LogSoftmax => ctx.op1(
+            "LogSoftmaxV2",
+            &[x],
+            vec![("axes", AttrValue::ListInt(vec![axis as i64]))],
+        ),
+        Soft::Hardmax => {
+            let Some(n) = ctx.static_dim(x, axis)? else {
+                return Err(unsupported(
+                    ctx,
+                    "the size of the axis must be known at import",
+                ));
+            };
+            let dt = ctx.port_dtype(x)?;
+            let dim = ctx.const_i64(&[axis as i64], &[])?;
+            let i = ctx.op1(
+                "ArgMaxV2",
+                &[x, dim],
+                vec![("dtype", AttrValue::Type(DataType::INT64))],
+            )?;
+            let depth = ctx.const_i64(&[n], &[])?;
+            let on = ctx.scalar(dt, 1.0)?;
+            let off = ctx.scalar(dt, 0.0)?;
+            ctx.op1(
+                "OneHot",
+                &[i, depth, on, off],
+                vec![("axis", AttrValue::Int(axis as i64))],
+            )
+        }
+    }
+}
+
+fn softmax(ctx: &mut NodeCtx<'_>, s: Soft) -> Out {
+    ctx.only_attrs(&["axis"])?;
+    let x = ctx.input(0)?;
+    let rank = ctx.input_rank(0)?;
+    let old = ctx.opset < 13;
+    let axis = norm_axis(ctx.attr_i("axis", if old { 1 } else { -1 })?, rank, "axis")?;
+    if !old || axis + 1 == rank || rank == 0 {
+        return one(soft_along(ctx, s, x, axis)?);
+    }
+    // Opsets < 13: the input is coerced to 2-D [d0*..*d(axis-1), d(axis)*..*d(n-1)].
+    let flat = if axis == 0 {
+        let shape = ctx.const_i64(&[1, -1], &[2])?;
+        ctx.op1("Reshape", &[x, shape], vec![])?
+    } else {
+        ctx.op1("Flatten", &[x], vec![("axis", AttrValue::Int(axis as i64))])?
+    };
+    let y = soft_along(ctx, s, flat, 1)?;
+    let shape = ctx.op1("Shape", &[x], vec![("dtype", AttrValue::Int(9))])?;
+    one(ctx.op1("Reshape", &[y, shape], vec![])?)
+}
+
+/// ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+fn mvn(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["axes"])?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let rank = ctx.input_rank(0)?;
+    let axes = ctx.attr_ints("axes")?.unwrap_or_else(|| vec![0, 2, 3]);
+    let axes: Vec<i64> = norm_axes(&axes, rank, "axes")?
+        .into_iter()
+        .map(|a| a as i64)
+        .collect();
+    let ax = Axes::List(axes);
+    let mean = reduce_op(ctx, "ReduceMean", x, &ax, true)?;
+    let mean2 = ctx.bin("Mul", mean, mean)?;
+    let x2 = ctx.bin("Mul", x, x)?;
+    let ex2 = reduce_op(ctx, "ReduceMean", x2, &ax, true)?;
+    let var = ctx.bin("Sub", ex2, mean2)?;
+    let std = ctx.un("Sqrt", var)?;
+    let eps = ctx.scalar(dt, 1e-9)?;
+    let den = ctx.bin("Add", std, eps)?;
+    let num = ctx.bin("Sub", x, mean)?;
+    one(ctx.bin("RealDiv", num, den)?)
+}
+
+/// x / ||x||_p along `axis` (p = 1: sum |x|, or 2).
+fn lp_normalization(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["axis", "p"])?;
+    let x = ctx.input(0)?;
+    let rank = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", -1)?, rank, "axis")?;
+    let p = ctx.attr_i("p", 2)?;
+    let ax = Axes::List(vec![axis as i64]);
+    let norm = match p {
+        1 => {
+            let a = ctx.un("Abs", x)?;
+            reduce_op(ctx, "ReduceSum", a, &ax, true)?
+        }
+        2 => {
+            let sq = ctx.bin("Mul", x, x)?;
+            let s = reduce_op(ctx, "ReduceSum", sq, &ax, true)?;
+            ctx.un("Sqrt", s)?
+        }
+        _ => {
+            return Err(Error::tr(format!(
+                "LpNormalization: p must be 1 or 2, got {p}"
+            )))
+        }
+    };
+    // A zero norm gives 0 (not NaN), as ONNX's reference implementation.
+    let dt = ctx.in_dtype(0)?;
+    let zero = ctx.scalar(dt, 0.0)?;
+    let is0 = ctx.bin("Equal", norm, zero)?;
+    let q = ctx.bin("RealDiv", x, norm)?;
+    one(ctx.op1("SelectV2", &[is0, zero, q], vec![])?)
 }

@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, DataType, OutPort};
+use es_core::{AttrValue, DataType, OutPort, Tensor};
 use std::sync::Arc;
 
 type Out = Result<Vec<Option<OutPort>>>;
@@ -11,6 +11,22 @@ type Out = Result<Vec<Option<OutPort>>>;
 pub(crate) fn register(r: &mut Registry) {
     r.register("NegativeLogLikelihoodLoss", Arc::new(nll_loss));
     r.register("SoftmaxCrossEntropyLoss", Arc::new(softmax_cross_entropy));
+    for (name, red) in [
+        ("ReduceMax", Red::Max),
+        ("ReduceMin", Red::Min),
+        ("ReduceSum", Red::Sum),
+        ("ReduceMean", Red::Mean),
+        ("ReduceProd", Red::Prod),
+        ("ReduceL1", Red::L1),
+        ("ReduceL2", Red::L2),
+        ("ReduceLogSum", Red::LogSum),
+        ("ReduceLogSumExp", Red::LogSumExp),
+        ("ReduceSumSquare", Red::SumSquare),
+    ] {
+        r.register(name, Arc::new(move |c: &mut NodeCtx<'_>| reduce(c, red)));
+    }
+    r.register("ArgMax", Arc::new(|c: &mut NodeCtx<'_>| arg(c, true)));
+    r.register("ArgMin", Arc::new(|c: &mut NodeCtx<'_>| arg(c, false)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,4 +117,260 @@ fn softmax_cross_entropy(ctx: &mut NodeCtx<'_>) -> Out {
     let lp = ctx.op1("LogSoftmaxV2", &[x], vec![("axes", li(&[1]))])?;
     let loss = nll(ctx, lp, 1, 2)?;
     Ok(vec![Some(loss), Some(lp)])
+}
+
+// Reductions.
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Red {
+    Max,
+    Min,
+    Sum,
+    Mean,
+    Prod,
+    L1,
+    L2,
+    LogSum,
+    LogSumExp,
+    SumSquare,
+}
+
+fn reduce_axes(ctx: &mut NodeCtx<'_>) -> Result<Axes> {
+    let noop = ctx.attr_i("noop_with_empty_axes", 0)? != 0;
+    if !ctx.has_input(1) {
+        return Ok(if noop { Axes::Noop } else { Axes::All });
+    }
+    if let Some(t) = ctx.const_input(1) {
+        let v = t.to_i64_vec()?;
+        if v.is_empty() {
+            return Ok(if noop { Axes::Noop } else { Axes::All });
+        }
+        let v = match ctx.input_desc(0)?.shape.rank() {
+            Some(r) => norm_axes(&v, r, "axes")?
+                .into_iter()
+                .map(|a| a as i64)
+                .collect(),
+            None => v,
+        };
+        return Ok(Axes::List(v));
+    }
+    let p = ctx.input(1)?;
+    let p = ctx.cast(p, DataType::INT64)?;
+    Ok(Axes::Dyn(p, noop))
+}
+
+fn reduce(ctx: &mut NodeCtx<'_>, red: Red) -> Out {
+    let axes_since = if red == Red::Sum { 13 } else { 18 };
+    if ctx.opset >= axes_since && ctx.has_attr("axes") {
+        return Err(Error::tr(format!(
+            "{} (opset {}) takes axes as an input, not an attribute",
+            ctx.op_type(),
+            ctx.opset
+        )));
+    }
+    ctx.only_attrs(&["keepdims", "noop_with_empty_axes", "axes"])?;
+    let keep = ctx.attr_i("keepdims", 1)? != 0;
+    let axes = reduce_axes(ctx)?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    use DataType::*;
+    if matches!(red, Red::Max | Red::Min | Red::LogSumExp) {
+        if let Some(y) = empty_reduction(ctx, red, x, &axes, keep)? {
+            return one(y);
+        }
+    }
+    let y = match red {
+        Red::Max | Red::Min if dt == BOOL => {
+            if let Axes::Dyn(..) = axes {
+                // Max/Min of 0/1 values is any/all; the uint8 reductions take axes tensors.
+                let u = ctx.cast(x, UINT8)?;
+                let op = if red == Red::Max {
+                    "ReduceMax"
+                } else {
+                    "ReduceMin"
+                };
+                let r = reduce_op(ctx, op, u, &axes, keep)?;
+                ctx.cast(r, BOOL)?
+            } else {
+                let op = if red == Red::Max {
+                    "ReduceAny"
+                } else {
+                    "ReduceAll"
+                };
+                reduce_op(ctx, op, x, &axes, keep)?
+            }
+        }
+        Red::Max => reduce_op(ctx, "ReduceMax", x, &axes, keep)?,
+        Red::Min => reduce_op(ctx, "ReduceMin", x, &axes, keep)?,
+        Red::Sum => reduce_op(ctx, "ReduceSum", x, &axes, keep)?,
+        Red::Mean => reduce_op(ctx, "ReduceMean", x, &axes, keep)?,
+        Red::Prod => reduce_op(ctx, "ReduceProd", x, &axes, keep)?,
+        Red::L1 => {
+            let a = if is_unsigned(dt) {
+                x
+            } else {
+                ctx.un("Abs", x)?
+            };
+            reduce_op(ctx, "ReduceSum", a, &axes, keep)?
+        }
+        Red::SumSquare => {
+            let sq = ctx.bin("Mul", x, x)?;
+            reduce_op(ctx, "ReduceSum", sq, &axes, keep)?
+        }
+        Red::L2 | Red::LogSum | Red::LogSumExp => {
+            if !dt.is_float() && red != Red::L2 {
+                return Err(unsupported(
+                    ctx,
+                    format_args!("inputs of dtype {dt} (Exp and Log take floats)"),
+                ));
+            }
+            // Integer L2 as numpy: in f64, truncated back.
+            let xf = if dt.is_float() {
+                x
+            } else {
+                ctx.cast(x, DOUBLE)?
+            };
+            let wt = ctx.port_dtype(xf)?;
+            let y = match red {
+                Red::L2 => {
+                    let sq = ctx.bin("Mul", xf, xf)?;
+                    let s = reduce_op(ctx, "ReduceSum", sq, &axes, keep)?;
+                    ctx.un("Sqrt", s)?
+                }
+                Red::LogSum => {
+                    let s = reduce_op(ctx, "ReduceSum", xf, &axes, keep)?;
+                    ctx.un("Log", s)?
+                }
+                _ => {
+                    let direct = matches!(axes, Axes::List(_) | Axes::All)
+                        && ctx.accepts("ReduceLogSumExp", wt)?;
+                    if direct {
+                        reduce_op(ctx, "ReduceLogSumExp", xf, &axes, keep)?
+                    } else {
+                        // max + log(sum(exp(x - max))), an infinite max taken as 0 (as ONNX's
+                        // reference does), so all -inf rows give -inf and +inf rows +inf.
+                        let m = reduce_op(ctx, "ReduceMax", xf, &axes, true)?;
+                        let inf = ctx.un("IsInf", m)?;
+                        let zero = ctx.scalar(wt, 0.0)?;
+                        let m = ctx.op1("SelectV2", &[inf, zero, m], vec![])?;
+                        let d = ctx.bin("Sub", xf, m)?;
+                        let e = ctx.un("Exp", d)?;
+                        let s = reduce_op(ctx, "ReduceSum", e, &axes, keep)?;
+                        let l = ctx.un("Log", s)?;
+                        let m = if keep {
+                            m
+                        } else {
+                            reduce_op(ctx, "ReduceMax", m, &axes, false)?
+                        };
+                        ctx.bin("Add", l, m)?
+                    }
+                }
+            };
+            ctx.cast(y, dt)?
+        }
+    };
+    one(y)
+}
+
+/// A reduction over an empty set of a statically shaped input: a constant of the result's
+/// shape holding the reduction's identity (-inf for Max and LogSumExp, +inf for Min; the
+/// dtype's lowest/highest value for integers), as ONNX defines it.
+fn empty_reduction(
+    ctx: &mut NodeCtx<'_>,
+    red: Red,
+    x: OutPort,
+    axes: &Axes,
+    keep: bool,
+) -> Result<Option<OutPort>> {
+    let d = ctx.desc(x)?;
+    if !d.shape.is_static() || d.shape.rank().is_none() {
+        return Ok(None);
+    }
+    let dims = d.shape.dims().to_vec();
+    let ax: Vec<usize> = match axes {
+        Axes::All => (0..dims.len()).collect(),
+        Axes::List(v) => v.iter().map(|&a| a as usize).collect(),
+        _ => return Ok(None),
+    };
+    if ax.iter().any(|&a| a >= dims.len()) || !ax.iter().any(|&a| dims[a] == 0) {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for (i, &n) in dims.iter().enumerate() {
+        if !ax.contains(&i) {
+            out.push(n);
+        } else if keep {
+            out.push(1);
+        }
+    }
+    // The result is materialised: bound it (a model may declare any static shape).
+    let count = out
+        .iter()
+        .try_fold(1i64, |acc, &n| acc.checked_mul(n))
+        .filter(|&c| (0..=1 << 24).contains(&c))
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "a reduction over an empty axis with an output of shape {out:?} (more than 2^24 \
+                 elements)"
+            ))
+        })?;
+    let dt = d.dtype;
+    let hi = red == Red::Min;
+    let t = match (dt, dtype_range(dt)) {
+        (DataType::BOOL, _) => Tensor::from_values(&vec![hi; count as usize], out.clone())?,
+        (DataType::INT64, _) => Tensor::from_values(
+            &vec![if hi { i64::MAX } else { i64::MIN }; count as usize],
+            out.clone(),
+        )?,
+        (DataType::UINT64, _) => Tensor::from_values(
+            &vec![if hi { u64::MAX } else { 0 }; count as usize],
+            out.clone(),
+        )?,
+        (_, Some((lo, h))) => es_core::types::tensor_from_f64(
+            dt,
+            out.clone(),
+            &vec![if hi { h } else { lo }; count as usize],
+        )?,
+        _ => return Ok(None),
+    };
+    Ok(Some(ctx.constant(t)?))
+}
+
+// ArgMax/ArgMin.
+
+fn arg(ctx: &mut NodeCtx<'_>, max: bool) -> Out {
+    ctx.only_attrs(&["axis", "keepdims", "select_last_index"])?;
+    let x = ctx.input(0)?;
+    let rank = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", 0)?, rank, "axis")?;
+    let keep = ctx.attr_i("keepdims", 1)? != 0;
+    let last = ctx.attr_i("select_last_index", 0)? != 0;
+    let op = if max { "ArgMaxV2" } else { "ArgMin" };
+    let dim = ctx.const_i64(&[axis as i64], &[])?;
+    let attrs = || vec![("dtype", AttrValue::Type(DataType::INT64))];
+    let y = if last {
+        let Some(n) = ctx.static_dim(x, axis)? else {
+            return Err(unsupported(
+                ctx,
+                "select_last_index=1 needs the size of the reduced axis at import",
+            ));
+        };
+        let ax = ctx.const_i64(&[axis as i64], &[1])?;
+        let r = ctx.op1("ReverseV2", &[x, ax], vec![])?;
+        let i = ctx.op1(op, &[r, dim], attrs())?;
+        let top = ctx.const_i64(&[n - 1], &[])?;
+        ctx.bin("Sub", top, i)?
+    } else {
+        ctx.op1(op, &[x, dim], attrs())?
+    };
+    let y = if keep {
+        ctx.op1(
+            "Unsqueeze",
+            &[y],
+            vec![("axes", AttrValue::ListInt(vec![axis as i64]))],
+        )?
+    } else {
+        y
+    };
+    one(y)
 }

@@ -2,7 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::translate::NodeCtx;
-use es_core::{AttrValue, OutPort};
+use es_core::{AttrValue, DataType, OutPort};
+
+pub(crate) type Out = Result<Vec<Option<OutPort>>>;
 
 /// `axis` (ONNX allows negative values counting from the end) as an index into `rank` dims.
 pub(crate) fn norm_axis(axis: i64, rank: usize, what: &str) -> Result<usize> {
@@ -388,6 +390,164 @@ pub(crate) fn matmul_ports(
         y = ctx.squeeze(y, &sq)?;
     }
     Ok(y)
+}
+
+pub(crate) fn one(p: OutPort) -> Out {
+    Ok(vec![Some(p)])
+}
+
+// Helpers.
+
+impl NodeCtx<'_> {
+    /// Every attribute of the node must be in `known`.
+    pub(crate) fn only_attrs(&self, known: &[&str]) -> Result<()> {
+        for a in &self.node.attribute {
+            let name = a.name.as_deref().unwrap_or("");
+            if !known.contains(&name) {
+                return Err(Error::unsupported(format!(
+                    "attribute '{name}' of {}",
+                    self.op_type()
+                )));
+            }
+        }
+        Ok(())
+    }
+    /// The dtype of input `i`, which must be known at import.
+    pub(crate) fn in_dtype(&self, i: usize) -> Result<DataType> {
+        let dt = self.input_desc(i)?.dtype;
+        if dt == DataType::UNDEFINED {
+            return Err(Error::unsupported(format!(
+                "{}: the dtype of input {i} must be known at import",
+                self.op_type()
+            )));
+        }
+        Ok(dt)
+    }
+    /// The dtype of port `p`, which must be known.
+    pub(crate) fn port_dtype(&self, p: OutPort) -> Result<DataType> {
+        let dt = self.desc(p)?.dtype;
+        if dt == DataType::UNDEFINED {
+            return Err(Error::unsupported(format!(
+                "{}: a dtype must be known at import",
+                self.op_type()
+            )));
+        }
+        Ok(dt)
+    }
+    /// A scalar constant of `dt`.
+    pub(crate) fn scalar(&mut self, dt: DataType, v: f64) -> Result<OutPort> {
+        self.const_of(dt, &[v], &[])
+    }
+    pub(crate) fn bin(&mut self, op: &str, a: OutPort, b: OutPort) -> Result<OutPort> {
+        self.op1(op, &[a, b], vec![])
+    }
+    pub(crate) fn un(&mut self, op: &str, a: OutPort) -> Result<OutPort> {
+        self.op1(op, &[a], vec![])
+    }
+    /// `p`'s static dim `axis`, when known.
+    pub(crate) fn static_dim(&self, p: OutPort, axis: usize) -> Result<Option<i64>> {
+        let d = self.desc(p)?;
+        Ok(d.shape
+            .rank()
+            .and_then(|_| d.shape.dims().get(axis).copied())
+            .filter(|&v| v >= 0))
+    }
+    /// Whether GE op `op` accepts dtype `dt` for its first input.
+    pub(crate) fn accepts(&self, op: &str, dt: DataType) -> Result<bool> {
+        self.accepts_at(op, 0, dt)
+    }
+    /// Whether GE op `op` accepts dtype `dt` for its input `i`.
+    pub(crate) fn accepts_at(&self, op: &str, i: usize, dt: DataType) -> Result<bool> {
+        let proto = self.graph_op_proto(op)?;
+        Ok(proto
+            .inputs
+            .get(i)
+            .and_then(|i| proto.allowed(&i.ty))
+            .is_some_and(|l| l.contains(&dt)))
+    }
+}
+
+pub(crate) fn unsupported(ctx: &NodeCtx<'_>, why: impl std::fmt::Display) -> Error {
+    Error::unsupported(format!("{}: {why}", ctx.op_type()))
+}
+
+pub(crate) fn is_unsigned(dt: DataType) -> bool {
+    matches!(
+        dt,
+        DataType::UINT8 | DataType::UINT16 | DataType::UINT32 | DataType::UINT64
+    )
+}
+
+/// The lowest and highest value of `dt` (infinities for floating types).
+pub(crate) fn dtype_range(dt: DataType) -> Option<(f64, f64)> {
+    use DataType::*;
+    Some(match dt {
+        FLOAT | DOUBLE | FLOAT16 | BF16 => (f64::NEG_INFINITY, f64::INFINITY),
+        INT8 => (i8::MIN as f64, i8::MAX as f64),
+        INT16 => (i16::MIN as f64, i16::MAX as f64),
+        INT32 => (i32::MIN as f64, i32::MAX as f64),
+        INT64 => (i64::MIN as f64, i64::MAX as f64),
+        UINT8 => (0.0, u8::MAX as f64),
+        UINT16 => (0.0, u16::MAX as f64),
+        UINT32 => (0.0, u32::MAX as f64),
+        UINT64 => (0.0, u64::MAX as f64),
+        _ => return None,
+    })
+}
+
+/// The axes a reduction works on.
+#[derive(Clone)]
+pub(crate) enum Axes {
+    /// Empty axes with noop_with_empty_axes: no reduction.
+    Noop,
+    /// Every axis.
+    All,
+    /// Constant axes (normalised when the rank is known).
+    List(Vec<i64>),
+    /// Axes known only at run time; `noop` says what an empty tensor means.
+    Dyn(OutPort, bool),
+}
+
+/// One GE reduction `op` of `x` (Noop: `x` itself).
+pub(crate) fn reduce_op(
+    ctx: &mut NodeCtx<'_>,
+    op: &str,
+    x: OutPort,
+    axes: &Axes,
+    keep: bool,
+) -> Result<OutPort> {
+    let has_noop = ctx
+        .graph_op_proto(op)?
+        .attr("noop_with_empty_axes")
+        .is_some();
+    let (axes_port, noop) = match axes {
+        Axes::Noop => return ctx.un("Identity", x),
+        Axes::List(v) => (ctx.const_i64(v, &[v.len() as i64])?, false),
+        Axes::All => match ctx.desc(x)?.shape.rank() {
+            Some(r) => {
+                let v: Vec<i64> = (0..r as i64).collect();
+                (ctx.const_i64(&v, &[r as i64])?, false)
+            }
+            None if has_noop => (ctx.const_i64(&[], &[0])?, false),
+            None => {
+                return Err(unsupported(
+                    ctx,
+                    "reducing every axis of an input of unknown rank",
+                ))
+            }
+        },
+        Axes::Dyn(p, noop) => {
+            if !has_noop && !*noop {
+                return Err(unsupported(ctx, "axes known only at run time here"));
+            }
+            (*p, *noop)
+        }
+    };
+    let mut attrs = vec![("keep_dims", AttrValue::Bool(keep))];
+    if has_noop {
+        attrs.push(("noop_with_empty_axes", AttrValue::Bool(noop)));
+    }
+    ctx.op1(op, &[x, axes_port], attrs)
 }
 
 #[cfg(test)]

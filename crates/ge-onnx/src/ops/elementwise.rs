@@ -1,0 +1,639 @@
+//! Element-wise operators: arithmetic, comparisons, logic, bit operations, activations, casts.
+//!
+//! Dtype gaps of GE's prototypes are bridged by Casts only where the result is bit-exact:
+//! unsigned integers go through a signed type at least as wide (add, sub and mul wrap the same
+//! way; comparisons of uint64 bias both sides by 2^63 so signed order is unsigned order);
+//! anything else is refused with a message.
+
+use super::util::*;
+use crate::error::{Error, Result};
+use crate::translate::{NodeCtx, Registry};
+use es_core::{AttrValue, DataType, OutPort, Tensor};
+use std::sync::Arc;
+
+type Out = Result<Vec<Option<OutPort>>>;
+
+pub(crate) fn register(r: &mut Registry) {
+    // Binary arithmetic and comparisons with the unsigned-dtype bridges.
+    r.register("Add", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Add)));
+    r.register("Sub", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Sub)));
+    r.register("Mul", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Mul)));
+    r.register("Div", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Div)));
+    r.register("Equal", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Eq)));
+    r.register(
+        "Greater",
+        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Gt)),
+    );
+    r.register("Less", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Lt)));
+    r.register(
+        "GreaterOrEqual",
+        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Ge)),
+    );
+    r.register(
+        "LessOrEqual",
+        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Le)),
+    );
+    r.register("Mod", Arc::new(modulo));
+    r.register("Pow", Arc::new(pow));
+    r.register("Max", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Max)));
+    r.register("Min", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Min)));
+    r.register("Sum", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Sum)));
+    r.register(
+        "Mean",
+        Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Mean)),
+    );
+    r.register("Clip", Arc::new(clip));
+    r.register("Xor", Arc::new(xor));
+    r.register("IsInf", Arc::new(is_inf));
+    r.register("Selu", Arc::new(selu));
+    r.register("Celu", Arc::new(celu));
+    r.register("Gelu", Arc::new(gelu));
+    r.register("Shrink", Arc::new(shrink));
+    r.register("ThresholdedRelu", Arc::new(thresholded_relu));
+    r.register("HardSwish", Arc::new(hard_swish));
+    r.register("PRelu", Arc::new(prelu));
+    r.register("Round", Arc::new(round));
+    r.register("BitShift", Arc::new(bit_shift));
+    r.register("BitCast", Arc::new(bit_cast));
+    r.register("SwiGLU", Arc::new(swiglu));
+    r.register("ai.onnx.ml::Binarizer", Arc::new(binarizer));
+}
+
+/// A signed (or wider float) type that holds every value of `dt` and that more GE ops take.
+fn widen(dt: DataType) -> Option<DataType> {
+    use DataType::*;
+    Some(match dt {
+        INT8 | INT16 | UINT8 | UINT16 => INT32,
+        UINT32 | UINT64 => INT64,
+        FLOAT16 | BF16 => FLOAT,
+        _ => return None,
+    })
+}
+
+/// A scalar constant holding the lowest (`hi` false) or highest value of `dt`, exactly.
+fn extreme(ctx: &mut NodeCtx<'_>, dt: DataType, hi: bool) -> Result<OutPort> {
+    use DataType::*;
+    let t = match dt {
+        INT64 => Tensor::scalar(if hi { i64::MAX } else { i64::MIN }),
+        UINT64 => Tensor::scalar(if hi { u64::MAX } else { 0u64 }),
+        _ => {
+            let (lo, h) = dtype_range(dt)
+                .ok_or_else(|| unsupported(ctx, format_args!("inputs of dtype {dt}")))?;
+            es_core::types::tensor_from_f64(dt, vec![], &[if hi { h } else { lo }])?
+        }
+    };
+    ctx.constant(t)
+}
+
+// Binary arithmetic and comparisons.
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Eq,
+    Gt,
+    Lt,
+    Ge,
+    Le,
+}
+
+impl Bin {
+    fn ge_op(self, dt: DataType) -> &'static str {
+        match self {
+            Bin::Add => "Add",
+            Bin::Sub => "Sub",
+            Bin::Mul => "Mul",
+            Bin::Div if dt.is_integer() => "Div",
+            Bin::Div => "RealDiv",
+            Bin::Eq => "Equal",
+            Bin::Gt => "Greater",
+            Bin::Lt => "Less",
+            Bin::Ge => "GreaterEqual",
+            Bin::Le => "LessEqual",
+        }
+    }
+    fn is_order(self) -> bool {
+        matches!(self, Bin::Gt | Bin::Lt | Bin::Ge | Bin::Le)
+    }
+}
+
+/// Opset < 7 `broadcast`/`axis`: numpy broadcasting is the same when B's dims align with the
+/// end of A's (no `axis`, or `axis` = rank(A) - rank(B)).
+fn check_legacy_broadcast(ctx: &NodeCtx<'_>) -> Result<()> {
+    ctx.only_attrs(&["broadcast", "axis", "consumed_inputs"])?;
+    if ctx.has_attr("axis") {
+        let axis = ctx.attr_i("axis", 0)?;
+        let (ra, rb) = (ctx.input_rank(0)? as i64, ctx.input_rank(1)? as i64);
+        let axis = if axis < 0 { axis + ra } else { axis };
+        if axis != ra - rb {
+            return Err(unsupported(
+                ctx,
+                format_args!("legacy broadcast with axis={axis} (B does not align with A's end)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn binary(ctx: &mut NodeCtx<'_>, op: Bin) -> Out {
+    check_legacy_broadcast(ctx)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.in_dtype(0)?;
+    let name = op.ge_op(dt);
+    if ctx.accepts(name, dt)? {
+        return one(ctx.bin(name, a, b)?);
+    }
+    let Some(w) = widen(dt).filter(|_| dt.is_integer()) else {
+        return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
+    };
+    let same_width = dt == DataType::UINT64;
+    if same_width && op == Bin::Div {
+        return Err(unsupported(
+            ctx,
+            "uint64 division (GE's Div has no uint64 and int64 does not hold every uint64)",
+        ));
+    }
+    let (mut a2, mut b2) = (ctx.cast(a, w)?, ctx.cast(b, w)?);
+    if same_width && op.is_order() {
+        // Flipping the sign bit (adding 2^63, wrapping) maps unsigned order onto signed order.
+        let bias = ctx.constant(Tensor::scalar(i64::MIN))?;
+        a2 = ctx.bin("Add", a2, bias)?;
+        b2 = ctx.bin("Add", b2, bias)?;
+    }
+    let y = ctx.bin(op.ge_op(w), a2, b2)?;
+    let y = match op {
+        Bin::Add | Bin::Sub | Bin::Mul | Bin::Div => ctx.cast(y, dt)?,
+        _ => y,
+    };
+    one(y)
+}
+
+/// fmod=0: FloorMod (the divisor's sign, as numpy's mod); fmod=1: Mod (truncated, C's fmod).
+fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["fmod"])?;
+    let fmod = ctx.attr_i("fmod", 0)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.in_dtype(0)?;
+    let name = if fmod != 0 { "Mod" } else { "FloorMod" };
+    if ctx.accepts(name, dt)? {
+        return one(ctx.bin(name, a, b)?);
+    }
+    if dt == DataType::UINT64 {
+        return Err(unsupported(
+            ctx,
+            "uint64 inputs (GE's Mod/FloorMod take no unsigned type that holds them)",
+        ));
+    }
+    let Some(w) = widen(dt) else {
+        return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
+    };
+    let (a2, b2) = (ctx.cast(a, w)?, ctx.cast(b, w)?);
+    let y = ctx.bin(name, a2, b2)?;
+    one(ctx.cast(y, dt)?)
+}
+
+/// Pow with an exponent of another dtype: float bases with an integer or wider float exponent
+/// are computed in the wider float (numpy's promotion; f64 for integer exponents); integer
+/// bases with a float exponent in f64, truncated back; integer bases with integer exponents in
+/// int64 (wrapping, whose low bits are the narrower type's result).
+fn pow(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["broadcast", "axis"])?;
+    if ctx.has_attr("axis") {
+        check_legacy_broadcast(ctx)?;
+    }
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let (da, db) = (ctx.in_dtype(0)?, ctx.in_dtype(1)?);
+    use DataType::*;
+    let work = if da == db && ctx.accepts("Pow", da)? {
+        da
+    } else if da.is_float() {
+        if db.is_float() {
+            if da == db {
+                da
+            } else if da == DOUBLE || db == DOUBLE {
+                DOUBLE
+            } else {
+                FLOAT
+            }
+        } else if db.is_integer() {
+            DOUBLE
+        } else {
+            return Err(unsupported(ctx, format_args!("an exponent of dtype {db}")));
+        }
+    } else if da.is_integer() {
+        if db.is_float() {
+            DOUBLE
+        } else if db.is_integer() {
+            if da == UINT64 || db == UINT64 {
+                return Err(unsupported(
+                    ctx,
+                    "uint64 operands with an integer partner (no exact GE dtype)",
+                ));
+            }
+            INT64
+        } else {
+            return Err(unsupported(ctx, format_args!("an exponent of dtype {db}")));
+        }
+    } else {
+        return Err(unsupported(ctx, format_args!("a base of dtype {da}")));
+    };
+    if work == UINT64 || !ctx.accepts("Pow", work)? {
+        return Err(unsupported(ctx, format_args!("a base of dtype {da}")));
+    }
+    let (a2, b2) = (ctx.cast(a, work)?, ctx.cast(b, work)?);
+    let y = ctx.bin("Pow", a2, b2)?;
+    one(ctx.cast(y, da)?)
+}
+
+// Variadic Max/Min/Sum/Mean.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Var {
+    Max,
+    Min,
+    Sum,
+    Mean,
+}
+
+fn variadic(ctx: &mut NodeCtx<'_>, v: Var) -> Out {
+    ctx.only_attrs(&["consumed_inputs"])?;
+    let mut xs = Vec::new();
+    for i in 0..ctx.num_inputs() {
+        if let Some(p) = ctx.opt_input(i)? {
+            xs.push(p);
+        }
+    }
+    let Some(&first) = xs.first() else {
+        return Err(Error::tr(format!(
+            "{} needs at least one input",
+            ctx.op_type()
+        )));
+    };
+    let dt = ctx.port_dtype(first)?;
+    if xs.len() == 1 {
+        return one(ctx.un("Identity", first)?);
+    }
+    let y = match v {
+        Var::Max | Var::Min => {
+            let (m, cmp) = if v == Var::Max {
+                ("Maximum", "Greater")
+            } else {
+                ("Minimum", "Less")
+            };
+            let direct = ctx.accepts(m, dt)?;
+            let select = ctx.accepts(cmp, dt)? && ctx.accepts_at("SelectV2", 1, dt)?;
+            if !direct && !select {
+                return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
+            }
+            let mut acc = first;
+            for &x in &xs[1..] {
+                acc = if direct {
+                    ctx.bin(m, acc, x)?
+                } else {
+                    // Integer types only here: no NaN to propagate.
+                    let c = ctx.bin(cmp, acc, x)?;
+                    ctx.op1("SelectV2", &[c, acc, x], vec![])?
+                };
+            }
+            acc
+        }
+        Var::Sum | Var::Mean => {
+            if v == Var::Mean && !dt.is_float() {
+                return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
+            }
+            let w = if ctx.accepts("Add", dt)? {
+                dt
+            } else {
+                match widen(dt).filter(|_| dt.is_integer()) {
+                    Some(w) => w,
+                    None => return Err(unsupported(ctx, format_args!("inputs of dtype {dt}"))),
+                }
+            };
+            let mut acc = ctx.cast(first, w)?;
+            for &x in &xs[1..] {
+                let x = ctx.cast(x, w)?;
+                acc = ctx.bin("Add", acc, x)?;
+            }
+            if v == Var::Mean {
+                let n = ctx.scalar(w, xs.len() as f64)?;
+                acc = ctx.bin("RealDiv", acc, n)?;
+            }
+            ctx.cast(acc, dt)?
+        }
+    };
+    one(y)
+}
+
+// Clip.
+
+/// Absent bounds are the dtype's lowest/highest value (infinities for floats: an infinite
+/// input stays infinite); opsets < 11 default to float's finite limits, as ONNX's Clip-6 does.
+fn clip(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["min", "max", "consumed_inputs"])?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let bound = |ctx: &mut NodeCtx<'_>, i: usize, hi: bool| -> Result<OutPort> {
+        if let Some(p) = ctx.opt_input(i)? {
+            return Ok(p);
+        }
+        if ctx.opset < 11 && dt.is_float() {
+            let v = if hi { f32::MAX } else { f32::MIN };
+            return ctx.scalar(dt, v as f64);
+        }
+        extreme(ctx, dt, hi)
+    };
+    let lo = bound(ctx, 1, false)?;
+    let hi = bound(ctx, 2, true)?;
+    if ctx.accepts("ClipByValue", dt)? {
+        return one(ctx.op1("ClipByValue", &[x, lo, hi], vec![])?);
+    }
+    let w = match widen(dt) {
+        Some(w) if dt != DataType::UINT64 => w,
+        _ => return Err(unsupported(ctx, format_args!("inputs of dtype {dt}"))),
+    };
+    let (x2, lo2, hi2) = (ctx.cast(x, w)?, ctx.cast(lo, w)?, ctx.cast(hi, w)?);
+    let y = ctx.op1("ClipByValue", &[x2, lo2, hi2], vec![])?;
+    one(ctx.cast(y, dt)?)
+}
+
+// Element-wise logic and activations.
+
+/// a xor b = not(a == b) on bool.
+fn xor(ctx: &mut NodeCtx<'_>) -> Out {
+    check_legacy_broadcast(ctx)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let e = ctx.bin("Equal", a, b)?;
+    one(ctx.un("LogicalNot", e)?)
+}
+
+fn is_inf(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["detect_negative", "detect_positive"])?;
+    let neg = ctx.attr_i("detect_negative", 1)? != 0;
+    let pos = ctx.attr_i("detect_positive", 1)? != 0;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let mut y = ctx.un("IsInf", x)?;
+    if !neg || !pos {
+        let zero = ctx.scalar(dt, 0.0)?;
+        if !neg {
+            let p = ctx.bin("Greater", x, zero)?;
+            y = ctx.bin("LogicalAnd", y, p)?;
+        }
+        if !pos {
+            let n = ctx.bin("Less", x, zero)?;
+            y = ctx.bin("LogicalAnd", y, n)?;
+        }
+    }
+    one(y)
+}
+
+fn elu(ctx: &mut NodeCtx<'_>, x: OutPort, alpha: f32, scale: f32, input_scale: f32) -> Out {
+    one(ctx.op1(
+        "Elu",
+        &[x],
+        vec![
+            ("alpha", AttrValue::Float(alpha)),
+            ("scale", AttrValue::Float(scale)),
+            ("input_scale", AttrValue::Float(input_scale)),
+        ],
+    )?)
+}
+
+/// Selu(x) = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) = Elu(alpha, scale=gamma), with the
+/// attributes' own (float) values.
+fn selu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["alpha", "gamma", "consumed_inputs"])?;
+    let alpha = ctx.attr_f("alpha", 1.673_263_2)?;
+    let gamma = ctx.attr_f("gamma", 1.050_701)?;
+    let x = ctx.input(0)?;
+    elu(ctx, x, alpha, gamma, 1.0)
+}
+
+/// Celu(x; a) = max(0, x) + min(0, a * (exp(x / a) - 1)) = Elu(alpha=a, input_scale=1/a).
+fn celu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["alpha"])?;
+    let alpha = ctx.attr_f("alpha", 1.0)?;
+    if alpha == 0.0 {
+        return Err(Error::tr("Celu: alpha must not be 0"));
+    }
+    let x = ctx.input(0)?;
+    elu(ctx, x, alpha, 1.0, 1.0 / alpha)
+}
+
+/// approximate="none": 0.5 x (1 + erf(x / sqrt 2)); "tanh": GE's Gelu (the tanh form), or the
+/// formula for dtypes it does not take.
+fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["approximate"])?;
+    let approx = ctx.attr_s("approximate", "none")?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let inner = match approx.as_str() {
+        "none" => {
+            let c = ctx.scalar(dt, std::f64::consts::FRAC_1_SQRT_2)?;
+            let u = ctx.bin("Mul", x, c)?;
+            ctx.un("Erf", u)?
+        }
+        "tanh" => {
+            if ctx.accepts("Gelu", dt)? {
+                return one(ctx.un("Gelu", x)?);
+            }
+            // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+            let x2 = ctx.bin("Mul", x, x)?;
+            let x3 = ctx.bin("Mul", x2, x)?;
+            let k = ctx.scalar(dt, 0.044715)?;
+            let t = ctx.bin("Mul", x3, k)?;
+            let s = ctx.bin("Add", x, t)?;
+            let c = ctx.scalar(dt, (2.0 / std::f64::consts::PI).sqrt())?;
+            let u = ctx.bin("Mul", s, c)?;
+            ctx.un("Tanh", u)?
+        }
+        other => {
+            return Err(Error::tr(format!(
+                "Gelu: approximate must be 'none' or 'tanh', got '{other}'"
+            )))
+        }
+    };
+    let one_ = ctx.scalar(dt, 1.0)?;
+    let half = ctx.scalar(dt, 0.5)?;
+    let p = ctx.bin("Add", inner, one_)?;
+    let hx = ctx.bin("Mul", x, half)?;
+    one(ctx.bin("Mul", hx, p)?)
+}
+
+/// x < -lambd: x + bias; x > lambd: x - bias; else 0.
+fn shrink(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["bias", "lambd"])?;
+    let bias = ctx.attr_f("bias", 0.0)? as f64;
+    let lambd = ctx.attr_f("lambd", 0.5)? as f64;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let (lo, hi) = if dt.is_float() {
+        (-lambd, lambd)
+    } else if dt.is_integer() && !is_unsigned(dt) && bias.fract() == 0.0 && lambd >= 0.0 {
+        // Integers: x > l <=> x > floor(l) and x < -l <=> x < -floor(l) for l >= 0.
+        (-lambd.floor(), lambd.floor())
+    } else {
+        return Err(unsupported(
+            ctx,
+            format_args!("dtype {dt} with bias {bias} and lambd {lambd}"),
+        ));
+    };
+    let (lo, hi) = (ctx.scalar(dt, lo)?, ctx.scalar(dt, hi)?);
+    let b = ctx.scalar(dt, bias)?;
+    let zero = ctx.scalar(dt, 0.0)?;
+    let below = ctx.bin("Less", x, lo)?;
+    let above = ctx.bin("Greater", x, hi)?;
+    let xp = ctx.bin("Add", x, b)?;
+    let xm = ctx.bin("Sub", x, b)?;
+    let inner = ctx.op1("SelectV2", &[above, xm, zero], vec![])?;
+    one(ctx.op1("SelectV2", &[below, xp, inner], vec![])?)
+}
+
+/// x > alpha ? x : 0.
+fn thresholded_relu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["alpha"])?;
+    let alpha = ctx.attr_f("alpha", 1.0)? as f64;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let a = ctx.scalar(dt, alpha)?;
+    let zero = ctx.scalar(dt, 0.0)?;
+    let c = ctx.bin("Greater", x, a)?;
+    one(ctx.op1("SelectV2", &[c, x, zero], vec![])?)
+}
+
+/// x * HardSigmoid(x; alpha=1/6, beta=0.5) (clip(x/6 + 0.5, 0, 1) for dtypes HardSigmoid
+/// does not take).
+fn hard_swish(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&[])?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let hs = if ctx.accepts("HardSigmoid", dt)? && dt.is_float() {
+        ctx.op1(
+            "HardSigmoid",
+            &[x],
+            vec![
+                ("alpha", AttrValue::Float(1.0 / 6.0)),
+                ("beta", AttrValue::Float(0.5)),
+            ],
+        )?
+    } else {
+        let a = ctx.scalar(dt, 1.0 / 6.0)?;
+        let b = ctx.scalar(dt, 0.5)?;
+        let t = ctx.bin("Mul", x, a)?;
+        let t = ctx.bin("Add", t, b)?;
+        let lo = ctx.scalar(dt, 0.0)?;
+        let hi = ctx.scalar(dt, 1.0)?;
+        ctx.op1("ClipByValue", &[t, lo, hi], vec![])?
+    };
+    one(ctx.bin("Mul", x, hs)?)
+}
+
+/// x < 0 ? x * slope : x (slope broadcasts onto x; before opset 7 a 1-D slope is per channel).
+fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["consumed_inputs"])?;
+    let (x, slope) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.in_dtype(0)?;
+    if is_unsigned(dt) {
+        return one(ctx.un("Identity", x)?);
+    }
+    // Opsets < 7: a 1-D slope of C values is per channel (dim 1), not numpy-broadcast.
+    let mut slope = slope;
+    if ctx.opset < 7 {
+        let (rx, rs) = (ctx.input_rank(0)?, ctx.input_rank(1)?);
+        if rs == 1 && rx > 2 {
+            let mut shape = vec![-1i64];
+            shape.resize(rx - 1, 1);
+            let sc = ctx.const_i64(&shape, &[shape.len() as i64])?;
+            slope = ctx.op1("Reshape", &[slope, sc], vec![])?;
+        }
+    }
+    let zero = ctx.scalar(dt, 0.0)?;
+    let neg = ctx.bin("Less", x, zero)?;
+    let m = ctx.bin("Mul", x, slope)?;
+    one(ctx.op1("SelectV2", &[neg, m, x], vec![])?)
+}
+
+/// Round halves to even, as ONNX.
+fn round(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&[])?;
+    let x = ctx.input(0)?;
+    one(ctx.un("Round", x)?)
+}
+
+fn bit_shift(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["direction"])?;
+    let op = match ctx.attr_s("direction", "")?.as_str() {
+        "LEFT" => "LeftShift",
+        "RIGHT" => "RightShift",
+        other => {
+            return Err(Error::tr(format!(
+                "BitShift: direction must be LEFT or RIGHT, got '{other}'"
+            )))
+        }
+    };
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    one(ctx.bin(op, a, b)?)
+}
+
+/// Same-width reinterpretation (ONNX requires equal bit widths).
+fn bit_cast(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["to"])?;
+    let to = ctx.attr_i("to", -1)?;
+    if to < 0 {
+        return Err(Error::tr("BitCast needs the attribute 'to'"));
+    }
+    let to = crate::types::dtype_from_onnx(to as i32).map_err(|e| e.context("attribute 'to'"))?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    match (dt.size(), to.size()) {
+        (Some(a), Some(b)) if a == b => {}
+        _ => {
+            return Err(unsupported(
+                ctx,
+                format_args!("{dt} to {to} (the bit widths must be equal and whole bytes)"),
+            ))
+        }
+    }
+    if dt == to {
+        return one(ctx.un("Identity", x)?);
+    }
+    one(ctx.op1(
+        "Bitcast",
+        &[x],
+        vec![
+            ("type", AttrValue::Type(to)),
+            ("keep_dim", AttrValue::Bool(true)),
+        ],
+    )?)
+}
+
+/// Swish(A; alpha) * B.
+fn swiglu(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["alpha"])?;
+    let alpha = ctx.attr_f("alpha", 1.0)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.in_dtype(0)?;
+    let s = if ctx.accepts("Swish", dt)? {
+        ctx.op1("Swish", &[a], vec![("scale", AttrValue::Float(alpha))])?
+    } else {
+        let k = ctx.scalar(dt, alpha as f64)?;
+        let t = ctx.bin("Mul", a, k)?;
+        let sg = ctx.un("Sigmoid", t)?;
+        ctx.bin("Mul", a, sg)?
+    };
+    one(ctx.bin("Mul", s, b)?)
+}
+
+/// X > threshold ? 1 : 0, in X's dtype.
+fn binarizer(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["threshold"])?;
+    let t = ctx.attr_f("threshold", 0.0)? as f64;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let th = ctx.scalar(dt, t)?;
+    let g = ctx.bin("Greater", x, th)?;
+    one(ctx.cast(g, dt)?)
+}

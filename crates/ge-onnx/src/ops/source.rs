@@ -1,0 +1,219 @@
+//! Producers: constants, shapes and sizes, random values, windows.
+
+use super::util::*;
+use crate::error::{Error, Result};
+use crate::translate::{NodeCtx, Registry};
+use es_core::{AttrValue, DataType, OutPort};
+use std::sync::Arc;
+
+type Out = Result<Vec<Option<OutPort>>>;
+
+pub(crate) fn register(r: &mut Registry) {
+    r.register(
+        "BlackmanWindow",
+        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Blackman)),
+    );
+    r.register(
+        "HammingWindow",
+        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Hamming)),
+    );
+    r.register(
+        "HannWindow",
+        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Hann)),
+    );
+    r.register("MelWeightMatrix", Arc::new(mel_weight_matrix));
+    r.register("Bernoulli", Arc::new(bernoulli));
+    r.register("RandomUniformLike", Arc::new(random_uniform_like));
+}
+
+// Windows.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Win {
+    Blackman,
+    Hamming,
+    Hann,
+}
+
+/// ONNX's definitions over n = 0..size in f64 (N = size, or size - 1 when not periodic), cast
+/// to `output_datatype`.
+fn window(ctx: &mut NodeCtx<'_>, w: Win) -> Out {
+    ctx.only_attrs(&["output_datatype", "periodic"])?;
+    let out = crate::types::dtype_from_onnx(ctx.attr_i("output_datatype", 1)? as i32)
+        .map_err(|e| e.context("attribute 'output_datatype'"))?;
+    let periodic = ctx.attr_i("periodic", 1)? != 0;
+    let size = ctx.input(0)?;
+    let size = ctx.cast(size, DataType::INT64)?;
+    let scalar_shape = ctx.const_i64(&[], &[0])?;
+    let size = ctx.op1("Reshape", &[size, scalar_shape], vec![])?;
+    let (zero, one_) = (ctx.const_i64(&[0], &[])?, ctx.const_i64(&[1], &[])?);
+    let n = ctx.op1("Range", &[zero, size, one_], vec![])?;
+    let n = ctx.cast(n, DataType::DOUBLE)?;
+    let mut den = ctx.cast(size, DataType::DOUBLE)?;
+    if !periodic {
+        let o = ctx.scalar(DataType::DOUBLE, 1.0)?;
+        den = ctx.bin("Sub", den, o)?;
+    }
+    let pi = std::f64::consts::PI;
+    // cos(k * pi * n / N)
+    let cos_k = |ctx: &mut NodeCtx<'_>, k: f64| -> Result<OutPort> {
+        let c = ctx.scalar(DataType::DOUBLE, k * pi)?;
+        let t = ctx.bin("Mul", n, c)?;
+        let t = ctx.bin("RealDiv", t, den)?;
+        ctx.un("Cos", t)
+    };
+    let terms: &[(f64, f64)] = match w {
+        Win::Blackman => &[(2.0, -0.5), (4.0, 0.08)],
+        Win::Hamming => &[(2.0, -(1.0 - 25.0 / 46.0))],
+        Win::Hann => &[(2.0, -0.5)],
+    };
+    let a0 = match w {
+        Win::Blackman => 0.42,
+        Win::Hamming => 25.0 / 46.0,
+        Win::Hann => 0.5,
+    };
+    let mut y = ctx.scalar(DataType::DOUBLE, a0)?;
+    for &(k, a) in terms {
+        let c = cos_k(ctx, k)?;
+        let a = ctx.scalar(DataType::DOUBLE, a)?;
+        let t = ctx.bin("Mul", c, a)?;
+        y = ctx.bin("Add", y, t)?;
+    }
+    one(ctx.cast(y, out)?)
+}
+
+// Random.
+
+/// The `dtype` attribute (default: `x`'s dtype) and the seed.
+fn random_setup(ctx: &NodeCtx<'_>) -> Result<(DataType, i64)> {
+    let dt = if ctx.has_attr("dtype") {
+        crate::types::dtype_from_onnx(ctx.attr_i("dtype", 1)? as i32)
+            .map_err(|e| e.context("attribute 'dtype'"))?
+    } else {
+        ctx.in_dtype(0)?
+    };
+    let seed = if ctx.has_attr("seed") {
+        ctx.attr_f("seed", 0.0)? as i64
+    } else {
+        0
+    };
+    Ok((dt, seed))
+}
+
+fn uniform(ctx: &mut NodeCtx<'_>, x: OutPort, dt: DataType, seed: i64) -> Result<OutPort> {
+    let shape = ctx.op1("Shape", &[x], vec![("dtype", AttrValue::Int(9))])?;
+    ctx.op1(
+        "RandomUniform",
+        &[shape],
+        vec![
+            ("dtype", AttrValue::Type(dt)),
+            ("seed", AttrValue::Int(seed)),
+            ("seed2", AttrValue::Int(0)),
+        ],
+    )
+}
+
+/// Cast(RandomUniform(shape(x)) < x, dtype).
+fn bernoulli(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["dtype", "seed"])?;
+    let (out, seed) = random_setup(ctx)?;
+    let x = ctx.input(0)?;
+    let dt = ctx.in_dtype(0)?;
+    let u = uniform(ctx, x, dt, seed)?;
+    let c = ctx.bin("Less", u, x)?;
+    one(ctx.cast(c, out)?)
+}
+
+/// low + (high - low) * RandomUniform(shape(x)).
+fn random_uniform_like(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["dtype", "seed", "high", "low"])?;
+    let (dt, seed) = random_setup(ctx)?;
+    if !dt.is_float() {
+        return Err(unsupported(ctx, format_args!("output dtype {dt}")));
+    }
+    let high = ctx.attr_f("high", 1.0)? as f64;
+    let low = ctx.attr_f("low", 0.0)? as f64;
+    let x = ctx.input(0)?;
+    let u = uniform(ctx, x, dt, seed)?;
+    let s = ctx.scalar(dt, high - low)?;
+    let l = ctx.scalar(dt, low)?;
+    let t = ctx.bin("Mul", u, s)?;
+    one(ctx.bin("Add", t, l)?)
+}
+
+// MelWeightMatrix.
+
+/// Folded into a Const at import (its shape depends on the input values, which must be
+/// constants), computed as ONNX's reference implementation does.
+fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.only_attrs(&["output_datatype"])?;
+    let out = crate::types::dtype_from_onnx(ctx.attr_i("output_datatype", 1)? as i32)
+        .map_err(|e| e.context("attribute 'output_datatype'"))?;
+    let scalar = |ctx: &NodeCtx<'_>, i: usize, what: &str| -> Result<f64> {
+        let v = ctx
+            .const_floats(i, what)?
+            .ok_or_else(|| Error::tr(format!("MelWeightMatrix: input {i} ({what}) is required")))?;
+        match v.as_slice() {
+            [x] => Ok(*x),
+            _ => Err(Error::tr(format!(
+                "MelWeightMatrix: input {i} ({what}) must hold one value"
+            ))),
+        }
+    };
+    let bins = scalar(ctx, 0, "num_mel_bins")?;
+    let dft = scalar(ctx, 1, "dft_length")?;
+    let rate = scalar(ctx, 2, "sample_rate")?;
+    let lo = scalar(ctx, 3, "lower_edge_hertz")?;
+    let hi = scalar(ctx, 4, "upper_edge_hertz")?;
+    if bins < 1.0 || dft < 1.0 || rate <= 0.0 || bins > 1e6 || dft > 1e8 {
+        return Err(Error::tr(format!(
+            "MelWeightMatrix: num_mel_bins {bins}, dft_length {dft} and sample_rate {rate} \
+             must be positive (and reasonable)"
+        )));
+    }
+    let (nb, nd) = (bins as i64, dft as i64);
+    let spec = nd / 2 + 1;
+    if spec.saturating_mul(nb) > 1 << 26 {
+        return Err(unsupported(ctx, "a matrix of more than 2^26 elements"));
+    }
+    let ln10 = std::f64::consts::LN_10;
+    let low_mel = 2595.0 * (lo / 700.0).ln_1p() / ln10;
+    let high_mel = 2595.0 * (hi / 700.0).ln_1p() / ln10;
+    let step = (high_mel - low_mel) / (nb + 2) as f64;
+    let edges: Vec<i64> = (0..nb + 2)
+        .map(|k| {
+            let mel = k as f64 * step + low_mel;
+            let hz = 700.0 * (mel / 2595.0 * ln10).exp_m1();
+            (((nd + 1) as f64 * hz) / rate).floor() as i64
+        })
+        .collect();
+    super::util::const_elems(&[spec, nb], "MelWeightMatrix")?;
+    let (rows, cols) = (spec as usize, nb as usize);
+    let mut m = vec![0f64; rows * cols];
+    let mut set = |j: i64, i: usize, v: f64| -> Result<()> {
+        if !(0..spec).contains(&j) {
+            return Err(Error::tr(format!(
+                "MelWeightMatrix: bin {j} is outside the {spec} spectrogram bins"
+            )));
+        }
+        m[j as usize * cols + i] = v;
+        Ok(())
+    };
+    for i in 0..cols {
+        let (l, c, h) = (edges[i], edges[i + 1], edges[i + 2]);
+        if c == l {
+            set(c, i, 1.0)?;
+        } else {
+            for j in l..=c {
+                set(j, i, (j - l) as f64 / (c - l) as f64)?;
+            }
+        }
+        if h > c {
+            for j in c..h {
+                set(j, i, (h - j) as f64 / (h - c) as f64)?;
+            }
+        }
+    }
+    let t = es_core::types::tensor_from_f64(out, vec![spec, nb], &m)?;
+    one(ctx.constant(t)?)
+}
