@@ -140,3 +140,49 @@ pub(super) fn sub_mut<T>(s: &mut [T], start: usize, len: usize) -> Result<&mut [
         .and_then(|end| s.get_mut(start..end))
         .ok_or_else(|| Error::kernel("internal error: slice out of bounds"))
 }
+
+/// Test helpers shared by the families' unit tests: a node, its kernel, attribute values.
+#[cfg(test)]
+pub(super) mod testing {
+    use crate::error::{Error, Result};
+    use crate::kernels::{Factory, Kernel, NodeInfo};
+    use crate::value::Value;
+    use es_core::attr::AttrValue;
+    use ndarray::{ArrayD, IxDyn};
+
+    pub(in crate::kernels) fn arr<T>(dims: &[usize], v: Vec<T>) -> ArrayD<T> {
+        ArrayD::from_shape_vec(IxDyn(dims), v).unwrap()
+    }
+
+    pub(in crate::kernels) fn node(op: &str, attrs: &[(&str, AttrValue)]) -> es_core::Node {
+        let mut n = es_core::Node::new("n", op);
+        for (k, v) in attrs {
+            n.attrs.insert(k.to_string(), v.clone());
+        }
+        n
+    }
+
+    pub(in crate::kernels) fn factory(
+        f: Factory,
+        node: &es_core::Node,
+        consts: Vec<Option<Value>>,
+    ) -> Result<Kernel> {
+        f(&NodeInfo {
+            node,
+            inputs: Vec::new(),
+            const_inputs: consts,
+        })
+    }
+
+    pub(in crate::kernels) fn li(v: &[i64]) -> AttrValue {
+        AttrValue::ListInt(v.to_vec())
+    }
+
+    pub(in crate::kernels) fn unsupported(r: Result<Kernel>) -> String {
+        match r {
+            Err(e @ Error::Unsupported(_)) => e.to_string(),
+            Err(e) => panic!("expected an unsupported error, got {e}"),
+            Ok(_) => panic!("expected an unsupported error, got a kernel"),
+        }
+    }
+}

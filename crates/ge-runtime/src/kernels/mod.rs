@@ -9,7 +9,6 @@ mod collective;
 mod common;
 mod control;
 mod conv;
-mod convnd;
 mod elementwise;
 pub(crate) use elementwise::Epilogue;
 mod index;
@@ -133,7 +132,6 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         pool::register(&mut m);
         index::register(&mut m);
         control::register(&mut m);
-        convnd::register(&mut m);
         sampling::register(&mut m);
         misc::register(&mut m);
         norm::register(&mut m);

@@ -1,9 +1,15 @@
-//! Pooling kernels: MaxPool/MaxPoolV3, AvgPool/AvgPoolV2, GlobalAveragePool.
+//! Pooling kernels: MaxPool/MaxPoolV3, AvgPool/AvgPoolV2, GlobalAveragePool and Caffe's Pooling.
 //!
 //! Max pooling compares in the input's own dtype. Average pooling accumulates in f64 and rounds
 //! once to the output dtype. Layouts are those the shape rules use, decided by
 //! `es_core::infer::layout`: x in the format it states (NCHW or NHWC), else in `data_format`'s.
 //! Pads are [top, bottom, left, right].
+//!
+//! Pooling (Caffe): mode 0 max, 1 average; `ceil_mode` 0 rounds the output size up (Caffe's
+//! default), 1 down, a last window starting in the trailing pad dropped (the shape rule's
+//! formula); an average divides by the window clipped to the padded input (Caffe's pool_size:
+//! pads count, the part beyond the trailing pad does not); a max ignores pads. `global_pooling`
+//! pools the whole plane. pad is [top, bottom, left, right]; data_format NCHW (default) or NHWC.
 
 use super::common::{float_out, floats, four, from_f64, layout_2d, pads_attr, positive_hw, sub};
 use super::index::{alloc, array, bad_attr, numel, std_slice, str_attr};
@@ -304,7 +310,7 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
 fn row_maxima<T: Copy + PartialOrd>(xr: &[T], g: &PoolGeom, t: &mut [T]) {
     for j in 0..g.kw {
         let off = j as i64 - g.pl as i64;
-        let (lo, hi) = super::convnd::span(t.len(), g.sw, off, xr.len());
+        let (lo, hi) = super::conv::nd::span(t.len(), g.sw, off, xr.len());
         if lo >= hi {
             continue;
         }
@@ -468,16 +474,132 @@ fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Pooling (Caffe)
+// ---------------------------------------------------------------------------------------------
+
+/// `name`: `n` values >= `min`.
+fn list_at_least<const N: usize>(
+    info: &NodeInfo,
+    name: &str,
+    default: [i64; N],
+    min: i64,
+    order: &str,
+) -> Result<[usize; N]> {
+    let v = info.ints(name)?.unwrap_or_else(|| default.to_vec());
+    let bad = || {
+        bad_attr(
+            info,
+            format!("attribute '{name}' must be {N} values >= {min} ({order}), got {v:?}"),
+        )
+    };
+    if v.len() != N {
+        return Err(bad());
+    }
+    let mut out = [0; N];
+    for (o, &x) in out.iter_mut().zip(&v) {
+        if x < min {
+            return Err(bad());
+        }
+        *o = usize::try_from(x).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+fn pooling_factory(info: &NodeInfo) -> Result<Kernel> {
+    let avg = match info.int("mode", 0)? {
+        0 => false,
+        1 => true,
+        2 => {
+            return Err(Error::unsupported(
+                "Pooling with mode 2 (stochastic pooling)",
+            ))
+        }
+        m => {
+            return Err(bad_attr(
+                info,
+                format!("attribute 'mode' must be 0 (max), 1 (average) or 2 (stochastic), got {m}"),
+            ))
+        }
+    };
+    let nchw = layout_2d(info, 0, "NCHW")?;
+    let k = list_at_least(info, "window", [1, 1], 1, "h, w")?;
+    let s = list_at_least(info, "stride", [1, 1], 1, "h, w")?;
+    let [pt, pb, pl, pr] = list_at_least(info, "pad", [0; 4], 0, "top, bottom, left, right")?;
+    let dil = list_at_least(info, "dilation", [1; 4], 1, "4 values")?;
+    if dil != [1; 4] {
+        return Err(Error::unsupported(format!(
+            "Pooling with dilation {dil:?} (Caffe pooling has none)"
+        )));
+    }
+    let ceil = match info.int("ceil_mode", 0)? {
+        0 => true,
+        1 => false,
+        m => {
+            return Err(bad_attr(
+                info,
+                format!("attribute 'ceil_mode' must be 0 (ceil) or 1 (floor), got {m}"),
+            ))
+        }
+    };
+    let int8_avg = || Error::unsupported("Pooling with mode 1 (average) of an int8 x (quantized)");
+    if avg
+        && info
+            .inputs
+            .first()
+            .and_then(Option::as_ref)
+            .is_some_and(|d| d.dtype == DataType::INT8)
+    {
+        return Err(int8_avg());
+    }
+    let a = PoolAttrs {
+        nchw,
+        k,
+        s,
+        pad: PoolPad::Explicit {
+            pads: [pt, pb, pl, pr],
+            ceil,
+        },
+        global: info.bool("global_pooling", false)?,
+        avg: avg.then_some(Avg {
+            exclusive: false,
+            divisor: 0,
+        }),
+    };
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let y = match a.avg {
+            Some(_) if x.dtype() == DataType::INT8 => return Err(int8_avg()),
+            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
+            None => {
+                let y = map_array!(x, v => max_pool(v, &a)?);
+                // int8 gives int32 (the prototype's output types).
+                let dt = out.filter(|&d| crate::value::supported_dtype(d));
+                match dt {
+                    Some(d) if d != y.dtype() => y.cast(d)?,
+                    None if y.dtype() == DataType::INT8 => y.cast(DataType::INT32)?,
+                    _ => y,
+                }
+            }
+        };
+        Ok(vec![y])
+    }))
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     for op in ["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"] {
         m.insert(op, pool_factory);
     }
     m.insert("GlobalAveragePool", global_avg_pool_factory);
+    m.insert("Pooling", pooling_factory);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::common::testing::{arr, factory, li, node, unsupported};
+    use es_core::attr::AttrValue;
     use ndarray::IxDyn;
     use proptest::prelude::*;
 
@@ -539,5 +661,66 @@ mod tests {
         assert_eq!(pool_dim(2, 3, 1, PoolPad::Valid, (0, 0)), None);
         assert_eq!(pool_dim(2, 3, 0, PoolPad::Valid, (0, 0)), None);
         assert_eq!(pool_dim(2, 3, 1, ex(false), (usize::MAX, 1)), None);
+    }
+
+    fn pool(attrs: &[(&str, AttrValue)], x: &Value) -> Result<Value> {
+        let n = node("Pooling", attrs);
+        let k = factory(pooling_factory, &n, Vec::new())?;
+        Ok(k(&[Some(x)])?.remove(0))
+    }
+
+    #[test]
+    fn caffe_pooling() {
+        let x = Value::F32(arr(&[1, 1, 3, 3], (1..=9).map(|v| v as f32).collect()));
+        let w2 = [("window", li(&[2, 2])), ("stride", li(&[2, 2]))];
+        // Ceil mode (the default): 2x2 outputs, the last windows clipped.
+        let y = pool(&w2, &x).unwrap();
+        assert_eq!(y.to_f64_vec(), [5., 6., 8., 9.]);
+        let mut avg = w2.to_vec();
+        avg.push(("mode", AttrValue::Int(1)));
+        let y = pool(&avg, &x).unwrap();
+        assert_eq!(y.to_f64_vec(), [3., 4.5, 7.5, 9.]);
+        // Floor mode: one window.
+        avg.push(("ceil_mode", AttrValue::Int(1)));
+        assert_eq!(pool(&avg, &x).unwrap().to_f64_vec(), [3.]);
+        // Pads count in the average's divisor (Caffe's pool_size).
+        let p = [
+            ("mode", AttrValue::Int(1)),
+            ("window", li(&[3, 3])),
+            ("stride", li(&[2, 2])),
+            ("pad", li(&[1, 1, 1, 1])),
+        ];
+        let y = pool(&p, &x).unwrap();
+        let want = [12. / 9., 16. / 9., 24. / 9., 28. / 9.];
+        for (g, w) in y.to_f64_vec().iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{g} vs {w}");
+        }
+        // Global pooling; int8 max gives int32.
+        let g = [
+            ("mode", AttrValue::Int(1)),
+            ("global_pooling", AttrValue::Bool(true)),
+        ];
+        assert_eq!(pool(&g, &x).unwrap().to_f64_vec(), [5.]);
+        let xi = Value::I8(arr(&[1, 1, 2, 2], vec![-5, 7, 3, -128]));
+        let y = pool(&[("global_pooling", AttrValue::Bool(true))], &xi).unwrap();
+        assert_eq!(y, Value::I32(arr(&[1, 1, 1, 1], vec![7])));
+    }
+
+    #[test]
+    fn pooling_errors() {
+        let x = Value::F32(arr(&[1, 1, 3, 3], vec![0.0; 9]));
+        let n = node("Pooling", &[("mode", AttrValue::Int(2))]);
+        let e = unsupported(factory(pooling_factory, &n, Vec::new()));
+        assert!(e.contains("stochastic"), "{e}");
+        assert!(pool(&[("mode", AttrValue::Int(7))], &x).is_err());
+        let n = node("Pooling", &[("dilation", li(&[1, 1, 2, 2]))]);
+        let e = unsupported(factory(pooling_factory, &n, Vec::new()));
+        assert!(e.contains("dilation"), "{e}");
+        assert!(pool(&[("ceil_mode", AttrValue::Int(2))], &x).is_err());
+        assert!(pool(&[("window", li(&[0, 1]))], &x).is_err());
+        assert!(pool(&[("pad", li(&[0, 0, 0]))], &x).is_err());
+        let xi = Value::I8(arr(&[1, 1, 2, 2], vec![0; 4]));
+        let e = pool(&[("mode", AttrValue::Int(1))], &xi).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
     }
 }

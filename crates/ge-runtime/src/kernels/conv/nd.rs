@@ -1,5 +1,4 @@
-//! Convolution and pooling kernels beyond nn.rs: Conv2DTranspose, Conv3D, DeformableConv2D and
-//! Caffe's Pooling.
+//! The N-D convolution kernels: Conv2DTranspose, Conv3D and DeformableConv2D.
 //!
 //! Conv3D and Conv2DTranspose share one 3-D engine (a 2-D convolution is a 3-D one of depth 1):
 //! Conv3D unfolds each image and group (vol2col) and multiplies by the filter (`gemm_into`, as
@@ -37,28 +36,22 @@
 //! (floor(y), floor(x)) .. (+1, +1), a neighbour outside the image reading 0 (a NaN position
 //! reads 0 too), times the mask.
 //!
-//! Pooling (Caffe): mode 0 max, 1 average; `ceil_mode` 0 rounds the output size up (Caffe's
-//! default), 1 down, a last window starting in the trailing pad dropped (the shape rule's
-//! formula); an average divides by the window clipped to the padded input (Caffe's pool_size:
-//! pads count, the part beyond the trailing pad does not); a max ignores pads. `global_pooling`
-//! pools the whole plane. pad is [top, bottom, left, right]; data_format NCHW (default) or NHWC.
 
-use super::common::{
-    filter_positions_of, float_out, four, layout_2d, pads_attr, positive_hw, sub, sub_mut,
-};
-use super::conv::conv_out_size;
-use super::index::{alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, Pick};
-use super::matmul::gemm_into;
-use super::pool::{avg_pool, max_pool, Avg, PoolAttrs, PoolPad};
-use super::{input, Factory, Kernel, NodeInfo};
+use super::conv_out_size;
 use crate::error::{Error, Result};
-use crate::map_array;
+use crate::kernels::common::{
+    filter_positions_of, four, layout_2d, pads_attr, positive_hw, sub, sub_mut,
+};
+use crate::kernels::index::{
+    alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, Pick,
+};
+use crate::kernels::matmul::gemm_into;
+use crate::kernels::{input, Kernel, NodeInfo};
 use crate::value::Value;
 use es_core::infer::layout;
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, IxDyn, LinalgScalar};
-use rustc_hash::FxHashMap;
 
 // ---------------------------------------------------------------------------------------------
 // Geometry
@@ -142,7 +135,7 @@ impl Vol {
 }
 
 /// The outputs `j` in `[lo, hi)` (of `n`) whose input `j * s + off` lies in `[0, size)`.
-pub(super) fn span(n: usize, s: usize, off: i64, size: usize) -> (usize, usize) {
+pub(in crate::kernels) fn span(n: usize, s: usize, off: i64, size: usize) -> (usize, usize) {
     let (n, s, off, size) = (n as i128, s.max(1) as i128, i128::from(off), size as i128);
     let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
     let hi = if size - off <= 0 {
@@ -578,7 +571,7 @@ impl Compute for ConvRun<'_> {
     }
 }
 
-fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
+pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
     let df = str_attr(info, "data_format", "NDHWC")?;
     let xl = layout::data_layout(
         info.inputs.first().and_then(Option::as_ref),
@@ -763,7 +756,7 @@ impl Compute for TransposeRun<'_> {
     }
 }
 
-fn conv2d_transpose_factory(info: &NodeInfo) -> Result<Kernel> {
+pub(super) fn conv2d_transpose_factory(info: &NodeInfo) -> Result<Kernel> {
     let conv = conv2d_attrs(info, 1, 2)?;
     no_quant(info, 4)?;
     let nchw = !conv.last;
@@ -999,7 +992,7 @@ impl Compute for DeformRun<'_> {
     }
 }
 
-fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
+pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
     let conv = conv2d_attrs(info, 0, 1)?;
     let a = DeformAttrs {
         conv,
@@ -1020,162 +1013,11 @@ fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Pooling (Caffe)
-// ---------------------------------------------------------------------------------------------
-
-/// `name`: `n` values >= `min`.
-fn list_at_least<const N: usize>(
-    info: &NodeInfo,
-    name: &str,
-    default: [i64; N],
-    min: i64,
-    order: &str,
-) -> Result<[usize; N]> {
-    let v = info.ints(name)?.unwrap_or_else(|| default.to_vec());
-    let bad = || {
-        bad_attr(
-            info,
-            format!("attribute '{name}' must be {N} values >= {min} ({order}), got {v:?}"),
-        )
-    };
-    if v.len() != N {
-        return Err(bad());
-    }
-    let mut out = [0; N];
-    for (o, &x) in out.iter_mut().zip(&v) {
-        if x < min {
-            return Err(bad());
-        }
-        *o = usize::try_from(x).map_err(|_| bad())?;
-    }
-    Ok(out)
-}
-
-fn pooling_factory(info: &NodeInfo) -> Result<Kernel> {
-    let avg = match info.int("mode", 0)? {
-        0 => false,
-        1 => true,
-        2 => {
-            return Err(Error::unsupported(
-                "Pooling with mode 2 (stochastic pooling)",
-            ))
-        }
-        m => {
-            return Err(bad_attr(
-                info,
-                format!("attribute 'mode' must be 0 (max), 1 (average) or 2 (stochastic), got {m}"),
-            ))
-        }
-    };
-    let nchw = layout_2d(info, 0, "NCHW")?;
-    let k = list_at_least(info, "window", [1, 1], 1, "h, w")?;
-    let s = list_at_least(info, "stride", [1, 1], 1, "h, w")?;
-    let [pt, pb, pl, pr] = list_at_least(info, "pad", [0; 4], 0, "top, bottom, left, right")?;
-    let dil = list_at_least(info, "dilation", [1; 4], 1, "4 values")?;
-    if dil != [1; 4] {
-        return Err(Error::unsupported(format!(
-            "Pooling with dilation {dil:?} (Caffe pooling has none)"
-        )));
-    }
-    let ceil = match info.int("ceil_mode", 0)? {
-        0 => true,
-        1 => false,
-        m => {
-            return Err(bad_attr(
-                info,
-                format!("attribute 'ceil_mode' must be 0 (ceil) or 1 (floor), got {m}"),
-            ))
-        }
-    };
-    let int8_avg = || Error::unsupported("Pooling with mode 1 (average) of an int8 x (quantized)");
-    if avg
-        && info
-            .inputs
-            .first()
-            .and_then(Option::as_ref)
-            .is_some_and(|d| d.dtype == DataType::INT8)
-    {
-        return Err(int8_avg());
-    }
-    let a = PoolAttrs {
-        nchw,
-        k,
-        s,
-        pad: PoolPad::Explicit {
-            pads: [pt, pb, pl, pr],
-            ceil,
-        },
-        global: info.bool("global_pooling", false)?,
-        avg: avg.then_some(Avg {
-            exclusive: false,
-            divisor: 0,
-        }),
-    };
-    let out = info.out_dtype(0).ok();
-    Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        let y = match a.avg {
-            Some(_) if x.dtype() == DataType::INT8 => return Err(int8_avg()),
-            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
-            None => {
-                let y = map_array!(x, v => max_pool(v, &a)?);
-                // int8 gives int32 (the prototype's output types).
-                let dt = out.filter(|&d| crate::value::supported_dtype(d));
-                match dt {
-                    Some(d) if d != y.dtype() => y.cast(d)?,
-                    None if y.dtype() == DataType::INT8 => y.cast(DataType::INT32)?,
-                    _ => y,
-                }
-            }
-        };
-        Ok(vec![y])
-    }))
-}
-
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("Conv3D", conv3d_factory);
-    m.insert("Conv2DTranspose", conv2d_transpose_factory);
-    m.insert("DeformableConv2D", deformable_conv2d_factory);
-    m.insert("Pooling", pooling_factory);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::common::testing::{arr, factory, li, node, unsupported};
     use es_core::attr::AttrValue;
-
-    fn arr<T>(dims: &[usize], v: Vec<T>) -> ArrayD<T> {
-        ArrayD::from_shape_vec(IxDyn(dims), v).unwrap()
-    }
-
-    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> es_core::Node {
-        let mut n = es_core::Node::new("n", op);
-        for (k, v) in attrs {
-            n.attrs.insert(k.to_string(), v.clone());
-        }
-        n
-    }
-
-    fn factory(f: Factory, node: &es_core::Node, consts: Vec<Option<Value>>) -> Result<Kernel> {
-        f(&NodeInfo {
-            node,
-            inputs: Vec::new(),
-            const_inputs: consts,
-        })
-    }
-
-    fn li(v: &[i64]) -> AttrValue {
-        AttrValue::ListInt(v.to_vec())
-    }
-
-    fn unsupported(r: Result<Kernel>) -> String {
-        match r {
-            Err(e @ Error::Unsupported(_)) => e.to_string(),
-            Err(e) => panic!("expected an unsupported error, got {e}"),
-            Ok(_) => panic!("expected an unsupported error, got a kernel"),
-        }
-    }
 
     /// A small deterministic pseudo-random sequence of integers in [-4, 4].
     fn ints_seq(n: usize, seed: u64) -> Vec<i64> {
@@ -1469,67 +1311,6 @@ mod tests {
         ));
         let y = deform(&x, &f, &off, [0; 4], 1, true).unwrap();
         assert_eq!(y.iter().copied().collect::<Vec<_>>(), [0.5, 4., 0.]);
-    }
-
-    fn pool(attrs: &[(&str, AttrValue)], x: &Value) -> Result<Value> {
-        let n = node("Pooling", attrs);
-        let k = factory(pooling_factory, &n, Vec::new())?;
-        Ok(k(&[Some(x)])?.remove(0))
-    }
-
-    #[test]
-    fn caffe_pooling() {
-        let x = Value::F32(arr(&[1, 1, 3, 3], (1..=9).map(|v| v as f32).collect()));
-        let w2 = [("window", li(&[2, 2])), ("stride", li(&[2, 2]))];
-        // Ceil mode (the default): 2x2 outputs, the last windows clipped.
-        let y = pool(&w2, &x).unwrap();
-        assert_eq!(y.to_f64_vec(), [5., 6., 8., 9.]);
-        let mut avg = w2.to_vec();
-        avg.push(("mode", AttrValue::Int(1)));
-        let y = pool(&avg, &x).unwrap();
-        assert_eq!(y.to_f64_vec(), [3., 4.5, 7.5, 9.]);
-        // Floor mode: one window.
-        avg.push(("ceil_mode", AttrValue::Int(1)));
-        assert_eq!(pool(&avg, &x).unwrap().to_f64_vec(), [3.]);
-        // Pads count in the average's divisor (Caffe's pool_size).
-        let p = [
-            ("mode", AttrValue::Int(1)),
-            ("window", li(&[3, 3])),
-            ("stride", li(&[2, 2])),
-            ("pad", li(&[1, 1, 1, 1])),
-        ];
-        let y = pool(&p, &x).unwrap();
-        let want = [12. / 9., 16. / 9., 24. / 9., 28. / 9.];
-        for (g, w) in y.to_f64_vec().iter().zip(want) {
-            assert!((g - w).abs() < 1e-6, "{g} vs {w}");
-        }
-        // Global pooling; int8 max gives int32.
-        let g = [
-            ("mode", AttrValue::Int(1)),
-            ("global_pooling", AttrValue::Bool(true)),
-        ];
-        assert_eq!(pool(&g, &x).unwrap().to_f64_vec(), [5.]);
-        let xi = Value::I8(arr(&[1, 1, 2, 2], vec![-5, 7, 3, -128]));
-        let y = pool(&[("global_pooling", AttrValue::Bool(true))], &xi).unwrap();
-        assert_eq!(y, Value::I32(arr(&[1, 1, 1, 1], vec![7])));
-    }
-
-    #[test]
-    fn pooling_errors() {
-        let x = Value::F32(arr(&[1, 1, 3, 3], vec![0.0; 9]));
-        let n = node("Pooling", &[("mode", AttrValue::Int(2))]);
-        let e = unsupported(factory(pooling_factory, &n, Vec::new()));
-        assert!(e.contains("stochastic"), "{e}");
-        assert!(pool(&[("mode", AttrValue::Int(7))], &x).is_err());
-        let n = node("Pooling", &[("dilation", li(&[1, 1, 2, 2]))]);
-        let e = unsupported(factory(pooling_factory, &n, Vec::new()));
-        assert!(e.contains("dilation"), "{e}");
-        assert!(pool(&[("ceil_mode", AttrValue::Int(2))], &x).is_err());
-        assert!(pool(&[("window", li(&[0, 1]))], &x).is_err());
-        assert!(pool(&[("pad", li(&[0, 0, 0]))], &x).is_err());
-        let xi = Value::I8(arr(&[1, 1, 2, 2], vec![0; 4]));
-        let e = pool(&[("mode", AttrValue::Int(1))], &xi).unwrap_err();
-        assert!(matches!(e, Error::Unsupported(_)), "{e}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Convolution kernels: Conv2D and DepthwiseConv2D (im2col and one matrix product per image
-//! and group, through ndarray's `general_mat_mul`, i.e. matrixmultiply).
+//! Convolution kernels. Here Conv2D and DepthwiseConv2D (im2col and one matrix product per image
+//! and group, through ndarray's `general_mat_mul`, i.e. matrixmultiply); in `nd` Conv3D,
+//! Conv2DTranspose and DeformableConv2D (vol2col). The table below registers both.
 //!
 //! Convolutions compute f32 and f64 in their own precision, f16 and bf16 in f32 (rounded once at
 //! the end), int8 in i64 (giving int32).
@@ -8,6 +9,8 @@
 //! it states (NCHW or NHWC), else in `data_format`'s; a convolution filter in the format it
 //! states (NCHW: [out, in/groups, kh, kw]; NHWC: [out, kh, kw, in/groups]; HWCN: [kh, kw,
 //! in/groups, out]), else in the one x states, else NCHW. Pads are [top, bottom, left, right].
+
+pub(super) mod nd;
 
 use super::common::{filter_positions_of, four, layout_2d, pads_attr, positive_hw, sub, sub_mut};
 use super::index::{alloc, array, bad_attr, cast_to, numel, std_slice, str_attr, Pick};
@@ -510,11 +513,15 @@ fn conv_factory(info: &NodeInfo) -> Result<Kernel> {
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Conv2D", conv_factory);
     m.insert("DepthwiseConv2D", conv_factory);
+    m.insert("Conv3D", nd::conv3d_factory);
+    m.insert("Conv2DTranspose", nd::conv2d_transpose_factory);
+    m.insert("DeformableConv2D", nd::deformable_conv2d_factory);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::common::testing::arr;
 
     #[test]
     fn conv_output_sizes() {
@@ -533,10 +540,6 @@ mod tests {
         assert_eq!(same_pads(5, 3, 1, 1), Some((1, 1)));
         assert_eq!(same_pads(6, 3, 2, 1), Some((0, 1)));
         assert_eq!(same_pads(5, 1, 2, 1), Some((0, 0)));
-    }
-
-    fn arr<T>(dims: &[usize], v: Vec<T>) -> ArrayD<T> {
-        ArrayD::from_shape_vec(IxDyn(dims), v).unwrap()
     }
 
     fn attrs(nchw: bool, pad: ConvPad, groups: Option<usize>) -> ConvAttrs {
