@@ -57,6 +57,10 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("BitCast", Arc::new(bit_cast));
     r.register("SwiGLU", Arc::new(swiglu));
     r.register("ai.onnx.ml::Binarizer", Arc::new(binarizer));
+    r.register("Dropout", Arc::new(dropout));
+    r.register("Cast", Arc::new(cast));
+    r.register("CastLike", Arc::new(cast_like));
+    r.register("Identity", Arc::new(identity));
 }
 
 /// A signed (or wider float) type that holds every value of `dt` and that more GE ops take.
@@ -636,4 +640,102 @@ fn binarizer(ctx: &mut NodeCtx<'_>) -> Out {
     let th = ctx.scalar(dt, t)?;
     let g = ctx.bin("Greater", x, th)?;
     one(ctx.cast(g, dt)?)
+}
+
+/// Inference behaviour: the output is the input, the mask all true.
+fn dropout(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs_old(
+        ctx,
+        &["seed"],
+        &[("ratio", 12), ("is_test", 7), ("consumed_inputs", 6)],
+    )?;
+    let zero_ratio = match ctx.const_input(1) {
+        Some(t) => t.to_f64_vec()?.iter().all(|&v| v == 0.0),
+        None => false,
+    };
+    let training = match ctx.const_input(2) {
+        _ if zero_ratio => false,
+        Some(t) => t.to_i64_vec()?.iter().any(|&v| v != 0),
+        None if ctx.has_input(2) => {
+            return Err(Error::unsupported(
+                "Dropout: training_mode must be a constant (training with a non-zero ratio draws random masks)",
+            ))
+        }
+        None => ctx.opset < 7 && ctx.attr_i("is_test", 0)? == 0,
+    };
+    if training {
+        let ratio = match ctx.const_input(1) {
+            Some(t) => t.to_f64_vec()?.first().copied().unwrap_or(0.5),
+            None if ctx.has_input(1) => {
+                return Err(Error::unsupported(
+                    "Dropout in training mode with a run-time ratio",
+                ))
+            }
+            None => 0.5,
+        };
+        if ratio != 0.0 {
+            return Err(Error::unsupported(
+                "Dropout in training mode with a non-zero ratio (random masks)",
+            ));
+        }
+    }
+    let x = ctx.input(0)?;
+    let y = ctx.op1("Identity", &[x], vec![])?;
+    let mask = if ctx.output_used(1) {
+        let s = ctx.shape_i64(x)?;
+        let v = if ctx.opset >= 10 {
+            ctx.constant(Tensor::scalar(true))?
+        } else {
+            let dt = ctx.desc(x)?.dtype;
+            ctx.const_of(dt, &[1.0], &[])?
+        };
+        Some(ctx.op1("Fill", &[s, v], vec![])?)
+    } else {
+        None
+    };
+    Ok(vec![Some(y), mask])
+}
+
+/// The IR dtype of the ONNX element type in attribute `to`.
+fn to_dtype(ctx: &NodeCtx<'_>) -> Result<DataType> {
+    let to = ctx.attr_i("to", -1)?;
+    if to < 0 {
+        return Err(Error::tr("Cast needs the attribute 'to'"));
+    }
+    crate::types::dtype_from_onnx(to as i32).map_err(|e| e.context("attribute 'to'"))
+}
+
+fn cast_to(ctx: &mut NodeCtx<'_>, to: DataType) -> Out {
+    if ctx.attr_i("saturate", 1)? == 0 {
+        return Err(Error::unsupported(
+            "Cast with saturate=0 (GE's Cast saturates float8 conversions)",
+        ));
+    }
+    let x = ctx.input(0)?;
+    let y = ctx.op1(
+        "Cast",
+        &[x],
+        vec![("dst_type", AttrValue::Int(to.value() as i64))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+fn cast(ctx: &mut NodeCtx<'_>) -> Out {
+    let to = to_dtype(ctx)?;
+    cast_to(ctx, to)
+}
+
+fn cast_like(ctx: &mut NodeCtx<'_>) -> Out {
+    let to = ctx.input_desc(1)?.dtype;
+    if to == DataType::UNDEFINED {
+        return Err(Error::unsupported(
+            "CastLike: the dtype of target_type must be known at import",
+        ));
+    }
+    cast_to(ctx, to)
+}
+
+fn identity(ctx: &mut NodeCtx<'_>) -> Out {
+    let x = ctx.input(0)?;
+    Ok(vec![Some(ctx.op1("Identity", &[x], vec![])?)])
 }

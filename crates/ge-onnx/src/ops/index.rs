@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
-use es_core::OutPort;
+use es_core::{AttrValue, DataType, OutPort, Tensor};
 use std::sync::Arc;
 
 type Out = Result<Vec<Option<OutPort>>>;
@@ -13,6 +13,15 @@ pub(crate) fn register(r: &mut Registry) {
         "ai.onnx.ml::ArrayFeatureExtractor",
         Arc::new(array_feature_extractor),
     );
+    r.register("Gather", Arc::new(gather));
+    r.register("GatherElements", Arc::new(gather_elements));
+    r.register("GatherND", Arc::new(gather_nd));
+    r.register("ScatterND", Arc::new(scatter_nd));
+    r.register("OneHot", Arc::new(one_hot));
+    r.register("Compress", Arc::new(compress));
+    r.register("NonZero", Arc::new(non_zero));
+    r.register("TopK", Arc::new(top_k));
+    r.register("Unique", Arc::new(unique));
 }
 
 /// X[..., indices] (indices flattened); a 1-D X gives [1, n].
@@ -35,4 +44,354 @@ fn array_feature_extractor(ctx: &mut NodeCtx<'_>) -> Out {
         return one(ctx.op1("Reshape", &[y, shape], vec![])?);
     }
     one(y)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gather, Unsqueeze, Squeeze, Split
+// ---------------------------------------------------------------------------------------------
+
+fn gather(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["axis"])?;
+    let x = ctx.input(0)?;
+    let idx = ctx.input(1)?;
+    let dt = ctx.desc(idx)?.dtype;
+    let idx = if matches!(dt, DataType::INT32 | DataType::INT64) {
+        idx
+    } else {
+        ctx.cast(idx, I64)?
+    };
+    let mut axis = ctx.attr_i("axis", 0)?;
+    if let Some(d) = ctx.input_dims(0)? {
+        axis = norm_axis(axis, d.len(), "Gather axis")? as i64;
+    }
+    let a = ctx.const_i64(&[axis], &[])?;
+    let y = ctx.op1(
+        "GatherV2",
+        &[x, idx, a],
+        vec![("negative_index_support", AttrValue::Bool(true))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["axis"])?;
+    let x = ctx.input(0)?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", 0)?, r, "GatherElements axis")?;
+    let idx = ctx.input(1)?;
+    let idx = ctx.cast(idx, I64)?;
+    let s = ctx.shape_i64(x)?;
+    let d = ctx.gather_const(s, &[axis as i64])?;
+    let idx = wrap_negative(ctx, idx, d)?;
+    let y = ctx.op1(
+        "GatherElements",
+        &[x, idx],
+        vec![("dim", AttrValue::Int(axis as i64))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+/// A constant [B1, .., Bb, I.., b] of the batch coordinates of every index position (indices
+/// of static shape `idims` = [B1, .., Bb, I.., k]).
+fn batch_coords(idims: &[i64], b: usize) -> Result<Tensor> {
+    let outer = &idims[..idims.len() - 1];
+    let mut table = outer.to_vec();
+    table.push(b as i64);
+    super::util::const_elems(&table, "GatherND batch coordinates")?;
+    let n: i64 = outer.iter().product();
+    let mut vals = Vec::with_capacity((n as usize).saturating_mul(b));
+    for flat in 0..n {
+        let mut rem = flat;
+        let mut coord = vec![0i64; outer.len()];
+        for (j, &d) in outer.iter().enumerate().rev() {
+            coord[j] = if d > 0 { rem % d } else { 0 };
+            rem = if d > 0 { rem / d } else { 0 };
+        }
+        vals.extend_from_slice(&coord[..b]);
+    }
+    let mut shape = outer.to_vec();
+    shape.push(b as i64);
+    Ok(Tensor::from_values(&vals, shape)?)
+}
+
+/// GatherNd (negative indices supported); batch_dims > 0: the batch coordinates are
+/// prepended to the indices (static index shape).
+fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["batch_dims"])?;
+    let x = ctx.input(0)?;
+    let idx = ctx.input(1)?;
+    let idx = ctx.cast(idx, I64)?;
+    let b = ctx.attr_i("batch_dims", 0)?;
+    let idx = if b == 0 {
+        idx
+    } else {
+        let idims = ctx.static_dims(1, "batch_dims > 0")?;
+        if b < 0 || b as usize >= idims.len() {
+            return Err(Error::tr(format!(
+                "GatherND: batch_dims {b} is out of range for indices of rank {}",
+                idims.len()
+            )));
+        }
+        let c = batch_coords(&idims, b as usize)?;
+        let c = ctx.constant(c)?;
+        let last = ctx.const_i64(&[-1], &[])?;
+        ctx.op(
+            "ConcatV2",
+            vec![vec![Some(c), Some(idx)], vec![Some(last)]],
+            vec![],
+        )?[0]
+    };
+    let y = ctx.op1(
+        "GatherNd",
+        &[x, idx],
+        vec![("negative_index_support", AttrValue::Bool(true))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+/// reduction none: ScatterNdUpdate on a TensorMove copy of data; add/mul/max/min: flat
+/// element indices and ScatterElements(axis 0) on the flattened data (static data shape).
+/// Negative indices are wrapped by the data dims.
+fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["reduction"])?;
+    let data = ctx.input(0)?;
+    let k = match ctx.input_dims(1)?.and_then(|d| d.last().copied()) {
+        Some(k) if k >= 0 => k as usize,
+        _ => {
+            return Err(Error::unsupported(
+                "ScatterND: the last dim of indices (the index depth) must be known at import",
+            ))
+        }
+    };
+    if let Some(r) = ctx.input_dims(0)?.map(|d| d.len()) {
+        if k > r {
+            return Err(Error::tr(format!(
+                "ScatterND: index depth {k} exceeds the data rank {r}"
+            )));
+        }
+    }
+    let idx = ctx.input(1)?;
+    let idx = ctx.cast(idx, I64)?;
+    let xs = ctx.shape_i64(data)?;
+    let kk: Vec<i64> = (0..k as i64).collect();
+    let size = ctx.gather_const(xs, &kk)?;
+    let idx = wrap_negative(ctx, idx, size)?;
+    let upd = ctx.input(2)?;
+    let reduction = ctx.attr_s("reduction", "none")?;
+    let y = match reduction.as_str() {
+        "none" => {
+            let copy = ctx.op1("TensorMove", &[data], vec![])?;
+            ctx.op1("ScatterNdUpdate", &[copy, idx, upd], vec![])?
+        }
+        "add" | "mul" | "max" | "min" => {
+            let dims = ctx.static_dims(0, "ScatterND with a reduction flattens data")?;
+            // Element strides of data; the flat offset of each index tuple.
+            let mut strides = vec![1i64; dims.len()];
+            for i in (0..dims.len().saturating_sub(1)).rev() {
+                strides[i] = strides[i + 1] * dims[i + 1];
+            }
+            let slice: i64 = dims[k..].iter().product();
+            let st = ctx.const_i64(&strides[..k], &[k as i64])?;
+            let prod = ctx.op1("Mul", &[idx, st], vec![])?;
+            let axis = ctx.const_i64(&[-1], &[1])?;
+            let base = ctx.op1(
+                "ReduceSum",
+                &[prod, axis],
+                vec![("keep_dims", AttrValue::Bool(true))],
+            )?;
+            let within: Vec<i64> = (0..slice).collect();
+            let within = ctx.const_i64(&within, &[slice])?;
+            let flat = ctx.op1("Add", &[base, within], vec![])?;
+            let m1 = ctx.const_i64(&[-1], &[1])?;
+            let flat = ctx.op1("Reshape", &[flat, m1], vec![])?;
+            let fu = ctx.op1("Reshape", &[upd, m1], vec![])?;
+            let fd = ctx.op1("Reshape", &[data, m1], vec![])?;
+            let r = ctx.op1(
+                "ScatterElements",
+                &[fd, flat, fu],
+                vec![
+                    ("axis", AttrValue::Int(0)),
+                    ("reduction", AttrValue::String(reduction.clone())),
+                ],
+            )?;
+            let shp = ctx.const_i64(&dims, &[dims.len() as i64])?;
+            ctx.op1("Reshape", &[r, shp], vec![])?
+        }
+        other => return Err(Error::unsupported(format!("ScatterND reduction {other:?}"))),
+    };
+    Ok(vec![Some(y)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// OneHot, Compress, NonZero, TopK, Unique
+// ---------------------------------------------------------------------------------------------
+
+fn one_hot(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["axis"])?;
+    let idx = ctx.input(0)?;
+    let r = ctx.input_rank(0)?;
+    let axis = ctx.attr_i("axis", -1)?;
+    let axis = norm_axis(axis, r + 1, "OneHot axis")? as i64;
+    let depth = ctx.input(1)?;
+    // A float depth is truncated to an integer, as ONNX does.
+    let depth = ctx.cast(depth, I64)?;
+    let scalar = ctx.const_i64(&[], &[0])?;
+    let depth = ctx.op1("Reshape", &[depth, scalar], vec![])?;
+    let idx = ctx.cast(idx, I64)?;
+    let idx = wrap_negative(ctx, idx, depth)?;
+    let values = ctx.input(2)?;
+    let parts = ctx.op_with_counts(
+        "Unpack",
+        vec![vec![Some(values)]],
+        vec![("num", AttrValue::Int(2)), ("axis", AttrValue::Int(0))],
+        &[("y", 2)],
+    )?;
+    let (off, on) = (parts[0], parts[1]);
+    let y = ctx.op1(
+        "OneHot",
+        &[idx, depth, on, off],
+        vec![("axis", AttrValue::Int(axis))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+fn compress(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["axis"])?;
+    let x = ctx.input(0)?;
+    let cond = ctx.input(1)?;
+    let cond = ctx.cast(cond, DataType::BOOL)?;
+    let (x, axis) = match ctx.attr("axis")? {
+        Some(_) => {
+            let r = ctx.input_rank(0)?;
+            (
+                x,
+                norm_axis(ctx.attr_i("axis", 0)?, r, "Compress axis")? as i64,
+            )
+        }
+        None => {
+            let m1 = ctx.const_i64(&[-1], &[1])?;
+            (ctx.op1("Reshape", &[x, m1], vec![])?, 0)
+        }
+    };
+    let nz = ctx.op1("NonZero", &[cond], vec![])?;
+    let m1 = ctx.const_i64(&[-1], &[1])?;
+    let nz = ctx.op1("Reshape", &[nz, m1], vec![])?;
+    let a = ctx.const_i64(&[axis], &[])?;
+    Ok(vec![Some(ctx.op1("GatherV2", &[x, nz, a], vec![])?)])
+}
+
+fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &[])?;
+    let x = ctx.input(0)?;
+    if ctx.input_dims(0)?.is_some_and(|d| d.is_empty()) {
+        // A scalar: ONNX gives [0, count] (the reference: [1, count] of zeros is numpy's
+        // 1-D view); keep GE's rank-0 rule out of it.
+        return Err(Error::unsupported("NonZero of a scalar"));
+    }
+    let y = ctx.op1("NonZero", &[x], vec![("transpose", AttrValue::Bool(true))])?;
+    let y = ctx.cast(y, I64)?;
+    Ok(vec![Some(y)])
+}
+
+fn top_k(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs_old(ctx, &["axis", "largest", "sorted"], &[("k", 10)])?;
+    let x = ctx.input(0)?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "TopK axis")?;
+    let k = ctx.input(1)?;
+    let k = ctx.cast(k, I64)?;
+    let scalar = ctx.const_i64(&[], &[0])?;
+    let k = ctx.op1("Reshape", &[k, scalar], vec![])?;
+    let largest = ctx.attr_i("largest", 1)? != 0;
+    // sorted=0 leaves the order unspecified: the sorted order is one of them.
+    ctx.attr_i("sorted", 1)?;
+    let outs = ctx.op(
+        "TopKV2",
+        vec![vec![Some(x)], vec![Some(k)]],
+        vec![
+            ("dim", AttrValue::Int(axis as i64)),
+            ("largest", AttrValue::Bool(largest)),
+            ("sorted", AttrValue::Bool(true)),
+            ("indices_dtype", dtype_attr(I64)),
+        ],
+    )?;
+    let idx = ctx.cast(outs[1], I64)?;
+    Ok(vec![Some(outs[0]), Some(idx)])
+}
+
+/// Without axis: UniqueWithCountsAndSorting on the flattened input; the first-occurrence
+/// indices are the ScatterElements-min of the positions by inverse index.
+fn unique(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["axis", "sorted"])?;
+    if ctx.has_attr("axis") {
+        return Err(Error::unsupported(
+            "Unique with axis (GE's UniqueWithCountsAndSorting works on the flattened input)",
+        ));
+    }
+    let sorted = ctx.attr_i("sorted", 1)? != 0;
+    let x = ctx.input(0)?;
+    let m1 = ctx.const_i64(&[-1], &[1])?;
+    let flat = ctx.op1("Reshape", &[x, m1], vec![])?;
+    let outs = ctx.op(
+        "UniqueWithCountsAndSorting",
+        vec![vec![Some(flat)]],
+        vec![
+            ("return_inverse", AttrValue::Bool(true)),
+            ("return_counts", AttrValue::Bool(true)),
+            ("sorted", AttrValue::Bool(true)),
+            ("out_idx", AttrValue::Type(I64)),
+        ],
+    )?;
+    let (y, inv, counts) = (outs[0], outs[1], outs[2]);
+    let inv = ctx.cast(inv, I64)?;
+    let counts = ctx.cast(counts, I64)?;
+    let first = if ctx.output_used(1) || !sorted {
+        // first[j] = min{i : inv[i] == j}: ScatterElements(min) of 0..n into a big fill.
+        let n = ctx.op1("Size", &[flat], vec![("dtype", dtype_attr(I64))])?;
+        let (z, one) = (ctx.const_i64(&[0], &[])?, ctx.const_i64(&[1], &[])?);
+        let pos = ctx.op1("Range", &[z, n, one], vec![])?;
+        let u = ctx.op1("Shape", &[y], vec![("dtype", dtype_attr(I64))])?;
+        let init = ctx.op1("Fill", &[u, n], vec![])?;
+        Some(ctx.op1(
+            "ScatterElements",
+            &[init, inv, pos],
+            vec![
+                ("axis", AttrValue::Int(0)),
+                ("reduction", AttrValue::String("min".into())),
+            ],
+        )?)
+    } else {
+        None
+    };
+    let (Some(first), false) = (first, sorted) else {
+        return Ok(vec![Some(y), first, Some(inv), Some(counts)]);
+    };
+    // sorted=0: the unique values in order of first occurrence: perm = argsort(first).
+    let k = ctx.op1("Size", &[first], vec![("dtype", dtype_attr(I64))])?;
+    let tk = ctx.op(
+        "TopKV2",
+        vec![vec![Some(first)], vec![Some(k)]],
+        vec![
+            ("dim", AttrValue::Int(0)),
+            ("largest", AttrValue::Bool(false)),
+            ("sorted", AttrValue::Bool(true)),
+            ("indices_dtype", dtype_attr(I64)),
+        ],
+    )?;
+    let (first, perm) = (tk[0], ctx.cast(tk[1], I64)?);
+    let zero = ctx.const_i64(&[0], &[])?;
+    let y = ctx.op1("GatherV2", &[y, perm, zero], vec![])?;
+    let counts = ctx.op1("GatherV2", &[counts, perm, zero], vec![])?;
+    // The new position of each sorted unique: the inverse permutation.
+    let one = ctx.const_i64(&[1], &[])?;
+    let pos = ctx.op1("Range", &[zero, k, one], vec![])?;
+    let ps = ctx.op1("Shape", &[perm], vec![("dtype", dtype_attr(I64))])?;
+    let base = ctx.op1("Fill", &[ps, zero], vec![])?;
+    let invperm = ctx.op1(
+        "ScatterElements",
+        &[base, perm, pos],
+        vec![("axis", AttrValue::Int(0))],
+    )?;
+    let inv = ctx.op1("GatherV2", &[invperm, inv, zero], vec![])?;
+    Ok(vec![Some(y), Some(first), Some(inv), Some(counts)])
 }

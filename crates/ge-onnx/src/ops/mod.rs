@@ -2,7 +2,6 @@
 //! `ops/onnx_mapping.json` (entries with a `direct` spec), then special handlers for the
 //! operators whose structure differs from GE's.
 
-mod basic;
 mod control;
 mod conv;
 mod direct;
@@ -28,7 +27,6 @@ pub fn builtin() -> &'static Registry {
     R.get_or_init(|| {
         let mut r = Registry::empty();
         direct::register(&mut r);
-        basic::register(&mut r);
         shape::register(&mut r);
         conv::register(&mut r);
         matmul::register(&mut r);

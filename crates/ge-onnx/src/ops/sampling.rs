@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, DataType, OutPort};
+use es_core::{AttrValue, DataType, OutPort, Tensor};
 use std::sync::Arc;
 
 type Out = Result<Vec<Option<OutPort>>>;
@@ -12,6 +12,8 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("GridSample", Arc::new(grid_sample));
     r.register("RoiAlign", Arc::new(roi_align));
     r.register("NonMaxSuppression", Arc::new(nms));
+    r.register("Resize", Arc::new(resize));
+    r.register("Upsample", Arc::new(upsample));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,5 +178,265 @@ fn nms(ctx: &mut NodeCtx<'_>) -> Out {
         vec![("center_point_box", AttrValue::Int(cpb))],
     )?;
     let y = ctx.cast(outs[0], DataType::INT64)?;
+    Ok(vec![Some(y)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resize, Upsample
+// ---------------------------------------------------------------------------------------------
+
+/// GE's Resize is ONNX Resize (opsets 11-13). Opset 18's axes are resolved into full-rank
+/// scales/sizes/roi, keep_aspect_ratio_policy into sizes (static shapes); antialias and
+/// half_pixel_symmetric are refused.
+fn resize(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(
+        ctx,
+        &[
+            "mode",
+            "coordinate_transformation_mode",
+            "cubic_coeff_a",
+            "exclude_outside",
+            "extrapolation_value",
+            "nearest_mode",
+            "antialias",
+            "axes",
+            "keep_aspect_ratio_policy",
+        ],
+    )?;
+    let old = ctx.opset < 11;
+    let mode = ctx.attr_s("mode", "nearest")?;
+    let mode = match mode.as_str() {
+        "nearest" | "linear" | "cubic" => mode,
+        "bilinear" if old => "linear".to_string(),
+        m => return Err(Error::unsupported(format!("Resize mode {m:?}"))),
+    };
+    if ctx.attr_i("antialias", 0)? != 0 {
+        return Err(Error::unsupported(
+            "Resize with antialias=1 (GE's Resize has no antialiasing filter)",
+        ));
+    }
+    let coord = if old {
+        "asymmetric".to_string()
+    } else {
+        ctx.attr_s("coordinate_transformation_mode", "half_pixel")?
+    };
+    if !matches!(
+        coord.as_str(),
+        "half_pixel"
+            | "pytorch_half_pixel"
+            | "align_corners"
+            | "asymmetric"
+            | "tf_half_pixel_for_nn"
+            | "tf_crop_and_resize"
+    ) {
+        return Err(Error::unsupported(format!(
+            "Resize coordinate_transformation_mode {coord:?}"
+        )));
+    }
+    let x = ctx.input(0)?;
+    let dims = ctx.input_dims(0)?;
+    let rank = dims.as_ref().map(Vec::len);
+    let axes = match ctx.attr_ints("axes")? {
+        Some(a) => {
+            let r = rank
+                .ok_or_else(|| Error::unsupported("Resize: axes need the rank of X at import"))?;
+            Some(norm_axes(&a, r, "Resize axes")?)
+        }
+        None => None,
+    };
+    // Empty inputs count as absent.
+    let present = |ctx: &NodeCtx<'_>, i: usize| -> Result<bool> {
+        if !ctx.has_input(i) {
+            return Ok(false);
+        }
+        Ok(ctx.input_desc(i)?.shape.num_elements() != Some(0))
+    };
+    let has_scales = present(ctx, 2)?;
+    let has_sizes = present(ctx, 3)?;
+    if has_scales == has_sizes {
+        return Err(Error::tr(
+            "Resize needs exactly one of scales and sizes (non-empty)",
+        ));
+    }
+    let mut nearest = ctx.attr_s("nearest_mode", "round_prefer_floor")?;
+    if old && mode == "nearest" {
+        // Opsets before 11 (and Upsample): asymmetric coordinates, floor when upsampling
+        // (onnxruntime's rule; it rounds up when downsampling).
+        let sc = ctx
+            .const_floats(2, "scales")?
+            .ok_or_else(|| Error::unsupported("Resize-10 nearest: scales must be a constant"))?;
+        nearest = if sc.iter().all(|&s| s >= 1.0) {
+            "floor".into()
+        } else if sc.iter().all(|&s| s <= 1.0) {
+            "ceil".into()
+        } else {
+            return Err(Error::unsupported(
+                "Resize-10 nearest with both up- and downsampled dims",
+            ));
+        };
+    }
+    let policy = ctx.attr_s("keep_aspect_ratio_policy", "stretch")?;
+    let mut scales = None;
+    let mut sizes = None;
+    if has_scales {
+        let s = ctx.input(2)?;
+        let s = ctx.cast(s, DataType::FLOAT)?;
+        scales = Some(match (&axes, rank) {
+            (Some(ax), Some(r)) => ctx.scatter_axes(s, ax, r, &[1.0])?,
+            _ => s,
+        });
+    } else {
+        let s = ctx.input(3)?;
+        let s = ctx.cast(s, I64)?;
+        if policy != "stretch" {
+            // Static: the scale is the min (not_larger) / max (not_smaller) ratio over the
+            // axes, the sizes round(scale * dim); GE's Resize derives the coordinate scale
+            // from sizes, so the two must agree: use scales when floor and round match.
+            let d = ctx.static_dims(0, "keep_aspect_ratio_policy")?;
+            let want = ctx
+                .const_ints(3, "sizes")?
+                .ok_or_else(|| Error::tr("Resize: sizes missing"))?;
+            let ax: Vec<usize> = axes.clone().unwrap_or_else(|| (0..d.len()).collect());
+            if want.len() != ax.len() {
+                return Err(Error::tr("Resize: sizes has not one entry per axis"));
+            }
+            let ratios = ax.iter().zip(&want).map(|(&a, &w)| w as f64 / d[a] as f64);
+            let scale = match policy.as_str() {
+                "not_larger" => ratios.fold(f64::INFINITY, f64::min),
+                "not_smaller" => ratios.fold(f64::NEG_INFINITY, f64::max),
+                p => {
+                    return Err(Error::tr(format!(
+                        "Resize: unknown keep_aspect_ratio_policy {p:?}"
+                    )))
+                }
+            };
+            let mut sc = vec![1f32; d.len()];
+            for &a in &ax {
+                let exact = (scale * d[a] as f64 + 0.5).floor();
+                let floor = (d[a] as f64 * f64::from(scale as f32)).floor();
+                if exact != floor {
+                    return Err(Error::unsupported(format!(
+                        "Resize keep_aspect_ratio_policy {policy:?}: size {exact} of dim {a} is \
+                         not floor(dim * scale); GE's Resize cannot take both"
+                    )));
+                }
+                sc[a] = scale as f32;
+            }
+            let t = Tensor::from_values(&sc, vec![d.len() as i64])?;
+            scales = Some(ctx.constant(t)?);
+        } else {
+            sizes = Some(match (&axes, rank) {
+                (Some(ax), Some(r)) => {
+                    // Untouched axes keep X's dims: Concat([sizes, Shape(X)]) gathered.
+                    let shp = ctx.shape_i64(x)?;
+                    let axis0 = ctx.const_i64(&[0], &[])?;
+                    let both = ctx.op(
+                        "ConcatV2",
+                        vec![vec![Some(s), Some(shp)], vec![Some(axis0)]],
+                        vec![],
+                    )?[0];
+                    let n = ax.len() as i64;
+                    let idx: Vec<i64> = (0..r)
+                        .map(|d| match ax.iter().position(|&a| a == d) {
+                            Some(k) => k as i64,
+                            None => n + d as i64,
+                        })
+                        .collect();
+                    ctx.gather_const(both, &idx)?
+                }
+                _ => s,
+            });
+        }
+    }
+    let roi = if coord == "tf_crop_and_resize" {
+        let r = ctx
+            .opt_input(1)?
+            .ok_or_else(|| Error::tr("Resize: tf_crop_and_resize needs roi"))?;
+        let r = ctx.cast(r, DataType::FLOAT)?;
+        Some(match (&axes, rank) {
+            (Some(ax), Some(rk)) => {
+                let mut full = ax.clone();
+                full.extend(ax.iter().map(|a| a + rk));
+                // starts 0 and ends 1 for untouched axes.
+                let fill: Vec<f64> = (0..2 * rk)
+                    .map(|i| if i < rk { 0.0 } else { 1.0 })
+                    .collect();
+                scatter_fill(ctx, r, &full, &fill)?
+            }
+            _ => r,
+        })
+    } else {
+        None
+    };
+    let y = ctx.op(
+        "Resize",
+        vec![vec![Some(x)], vec![roi], vec![scales], vec![sizes]],
+        vec![
+            ("mode", AttrValue::String(mode)),
+            ("coordinate_transformation_mode", AttrValue::String(coord)),
+            ("nearest_mode", AttrValue::String(nearest)),
+            (
+                "cubic_coeff_a",
+                AttrValue::Float(ctx.attr_f("cubic_coeff_a", -0.75)?),
+            ),
+            (
+                "exclude_outside",
+                AttrValue::Int(ctx.attr_i("exclude_outside", 0)?),
+            ),
+            (
+                "extrapolation_value",
+                AttrValue::Float(ctx.attr_f("extrapolation_value", 0.0)?),
+            ),
+        ],
+    )?[0];
+    Ok(vec![Some(y)])
+}
+
+/// Upsample (opsets 7-9): Resize-10's behaviour (the compatibility layer moved scales to
+/// input 2).
+fn upsample(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs_old(
+        ctx,
+        &["mode"],
+        &[("scales", 9), ("height_scale", 7), ("width_scale", 7)],
+    )?;
+    if ctx.has_attr("height_scale") || ctx.has_attr("width_scale") {
+        return Err(Error::unsupported(
+            "Upsample-1 (height_scale/width_scale attributes)",
+        ));
+    }
+    let x = ctx.input(0)?;
+    let mode = ctx.attr_s("mode", "nearest")?;
+    let mode = match mode.as_str() {
+        "nearest" => "nearest",
+        "linear" | "bilinear" => "linear",
+        m => return Err(Error::unsupported(format!("Upsample mode {m:?}"))),
+    };
+    // Upsample's scales are >= 1 (the spec): nearest takes the floor of the source
+    // coordinate (onnxruntime's rule when upsampling).
+    if let Some(sc) = ctx.const_input(2) {
+        if sc.to_f64_vec()?.iter().any(|&s| s < 1.0) {
+            return Err(Error::tr("Upsample: scales must be >= 1"));
+        }
+    }
+    let nearest = if mode == "nearest" {
+        "floor"
+    } else {
+        "round_prefer_floor"
+    };
+    let s = ctx.input(2)?;
+    let s = ctx.cast(s, DataType::FLOAT)?;
+    let y = ctx.op(
+        "Resize",
+        vec![vec![Some(x)], vec![None], vec![Some(s)], vec![None]],
+        vec![
+            ("mode", AttrValue::String(mode.into())),
+            (
+                "coordinate_transformation_mode",
+                AttrValue::String("asymmetric".into()),
+            ),
+            ("nearest_mode", AttrValue::String(nearest.into())),
+        ],
+    )?[0];
     Ok(vec![Some(y)])
 }

@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, DataType, OutPort};
+use es_core::{AttrValue, DataType, OutPort, Tensor};
 use std::sync::Arc;
 
 type Out = Result<Vec<Option<OutPort>>>;
@@ -24,6 +24,11 @@ pub(crate) fn register(r: &mut Registry) {
     r.register("MelWeightMatrix", Arc::new(mel_weight_matrix));
     r.register("Bernoulli", Arc::new(bernoulli));
     r.register("RandomUniformLike", Arc::new(random_uniform_like));
+    r.register("Shape", Arc::new(shape));
+    r.register("Size", Arc::new(size));
+    r.register("ConstantOfShape", Arc::new(constant_of_shape));
+    r.register("EyeLike", Arc::new(eye_like));
+    r.register("Constant", Arc::new(constant));
 }
 
 // Windows.
@@ -216,4 +221,118 @@ fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let t = es_core::types::tensor_from_f64(out, vec![spec, nb], &m)?;
     one(ctx.constant(t)?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape, Size, Reshape, Concat, Transpose
+// ---------------------------------------------------------------------------------------------
+
+/// Shape (int64); start/end (opset 15) slice the result as ONNX clamps them.
+fn shape(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["start", "end"])?;
+    let x = ctx.input(0)?;
+    let s = ctx.shape_i64(x)?;
+    let start = ctx.attr_i("start", 0)?;
+    let end = ctx.attr("end")?.is_some();
+    if start == 0 && !end {
+        return Ok(vec![Some(s)]);
+    }
+    let e = ctx.attr_i("end", 0)?;
+    let b = ctx.const_i64(&[start], &[1])?;
+    let en = ctx.const_i64(&[e], &[1])?;
+    let st = ctx.const_i64(&[1], &[1])?;
+    let y = ctx.op1(
+        "StridedSlice",
+        &[s, b, en, st],
+        vec![("end_mask", AttrValue::Int(if end { 0 } else { 1 }))],
+    )?;
+    Ok(vec![Some(y)])
+}
+
+fn size(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &[])?;
+    let x = ctx.input(0)?;
+    Ok(vec![Some(ctx.op1(
+        "Size",
+        &[x],
+        vec![("dtype", dtype_attr(I64))],
+    )?)])
+}
+
+fn constant_of_shape(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["value"])?;
+    let dims = ctx.input(0)?;
+    let dims = ctx.cast(dims, I64)?;
+    let v = match ctx.attr_tensor("value")? {
+        Some(t) => {
+            if t.desc.shape.num_elements() != Some(1) {
+                return Err(Error::tr(
+                    "ConstantOfShape: value must hold exactly one element",
+                ));
+            }
+            let desc = es_core::TensorDesc::new(t.desc.dtype, es_core::Shape::scalar());
+            Tensor::new(desc, t.data.to_vec())?
+        }
+        None => Tensor::scalar(0f32),
+    };
+    let v = ctx.constant(v)?;
+    Ok(vec![Some(ctx.op1("Fill", &[dims, v], vec![])?)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// EyeLike, Dropout, ReverseSequence
+// ---------------------------------------------------------------------------------------------
+
+/// A constant (the input's shape is static): ones on diagonal k.
+fn eye_like(ctx: &mut NodeCtx<'_>) -> Out {
+    known_attrs(ctx, &["dtype", "k"])?;
+    let dims = ctx.static_dims(0, "the output is built at import")?;
+    let [n, m] = dims[..] else {
+        return Err(Error::tr(format!(
+            "EyeLike needs a 2-D input, got shape {dims:?}"
+        )));
+    };
+    let dt = if ctx.has_attr("dtype") {
+        crate::types::dtype_from_onnx(ctx.attr_i("dtype", 1)? as i32)
+            .map_err(|e| e.context("attribute 'dtype'"))?
+    } else {
+        ctx.input_desc(0)?.dtype
+    };
+    let k = ctx.attr_i("k", 0)?;
+    let total = n
+        .checked_mul(m)
+        .filter(|&t| t <= 1 << 28)
+        .ok_or_else(|| Error::unsupported("EyeLike: the output is too large to build"))?;
+    let mut v = vec![0f64; total as usize];
+    for i in 0..n {
+        let j = i + k;
+        if (0..m).contains(&j) {
+            v[(i * m + j) as usize] = 1.0;
+        }
+    }
+    Ok(vec![Some(ctx.const_of(dt, &v, &[n, m])?)])
+}
+
+/// `value` (tensor), `value_float(s)`, `value_int(s)`; strings and sparse values are refused.
+fn constant(ctx: &mut NodeCtx<'_>) -> Out {
+    let t = if let Some(t) = ctx.attr_tensor("value")? {
+        t
+    } else if ctx.has_attr("value_float") {
+        Tensor::scalar(ctx.attr_f("value_float", 0.0)?)
+    } else if let Some(v) = ctx.attr_floats("value_floats")? {
+        Tensor::from_values(&v, vec![v.len() as i64])?
+    } else if ctx.has_attr("value_int") {
+        Tensor::scalar(ctx.attr_i("value_int", 0)?)
+    } else if let Some(v) = ctx.attr_ints("value_ints")? {
+        Tensor::from_values(&v, vec![v.len() as i64])?
+    } else if ctx.has_attr("value_string") || ctx.has_attr("value_strings") {
+        return Err(Error::unsupported(
+            "string constants (the IR holds numeric tensors only)",
+        ));
+    } else if ctx.has_attr("sparse_value") {
+        return Err(Error::unsupported("sparse constants"));
+    } else {
+        return Err(Error::tr("Constant has no value attribute"));
+    };
+    Ok(vec![Some(ctx.constant(t)?)])
 }

@@ -550,6 +550,225 @@ pub(crate) fn reduce_op(
     ctx.op1(op, &[x, axes_port], attrs)
 }
 
+pub(crate) const I64: DataType = DataType::INT64;
+
+/// Refuses any attribute not in `known` (attributes the compatibility layer turned into
+/// inputs are listed by the callers).
+pub(crate) fn known_attrs(ctx: &NodeCtx<'_>, known: &[&str]) -> Result<()> {
+    known_attrs_old(ctx, known, &[])
+}
+
+/// [`known_attrs`] plus attributes known before opset `.1` only (those the compatibility
+/// layer turned into inputs, or that later opsets removed).
+pub(crate) fn known_attrs_old(
+    ctx: &NodeCtx<'_>,
+    known: &[&str],
+    old: &[(&str, i64)],
+) -> Result<()> {
+    for a in &ctx.node.attribute {
+        let name = a.name.as_deref().unwrap_or("");
+        let was = old.iter().any(|&(n, until)| n == name && ctx.opset < until);
+        if !known.contains(&name) && !was {
+            return Err(Error::unsupported(format!(
+                "{}: attribute '{name}' is not supported (opset {})",
+                ctx.op_type(),
+                ctx.opset
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn dtype_attr(dt: DataType) -> AttrValue {
+    AttrValue::Int(dt.value() as i64)
+}
+
+impl NodeCtx<'_> {
+    /// The int64 shape of `x`.
+    pub(crate) fn shape_i64(&mut self, x: OutPort) -> Result<OutPort> {
+        self.op1("Shape", &[x], vec![("dtype", dtype_attr(I64))])
+    }
+    /// Input `i` cast to int64, when present.
+    pub(crate) fn opt_input_i64(&mut self, i: usize) -> Result<Option<OutPort>> {
+        match self.opt_input(i)? {
+            Some(p) => Ok(Some(self.cast(p, I64)?)),
+            None => Ok(None),
+        }
+    }
+    /// The static dims of input `i` (-1 for unknown dims), None when its rank is unknown.
+    pub(crate) fn input_dims(&self, i: usize) -> Result<Option<Vec<i64>>> {
+        let d = self.input_desc(i)?;
+        Ok(d.shape.rank().map(|_| d.shape.dims().to_vec()))
+    }
+    /// The static dims of input `i`, which must all be known.
+    pub(crate) fn static_dims(&self, i: usize, why: &str) -> Result<Vec<i64>> {
+        match self.input_dims(i)? {
+            Some(d) if d.iter().all(|&v| v >= 0) => Ok(d),
+            _ => Err(Error::unsupported(format!(
+                "{}: the shape of input {i} must be known at import ({why})",
+                self.op_type()
+            ))),
+        }
+    }
+    /// Number of elements of the 1-D input `i`, when known.
+    pub(crate) fn vec_len(&self, i: usize) -> Result<Option<usize>> {
+        let d = self.input_desc(i)?;
+        Ok(match d.shape.dims() {
+            [n] if *n >= 0 => Some(*n as usize),
+            [] => Some(1),
+            _ => None,
+        })
+    }
+    /// `v` gathered at the constant positions `idx` (1-D).
+    pub(crate) fn gather_const(&mut self, v: OutPort, idx: &[i64]) -> Result<OutPort> {
+        let i = self.const_i64(idx, &[idx.len() as i64])?;
+        let axis = self.const_i64(&[0], &[])?;
+        self.op1("GatherV2", &[v, i, axis], vec![])
+    }
+    /// The run-time axes of input `i` (int64), negative ones wrapped by `rank`.
+    pub(crate) fn runtime_axes(&mut self, i: usize, rank: usize) -> Result<OutPort> {
+        let a = self.input(i)?;
+        let a = self.cast(a, I64)?;
+        let r = self.const_i64(&[rank as i64], &[])?;
+        wrap_negative(self, a, r)
+    }
+    /// `base` (a constant 1-D vector of `len` values of `dtype`) with `vals` written at the
+    /// run-time positions `pos` (ScatterElements).
+    pub(crate) fn scatter_runtime(
+        &mut self,
+        dtype: DataType,
+        base: &[f64],
+        pos: OutPort,
+        vals: OutPort,
+    ) -> Result<OutPort> {
+        let b = self.const_of(dtype, base, &[base.len() as i64])?;
+        let vals = self.cast(vals, dtype)?;
+        self.op1(
+            "ScatterElements",
+            &[b, pos, vals],
+            vec![("axis", AttrValue::Int(0))],
+        )
+    }
+    /// Per dim of a rank-`rank` tensor: how many of the (run-time, normalised) axes name it.
+    pub(crate) fn axis_counts(&mut self, ax: OutPort, n: usize, rank: usize) -> Result<OutPort> {
+        let col = self.const_i64(&[n as i64, 1], &[2])?;
+        let ax = self.op1("Reshape", &[ax, col], vec![])?;
+        let pos: Vec<i64> = (0..rank as i64).collect();
+        let pos = self.const_i64(&pos, &[1, rank as i64])?;
+        let eq = self.op1("Equal", &[ax, pos], vec![])?;
+        let eq = self.cast(eq, I64)?;
+        let zero = self.const_i64(&[0], &[1])?;
+        self.op1(
+            "ReduceSum",
+            &[eq, zero],
+            vec![("keep_dims", AttrValue::Bool(false))],
+        )
+    }
+    /// A full-rank vector from the values `v` (1-D, one per entry of `axes`) placed at `axes`,
+    /// `fill` elsewhere: constant-folded when `v` is constant.
+    pub(crate) fn scatter_axes(
+        &mut self,
+        v: OutPort,
+        axes: &[usize],
+        rank: usize,
+        fill: &[f64],
+    ) -> Result<OutPort> {
+        let dt = self.desc(v)?.dtype;
+        if let Some(t) = self.const_value(v) {
+            let vals = t.to_f64_vec()?;
+            if vals.len() != axes.len() {
+                return Err(Error::tr(format!(
+                    "{}: {} values for {} axes",
+                    self.op_type(),
+                    vals.len(),
+                    axes.len()
+                )));
+            }
+            let mut full: Vec<f64> = (0..rank).map(|d| fill[d % fill.len()]).collect();
+            for (k, &a) in axes.iter().enumerate() {
+                full[a] = vals[k];
+            }
+            return self.const_of(dt, &full, &[rank as i64]);
+        }
+        // Run-time values: Concat([v, fill]) gathered at each axis' position.
+        let n = axes.len() as i64;
+        let f = self.const_of(dt, fill, &[fill.len() as i64])?;
+        let axis0 = self.const_i64(&[0], &[])?;
+        let both = self.op(
+            "ConcatV2",
+            vec![vec![Some(v), Some(f)], vec![Some(axis0)]],
+            vec![],
+        )?[0];
+        let idx: Vec<i64> = (0..rank)
+            .map(|d| match axes.iter().position(|&a| a == d) {
+                Some(k) => k as i64,
+                None => n + (d % fill.len()) as i64,
+            })
+            .collect();
+        self.gather_const(both, &idx)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GatherElements, GatherND, ScatterND
+// ---------------------------------------------------------------------------------------------
+
+/// `idx` (int64) with negative entries wrapped by `size` (a broadcastable int64 port):
+/// nothing is added when `idx` is a constant without negative entries.
+pub(crate) fn wrap_negative(ctx: &mut NodeCtx<'_>, idx: OutPort, size: OutPort) -> Result<OutPort> {
+    if let Some(t) = ctx.const_value(idx) {
+        if t.to_i64_vec()?.iter().all(|&v| v >= 0) {
+            return Ok(idx);
+        }
+    }
+    let zero = ctx.const_i64(&[0], &[])?;
+    let neg = ctx.op1("Less", &[idx, zero], vec![])?;
+    let up = ctx.op1("Add", &[idx, size], vec![])?;
+    ctx.op1("SelectV2", &[neg, up, idx], vec![])
+}
+
+/// [`NodeCtx::scatter_axes`] with a per-position fill (`fill.len()` = the full length).
+pub(crate) fn scatter_fill(
+    ctx: &mut NodeCtx<'_>,
+    v: OutPort,
+    pos: &[usize],
+    fill: &[f64],
+) -> Result<OutPort> {
+    let dt = ctx.desc(v)?.dtype;
+    let len = fill.len();
+    if let Some(t) = ctx.const_value(v) {
+        let vals = t.to_f64_vec()?;
+        if vals.len() != pos.len() {
+            return Err(Error::tr(format!(
+                "{}: {} values for {} positions",
+                ctx.op_type(),
+                vals.len(),
+                pos.len()
+            )));
+        }
+        let mut full = fill.to_vec();
+        for (k, &p) in pos.iter().enumerate() {
+            full[p] = vals[k];
+        }
+        return ctx.const_of(dt, &full, &[len as i64]);
+    }
+    let n = pos.len() as i64;
+    let f = ctx.const_of(dt, fill, &[len as i64])?;
+    let axis0 = ctx.const_i64(&[0], &[])?;
+    let both = ctx.op(
+        "ConcatV2",
+        vec![vec![Some(v), Some(f)], vec![Some(axis0)]],
+        vec![],
+    )?[0];
+    let idx: Vec<i64> = (0..len)
+        .map(|d| match pos.iter().position(|&a| a == d) {
+            Some(k) => k as i64,
+            None => n + d as i64,
+        })
+        .collect();
+    ctx.gather_const(both, &idx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
