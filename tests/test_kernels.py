@@ -451,6 +451,9 @@ def test_every_kernel_of_the_four_files_is_tested():
     for f in KERNEL_FILES:
         ops = _registered_in(KERNEL_DIR / f)
         assert ops, f
+        # Moved in from nn.rs and ge_ops.rs; test_kernels_dtypes.py and test_kernels_ge_ops.py
+        # test them and check that they do.
+        ops -= {"PRelu", "Threshold", "Concat"}
         if ops - TESTED:
             missing[f] = sorted(ops - TESTED)
     assert not missing, f"kernels without a test here: {missing}"

@@ -1,4 +1,4 @@
-"""CPU kernels of crates/ge-runtime/src/kernels/convnd.rs against naive numpy references:
+"""CPU kernels of crates/ge-runtime/src/kernels/conv/nd.rs and pool.rs against naive numpy references:
 Conv2DTranspose, Conv3D, DeformableConv2D and Caffe's Pooling.
 
 Every case builds a one-op graph with ``ge.es`` and runs it through ``ge.session.Session`` in

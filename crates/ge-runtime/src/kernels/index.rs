@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 // ---------------------------------------------------------------------------------------------
-// Helpers shared with nn.rs
+// Helpers shared with the conv, pool and norm families
 // ---------------------------------------------------------------------------------------------
 
 /// An element type whose array can be taken out of a [`Value`].

@@ -6,7 +6,7 @@
 //! to its input, multiplies the transposed filter by x and scatters the columns back (col2vol).
 //! DeformableConv2D fills its columns by bilinear sampling, then multiplies the same way.
 //!
-//! Dtypes (as nn.rs's Conv2D): f32 and f64 compute in their own precision, f16 and bf16 in f32
+//! Dtypes (as conv/mod.rs's Conv2D): f32 and f64 compute in their own precision, f16 and bf16 in f32
 //! rounded once at the end, int8 in i64 giving int32 (Conv2DTranspose, Conv3D); the result is
 //! then cast to the node's output dtype when that differs. Pooling: max compares in x's dtype
 //! (int8 giving int32), average sums in f64 and rounds once.
@@ -16,7 +16,7 @@
 //! filter is read in its tensor format as the shape rule reads it (NCDHW, ND or NCHW: [out,
 //! in/groups, kd, kh, kw]; NDHWC: [out, kd, kh, kw, in/groups]; DHWCN: [kd, kh, kw, in/groups,
 //! out]). The 2-D ops: x NHWC (default) or NCHW, 4-value strides/dilations in that order, pads
-//! [top, bottom, left, right], filters as nn.rs's Conv2D (NCHW/ND, NHWC, HWCN).
+//! [top, bottom, left, right], filters as conv/mod.rs's Conv2D (NCHW/ND, NHWC, HWCN).
 //!
 //! Conv2DTranspose: the filter is the forward Conv2D's, [x channels, y channels / groups, kh,
 //! kw] in NCHW terms (PyTorch's ConvTranspose2d weight; TensorFlow's HWCN [kh, kw, y channels,
@@ -1058,7 +1058,7 @@ mod tests {
 
     #[test]
     fn conv3d_of_depth_one_is_a_2d_conv() {
-        // x 1..9 (3x3), 2x2 ones kernel, pads 1 on top/left only (as nn.rs's test).
+        // x 1..9 (3x3), 2x2 ones kernel, pads 1 on top/left only (as conv/mod.rs's test).
         let x = Value::F64(arr(&[1, 1, 1, 3, 3], (1..=9).map(f64::from).collect()));
         let f = Value::F64(arr(&[1, 1, 1, 2, 2], vec![1.0; 4]));
         let a = attrs3([[0, 0], [1, 0], [1, 0]], 1);
