@@ -1,4 +1,5 @@
-"""ONNX import of element-wise math, reductions and activations (crates/ge-onnx/src/ops/math.rs).
+"""ONNX import of element-wise math, reductions and activations (crates/ge-onnx/src/ops/
+elementwise.rs, reduce.rs, norm.rs).
 
 Each case builds a one-node model with onnx.helper, imports it with ge.onnx.load, runs it with a
 Session and compares with onnx's ReferenceEvaluator (or numpy)."""

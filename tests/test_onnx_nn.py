@@ -1,4 +1,5 @@
-"""ONNX import of the neural-network operators (crates/ge-onnx/src/ops/nn.rs): convolutions,
+"""ONNX import of the neural-network operators (crates/ge-onnx/src/ops/ conv.rs, pool.rs, matmul.rs,
+norm.rs, sampling.rs, transformer.rs): convolutions,
 pooling, matrix products, normalisations, sampling, quantization. Each model is built with
 onnx.helper, loaded with ge.onnx.load, run in a Session and compared with onnx's
 ReferenceEvaluator."""
