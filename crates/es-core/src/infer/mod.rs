@@ -394,6 +394,12 @@ pub const LAYOUT_AGNOSTIC: &[&str] = &[
 /// touched.
 fn carry_format(ctx: &InferCtx, out: &mut [TensorDesc]) {
     use crate::types::Format;
+    // Most graphs state no format at all: settle that before scanning the operator list, which
+    // runs on every op a builder adds.
+    let states_one = |d: &TensorDesc| !matches!(layout::stated(d), Format::ND | Format::RESERVED);
+    if !ctx.inputs.iter().flatten().any(|d| states_one(d)) {
+        return;
+    }
     if !LAYOUT_AGNOSTIC.contains(&ctx.proto.name.as_str()) {
         return;
     }
