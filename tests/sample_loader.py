@@ -9,11 +9,14 @@ from types import ModuleType
 
 from ge.passes import clear_registered_passes
 
-SAMPLES = Path(__file__).resolve().parent.parent / "examples" / "fusion_pass"
+SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "fusion_pass"
 
 
 def load_sample(filename: str) -> ModuleType:
-    """Clears the pass registry, then imports ``examples/fusion_pass/<filename>``."""
+    """Clears the pass registry, then imports ``examples/fusion_pass/<filename>`` with that folder on
+    ``sys.path``, as running the sample as a script puts it (the samples import ``sample_common``)."""
+    if str(SAMPLES) not in sys.path:
+        sys.path.insert(0, str(SAMPLES))
     clear_registered_passes()
     path = SAMPLES / filename
     name = f"_fusion_sample_{path.stem}"

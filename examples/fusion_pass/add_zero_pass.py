@@ -48,8 +48,8 @@ from ge.passes import (
     PatternMatcherConfigBuilder,
     pattern,
     register_fusion_pass,
-    run_passes,
 )
+from sample_common import show_rewrite
 
 PASS_NAME = "AddZeroPass"
 CONST_VALUE_MATCH_PASS_NAME = "AddZeroConstValueMatchPass"
@@ -121,8 +121,4 @@ def _demo_graph() -> Graph:
 
 if __name__ == "__main__":
     for name in (PASS_NAME, CONST_VALUE_MATCH_PASS_NAME):
-        graph = _demo_graph()
-        print(f"--- {name}; before:\n{graph}")
-        for stats in run_passes(graph, passes=[name]):
-            print(stats)
-        print(f"after:\n{graph}")
+        show_rewrite(_demo_graph(), passes=[name], title=name)

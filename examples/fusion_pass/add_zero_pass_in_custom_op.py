@@ -33,16 +33,9 @@ import numpy as np
 from ge.es.all import Identity, Relu
 from ge.es.graph_builder import GraphBuilder
 from ge.graph import DataType, Graph, Tensor
-from ge.passes import (
-    MatchResult,
-    PassStage,
-    Pattern,
-    PatternFusionPass,
-    create_pattern,
-    create_replacement,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.passes import MatchResult, PassStage, Pattern, PatternFusionPass
+from ge.passes import create_replacement, register_fusion_pass
+from sample_common import captured_pattern, show_rewrite
 
 PASS_NAME = "AddCustomZeroPass"
 UNKNOWN_RANK = [-2]
@@ -113,7 +106,7 @@ def _add_zero_pattern(through_identity: bool) -> Pattern:
     x = builder.create_input(0, shape=UNKNOWN_RANK)
     zero = builder.create_const_float(0.0)
     out = AddCustom(x, Identity(zero) if through_identity else zero)
-    return create_pattern(builder.build_and_reset([out])).capture_tensor(x).capture_tensor(out)
+    return captured_pattern(builder, [out], [x, out])
 
 
 @register_fusion_pass(name=PASS_NAME, stage=PassStage.BEFORE_INFER_SHAPE)
@@ -153,8 +146,4 @@ def _demo_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = _demo_graph()
-    print("before:\n" + str(graph))
-    for stats in run_passes(graph):
-        print(stats)
-    print("after:\n" + str(graph))
+    show_rewrite(_demo_graph())

@@ -45,22 +45,14 @@ from ge.passes import (
     PatternInputs,
     pattern,
     register_fusion_pass,
-    run_passes,
 )
+from sample_common import is_connected, show_rewrite
 
 PASS_NAME = "BatchMatmulFlattenPass"
 FLOAT_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16)
 # BatchMatMulV2 names its transposes adj_x1/adj_x2; MatMul-style ops say transpose_x1/transpose_x2.
 TRANSPOSE_ATTRS = ("adj_x1", "adj_x2", "transpose_x1", "transpose_x2")
 PRODUCT = 2  # captures of an expression pattern: the inputs used (a, b), then the output
-
-
-def _is_connected(node: Node, index: int) -> bool:
-    try:
-        node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return False
-    return True
 
 
 def _attr(node: Node, name: str, default: object) -> object:
@@ -130,7 +122,7 @@ class BatchMatmulFlattenPass(PatternFusionPass):
         bmm = match_result.get_captured_tensor(PRODUCT).node
         # Only x1 and x2 (a bias or offset_w would need another replacement). The pattern has neither,
         # so the matcher already skips such a product; the check stays, as in GE's sample.
-        if any(_is_connected(bmm, i) for i in range(2, bmm.get_inputs_size())):
+        if any(is_connected(bmm, i) for i in range(2, bmm.get_inputs_size())):
             return False
         a, b = bmm.get_input_desc(0), bmm.get_input_desc(1)
         if a.get_data_type() != b.get_data_type() or a.get_data_type() not in FLOAT_TYPES:
@@ -159,8 +151,4 @@ def build_example_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[BatchMatmulFlattenPass]):
-        print(stats)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[BatchMatmulFlattenPass])

@@ -44,17 +44,9 @@ import numpy as np
 
 from ge.es.all import BatchMatMulV2, Mul, ReduceSumD, Transpose
 from ge.es.graph_builder import GraphBuilder
-from ge.es.tensor_holder import TensorHolder
-from ge.graph import DataType, Graph, Node
-from ge.passes import (
-    MatchResult,
-    PassStage,
-    Pattern,
-    PatternFusionPass,
-    create_pattern,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.graph import DataType, Graph
+from ge.passes import MatchResult, PassStage, Pattern, PatternFusionPass, register_fusion_pass
+from sample_common import broadcast_shape, captured_pattern, const_ints, input_like, show_rewrite
 
 PASS_NAME = "BmmToMulReducePass"
 MAX_K = 16
@@ -72,21 +64,7 @@ def _pattern(name: str) -> Pattern:
         w = Transpose(w, b.create_input(2, shape=[-2], data_type=DataType.DT_INT64))
         captured.append(w)
     y = BatchMatMulV2(x, w)
-    pattern = create_pattern(b.build_and_reset([y]))
-    for t in captured + [y]:
-        pattern.capture_tensor(t)
-    return pattern
-
-
-def const_ints(node: Node, index: int) -> Optional[List[int]]:
-    """The values of input ``index`` of ``node`` when a Const produces it, else None."""
-    try:
-        producer, _ = node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return None
-    if producer.type not in ("Const", "Constant"):
-        return None
-    return [int(v) for v in producer.get_attr("value").numpy().reshape(-1)]
+    return captured_pattern(b, [y], captured + [y])
 
 
 def swaps_last_two(perm: Sequence[int]) -> bool:
@@ -96,15 +74,8 @@ def swaps_last_two(perm: Sequence[int]) -> bool:
 
 def mul_reduce_shape(x: Sequence[int], w: Sequence[int]) -> Optional[List[int]]:
     """Shape of ``ReduceSumD(x * w, axes=[-1], keep_dims=True)``; None if x and w do not broadcast."""
-    n = max(len(x), len(w))
-    a = [1] * (n - len(x)) + list(x)
-    b = [1] * (n - len(w)) + list(w)
-    out = []
-    for p, q in zip(a, b, strict=True):
-        if p != q and 1 not in (p, q):
-            return None
-        out.append(max(p, q))
-    return out[:-1] + [1]
+    out = broadcast_shape(x, w)
+    return None if out is None else out[:-1] + [1]
 
 
 @register_fusion_pass(name=PASS_NAME, stage=PassStage.AFTER_INFER_SHAPE)
@@ -145,18 +116,12 @@ class BmmToMulReducePass(PatternFusionPass):
         bmm = captured[-1]
         w_owner, w_port = (bmm, 1) if name == DIRECT else (captured[0], 0)
         b = GraphBuilder(f"{name}_replacement")
-        x = _input(b, 0, bmm, 0)
-        w = _input(b, 1, w_owner, w_port)
+        x = input_like(b, 0, bmm, 0)
+        w = input_like(b, 1, w_owner, w_port)
         if name == TRANSPOSED:
-            _input(b, 2, captured[0], 1)  # perm: an input of the match, no longer used
+            input_like(b, 2, captured[0], 1)  # perm: an input of the match, no longer used
         y = ReduceSumD(Mul(x, w), axes=[-1], keep_dims=True)
         return b.build_and_reset([y])
-
-
-def _input(builder: GraphBuilder, index: int, node: Node, port: int) -> TensorHolder:
-    """A replacement input with the description of input ``port`` of ``node``."""
-    d = node.get_input_desc(port)
-    return builder.create_input(index, shape=d.get_shape(), data_type=d.get_data_type())
 
 
 def build_example_graph() -> Graph:
@@ -168,8 +133,4 @@ def build_example_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[BmmToMulReducePass]):
-        print(stats)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[BmmToMulReducePass])

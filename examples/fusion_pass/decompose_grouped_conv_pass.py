@@ -37,20 +37,12 @@ from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.es.tensor_like import TensorLike
 from ge.graph import Graph, Node
-from ge.passes import DecomposePass, PassStage, infer_shape, register_decompose_pass, run_passes
+from ge.passes import DecomposePass, PassStage, infer_shape, register_decompose_pass
+from sample_common import is_connected, show_rewrite
 
 PASS_NAME = "DecomposeGroupedConvToSplitedPass"
 UNKNOWN_RANK = [-2]
 X, FILTER, BIAS, OFFSET_W = 0, 1, 2, 3  # Conv2D's input indexes
-
-
-def is_connected(node: Node, index: int) -> bool:
-    """Whether input ``index`` of ``node`` has a producer (optional inputs may not)."""
-    try:
-        node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return False
-    return True
 
 
 def _divisible(dim: int, groups: int) -> bool:
@@ -121,8 +113,4 @@ def _demo_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = _demo_graph()
-    print("before:\n" + str(graph))
-    for stats in run_passes(graph):
-        print(stats)
-    print("after:\n" + str(graph))
+    show_rewrite(_demo_graph())

@@ -42,11 +42,10 @@ from ge.passes import (
     PassStage,
     PatternFusionPass,
     PatternInputs,
-    infer_shape,
     pattern,
     register_fusion_pass,
-    run_passes,
 )
+from sample_common import show_rewrite
 
 PASS_NAME = "FuseMatMulAndAddPass"
 UNKNOWN_RANK = [-2]
@@ -102,9 +101,4 @@ def _demo_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = _demo_graph()
-    print("before:\n" + str(graph))
-    for stats in run_passes(graph):
-        print(stats)
-    infer_shape(graph)
-    print("after:\n" + str(graph))
+    show_rewrite(_demo_graph(), infer=True)

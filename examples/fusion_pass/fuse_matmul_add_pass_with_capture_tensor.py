@@ -40,10 +40,9 @@ from ge.passes import (
     PatternFusionPass,
     create_pattern,
     create_replacement,
-    infer_shape,
     register_fusion_pass,
-    run_passes,
 )
+from sample_common import show_rewrite
 
 PASS_NAME = "FuseMatMulAndAddCaptureTensorPass"
 UNKNOWN_RANK = [-2]
@@ -108,9 +107,4 @@ def _demo_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = _demo_graph()
-    print("before:\n" + str(graph))
-    for stats in run_passes(graph):
-        print(stats)
-    infer_shape(graph)
-    print("after (shapes inferred):\n" + str(graph))
+    show_rewrite(_demo_graph(), infer=True)

@@ -38,7 +38,7 @@ Run ``python examples/fusion_pass/mmoe_bmm_split_pass.py`` to see a graph before
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -47,21 +47,10 @@ from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.es.tensor_like import TensorLike
 from ge.graph import DataType, Graph, Node
-from ge.passes import (
-    FusionBasePass,
-    PassContext,
-    PassStage,
-    SubgraphBoundary,
-    SubgraphInput,
-    SubgraphOutput,
-    SubgraphRewriter,
-    can_fuse,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.passes import FusionBasePass, PassContext, PassStage, SubgraphRewriter, can_fuse, register_fusion_pass
+from sample_common import CONST_TYPES, group_nodes, is_connected, show_rewrite, subgraph_boundary
 
 PASS_NAME = "MmoeBmmSplitPass"
-CONST_TYPES = ("Const", "Constant")
 INPUT_TYPES = ("Data", "RefData")
 MATMUL_TYPES = ("MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2")
 
@@ -80,13 +69,8 @@ class GroupKey(NamedTuple):
 
 def _producers(node: Node) -> List[Tuple[Node, int]]:
     """The producers of the connected inputs of ``node``."""
-    out = []
-    for i in range(node.get_inputs_size()):
-        try:
-            out.append(node.get_in_data_nodes_and_port_indexes(i))
-        except RuntimeError:
-            continue
-    return out
+    return [node.get_in_data_nodes_and_port_indexes(i) for i in range(node.get_inputs_size())
+            if is_connected(node, i)]
 
 
 def find_root(mm: Node) -> Tuple[str, int]:
@@ -128,23 +112,8 @@ def _reads_distinct_inputs(mms: List[Node]) -> bool:
 
 def find_groups(graph: Graph) -> List[Tuple[GroupKey, List[Node]]]:
     """Groups of MatMulV2 to stack, in graph order."""
-    groups: Dict[GroupKey, List[Node]] = {}
-    for node in graph.get_direct_nodes():
-        key = group_key(node)
-        if key is not None:
-            groups.setdefault(key, []).append(node)
+    groups = group_nodes(graph, group_key)
     return [(k, mms) for k, mms in groups.items() if len(mms) >= 2 and _reads_distinct_inputs(mms)]
-
-
-def build_boundary(mms: List[Node]) -> SubgraphBoundary:
-    """Inputs 0..N-1: the x1 of each product; N..2N-1: the x2; outputs: the products."""
-    n = len(mms)
-    boundary = SubgraphBoundary()
-    for i, mm in enumerate(mms):
-        boundary.add_input(i, SubgraphInput([(mm, 0)]))
-        boundary.add_input(n + i, SubgraphInput([(mm, 1)]))
-        boundary.add_output(i, SubgraphOutput(mm, 0))
-    return boundary
 
 
 def build_replacement(key: GroupKey, n: int) -> Graph:
@@ -168,8 +137,10 @@ class MmoeBmmSplitPass(FusionBasePass):
         for key, mms in find_groups(graph):
             if not can_fuse(mms).ok:  # stacking must not create a cycle (checked after earlier merges)
                 continue
-            replacement, boundary = build_replacement(key, len(mms)), build_boundary(mms)
-            SubgraphRewriter.replace(boundary, replacement, context)
+            # Boundary inputs 0..N-1: the x1 of each product; N..2N-1: the x2; outputs: the products.
+            x1s, x2s = [[(mm, 0)] for mm in mms], [[(mm, 1)] for mm in mms]
+            boundary = subgraph_boundary(x1s + x2s, [(mm, 0) for mm in mms])
+            SubgraphRewriter.replace(boundary, build_replacement(key, len(mms)), context)
         return True
 
 
@@ -187,8 +158,4 @@ def build_example_graph(experts: int = 4, m: int = 8, k1: int = 16, n1: int = 32
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[MmoeBmmSplitPass]):
-        print(stats, stats.fusions)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[MmoeBmmSplitPass])

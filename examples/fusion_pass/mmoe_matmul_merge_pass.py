@@ -35,7 +35,7 @@ Run ``python examples/fusion_pass/mmoe_matmul_merge_pass.py`` to see a graph bef
 
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -44,21 +44,10 @@ from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.es.tensor_like import TensorLike
 from ge.graph import Graph, Node
-from ge.passes import (
-    FusionBasePass,
-    PassContext,
-    PassStage,
-    SubgraphBoundary,
-    SubgraphInput,
-    SubgraphOutput,
-    SubgraphRewriter,
-    can_fuse,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.passes import FusionBasePass, PassContext, PassStage, SubgraphRewriter, can_fuse, register_fusion_pass
+from sample_common import CONST_TYPES, group_nodes, input_like, is_connected, show_rewrite, subgraph_boundary
 
 PASS_NAME = "MmoeMatmulPass"
-CONST_TYPES = ("Const", "Constant")
 
 
 class GroupKey(NamedTuple):
@@ -72,17 +61,9 @@ class GroupKey(NamedTuple):
     dtypes: Tuple[int, int]
 
 
-def _is_connected(node: Node, index: int) -> bool:
-    try:
-        node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return False
-    return True
-
-
 def group_key(mm: Node) -> Optional[GroupKey]:
     """The merge key of a MatMulV2, or None when it cannot merge."""
-    if mm.type != "MatMulV2" or any(_is_connected(mm, i) for i in range(2, mm.get_inputs_size())):
+    if mm.type != "MatMulV2" or any(is_connected(mm, i) for i in range(2, mm.get_inputs_size())):
         return None
     producers = [mm.get_in_data_nodes_and_port_indexes(i) for i in (0, 1)]
     consts = [p.type in CONST_TYPES for p, _ in producers]
@@ -102,12 +83,7 @@ def group_key(mm: Node) -> Optional[GroupKey]:
 
 def find_groups(graph: Graph) -> List[Tuple[GroupKey, List[Node]]]:
     """Groups of two or more mergeable MatMulV2, in graph order."""
-    groups: Dict[GroupKey, List[Node]] = {}
-    for node in graph.get_direct_nodes():
-        key = group_key(node)
-        if key is not None:
-            groups.setdefault(key, []).append(node)
-    return [(k, nodes) for k, nodes in groups.items() if len(nodes) >= 2]
+    return [(k, nodes) for k, nodes in group_nodes(graph, group_key).items() if len(nodes) >= 2]
 
 
 def concat_axis(key: GroupKey) -> int:
@@ -117,27 +93,12 @@ def concat_axis(key: GroupKey) -> int:
     return 1 if key.transpose_x1 else 0
 
 
-def build_boundary(key: GroupKey, mms: List[Node]) -> SubgraphBoundary:
-    """Input 0: the shared data tensor (all N products); inputs 1..N: the weights; outputs: the
-    products."""
-    data_idx = 1 - key.const_idx
-    boundary = SubgraphBoundary()
-    boundary.add_input(0, SubgraphInput([(mm, data_idx) for mm in mms]))
-    for i, mm in enumerate(mms):
-        boundary.add_input(i + 1, SubgraphInput([(mm, key.const_idx)]))
-        boundary.add_output(i, SubgraphOutput(mm, 0))
-    return boundary
-
-
 def build_replacement(key: GroupKey, mms: List[Node]) -> Graph:
     """``SplitV(MatMulV2(x, ConcatV2(w1..wN)))`` (or with the weight on the left)."""
     b = GraphBuilder("mmoe_matmul_replacement")
-    data_idx = 1 - key.const_idx
-    d = mms[0].get_input_desc(data_idx)
-    x = b.create_input(0, shape=d.get_shape(), data_type=d.get_data_type())
-    descs = [mm.get_input_desc(key.const_idx) for mm in mms]
+    x = input_like(b, 0, mms[0], 1 - key.const_idx)
     weights: List[Union[TensorHolder, TensorLike]] = [
-        b.create_input(i + 1, shape=w.get_shape(), data_type=w.get_data_type()) for i, w in enumerate(descs)]
+        input_like(b, i + 1, mm, key.const_idx) for i, mm in enumerate(mms)]
     merged = ConcatV2(weights, b.create_scalar_int32(concat_axis(key)))
     x1, x2 = (x, merged) if key.const_idx == 1 else (merged, x)
     y = MatMulV2(x1, x2, transpose_x1=key.transpose_x1, transpose_x2=key.transpose_x2)
@@ -156,8 +117,11 @@ class MmoeMatmulPass(FusionBasePass):
         for key, mms in find_groups(graph):
             if not can_fuse(mms).ok:  # merging must not create a cycle
                 continue
-            replacement, boundary = build_replacement(key, mms), build_boundary(key, mms)
-            SubgraphRewriter.replace(boundary, replacement, context)
+            # Boundary input 0: the shared data tensor (all N products); inputs 1..N: the weights;
+            # outputs: the products.
+            data, weights = [(mm, 1 - key.const_idx) for mm in mms], [[(mm, key.const_idx)] for mm in mms]
+            boundary = subgraph_boundary([data] + weights, [(mm, 0) for mm in mms])
+            SubgraphRewriter.replace(boundary, build_replacement(key, mms), context)
         return True
 
 
@@ -172,8 +136,4 @@ def build_example_graph(experts: int = 4) -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[MmoeMatmulPass]):
-        print(stats, stats.fusions)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[MmoeMatmulPass])

@@ -50,8 +50,8 @@ from ge.passes import (
     infer_shape,
     register_fusion_pass,
     report_fuse,
-    run_passes,
 )
+from sample_common import const_ints, show_rewrite
 
 PASS_NAME = "ConvTransFormatPass"
 NCHW_TO_NHWC = [0, 2, 3, 1]
@@ -61,17 +61,6 @@ NHWC_TO_NCHW = [0, 3, 1, 2]
 def nhwc_to_nchw(values: List[int]) -> List[int]:
     """A 4-value attribute in NHWC order ``[n, h, w, c]`` as NCHW order ``[n, c, h, w]``."""
     return [values[i] for i in NHWC_TO_NCHW]
-
-
-def const_ints(node: Node, index: int) -> Optional[List[int]]:
-    """The values of input ``index`` of ``node`` when a Const produces it, else None."""
-    try:
-        producer, _ = node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return None
-    if producer.type not in ("Const", "Constant"):
-        return None
-    return [int(v) for v in producer.get_attr("value").numpy().reshape(-1)]
 
 
 def _graph_output_slots(graph: Graph, node: Node) -> List[int]:
@@ -159,8 +148,4 @@ def build_example_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[ConvTransFormatPass]):
-        print(stats, stats.fusions)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[ConvTransFormatPass])

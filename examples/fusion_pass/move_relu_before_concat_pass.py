@@ -32,18 +32,9 @@ from typing import List
 from ge.es.all import ConcatV2, Relu, Sigmoid
 from ge.es.graph_builder import GraphBuilder
 from ge.graph import Graph, Node
-from ge.passes import (
-    FusionBasePass,
-    PassContext,
-    PassStage,
-    SubgraphBoundary,
-    SubgraphInput,
-    SubgraphOutput,
-    SubgraphRewriter,
-    infer_shape,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.passes import FusionBasePass, PassContext, PassStage, SubgraphBoundary, SubgraphRewriter, infer_shape
+from ge.passes import register_fusion_pass
+from sample_common import input_like, show_rewrite, subgraph_boundary
 
 PASS_NAME = "MoveReluBeforeConcatPass"
 
@@ -65,23 +56,15 @@ def find_concat_relu(graph: Graph) -> List[Node]:
 
 def build_boundary(concat: Node) -> SubgraphBoundary:
     """Inputs: the ConcatV2's input ports in order; output: the Relu's output."""
-    boundary = SubgraphBoundary()
-    for port in range(concat.get_inputs_size()):
-        boundary.add_input(port, SubgraphInput([(concat, port)]))
     relu, _ = concat.get_out_data_nodes_and_port_indexes(0)[0]
-    boundary.add_output(0, SubgraphOutput(relu, 0))
-    return boundary
+    return subgraph_boundary([[(concat, port)] for port in range(concat.get_inputs_size())], [(relu, 0)])
 
 
 def build_replacement(concat: Node) -> Graph:
     """``ConcatV2([Relu(x0), ..., Relu(xN-1)], concat_dim)`` with inputs described like the
     ConcatV2's."""
     builder = GraphBuilder("move_relu_before_concat_replacement")
-    inputs = []
-    for port in range(concat.get_inputs_size()):
-        d = concat.get_input_desc(port)
-        inputs.append(builder.create_input(port, shape=d.get_shape(), data_type=d.get_data_type()))
-    *xs, concat_dim = inputs
+    *xs, concat_dim = [input_like(builder, port, concat, port) for port in range(concat.get_inputs_size())]
     return builder.build_and_reset([ConcatV2([Relu(x) for x in xs], concat_dim)])
 
 
@@ -112,8 +95,4 @@ def build_example_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[MoveReluBeforeConcatPass]):
-        print(stats, stats.fusions)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[MoveReluBeforeConcatPass])

@@ -42,15 +42,8 @@ from ge.es.all import BatchMatMulV2, Reshape, Tile, Transpose
 from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.graph import DataType, Graph, Node
-from ge.passes import (
-    MatchResult,
-    PassStage,
-    Pattern,
-    PatternFusionPass,
-    create_pattern,
-    register_fusion_pass,
-    run_passes,
-)
+from ge.passes import MatchResult, PassStage, Pattern, PatternFusionPass, register_fusion_pass
+from sample_common import broadcast_shape, captured_pattern, const_ints, input_like, show_rewrite
 
 PASS_NAME = "BmmTilePass"
 INDEX = DataType.DT_INT64  # dtype of the index inputs of the pattern graphs (any producer matches)
@@ -92,26 +85,12 @@ def _pattern(name: str) -> Pattern:
         y = BatchMatMulV2(operand, other)
     else:
         y = BatchMatMulV2(other, operand)
-    pattern = create_pattern(b.build_and_reset([y]))
-    for t in captured + [y]:
-        pattern.capture_tensor(t)
-    return pattern
+    return captured_pattern(b, [y], captured + [y])
 
 
 # ----------------------------------------------------------------------------------------------
 # Helpers on nodes and shapes
 # ----------------------------------------------------------------------------------------------
-
-
-def const_ints(node: Node, index: int) -> Optional[List[int]]:
-    """The values of input ``index`` of ``node`` when a Const produces it, else None."""
-    try:
-        producer, _ = node.get_in_data_nodes_and_port_indexes(index)
-    except RuntimeError:
-        return None
-    if producer.type not in ("Const", "Constant"):
-        return None
-    return [int(v) for v in producer.get_attr("value").numpy().reshape(-1)]
 
 
 def consumer_count(node: Node) -> int:
@@ -121,35 +100,16 @@ def consumer_count(node: Node) -> int:
     return len(node.get_out_data_nodes_and_port_indexes(0)) + as_output
 
 
-def _broadcast(a: Sequence[int], b: Sequence[int]) -> Optional[List[int]]:
-    """Numpy broadcast of two static shapes; None when they do not broadcast."""
-    n = max(len(a), len(b))
-    a = [1] * (n - len(a)) + list(a)
-    b = [1] * (n - len(b)) + list(b)
-    out = []
-    for x, y in zip(a, b, strict=True):
-        if x != y and 1 not in (x, y):
-            return None
-        out.append(max(x, y))
-    return out
-
-
 def bmm_output_shape(x1: Sequence[int], x2: Sequence[int], adj_x1: bool, adj_x2: bool) -> Optional[List[int]]:
     """The output shape of BatchMatMulV2 on static shapes (None if unknown or invalid)."""
     if len(x1) < 2 or len(x2) < 2 or any(d < 0 for d in list(x1) + list(x2)):
         return None
     m, k1 = (x1[-1], x1[-2]) if adj_x1 else (x1[-2], x1[-1])
     k2, n = (x2[-1], x2[-2]) if adj_x2 else (x2[-2], x2[-1])
-    batch = _broadcast(x1[:-2], x2[:-2])
+    batch = broadcast_shape(x1[:-2], x2[:-2])
     if k1 != k2 or batch is None:
         return None
     return batch + [m, n]
-
-
-def _input(builder: GraphBuilder, index: int, node: Node, port: int) -> TensorHolder:
-    """A replacement input with the description of input ``port`` of ``node``."""
-    d = node.get_input_desc(port)
-    return builder.create_input(index, shape=d.get_shape(), data_type=d.get_data_type())
 
 
 def _bmm_attrs(bmm: Node) -> Tuple[bool, bool, int]:
@@ -211,21 +171,21 @@ class BmmTilePass(PatternFusionPass):
         tile, bmm = captured[0], captured[-1]
         b = GraphBuilder(f"{match_result.get_pattern_graph_name()}_replacement")
         first = 1 if side == 1 else 0
-        other = _input(b, 0, bmm, 0) if side == 1 else None
-        w = _input(b, first, tile, 0)
-        _input(b, first + 1, tile, 1)  # multiples: an input of the match, no longer used
+        other = input_like(b, 0, bmm, 0) if side == 1 else None
+        w = input_like(b, first, tile, 0)
+        input_like(b, first + 1, tile, 1)  # multiples: an input of the match, no longer used
         operand = w
         if through:
             reshape, transpose = captured[1], captured[2]
-            _input(b, first + 2, reshape, 1)  # the old Reshape target, replaced by a constant
-            perm = _input(b, first + 3, transpose, 1)
+            input_like(b, first + 2, reshape, 1)  # the old Reshape target, replaced by a constant
+            perm = input_like(b, first + 3, transpose, 1)
             shape = const_ints(reshape, 1)
             assert shape is not None  # checked by meet_requirements
             target = b.create_const([1] + shape[1:], reshape.get_input_desc(1).get_data_type())
             axis, num_axes = int(reshape.get_attr("axis")), int(reshape.get_attr("num_axes"))
             operand = Transpose(Reshape(w, target, axis=axis, num_axes=num_axes), perm)
         if other is None:
-            other = _input(b, first + (4 if through else 2), bmm, 1)
+            other = input_like(b, first + (4 if through else 2), bmm, 1)
         adj_x1, adj_x2, offset_x = _bmm_attrs(bmm)
         x1, x2 = (operand, other) if side == 0 else (other, operand)
         y = BatchMatMulV2(x1, x2, adj_x1=adj_x1, adj_x2=adj_x2, offset_x=offset_x)
@@ -242,8 +202,4 @@ def build_example_graph() -> Graph:
 
 
 if __name__ == "__main__":
-    graph = build_example_graph()
-    print("before:\n", graph, sep="")
-    for stats in run_passes(graph, passes=[BmmTilePass]):
-        print(stats)
-    print("after:\n", graph, sep="")
+    show_rewrite(build_example_graph(), passes=[BmmTilePass])
