@@ -9,7 +9,7 @@ Sets:
 
 Each case is loaded once and run in both graph modes (``ge.graphMode`` on: captured plan; off:
 eager), and every output is compared with the expected one (dtype, shape, values within the
-case's tolerance). The allow-list ``tests/onnx_conformance.json`` names the cases that pass (CI
+case's tolerance). The allow-list ``tests/onnx/onnx_conformance.json`` names the cases that pass (CI
 runs exactly those) and the excluded families (regex, tag, reason).
 
 Usage::
@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-ALLOW_LIST = ROOT / "tests" / "onnx_conformance.json"
+ALLOW_LIST = ROOT / "tests" / "onnx" / "onnx_conformance.json"
 SETS = ("node", "pytorch-converted", "pytorch-operator", "simple")
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-7

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import List
 
-SOURCE = Path(__file__).resolve().parent.parent / "crates" / "acl-sys" / "testdouble" / "acl_test_double.c"
+SOURCE = Path(__file__).resolve().parents[2] / "crates" / "acl-sys" / "testdouble" / "acl_test_double.c"
 LIBRARY_FILE = "libacl_test_double.so"
 
 

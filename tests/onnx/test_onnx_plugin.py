@@ -486,7 +486,7 @@ def test_example_runs():
     import subprocess
     import sys
 
-    example = Path(__file__).resolve().parent.parent / "examples" / "onnx_plugin" / "run.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "onnx_plugin" / "run.py"
     env = {k: v for k, v in os.environ.items() if k != ENV}
     r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr

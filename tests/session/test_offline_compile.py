@@ -383,7 +383,7 @@ def test_pyatc_maps_onto_ge_compile(onnx_model, tmp_path, monkeypatch, capsys):
 
 
 def test_example_compiles_loads_and_runs(tmp_path):
-    example = Path(__file__).resolve().parent.parent / "examples" / "offline_compile" / "compile_and_run.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "offline_compile" / "compile_and_run.py"
     r = subprocess.run([sys.executable, str(example), str(tmp_path)], capture_output=True, text=True,
                        check=False)
     assert r.returncode == 0, r.stderr

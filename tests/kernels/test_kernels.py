@@ -433,7 +433,7 @@ def values(rng: np.random.Generator, d: str, shape: Sequence[int], **kw: Any) ->
 # Coverage: every kernel of the four files is tested here
 # ---------------------------------------------------------------------------------------------
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "crates" / "ge-runtime" / "src" / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "crates" / "ge-runtime" / "src" / "kernels"
 KERNEL_FILES = ("elementwise.rs", "shape.rs", "matmul.rs", "reduce.rs")
 TESTED: set = set()  # filled by the tables below
 

@@ -14,7 +14,7 @@ import pytest
 
 import ge.ops
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TABLE = REPO / "ops" / "onnx_mapping.json"
 SUMMARY = REPO / "ops" / "ONNX_MAPPING.md"
 

@@ -22,7 +22,7 @@ from ge.es.all import Add, If, LeakyRelu, Relu, TopKV2
 from ge.graph import DataType, DumpFormat, Graph, Node
 from ge.passes import NodeIo, Pattern, capture_tensor, create_pattern
 from ge.utils import GeUtils
-from test_plugins import install
+from test_es_plugins import install
 
 
 def run_python(code, extra_path=None):

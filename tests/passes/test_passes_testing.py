@@ -90,7 +90,7 @@ def test_the_demo_plugin_is_equivalent(monkeypatch):
     from ge.es.all import MatMulV2
     from ge.passes import load_pass_plugins, unload_pass_plugins
 
-    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(Path(__file__).resolve().parent.parent / "examples" / "pass_plugins"))
+    monkeypatch.setenv("ASCEND_GE_PY_PASS_PATH", str(Path(__file__).resolve().parents[2] / "examples" / "pass_plugins"))
     unload_pass_plugins()
     load_pass_plugins()
     try:

@@ -48,7 +48,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from sample_loader import SAMPLES, load_sample  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NP = {DataType.DT_FLOAT: np.float32, DataType.DT_INT32: np.int32, DataType.DT_INT64: np.int64}
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "ge-compat.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ge-compat.md"
 PRESENT = {"same", "extended", "differs", "host-only"}
 ABSENT = "not supported"
 STATUSES = PRESENT | {ABSENT, "internal"}

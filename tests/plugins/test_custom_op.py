@@ -615,7 +615,7 @@ def test_example_program_runs_and_folds():
     import sys
     from pathlib import Path
 
-    run = Path(__file__).resolve().parent.parent / "examples" / "custom_op" / "run.py"
+    run = Path(__file__).resolve().parents[2] / "examples" / "custom_op" / "run.py"
     r = subprocess.run([sys.executable, str(run)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[Sample] output: [105.5, 111.0, 116.5, 122.0]" in r.stdout

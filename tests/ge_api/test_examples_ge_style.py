@@ -12,7 +12,7 @@ from typing import Dict, List
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "ge_style"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ge_style"
 HELPER = "common.py"  # imported by the programs, not a program itself
 VERDICT = "all checks passed"
 TIMEOUT_S = 120

@@ -27,7 +27,7 @@ from ge.graph import DataType, Graph, Tensor
 P = inspect.Parameter
 LIBRARY = json.loads(builtin_library_path().read_text())
 OPS = {op["name"]: op for op in LIBRARY["operators"]}
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CPP_KEYWORDS = {"default", "int", "if", "else", "for", "while", "class", "return", "new", "delete", "this",
                 "auto", "bool", "char", "const", "float", "double", "long", "short", "signed", "switch", "case"}
 

@@ -38,7 +38,7 @@ from ge.es._plugin_loader import (
     unmount_runtime_ops,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "es_plugin_package"
 
 
