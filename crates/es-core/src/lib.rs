@@ -5,6 +5,8 @@
 //! - [`graph`]: the graph arena (nodes, data and control edges, subgraphs, validation);
 //! - [`ops`]: operator prototypes and the operator library in `ops/`;
 //! - [`infer`]: shape and dtype inference rules;
+//! - [`opmath`]: the operator arithmetic every layer shares (window sizes and padding,
+//!   broadcasting, einsum equations, StridedSlice masks, typed attribute getters);
 //! - [`builder`]: the eager-style builder that validates and infers each op call;
 //! - [`es`]: typed builder functions, one per operator, generated from the library;
 //! - [`serialize`] and [`dump`]: the native file format and text dumps;
@@ -21,6 +23,7 @@ pub mod error;
 pub mod es;
 pub mod graph;
 pub mod infer;
+pub mod opmath;
 pub mod ops;
 pub mod pattern;
 pub mod regop;
