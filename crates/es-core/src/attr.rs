@@ -2,12 +2,12 @@
 
 use crate::error::{Error, Result};
 use crate::types::{DataType, Tensor};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::fmt;
 
-/// Attributes by name, in name order (deterministic dumps and files).
-pub type AttrMap = BTreeMap<String, AttrValue>;
+// `AttrValue` and `AttrMap` are defined in `types`, beside `Tensor` and `TensorDesc`: the three
+// contain each other. Everything an attribute value does is here.
+pub use crate::types::{AttrMap, AttrValue};
+use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// The type of an attribute, with the names GE's REG_OP uses (`Int`, `ListInt`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,23 +88,6 @@ impl fmt::Display for AttrType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
-}
-
-/// An attribute value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum AttrValue {
-    Int(i64),
-    Float(f32),
-    String(String),
-    Bool(bool),
-    Type(DataType),
-    ListInt(Vec<i64>),
-    ListFloat(Vec<f32>),
-    ListBool(Vec<bool>),
-    ListType(Vec<DataType>),
-    ListListInt(Vec<Vec<i64>>),
-    Tensor(Tensor),
-    ListString(Vec<String>),
 }
 
 impl PartialEq for AttrValue {

@@ -1,8 +1,8 @@
 //! Data types, formats, shapes, tensor descriptions and tensors, with GE's names and values.
 
-use crate::attr::AttrMap;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -339,6 +339,28 @@ impl fmt::Display for TensorDesc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{} {}", self.dtype, self.shape, self.format)
     }
+}
+
+/// Attributes by name, in name order (deterministic dumps and files).
+pub type AttrMap = BTreeMap<String, AttrValue>;
+
+/// An attribute value. Defined here because it and [`Tensor`] / [`TensorDesc`] contain each
+/// other (a tensor attribute, a description's attributes); what a value does (its type, typed
+/// getters, parsing, display) is in [`crate::attr`], re-exported there as `attr::AttrValue`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f32),
+    String(String),
+    Bool(bool),
+    Type(DataType),
+    ListInt(Vec<i64>),
+    ListFloat(Vec<f32>),
+    ListBool(Vec<bool>),
+    ListType(Vec<DataType>),
+    ListListInt(Vec<Vec<i64>>),
+    Tensor(Tensor),
+    ListString(Vec<String>),
 }
 
 /// A tensor: its description and its bytes (little-endian, row-major). Bytes are shared,

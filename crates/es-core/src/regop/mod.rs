@@ -15,7 +15,7 @@
 //! ```
 //!
 //! [`parse_regop`] turns every `REG_OP(..)...OP_END_FACTORY_REG(..)` block of a text into an
-//! [`OpProto`]. Everything outside the blocks (includes, namespaces, other C++ code, comments,
+//! [`OpProto`](crate::ops::OpProto). Everything outside the blocks (includes, namespaces, other C++ code, comments,
 //! preprocessor lines) is skipped; the nearest comment before a block gives the prototype's
 //! `doc` (the first sentence of its `@brief`).
 //!
@@ -25,12 +25,12 @@
 //! `TensorType{DT_A}`, `TensorType::<Set>()`, a bare `DT_A`, `ListTensorType(<type>)`, unions
 //! of these inside `TensorType(...)`, and `"T"` (a `DATATYPE` type variable).
 //!
-//! Errors are [`Error::Value`] whose message starts with the 1-based line (and column) of the
+//! Errors are [`Error::Value`](crate::error::Error::Value) whose message starts with the 1-based line (and column) of the
 //! problem. The parser never panics, whatever the input.
 //!
-//! The work is split by stage: [`lex`] (tokens and comments), [`parse`] (the chained methods,
-//! type expressions and the default-value expressions), [`value`] (default values converted to
-//! attribute values), [`proto`] (a block assembled into a checked prototype) and [`doc`] (the
+//! The work is split by stage: `lex` (tokens and comments), `parse` (the chained methods,
+//! type expressions and the default-value expressions), `value` (default values converted to
+//! attribute values), `proto` (a block assembled into a checked prototype) and `doc` (the
 //! doc sentence of the comment before a block).
 
 mod doc;
