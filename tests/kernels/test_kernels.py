@@ -75,13 +75,9 @@ library: they are registered here with GE's prototypes (REG_OP text) so graphs c
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import itertools
 import math
 import re
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Tuple
 
 import ge
 import ge.ops
@@ -89,258 +85,38 @@ import numpy as np
 import pytest
 from ge.es import GraphBuilder, control_dependency_scope
 from ge.es import all as es
-from ge.graph import DataType, Tensor
-from ge.session import Session
+from ge.graph import DataType
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
-# ---------------------------------------------------------------------------------------------
-# dtypes
-# ---------------------------------------------------------------------------------------------
+# The shared harness: dtype tables, the graph/eager runner, bf16, checks, value generators.
+from kernel_harness import (
+    ALL,
+    FLOATS,
+    GE_DT,
+    INTS,
+    KERNEL_DIR,
+    NP,
+    SEEDS,
+    _registered_in,
+    as_int_objects,
+    bf16_round,
+    broadcastable,
+    case,
+    check,
+    const,
+    dtypes_of,
+    proto_dtypes,
+    run,
+    same,
+    shapes,
+    to_dtype,
+    trunc_div_exact,
+    values,
+    vector,
+    wrap,
+)
 
-FLOATS = ("float64", "float32", "float16", "bfloat16")
-INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-ALL = FLOATS + INTS + ("bool",)
-
-# numpy dtype of a test array (bf16 values are held in float32 arrays).
-NP = {
-    "float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": np.float32,
-    "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
-    "bool": np.bool_,
-}
-GE_DT = {
-    "float64": DataType.DT_DOUBLE, "float32": DataType.DT_FLOAT, "float16": DataType.DT_FLOAT16,
-    "bfloat16": DataType.DT_BF16, "int8": DataType.DT_INT8, "int16": DataType.DT_INT16,
-    "int32": DataType.DT_INT32, "int64": DataType.DT_INT64, "uint8": DataType.DT_UINT8,
-    "uint16": DataType.DT_UINT16, "uint32": DataType.DT_UINT32, "uint64": DataType.DT_UINT64,
-    "bool": DataType.DT_BOOL,
-}
-NAME_OF = {v: k for k, v in GE_DT.items()}
-
-# Mantissa bits (ulp = 2**-bits relative); ULPS: the relative tolerance in ulps; FLOOR: the
-# absolute tolerance (see the module's docstring).
-MANT = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
-ULPS = {"float64": 3, "float32": 3, "float16": 1, "bfloat16": 1}
-FLOOR = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38,
-         "float16": 5.960464477539063e-08, "bfloat16": 1.1754943508222875e-38}
-TOL = {d: (ULPS[d] * 2.0 ** -MANT[d], FLOOR[d]) for d in FLOATS}
-
-
-@functools.cache
-def proto_dtypes(op: str, inp: Any = 0) -> List[str]:
-    """The dtypes the prototype of ``op`` allows for input ``inp`` (index or name) that the CPU
-    backend has, in ALL's order."""
-    p = ge.ops.get_op(op)
-    io = p["inputs"][inp] if isinstance(inp, int) else next(i for i in p["inputs"] if i["name"] == inp)
-    t = io["type"]
-    names = p["type_vars"][t] if isinstance(t, str) else t
-    have = {NAME_OF[DataType[n]] for n in names if n in DataType.__members__ and DataType[n] in NAME_OF}
-    return [d for d in ALL if d in have]
-
-
-def dtypes_of(*ops: Any) -> Dict[str, List[str]]:
-    """op -> the dtypes to test it in (of input 0, or ``(op, input)`` for another input)."""
-    return {o[0] if isinstance(o, tuple) else o: proto_dtypes(*(o if isinstance(o, tuple) else (o,)))
-            for o in ops}
-
-
-@contextlib.contextmanager
-def case(op: str, d: str) -> Iterator[None]:
-    """Names the op and dtype in a failure (each example of a test runs every dtype)."""
-    try:
-        yield
-    except BaseException as e:
-        if hasattr(e, "add_note"):
-            e.add_note(f"case: {op} on {d}")
-        else:  # Python < 3.11
-            e.args = (f"[{op} on {d}] " + (str(e.args[0]) if e.args else ""),) + tuple(e.args[1:])
-        raise
-
-
-# ---------------------------------------------------------------------------------------------
-# bf16
-# ---------------------------------------------------------------------------------------------
-
-
-def bf16_bits(values: Any) -> np.ndarray:
-    """bf16 bit patterns of values (round to nearest even; NaN stays NaN), as ge.graph.Tensor."""
-    with np.errstate(over="ignore"):
-        f = np.array(values, dtype=np.float32, order="C")
-    u = f.view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return np.where(np.isnan(f), (u >> 16) | 0x40, rounded).astype(np.uint16)
-
-
-def bf16_values(bits: np.ndarray) -> np.ndarray:
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
-
-
-def bf16_round(values: Any) -> np.ndarray:
-    return bf16_values(bf16_bits(values))
-
-
-def to_dtype(x: Any, d: str) -> np.ndarray:
-    """float64 (or exact) values rounded once into dtype ``d`` (bf16 as float32 values)."""
-    x = np.asarray(x)
-    with np.errstate(over="ignore", invalid="ignore"):  # beyond the dtype's range: inf (numpy's)
-        if d == "bfloat16":
-            return bf16_round(x.astype(np.float32))
-        return x.astype(NP[d])
-
-
-def wrap(values: Any, d: str) -> np.ndarray:
-    """Python ints (an object array) wrapped into integer dtype ``d`` (two's complement)."""
-    info = np.iinfo(NP[d])
-    mod = 1 << info.bits
-    arr = np.asarray(values, dtype=object)
-    flat = [((int(v) - int(info.min)) % mod) + int(info.min) for v in arr.ravel()]
-    return np.array(flat, dtype=NP[d]).reshape(arr.shape)
-
-
-def as_int_objects(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(object)
-
-
-def trunc_div_exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a / b truncated toward zero, exactly (Python ints), b != 0."""
-    f = np.frompyfunc(lambda x, y: (abs(int(x)) // abs(int(y))) * (1 if (x >= 0) == (y > 0) else -1), 2, 1)
-    return f(as_int_objects(a), as_int_objects(b))
-
-
-# ---------------------------------------------------------------------------------------------
-# Running a one-op graph in both modes
-# ---------------------------------------------------------------------------------------------
-
-_SESSIONS = (Session(), Session({"ge.graphMode": "off"}))
-_IDS = itertools.count(1)
-
-
-def feed(a: np.ndarray, d: str) -> Any:
-    if d == "bfloat16":
-        return Tensor(bf16_bits(a), data_type=DataType.DT_BF16)
-    return np.array(a, dtype=NP[d], order="C")
-
-
-def fetch(t: Tensor) -> Tuple[str, np.ndarray]:
-    d = NAME_OF[DataType(t.get_data_type())]
-    a = t.numpy()
-    return d, (bf16_values(a) if d == "bfloat16" else a)
-
-
-def _run_in(s: Session, graph: Any, feeds: List[Any]) -> List[Tuple[str, np.ndarray]]:
-    gid = next(_IDS)
-    s.add_graph(gid, graph)
-    try:
-        return [fetch(t) for t in s.run_graph(gid, feeds)]
-    finally:
-        s.remove_graph(gid)
-
-
-def run(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str],
-        dims: Optional[Sequence[Optional[List[int]]]] = None) -> List[Tuple[str, np.ndarray]]:
-    """Builds ``build(builder, *data_inputs)`` (one Data input per ``(array, dtype)``; ``dims``
-    overrides an input's declared shape, e.g. with -1), runs it in graph mode and in eager mode,
-    checks the two agree byte for byte (or raise the same error) and returns ``[(dtype, array)]``."""
-    b = GraphBuilder("k")
-    hs = []
-    for i, (a, d) in enumerate(inputs):
-        shape = list(np.shape(a)) if dims is None or dims[i] is None else dims[i]
-        hs.append(b.create_input(i, data_type=GE_DT[d], shape=shape))
-    out = build(b, *hs)
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    graph = b.build_and_reset(outs)
-    feeds = [feed(a, d) for a, d in inputs]
-    results: List[Any] = []
-    errors: List[Optional[BaseException]] = []
-    for s in _SESSIONS:
-        try:
-            results.append(_run_in(s, graph, feeds))
-            errors.append(None)
-        except ge.GeError as e:
-            results.append(None)
-            errors.append(e)
-    if errors[0] is not None or errors[1] is not None:
-        assert type(errors[0]) is type(errors[1]) and errors[0].error_message == errors[1].error_message, (
-            f"graph mode and eager mode disagree: {errors[0]!r} vs {errors[1]!r}")
-        raise errors[0]  # type: ignore[misc]
-    g, e = results
-    assert len(g) == len(e)
-    for (dg, ag), (de, ae) in zip(g, e):
-        assert dg == de and ag.shape == ae.shape and ag.tobytes() == ae.tobytes(), (
-            f"graph mode and eager mode differ:\n{ag!r}\n{ae!r}")
-    return g
-
-
-def const(b: GraphBuilder, values: Any, d: str = "int64") -> Any:
-    return b.create_const(np.asarray(values, dtype=NP[d]), GE_DT[d])
-
-
-def vector(b: GraphBuilder, values: Sequence[int], d: str = "int64") -> Any:
-    """A 1-D integer constant (also when empty)."""
-    return const(b, np.asarray(list(values), dtype=NP[d]).reshape(len(values)), d)
-
-
-# ---------------------------------------------------------------------------------------------
-# Checking
-# ---------------------------------------------------------------------------------------------
-
-
-Why = Union[str, Callable[[], str]]
-
-
-def _short(what: Why, n: int = 600) -> str:
-    """The description of a case (made only when it fails: array reprs are slow), shortened."""
-    text = what() if callable(what) else what
-    return text if len(text) <= n else text[:n] + " ..."
-
-
-def check(got: Tuple[str, np.ndarray], expected: np.ndarray, d: str, *,
-          tol: Optional[Tuple[float, float]] = None, scale: Any = None, exact: bool = False,
-          what: Why = "") -> None:
-    """``got`` must have dtype ``d``, ``expected``'s shape and match it: bit for bit for
-    integers and bools (or ``exact``), else within ``tol`` (default TOL[d]); ``scale`` (an array
-    broadcasting to the result) turns rtol into an absolute bound rtol * scale as well. ``what``
-    describes the case (a string or a function making one)."""
-    gd, a = got
-    expected = np.asarray(expected)
-    assert gd == d, f"{_short(what)}: dtype {gd}, expected {d}"
-    assert a.shape == expected.shape, f"{_short(what)}: shape {a.shape}, expected {expected.shape}"
-    if d not in FLOATS:
-        if not np.array_equal(a, expected.astype(NP[d])):
-            np.testing.assert_array_equal(a, expected.astype(NP[d]), err_msg=_short(what))
-        return
-    a64 = a.astype(np.float64)
-    e64 = to_dtype(expected, d).astype(np.float64)
-    if exact:
-        if not np.array_equal(a64, e64, equal_nan=True):
-            np.testing.assert_array_equal(a64, e64, err_msg=_short(what))
-        return
-    rtol, atol = tol if tol is not None else TOL[d]
-    nan_e, nan_a = np.isnan(e64), np.isnan(a64)
-    assert np.array_equal(nan_e, nan_a), (
-        f"{_short(what)}: NaN where expected {e64[nan_a & ~nan_e]}, or not NaN {a64[nan_e & ~nan_a]}")
-    inf = np.isinf(e64)
-    assert np.array_equal(a64[inf], e64[inf]), f"{_short(what)}: infinities {a64[inf]} vs {e64[inf]}"
-    fin = np.isfinite(e64)
-    with np.errstate(all="ignore"):
-        bound = atol + rtol * np.abs(e64)
-        if scale is not None:
-            bound = np.maximum(bound, atol + rtol * np.broadcast_to(np.asarray(scale, np.float64), e64.shape))
-        err = np.abs(a64 - e64)
-    bad = fin & ~(err <= bound)
-    if bad.any():
-        i = np.flatnonzero(bad)[:5]
-        pytest.fail(f"{d} (rtol {rtol:g}, atol {atol:g}): {int(bad.sum())} of {bad.size} differ; got "
-                    f"{a64.ravel()[i]!r}, expected {e64.ravel()[i]!r} (error {err.ravel()[i]!r}) "
-                    f"at flat {i}; "
-                    f"{_short(what)}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Values
-# ---------------------------------------------------------------------------------------------
 
 # 25 examples per test (a test is an op; each example runs every dtype of it), deterministic: a
 # fixed seed (``derandomize=True`` would hash the test's source on every run) and no database.
@@ -351,97 +127,13 @@ def HYP(f: Callable[..., Any]) -> Callable[..., Any]:
     return seed(20260101)(_SETTINGS(f))
 
 
-SEEDS = st.integers(0, 2**32 - 1)
-
-
-def shapes(min_dims: int = 0, max_dims: int = 4, min_side: int = 1, max_side: int = 4) -> Any:
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
-
-
-@st.composite
-def broadcastable(draw: Any, n: int = 2, max_dims: int = 4, min_side: int = 0,
-                  max_side: int = 4) -> Tuple[Tuple[int, ...], ...]:
-    """``n`` shapes that broadcast together (numpy's rules): trailing parts of one shape, each
-    dim kept or made 1. (Cheaper to draw than ``hnp.mutually_broadcastable_shapes``.)"""
-    base = draw(shapes(min_dims=0, max_dims=max_dims, min_side=min_side, max_side=max_side))
-    out = []
-    for _ in range(n):
-        r = draw(st.integers(0, len(base)))
-        ones = draw(st.integers(0, 2**r - 1))
-        out.append(tuple(1 if ones >> i & 1 else dim for i, dim in enumerate(base[len(base) - r:])))
-    return tuple(out)
-
-
-def int_values(rng: np.random.Generator, d: str, shape: Sequence[int], lo: Optional[int] = None,
-               hi: Optional[int] = None) -> np.ndarray:
-    """Integers of dtype ``d`` in [lo, hi] (default: the whole range): small ones, the whole
-    range, or a mix with the extremes."""
-    info = np.iinfo(NP[d])
-    lo = int(info.min) if lo is None else max(int(info.min), lo)
-    hi = int(info.max) if hi is None else min(int(info.max), hi)
-    n = int(np.prod(shape))
-    kind = rng.integers(3)
-    if kind == 0:
-        v = rng.integers(max(lo, -8), min(hi, 8), size=n, endpoint=True).astype(NP[d])
-    else:
-        v = rng.integers(lo, hi, size=n, endpoint=True, dtype=NP[d])
-        if kind == 2 and n:
-            edges = np.array([e for e in (lo, hi, 0, 1, -1, lo + 1, hi - 1) if lo <= e <= hi], dtype=NP[d])
-            m = rng.random(n) < 0.3
-            v[m] = edges[rng.integers(len(edges), size=int(m.sum()))]
-    return v.reshape(shape)
-
-
-SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan)
-
-
-def float_values(rng: np.random.Generator, d: str, shape: Sequence[int], lo: float = -np.inf,
-                 hi: float = np.inf, mag: float = 3.0, special: bool = True,
-                 integral: bool = True) -> np.ndarray:
-    """Floats of dtype ``d`` (exactly representable) in [lo, hi]: magnitudes 10**U(-mag, mag)
-    with both signs, uniform in [lo, hi] for a bounded domain, sometimes small integers (exact
-    ties, equal values), and (``special``) zeros, infinities, NaN and the dtype's extremes."""
-    n = int(np.prod(shape))
-    x = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-mag, mag, n)
-    if np.isfinite(lo) and np.isfinite(hi):
-        u = rng.uniform(lo, hi, n)
-        x = np.where(rng.random(n) < 0.7, u, x)
-    if integral:
-        x = np.where(rng.random(n) < 0.15, rng.integers(-4, 5, n).astype(np.float64), x)
-    x = np.clip(x, lo, hi)
-    if special and n:
-        fi = np.finfo(np.float32 if d == "bfloat16" else NP[d])
-        extremes = (float(fi.max), -float(fi.max), float(fi.tiny), float(fi.smallest_subnormal))
-        extra = np.array(SPECIALS + extremes)
-        if d == "bfloat16":
-            extra[5:7] = [3.3895313892515355e38, -3.3895313892515355e38]
-        m = rng.random(n) < 0.12
-        x[m] = extra[rng.integers(len(extra), size=int(m.sum()))]
-    return to_dtype(x.reshape(shape), d)
-
-
-def values(rng: np.random.Generator, d: str, shape: Sequence[int], **kw: Any) -> np.ndarray:
-    if d == "bool":
-        return rng.random(shape) < 0.5
-    if d in INTS:
-        return int_values(rng, d, shape, kw.get("ilo"), kw.get("ihi"))
-    kw = {k: v for k, v in kw.items() if k not in ("ilo", "ihi")}
-    return float_values(rng, d, shape, **kw)
-
 
 # ---------------------------------------------------------------------------------------------
 # Coverage: every kernel of the four files is tested here
 # ---------------------------------------------------------------------------------------------
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "crates" / "ge-runtime" / "src" / "kernels"
 KERNEL_FILES = ("elementwise.rs", "shape.rs", "matmul.rs", "reduce.rs")
 TESTED: set = set()  # filled by the tables below
-
-
-def _registered_in(path: Path) -> set:
-    """Op types the file registers: its string literals that name a CPU kernel."""
-    names = set(re.findall(r'"([A-Z][A-Za-z0-9]*)"', path.read_text()))
-    return names & set(ge._native._cpu_kernel_op_types())
 
 
 def test_every_kernel_of_the_four_files_is_tested():
@@ -1212,15 +904,6 @@ def test_gemm(t1, t2, data):
 SHAPE_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "ConcatV2", "ConcatD", "Pack", "Tile",
              "BroadcastTo", "Expand", "Shape", "Select", "SelectV2", "ZerosLike", "Fill")
 TESTED.update(SHAPE_OPS)
-
-
-def same(got: Tuple[str, np.ndarray], expected: np.ndarray, d: str, what: str = "") -> None:
-    """Bit-for-bit equality (NaN payloads and signed zeros too)."""
-    gd, a = got
-    assert gd == d, what
-    e = np.asarray(expected)
-    assert a.shape == e.shape, f"{what}: {a.shape} vs {e.shape}"
-    assert a.tobytes() == np.array(e.astype(a.dtype), order="C").tobytes(), f"{what}:\n{a!r}\n{e!r}"
 
 
 def _factor(rng: np.random.Generator, n: int, rank: int) -> List[int]:

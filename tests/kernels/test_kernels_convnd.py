@@ -24,49 +24,20 @@ sums in f64: rtol 1e-6 on S, plus the output's ulp.
 import ge
 import numpy as np
 import pytest
-from ge.es import GraphBuilder
 from ge.es import all as ops
-from ge.graph import DataType, Format, Tensor
-from ge.session import Session
-from hypothesis import assume, given, settings
+from ge.graph import Format
+from hypothesis import assume, given
 from hypothesis import strategies as st
+from kernel_harness import HYP, NP, bf16_round, run1, ulp, window_args
+from kernel_harness import fails as harness_fails
 
-GE_DT = {
-    "float32": DataType.DT_FLOAT,
-    "float16": DataType.DT_FLOAT16,
-    "bfloat16": DataType.DT_BF16,
-    "int8": DataType.DT_INT8,
-    "int32": DataType.DT_INT32,
-}
-NAME_OF = {v: k for k, v in GE_DT.items()}
-NP = {
-    "float32": np.float32,
-    "float16": np.float16,
-    "bfloat16": np.float32,
-    "int8": np.int8,
-    "int32": np.int32,
-}
-ULP = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
-# The spacing of the dtype's subnormals (f16: 2**-24), where ULP * |want| no longer holds.
+# The spacing of the dtype's subnormals (f16: 2**-24), where ulp(d) * |want| no longer holds.
 TINY = {"float32": 2.0**-149, "float16": 2.0**-24, "bfloat16": 2.0**-133}
-MODES = ({}, {"ge.graphMode": "off"})
-def HYP(n):
-    return settings(max_examples=n, deadline=None, derandomize=True, database=None)
 
 
 # ---------------------------------------------------------------------------------------------
-# Running a one-op graph
+# Running a one-op graph (the shared harness: graph and eager mode must agree byte for byte)
 # ---------------------------------------------------------------------------------------------
-
-
-def bf16_bits(values):
-    f = np.array(values, dtype=np.float32, order="C")
-    u = f.view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def bf16_values(bits):
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
 def values(rng, shape, d, lo=-1.0, hi=1.0):
@@ -74,49 +45,16 @@ def values(rng, shape, d, lo=-1.0, hi=1.0):
     if d == "int8":
         return rng.integers(-128, 128, size=shape, dtype=np.int8)
     a = rng.uniform(lo, hi, size=shape).astype(np.float32)
-    return bf16_values(bf16_bits(a)) if d == "bfloat16" else a.astype(NP[d])
-
-
-def _feed(a, d):
-    if d == "bfloat16":
-        return Tensor(bf16_bits(a), data_type=DataType.DT_BF16)
-    return np.ascontiguousarray(a, dtype=NP[d])
-
-
-def _graph(fn, inputs, formats):
-    b = GraphBuilder("convnd_test")
-    holders = []
-    for i, (a, d) in enumerate(inputs):
-        fmt = (formats or {}).get(i, Format.FORMAT_ND)
-        holders.append(b.create_input(i, data_type=GE_DT[d], shape=list(a.shape), format=fmt))
-    return b.build_and_reset([fn(b, *holders)])
+    return bf16_round(a) if d == "bfloat16" else a.astype(NP[d])
 
 
 def run(fn, inputs, formats=None):
-    """``fn(builder, *graph inputs)`` on ``inputs`` ([(array, dtype name)]), in graph and eager
-    mode; checks both agree byte for byte and returns (dtype name, values as numpy)."""
-    g = _graph(fn, inputs, formats)
-    feeds = [_feed(a, d) for a, d in inputs]
-    got = []
-    for opts in MODES:
-        s = Session(opts)
-        s.add_graph(0, g)
-        (t,) = s.run_graph(0, feeds)
-        got.append((NAME_OF[DataType(t.get_data_type())], t.numpy()))
-    (d, a), (d2, e) = got
-    assert d == d2 and a.dtype == e.dtype and a.shape == e.shape
-    assert a.tobytes() == e.tobytes()
-    return d, (bf16_values(a) if d == "bfloat16" else a)
+    """``fn(builder, *graph inputs)`` on ``inputs`` ([(array, dtype name)]): (dtype name, values)."""
+    return run1(fn, *inputs, formats=formats)
 
 
 def fails(fn, inputs, exc, match, formats=None):
-    g = _graph(fn, inputs, formats)
-    feeds = [_feed(a, d) for a, d in inputs]
-    for opts in MODES:
-        s = Session(opts)
-        s.add_graph(0, g)
-        with pytest.raises(exc, match=match):
-            s.run_graph(0, feeds)
+    harness_fails(fn, *inputs, exc=exc, match=match, formats=formats)
 
 
 def check(got, want, scale, d, rtol=1e-5):
@@ -129,7 +67,7 @@ def check(got, want, scale, d, rtol=1e-5):
     assert gd == d, (gd, d)
     assert g.shape == want.shape, (g.shape, want.shape)
     err = np.abs(g.astype(np.float64) - want)
-    bound = rtol * scale + ULP[d] * np.abs(want) + TINY[d]
+    bound = rtol * scale + ulp(d) * np.abs(want) + TINY[d]
     bad = ~(err <= bound)
     assert not bad.any(), (g[bad][:5], want[bad][:5], bound[bad][:5])
 
@@ -297,11 +235,7 @@ FILTER_2D = {
     cxg=st.integers(1, 3),
     cyg=st.integers(1, 3),
     groups=st.integers(1, 2),
-    hw=st.tuples(st.integers(1, 4), st.integers(1, 4)),
-    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    dil=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    **window_args("hw", (1, 4)),
     extra=st.tuples(st.integers(0, 2), st.integers(0, 2)),
     out_pad=st.tuples(st.integers(0, 1), st.integers(0, 1)),
     nchw=st.booleans(),
@@ -393,11 +327,7 @@ FILTER_3D = {
     cg=st.integers(1, 2),
     og=st.integers(1, 2),
     groups=st.integers(1, 2),
-    dhw=st.tuples(*[st.integers(1, 4)] * 3),
-    k=st.tuples(*[st.integers(1, 2)] * 3),
-    stride=st.tuples(*[st.integers(1, 2)] * 3),
-    dil=st.tuples(*[st.integers(1, 2)] * 3),
-    pads=st.tuples(*[st.integers(0, 1)] * 6),
+    **window_args("dhw", (1, 4), 3, k=(1, 2), stride=(1, 2), pad=(0, 1)),
     ncdhw=st.booleans(),
     ffmt=st.sampled_from(sorted(FILTER_3D)),
     bias=st.booleans(),
@@ -469,11 +399,7 @@ def test_conv3d_a_video_block():
     og=st.integers(1, 2),
     groups=st.integers(1, 2),
     dg=st.integers(1, 2),
-    hw=st.tuples(st.integers(2, 5), st.integers(2, 5)),
-    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    stride=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    dil=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    **window_args("hw", (2, 5), stride=(1, 2), pad=(0, 1)),
     nchw=st.booleans(),
     modulated=st.booleans(),
     ffmt=st.sampled_from(sorted(FILTER_2D)),
@@ -575,10 +501,7 @@ def test_deformable_conv2d_offsets_order_and_integer_shifts():
 
 @HYP(150)
 @given(
-    hw=st.tuples(st.integers(1, 7), st.integers(1, 7)),
-    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    **window_args("hw", (1, 7), dil=None, stride_name="s"),
     ceil=st.booleans(),
     nchw=st.booleans(),
     global_pooling=st.booleans(),

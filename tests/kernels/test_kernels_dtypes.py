@@ -52,9 +52,7 @@ the smallest normal number); the reference is computed in float64 and rounded on
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import ge
@@ -64,29 +62,34 @@ import pytest
 from ge.es import GraphBuilder
 from ge.es import all as es
 from ge.graph import DataType
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-# The helpers of tests/test_kernels.py (its dtype tables, the graph/eager runner, bf16 handling,
-# value generators, its tolerance table and the kernel-registry reader).
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_kernels import (  # noqa: E402
-    ALL,
+from kernel_harness import (
+    F64_EPS,
     FLOATS,
     GE_DT,
+    HYP,
     INTS,
     KERNEL_DIR,
-    NAME_OF,
     NP,
-    SEEDS,
-    TOL,
     _registered_in,
-    bf16_round,
     case,
-    check,
     const,
+    conv_ref,
+    exact,
+    f32,
+    finite,
+    ix,
+    nchw_to_nhwc,
+    near,
+    pool_ref,
+    proto_dtypes,
+    rng_of,
+    rounded_step,
     run,
     same,
+    small_ints,
     to_dtype,
     values,
 )
@@ -115,19 +118,9 @@ EXCLUDED: Dict[Tuple[str, str, str], str] = {
 }
 
 
-def proto(op: str, io: str) -> List[str]:
-    """The dtypes of input or output ``io`` of ``op``'s prototype that the CPU backend has."""
-    p = ge.ops.get_op(op)
-    spec = next(i for i in p["inputs"] + p["outputs"] if i["name"] == io)
-    t = spec["type"]
-    names = p["type_vars"][t] if isinstance(t, str) else t
-    have = {NAME_OF[DataType[n]] for n in names if n in DataType.__members__ and DataType[n] in NAME_OF}
-    return [d for d in ALL if d in have]
-
-
 def D(op: str, io: str) -> List[str]:
     """The dtypes to test ``io`` of ``op`` in (the prototype's, less EXCLUDED); recorded."""
-    ds = [d for d in proto(op, io) if (op, io, d) not in EXCLUDED]
+    ds = [d for d in proto_dtypes(op, io) if (op, io, d) not in EXCLUDED]
     COVER[op][io].update(ds)
     return ds
 
@@ -156,7 +149,7 @@ def test_every_op_and_dtype_of_the_three_files_is_tested_or_excluded():
             ios += [o["name"] for o in p["outputs"]
                     if not (isinstance(o["type"], str) and o["type"] in in_vars)]
             for io in ios:
-                want = set(proto(op, io))
+                want = set(proto_dtypes(op, io))
                 got = COVER[op].get(io, set())
                 excl = {d for (o, n, d) in EXCLUDED if (o, n) == (op, io)}
                 if want - got - excl:
@@ -166,14 +159,14 @@ def test_every_op_and_dtype_of_the_three_files_is_tested_or_excluded():
                 if got & excl:
                     problems.append(f"{op}.{io}: {sorted(got & excl)} both tested and excluded")
     for (op, io, d) in EXCLUDED:
-        if d not in proto(op, io):
+        if d not in proto_dtypes(op, io):
             problems.append(f"stale exclusion {(op, io, d)}: not in the prototype")
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("op", ["Conv2D", "DepthwiseConv2D"])
 def test_offset_w_is_not_supported(op):
-    for d in proto(op, "offset_w"):
+    for d in proto_dtypes(op, "offset_w"):
         x = np.ones((1, 1, 3, 3), NP["float32"])
         w = np.ones((1, 1, 2, 2), NP["float32"])
         with pytest.raises(ge.GeError, match=f"not supported: {op} with offset_w"):
@@ -181,85 +174,6 @@ def test_offset_w_is_not_supported(op):
                                                           data_format="NCHW"),
                 (x, "float32"), (w, "float32"), (np.zeros(1, np.float32), "float32"),
                 (np.zeros(1, NP[d]), d))
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def HYP(n: int) -> Callable[[Any], Any]:
-    return settings(max_examples=n, derandomize=True, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
-
-
-def rng_of(data: Any) -> np.random.Generator:
-    return np.random.default_rng(data.draw(SEEDS, label="seed"))
-
-
-def finite(rng: np.random.Generator, d: str, shape: Sequence[int], mag: float = 1.5) -> np.ndarray:
-    """Values for float math: finite, both signs, 10**U(-mag, mag) and small integers."""
-    return values(rng, d, shape, special=False, mag=mag)
-
-
-def small_ints(rng: np.random.Generator, d: str, shape: Sequence[int], lo: int, hi: int) -> np.ndarray:
-    info = np.iinfo(NP[d])
-    lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
-    return rng.integers(lo, hi, size=shape, endpoint=True).astype(NP[d])
-
-
-def ix(idx: np.ndarray, d: str) -> Tuple[np.ndarray, str]:
-    """An index input of dtype ``d``."""
-    return idx.astype(NP[d]), d
-
-
-def near(got: Tuple[str, np.ndarray], expected: Any, d: str, extra: Any = 0.0, what: str = "") -> None:
-    """Float results: |got - expected| <= atol + rtol * |expected| + extra (TOL[d]), with
-    ``expected`` exact (float64) and rounded once to ``d`` here; NaN where NaN, same infinities."""
-    gd, a = got
-    assert gd == d, f"{what}: dtype {gd}, expected {d}"
-    e64 = to_dtype(np.asarray(expected, np.float64), d).astype(np.float64)
-    assert a.shape == e64.shape, f"{what}: shape {a.shape}, expected {e64.shape}"
-    a64 = a.astype(np.float64)
-    assert np.array_equal(np.isnan(a64), np.isnan(e64)), f"{what}: NaN\n{a64}\n{e64}"
-    inf = np.isinf(e64)
-    assert np.array_equal(a64[inf], e64[inf]), f"{what}: infinities\n{a64}\n{e64}"
-    rtol, atol = TOL[d]
-    with np.errstate(all="ignore"):
-        bound = atol + rtol * np.abs(e64) + np.broadcast_to(np.asarray(extra, np.float64), e64.shape)
-        err = np.abs(a64 - e64)
-    bad = np.isfinite(e64) & ~(err <= bound)
-    if bad.any():
-        i = np.flatnonzero(bad)[:5]
-        pytest.fail(f"{what} {d}: {int(bad.sum())} of {bad.size} differ: got {a64.ravel()[i]}, expected "
-                    f"{e64.ravel()[i]}, error {err.ravel()[i]}, bound {bound.ravel()[i]}")
-
-
-def exact(got: Tuple[str, np.ndarray], expected: Any, d: str, what: str = "") -> None:
-    """Equal values (``==``, NaN equal to NaN) of dtype ``d``."""
-    check(got, np.asarray(expected), d, exact=True, what=what)
-
-
-F64_EPS = 2.0 ** -45  # the extra relative error allowed for an f64 computation (see the docstring)
-
-
-def rounded_step(d: str) -> Callable[[Any, Any, Callable[[Any, Any], Any]], Any]:
-    """One arithmetic step in dtype ``d`` as the kernels do it (Arith): f64 and f32 in their own
-    precision, f16 and bf16 in f32 rounded to the dtype, integers wrapping."""
-    def step(a: Any, b: Any, f: Callable[[Any, Any], Any]) -> Any:
-        with np.errstate(all="ignore"):
-            if d == "bfloat16":
-                return bf16_round(f(np.float32(a), np.float32(b)))[()]
-            if d == "float16":
-                return np.float16(f(np.float32(a), np.float32(b)))
-            if d in INTS:
-                return np.asarray(f(np.asarray(a, NP[d]), np.asarray(b, NP[d]))).astype(NP[d])[()]
-            return NP[d](f(NP[d](a), NP[d](b)))
-    return step
-
-
-def nchw_to_nhwc(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,31 +185,10 @@ mark("Conv2D", "filter", CONV_T)
 DW_T = D("DepthwiseConv2D", "x")
 mark("DepthwiseConv2D", "filter", DW_T)
 CONV_OUT = {"int8": "int32"}  # else the input's dtype
-FLOAT_BIAS = [d for d in proto("Conv2D", "bias") if d in FLOATS]
+FLOAT_BIAS = [d for d in proto_dtypes("Conv2D", "bias") if d in FLOATS]
 for _op in ("Conv2D", "DepthwiseConv2D"):
     mark(_op, "bias", FLOAT_BIAS + ["int32"])
     mark(_op, "y", [CONV_OUT.get(d, d) for d in CONV_T])
-
-
-def conv_ref(x: np.ndarray, w: np.ndarray, stride: Sequence[int], pads: Sequence[int], dil: Sequence[int],
-             groups: int, dt: Any) -> np.ndarray:
-    """NCHW x, OIHW w, in ``dt`` (float64: exact products; int64 for int8)."""
-    x, w = x.astype(dt), w.astype(dt)
-    n, _, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    (sh, sw), (dh, dw), (pt, pb, pl, pr) = stride, dil, pads
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, o, oh, ow), dt)
-    og = o // groups
-    for i in range(kh):
-        for j in range(kw):
-            patch = xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]
-            for g in range(groups):
-                out[:, g * og:(g + 1) * og] += np.einsum(
-                    "nchw,oc->nohw", patch[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og, :, i, j])
-    return out
 
 
 @st.composite
@@ -414,48 +307,6 @@ POOL_T = {op: D(op, "x") for op in ("MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV
 GAP_T = D("GlobalAveragePool", "x")
 
 
-def pool_dim(size: int, k: int, s: int, mode: str, p0: int, p1: int, ceil: bool) -> Tuple[int, int, int]:
-    if mode == "SAME":
-        out = -(-size // s)
-        total = max((out - 1) * s + k - size, 0)
-        return out, total // 2, total - total // 2
-    if mode == "VALID":
-        return (size - k) // s + 1, 0, 0
-    padded = size + p0 + p1
-    out = (-(-(padded - k) // s) + 1) if ceil else (padded - k) // s + 1
-    if ceil and (out - 1) * s >= size + p0:
-        out -= 1
-    return out, p0, p1
-
-
-def pool_ref(x: np.ndarray, k: Sequence[int], s: Sequence[int], mode: str, pads: Sequence[int], ceil: bool,
-             kind: str, exclusive: bool = True, divisor: int = 0) -> Tuple[np.ndarray, np.ndarray]:
-    """NCHW x: the pooled values (max: in x's dtype; avg: float64) and, for avg, the sums of
-    |x| over each divisor (the scale of the summation error)."""
-    n, c, h, w = x.shape
-    oh, pt, pb = pool_dim(h, k[0], s[0], mode, pads[0], pads[1], ceil)
-    ow, pl, pr = pool_dim(w, k[1], s[1], mode, pads[2], pads[3], ceil)
-    out = np.zeros((n, c, oh, ow), x.dtype if kind == "max" else np.float64)
-    scale = np.zeros((n, c, oh, ow))
-    for oy in range(oh):
-        for ox in range(ow):
-            ys, xs = oy * s[0] - pt, ox * s[1] - pl
-            ye, xe = ys + k[0], xs + k[1]
-            win = x[:, :, max(ys, 0):min(ye, h), max(xs, 0):min(xe, w)]
-            if kind == "max":
-                out[:, :, oy, ox] = win.max(axis=(2, 3))
-                continue
-            if divisor:
-                dv = divisor
-            elif exclusive:
-                dv = win.shape[2] * win.shape[3]
-            else:
-                dv = (min(ye, h + pb) - ys) * (min(xe, w + pr) - xs)
-            out[:, :, oy, ox] = win.astype(np.float64).sum(axis=(2, 3)) / dv
-            scale[:, :, oy, ox] = np.abs(win.astype(np.float64)).sum(axis=(2, 3)) / dv
-    return out, scale
-
-
 @pytest.mark.parametrize("op", list(POOL_T))
 @HYP(15)
 @given(data=st.data())
@@ -526,11 +377,6 @@ BN_T = D("BatchNorm", "x")
 BN_T2 = D("BatchNorm", "scale")
 for _io in ("offset", "mean", "variance"):
     D("BatchNorm", _io)
-
-
-def f32(v: float) -> float:
-    """A Float attribute as the node holds it."""
-    return float(np.float32(v))
 
 
 def normalized(x: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float, gamma: np.ndarray,

@@ -13,9 +13,7 @@ tests/test_kernels_dtypes.py), so they are checked with `near` and an f64 summat
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
-from pathlib import Path
 from typing import Dict, List, Sequence, Set
 
 import ge
@@ -29,16 +27,29 @@ from ge.session import Session
 from hypothesis import given
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_kernels import KERNEL_DIR, _registered_in, case, const, run, same  # noqa: E402
-from test_kernels_dtypes import F64_EPS, HYP, f32, finite, near, proto, rng_of, small_ints  # noqa: E402
+from kernel_harness import (
+    F64_EPS,
+    HYP,
+    KERNEL_DIR,
+    _registered_in,
+    case,
+    const,
+    f32,
+    finite,
+    near,
+    proto_dtypes,
+    rng_of,
+    run,
+    same,
+    small_ints,
+)
 
 COVER: Dict[str, Dict[str, Set[str]]] = defaultdict(lambda: defaultdict(set))
 
 
 def D(op: str, io: str) -> List[str]:
     """The dtypes of input ``io`` of ``op``'s prototype that the CPU backend has; recorded."""
-    ds = proto(op, io)
+    ds = proto_dtypes(op, io)
     COVER[op][io].update(ds)
     return ds
 
@@ -59,7 +70,7 @@ def test_every_op_and_dtype_of_ge_ops_is_tested():
             problems.append(f"{op} has no test")
             continue
         for i in ge.ops.get_op(op)["inputs"]:
-            want = set(proto(op, i["name"]))
+            want = set(proto_dtypes(op, i["name"]))
             if want - COVER[op].get(i["name"], set()):
                 problems.append(f"{op}.{i['name']}: untested {sorted(want - COVER[op][i['name']])}")
     assert not problems, "\n".join(problems)

@@ -38,9 +38,6 @@ for bad values, ``ge.GeError`` ("not supported: ...") for what the backend does 
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import itertools
 import re
 import zlib
 from pathlib import Path
@@ -50,178 +47,21 @@ import ge
 import ge.ops
 import numpy as np
 import pytest
-from ge.es import GraphBuilder
 from ge.es import all as ops
-from ge.graph import DataType, Tensor
-from ge.session import Session
+from ge.graph import DataType
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# ---------------------------------------------------------------------------------------------
-# dtypes, bf16
-# ---------------------------------------------------------------------------------------------
-
-FLOATS = ("float64", "float32", "float16", "bfloat16")
-INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-ALL = FLOATS + INTS + ("bool",)
-NP = {
-    "float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": np.float32,
-    "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
-    "bool": np.bool_,
-}
-GE_DT = {
-    "float64": DataType.DT_DOUBLE, "float32": DataType.DT_FLOAT, "float16": DataType.DT_FLOAT16,
-    "bfloat16": DataType.DT_BF16, "int8": DataType.DT_INT8, "int16": DataType.DT_INT16,
-    "int32": DataType.DT_INT32, "int64": DataType.DT_INT64, "uint8": DataType.DT_UINT8,
-    "uint16": DataType.DT_UINT16, "uint32": DataType.DT_UINT32, "uint64": DataType.DT_UINT64,
-    "bool": DataType.DT_BOOL,
-}
-NAME_OF = {v: k for k, v in GE_DT.items()}
-MANT = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
-
-
-def ulp(d: str) -> float:
-    return 2.0 ** -MANT[d]
-
-
-@functools.lru_cache(maxsize=None)
-def proto_dtypes(op: str, inp: Any = 0) -> Tuple[str, ...]:
-    """The dtypes the prototype of ``op`` allows for input ``inp`` that the backend has."""
-    p = ge.ops.get_op(op)
-    io = p["inputs"][inp] if isinstance(inp, int) else next(i for i in p["inputs"] if i["name"] == inp)
-    t = io["type"]
-    names = p["type_vars"][t] if isinstance(t, str) else t
-    expanded: List[str] = []
-    for n in names:
-        if n.startswith("@"):
-            expanded += [d.name for d in _named_set(n[1:])]
-        else:
-            expanded.append(n)
-    have = {NAME_OF[DataType[n]] for n in expanded if n in DataType.__members__ and DataType[n] in NAME_OF}
-    return tuple(d for d in ALL if d in have)
-
-
-def _named_set(name: str) -> List[DataType]:
-    """GE's named type sets (``ge.ops`` returns prototypes with the names unexpanded)."""
-    every = [DataType[n] for n in ("DT_FLOAT", "DT_DOUBLE", "DT_FLOAT16", "DT_BF16", "DT_INT8", "DT_INT16",
-                                   "DT_INT32", "DT_INT64", "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64")]
-    sets = {
-        "ALL": every + [DataType.DT_BOOL],
-        "NumberType": every,
-        "BasicType": every,
-        "RealNumberType": every,
-        "IndexNumberType": [DataType.DT_INT32, DataType.DT_INT64],
-        "FloatingDataType": [DataType.DT_DOUBLE, DataType.DT_FLOAT, DataType.DT_FLOAT16],
-        "IntegerDataType": [DataType[f"DT_{n.upper()}"] for n in INTS],
-    }
-    return sets[name]
-
-
-def bf16_bits(values: Any) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        f = np.array(values, dtype=np.float32, order="C")
-    u = f.view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return np.where(np.isnan(f), (u >> 16) | 0x40, rounded).astype(np.uint16)
-
-
-def bf16_values(bits: np.ndarray) -> np.ndarray:
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
-
-
-def to_dtype(x: Any, d: str) -> np.ndarray:
-    """Values rounded once into dtype ``d`` (bf16 as float32 values)."""
-    x = np.asarray(x)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if d == "bfloat16":
-            return bf16_values(bf16_bits(x.astype(np.float32)))
-        return x.astype(NP[d])
-
-
-def up(a: np.ndarray, d: str) -> np.ndarray:
-    """The values in the type the kernels compute ``d`` in (f16 and bf16: f32)."""
-    return np.asarray(a).astype(np.float32) if d in ("float16", "bfloat16") else np.asarray(a)
-
-
-@contextlib.contextmanager
-def case(what: str) -> Any:
-    try:
-        yield
-    except BaseException as e:
-        if hasattr(e, "add_note"):
-            e.add_note(f"case: {what}")
-        raise
-
+# The shared harness: dtype tables, bf16, the graph/eager runner (graph and eager mode must give
+# the same bytes or the same error).
+from kernel_harness import (  # noqa: E402
+    FLOATS, GE_DT, INTS, NAME_OF, NP, case, const, proto_dtypes, run, run1, to_dtype, ulp, up,
+)
+from kernel_harness import fails as harness_fails  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
-# Running one-op graphs in both modes
+# Checking
 # ---------------------------------------------------------------------------------------------
-
-_SESSIONS = (Session(), Session({"ge.graphMode": "off"}))
-_IDS = itertools.count(1)
-
-
-def feed(a: np.ndarray, d: str) -> Any:
-    if d == "bfloat16":
-        return Tensor(bf16_bits(a), data_type=DataType.DT_BF16)
-    return np.array(a, dtype=NP[d], order="C")
-
-
-def fetch(t: Tensor) -> Tuple[str, np.ndarray]:
-    d = NAME_OF[DataType(t.get_data_type())]
-    a = t.numpy()
-    return d, (bf16_values(a) if d == "bfloat16" else a)
-
-
-def _graph(build: Callable[..., Any], inputs: Sequence[Tuple[np.ndarray, str]]) -> Any:
-    b = GraphBuilder("misc")
-    hs = [b.create_input(i, data_type=GE_DT[d], shape=list(np.shape(a))) for i, (a, d) in enumerate(inputs)]
-    out = build(b, *hs)
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return b.build_and_reset(outs)
-
-
-def _run_in(s: Session, graph: Any, feeds: List[Any]) -> List[Tuple[str, np.ndarray]]:
-    gid = next(_IDS)
-    s.add_graph(gid, graph)
-    try:
-        return [fetch(t) for t in s.run_graph(gid, feeds)]
-    finally:
-        s.remove_graph(gid)
-
-
-def run(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str],
-        same: bool = True) -> List[Tuple[str, np.ndarray]]:
-    """Runs ``build(builder, *data inputs)`` in graph and eager mode; checks both give the same
-    bytes (``same``) or the same error; returns the graph-mode outputs as ``(dtype, array)``."""
-    graph = _graph(build, inputs)
-    feeds = [feed(a, d) for a, d in inputs]
-    results, errors = [], []
-    for s in _SESSIONS:
-        try:
-            results.append(_run_in(s, graph, feeds))
-            errors.append(None)
-        except ge.GeError as e:
-            results.append(None)
-            errors.append(e)
-    if errors[0] is not None or errors[1] is not None:
-        assert type(errors[0]) is type(errors[1]) and errors[0].error_message == errors[1].error_message, errors
-        raise errors[0]
-    g, e = results
-    if same:
-        for (dg, ag), (de, ae) in zip(g, e):
-            assert dg == de and ag.shape == ae.shape and ag.tobytes() == ae.tobytes(), (ag, ae)
-    return g
-
-
-def run1(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str]) -> Tuple[str, np.ndarray]:
-    (y,) = run(build, *inputs)
-    return y
-
-
-def const(b: GraphBuilder, values: Any, d: str = "int64") -> Any:
-    return b.create_const(np.asarray(values, dtype=NP[d]), GE_DT[d])
 
 
 def check(got: Tuple[str, np.ndarray], want: Any, d: str, rtol: float = 0.0, atol: float = 0.0,
@@ -254,8 +94,7 @@ def check(got: Tuple[str, np.ndarray], want: Any, d: str, rtol: float = 0.0, ato
 
 def fails(build: Callable[..., Any], *inputs: Tuple[np.ndarray, str], exc: Any = ge.ExecutionError,
           match: Optional[str] = None) -> None:
-    with pytest.raises(exc, match=match):
-        run(build, *inputs)
+    harness_fails(build, *inputs, exc=exc, match=match)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,7 +294,7 @@ BITCASTS = [
 
 @pytest.mark.parametrize("src,dst,keep", BITCASTS)
 def test_bitcast_reinterprets_bytes(src, dst, keep):
-    assert src in proto_dtypes("Bitcast") + ("bfloat16",)
+    assert src in [*proto_dtypes("Bitcast"), "bfloat16"]
     rng = np.random.default_rng(2)
     si, so = np.dtype(NP[src]).itemsize, np.dtype(NP[dst]).itemsize
     last = max(so // si, 1) * 2 if keep else (so // si if so > si else 3)

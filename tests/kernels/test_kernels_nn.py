@@ -13,48 +13,16 @@ from ge.graph import DataType, Format
 from ge.session import Session
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-DT = {
-    np.dtype(np.float32): DataType.DT_FLOAT,
-    np.dtype(np.float16): DataType.DT_FLOAT16,
-    np.dtype(np.float64): DataType.DT_DOUBLE,
-    np.dtype(np.int8): DataType.DT_INT8,
-    np.dtype(np.uint8): DataType.DT_UINT8,
-    np.dtype(np.int32): DataType.DT_INT32,
-    np.dtype(np.int64): DataType.DT_INT64,
-    np.dtype(np.bool_): DataType.DT_BOOL,
-}
-
-MODES = ({}, {"ge.graphMode": "off"})
-
-
-def _graph(fn, inputs, formats):
-    b = GraphBuilder("kernel_test")
-    holders = []
-    for i, a in enumerate(inputs):
-        fmt = (formats or {}).get(i, Format.FORMAT_ND)
-        holders.append(b.create_input(i, data_type=DT[a.dtype], shape=list(a.shape), format=fmt))
-    out = fn(b, *holders)
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return b.build_and_reset(outs)
+from kernel_harness import MODES, conv_ref, nchw_to_nhwc, window_args
+from kernel_harness import pool_ref as harness_pool_ref
+from kernel_harness import fails as harness_fails
+from kernel_harness import run as harness_run
 
 
 def run(fn, *inputs, formats=None):
-    """Builds ``fn(builder, *inputs as graph inputs)``, runs it in graph and eager mode; returns the
-    graph-mode outputs as numpy arrays after checking that eager mode gives the same."""
-    inputs = [np.asarray(a) for a in inputs]
-    g = _graph(fn, inputs, formats)
-    results = []
-    for opts in MODES:
-        s = Session(opts)
-        s.add_graph(0, g)
-        results.append([t.numpy() for t in s.run_graph(0, inputs)])
-    graph, eager = results
-    assert len(graph) == len(eager)
-    for a, e in zip(graph, eager):
-        assert a.dtype == e.dtype and a.shape == e.shape
-        np.testing.assert_array_equal(a, e)
-    return graph
+    """Builds ``fn(builder, *inputs as graph inputs)``, runs it in graph and eager mode (the shared
+    harness: both must agree byte for byte); returns the graph-mode outputs as numpy arrays."""
+    return [a for _, a in harness_run(fn, *inputs, formats=formats)]
 
 
 def run1(fn, *inputs, **kw):
@@ -64,13 +32,7 @@ def run1(fn, *inputs, **kw):
 
 def fails(fn, *inputs, match=None, formats=None):
     """Both modes raise ge.ExecutionError (a kernel error, not a crash)."""
-    inputs = [np.asarray(a) for a in inputs]
-    g = _graph(fn, inputs, formats)
-    for opts in MODES:
-        s = Session(opts)
-        s.add_graph(0, g)
-        with pytest.raises(ge.ExecutionError, match=match):
-            s.run_graph(0, inputs)
+    harness_fails(fn, *inputs, exc=ge.ExecutionError, match=match, formats=formats)
 
 
 def close(got, want, dtype):
@@ -93,70 +55,9 @@ def const(b, v, dtype=np.int32):
 # ---------------------------------------------------------------------------------------------
 
 
-def conv_ref(x, w, stride, pads, dil, groups):
-    """NCHW x, OIHW w (in float64)."""
-    x, w = x.astype(np.float64), w.astype(np.float64)
-    n, _c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    (sh, sw), (dh, dw), (pt, pb, pl, pr) = stride, dil, pads
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    out = np.zeros((n, o, oh, ow))
-    og = o // groups
-    for i in range(kh):
-        for j in range(kw):
-            patch = xp[
-                :, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw
-            ]
-            for g in range(groups):
-                out[:, g * og : (g + 1) * og] += np.einsum(
-                    "nchw,oc->nohw", patch[:, g * cg : (g + 1) * cg], w[g * og : (g + 1) * og, :, i, j]
-                )
-    return out
-
-
-def pool_dim(size, k, s, mode, p0, p1, ceil):
-    if mode == "SAME":
-        out = -(-size // s)
-        total = max((out - 1) * s + k - size, 0)
-        return out, total // 2, total - total // 2
-    if mode == "VALID":
-        return (size - k) // s + 1, 0, 0
-    padded = size + p0 + p1
-    out = (-(-(padded - k) // s) + 1) if ceil else (padded - k) // s + 1
-    if ceil and (out - 1) * s >= size + p0:
-        out -= 1
-    return out, p0, p1
-
-
 def pool_ref(x, k, s, mode, pads=(0, 0, 0, 0), ceil=False, kind="max", exclusive=True, divisor=0):
-    """NCHW x; PyTorch's rules for explicit pads and ceil mode, TensorFlow's for SAME."""
-    x = x.astype(np.float64)
-    n, c, h, w = x.shape
-    oh, pt, pb = pool_dim(h, k[0], s[0], mode, pads[0], pads[1], ceil)
-    ow, pl, pr = pool_dim(w, k[1], s[1], mode, pads[2], pads[3], ceil)
-    out = np.zeros((n, c, oh, ow))
-    for oy in range(oh):
-        for ox in range(ow):
-            ys, xs = oy * s[0] - pt, ox * s[1] - pl
-            ye, xe = ys + k[0], xs + k[1]
-            win = x[:, :, max(ys, 0) : min(ye, h), max(xs, 0) : min(xe, w)]
-            if kind == "max":
-                out[:, :, oy, ox] = win.max(axis=(2, 3))
-            else:
-                if divisor:
-                    d = divisor
-                elif exclusive:
-                    d = win.shape[2] * win.shape[3]
-                else:
-                    d = (min(ye, h + pb) - ys) * (min(xe, w + pr) - xs)
-                out[:, :, oy, ox] = win.sum(axis=(2, 3)) / d
-    return out
-
-
-def nchw_to_nhwc(a):
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+    """NCHW x, in float64; PyTorch's rules for explicit pads and ceil mode, TensorFlow's for SAME."""
+    return harness_pool_ref(x.astype(np.float64), k, s, mode, pads, ceil, kind, exclusive, divisor)[0]
 
 
 def nhwc_to_nchw(a):
@@ -174,11 +75,7 @@ def nhwc_to_nchw(a):
     cg=st.integers(1, 3),
     og=st.integers(1, 3),
     groups=st.integers(1, 3),
-    hw=st.tuples(st.integers(1, 7), st.integers(1, 7)),
-    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    dil=st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    **window_args("hw", (1, 7)),
     nchw=st.booleans(),
     bias=st.booleans(),
     seed=st.integers(0, 2**16),
@@ -345,10 +242,7 @@ def test_conv2d_bad_channels_is_an_error():
 
 @settings(max_examples=300, deadline=None)
 @given(
-    hw=st.tuples(st.integers(1, 7), st.integers(1, 7)),
-    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
-    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    **window_args("hw", (1, 7), dil=None, pad=(0, 1), stride_name="s"),
     mode=st.sampled_from(["CALCULATED", "SAME", "VALID"]),
     ceil=st.booleans(),
     exclusive=st.booleans(),

@@ -35,122 +35,34 @@ import math
 import ge
 import numpy as np
 import pytest
-from ge.es import GraphBuilder
 from ge.es import all as ops
-from ge.graph import DataType, Format, Tensor
-from ge.session import Session
+from ge.graph import Format
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_harness import GE_DT, NP, bf16_round, run1
+from kernel_harness import fails as harness_fails
 
 SETTINGS = {"deadline": None, "derandomize": True, "database": None}
 
-GE_DT = {
-    "float64": DataType.DT_DOUBLE,
-    "float32": DataType.DT_FLOAT,
-    "float16": DataType.DT_FLOAT16,
-    "bfloat16": DataType.DT_BF16,
-    "int8": DataType.DT_INT8,
-    "int16": DataType.DT_INT16,
-    "int32": DataType.DT_INT32,
-    "int64": DataType.DT_INT64,
-    "uint8": DataType.DT_UINT8,
-    "uint16": DataType.DT_UINT16,
-}
-NAME_OF = {v: k for k, v in GE_DT.items()}
-# numpy dtype of a test array (bf16 values are held in float32 arrays).
-NP = {k: (np.float32 if k == "bfloat16" else np.dtype(k).type) for k in GE_DT}
+# The integer dtypes the resampling prototypes allow.
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16")
 
 # ---------------------------------------------------------------------------------------------
-# Running one-op graphs
+# Running one-op graphs (the shared harness: graph and eager mode agree byte for byte)
 # ---------------------------------------------------------------------------------------------
-
-_SESSIONS = (Session(), Session({"ge.graphMode": "off"}))
-_IDS = itertools.count(1)
-
-
-def bf16_bits(values):
-    f = np.array(values, dtype=np.float32, order="C")
-    u = f.view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return np.where(np.isnan(f), (u >> 16) | 0x40, rounded).astype(np.uint16)
-
-
-def bf16_values(bits):
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
-
-
-def bf16_round(values):
-    return bf16_values(bf16_bits(values))
-
-
-def _feed(a, d):
-    if d == "bfloat16":
-        return Tensor(bf16_bits(a), data_type=DataType.DT_BF16)
-    return np.array(a, dtype=NP[d], order="C")
-
-
-def _fetch(t):
-    d = NAME_OF[DataType(t.get_data_type())]
-    a = t.numpy()
-    return d, (bf16_values(a) if d == "bfloat16" else a)
-
-
-def _graph(fn, inputs, formats, shapes=None):
-    b = GraphBuilder("sampling")
-    hs = [
-        b.create_input(
-            i,
-            data_type=GE_DT[d],
-            shape=(shapes or {}).get(i, list(np.shape(a))),
-            format=(formats or {}).get(i, Format.FORMAT_ND),
-        )
-        for i, (a, d) in enumerate(inputs)
-    ]
-    out = fn(b, *hs)
-    return b.build_and_reset(list(out) if isinstance(out, (list, tuple)) else [out])
-
-
-def _pairs(inputs):
-    return [a if isinstance(a, tuple) else (np.asarray(a), np.asarray(a).dtype.name) for a in inputs]
 
 
 def run(fn, *inputs, formats=None):
     """Builds ``fn(builder, *inputs)`` (each input an array or an ``(array, dtype name)`` pair),
-    runs it in graph and eager mode, checks they agree byte for byte; returns ``(dtype, array)``
-    of the one output."""
-    inputs = _pairs(inputs)
-    g = _graph(fn, inputs, formats)
-    feeds = [_feed(a, d) for a, d in inputs]
-    results = []
-    for s in _SESSIONS:
-        gid = next(_IDS)
-        s.add_graph(gid, g)
-        try:
-            results.append([_fetch(t) for t in s.run_graph(gid, feeds)])
-        finally:
-            s.remove_graph(gid)
-    (graph,), (eager,) = results
-    assert graph[0] == eager[0] and graph[1].shape == eager[1].shape
-    assert graph[1].tobytes() == eager[1].tobytes()
-    return graph
+    runs it in graph and eager mode; returns ``(dtype, array)`` of the one output."""
+    return run1(fn, *inputs, formats=formats)
 
 
 def fails(fn, *inputs, match, formats=None, shapes=None):
     """Both modes raise a ge.GeError matching ``match`` (``shapes``: declared input shapes, e.g.
     with -1, where they differ from the fed arrays')."""
-    inputs = _pairs(inputs)
-    g = _graph(fn, inputs, formats, shapes)
-    feeds = [_feed(a, d) for a, d in inputs]
-    for s in _SESSIONS:
-        gid = next(_IDS)
-        added = False
-        with pytest.raises(ge.GeError, match=match):
-            s.add_graph(gid, g)
-            added = True
-            s.run_graph(gid, feeds)
-        if added:
-            s.remove_graph(gid)
+    dims = [shapes.get(i) for i in range(len(inputs))] if shapes else None
+    harness_fails(fn, *inputs, exc=ge.GeError, match=match, formats=formats, dims=dims)
 
 
 def close(got, want, rtol, atol=None):
