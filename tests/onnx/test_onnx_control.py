@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import ge  # noqa: E402
 import ge.onnx  # noqa: E402
-from ge.session import Session  # noqa: E402
+from onnx_harness import check_model, graph_model, run_ge, vi  # noqa: E402
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
@@ -23,35 +23,14 @@ B = TensorProto.BOOL
 
 
 def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def run_ge(m, feeds, mode="on"):
-    graph = ge.onnx.load(m.SerializeToString())
-    s = Session({"ge.graphMode": mode})
-    s.add_graph(0, graph)
-    names = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
-    outs = s.run_graph(0, [feeds[n] for n in names])
-    return [np.asarray(o.numpy()) for o in outs]
+    return graph_model(nodes, inputs, outputs, inits, opset)
 
 
 def check(m, feeds, rtol=1e-5, atol=1e-6, expected=None):
-    if expected is None:
-        expected = ReferenceEvaluator(m).run(None, feeds)
-    for mode in ("on", "off"):
-        got = run_ge(m, feeds, mode)
-        assert len(got) == len(expected)
-        for g, e in zip(got, expected):
-            e = np.asarray(e)
-            assert g.shape == e.shape, (mode, g.shape, e.shape)
-            np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol)
-
-
-def vi(name, t, shape):
-    return helper.make_tensor_value_info(name, t, shape)
+    """ge in graph and eager mode against ``expected`` (default: the ReferenceEvaluator's): same
+    shapes, values within the tolerance."""
+    return check_model(m, feeds, rtol, atol, modes=("on", "off"), expected=expected, check_dtype=False,
+                       exact_ints=False)
 
 
 # ---------------------------------------------------------------------------------------------

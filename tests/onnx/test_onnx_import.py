@@ -7,34 +7,26 @@ import pytest
 
 import ge
 import ge.onnx
-from ge.session import Session
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_harness import graph_model, run_graph, vi  # noqa: E402
 
 
 def _model(nodes, inputs, outputs, initializers=(), opset=17, functions=(), ir_version=8):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], functions=list(functions),
-                          ir_version=ir_version)
-    return m.SerializeToString()
-
-
-def _vi(name, dtype=TensorProto.FLOAT, shape=(2, 3)):
-    return helper.make_tensor_value_info(name, dtype, list(shape) if shape is not None else None)
+    return graph_model(nodes, inputs, outputs, initializers, opset, functions=functions,
+                       ir_version=ir_version).SerializeToString()
 
 
 def _run(graph, *inputs):
-    s = Session()
-    s.add_graph(0, graph)
-    return [t.numpy() for t in s.run_graph(0, list(inputs))]
+    return run_graph(graph, inputs)
 
 
 def test_inputs_initializers_and_outputs():
     w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
     m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add"),
                 helper.make_node("Relu", ["y"], ["z"])],
-               [_vi("x")], [_vi("z"), _vi("y")], [w])
+               [vi("x")], [vi("z"), vi("y")], [w])
     g = ge.onnx.load(m)
     types = sorted(n.type for n in g.get_direct_nodes())
     assert types == ["Add", "Const", "Data", "Relu"]
@@ -47,7 +39,7 @@ def test_inputs_initializers_and_outputs():
 
 def test_initializer_listed_as_input_is_a_mutable_parameter():
     w = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
-    m = _model([helper.make_node("Mul", ["x", "w"], ["y"])], [_vi("x"), _vi("w")], [_vi("y")], [w])
+    m = _model([helper.make_node("Mul", ["x", "w"], ["y"])], [vi("x"), vi("w")], [vi("y")], [w])
     g = ge.onnx.load(m)
     const = [n for n in g.get_direct_nodes() if n.type == "Const"]
     assert len(const) == 1 and const[0].get_attr("_is_mutable") is True
@@ -58,7 +50,7 @@ def test_every_unsupported_op_type_is_listed_once_with_a_node():
     m = _model([helper.make_node("FooOp", ["x"], ["a"], name="foo1"),
                 helper.make_node("FooOp", ["a"], ["b"], name="foo2"),
                 helper.make_node("BarOp", ["b"], ["y"], name="bar", domain="my.dom")],
-               [_vi("x")], [_vi("y")])
+               [vi("x")], [vi("y")])
     with pytest.raises(ge.TranslationError) as e:
         ge.onnx.load(m)
     msg = str(e.value)
@@ -70,7 +62,7 @@ def test_every_unsupported_op_type_is_listed_once_with_a_node():
 def test_opaque_mode_keeps_unsupported_nodes_for_a_pass():
     m = _model([helper.make_node("Relu", ["x"], ["a"]),
                 helper.make_node("FooOp", ["a"], ["y"], name="foo", alpha=0.5, mode="fast", sizes=[1, 2])],
-               [_vi("x")], [_vi("y")])
+               [vi("x")], [vi("y")])
     g = ge.onnx.load(m, unsupported="opaque")
     foo = g.find_node_by_name("foo")
     assert foo.type == "FooOp"
@@ -95,7 +87,7 @@ def test_malformed_models_are_translation_errors():
     with pytest.raises(TypeError):
         ge.onnx.load(12)  # type: ignore[arg-type]
     # A value used before it is produced.
-    m = _model([helper.make_node("Relu", ["nowhere"], ["y"])], [_vi("x")], [_vi("y")])
+    m = _model([helper.make_node("Relu", ["nowhere"], ["y"])], [vi("x")], [vi("y")])
     with pytest.raises(ge.TranslationError, match="'nowhere' is used before it is produced"):
         ge.onnx.load(m)
 
@@ -109,7 +101,7 @@ def test_external_data_is_read_from_the_model_directory_only(tmp_path):
     w = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = numpy_helper.from_array(w, "w")
     m = helper.make_model(helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
-                                            [_vi("x")], [_vi("y")], initializer=[t]),
+                                            [vi("x")], [vi("y")], initializer=[t]),
                           opset_imports=[helper.make_opsetid("", 17)])
     onnx.save_model(m, tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
                     location="weights.bin", size_threshold=0)
@@ -137,7 +129,7 @@ def test_model_local_functions_are_inlined():
         [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["c"])],
         opset_imports=[helper.make_opsetid("", 17)])
     m = _model([helper.make_node("AddRelu", ["x", "x"], ["y"], domain="my.fn", name="call")],
-               [_vi("x")], [_vi("y")], functions=[f])
+               [vi("x")], [vi("y")], functions=[f])
     m = helper.make_model(onnx.load_from_string(m).graph, functions=[f],
                           opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.fn", 1)])
     g = ge.onnx.load(m.SerializeToString())
@@ -147,8 +139,8 @@ def test_model_local_functions_are_inlined():
 
 def test_old_opset_attributes_become_inputs():
     # Squeeze-11 takes axes as an attribute; 13 as an input.
-    m = _model([helper.make_node("Squeeze", ["x"], ["y"], axes=[0])], [_vi("x", shape=(1, 3))],
-               [_vi("y", shape=(3,))], opset=11)
+    m = _model([helper.make_node("Squeeze", ["x"], ["y"], axes=[0])], [vi("x", shape=(1, 3))],
+               [vi("y", shape=(3,))], opset=11)
     g = ge.onnx.load(m)
     np.testing.assert_array_equal(_run(g, np.ones((1, 3), np.float32))[0], np.ones(3, np.float32))
 
@@ -167,7 +159,7 @@ def test_python_translator_builds_with_es_ops():
     try:
         assert "my.dom::ScaledTanh" in ge.onnx.translator_keys()
         m = _model([helper.make_node("ScaledTanh", ["x"], ["y"], domain="my.dom", scale=3.0, name="st")],
-                   [_vi("x")], [_vi("y")])
+                   [vi("x")], [vi("y")])
         g = ge.onnx.load(m)
         x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
         np.testing.assert_allclose(_run(g, x)[0], 3 * np.tanh(x), rtol=1e-6)
@@ -189,17 +181,17 @@ def test_python_translator_errors_name_the_translator_and_node():
         return 42
 
     try:
-        m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], [_vi("x")], [_vi("y")])
+        m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
         with pytest.raises(ge.TranslationError, match=r"node 'r' \(Relu\).*registered for 'Relu' raised KeyError"):
             ge.onnx.load(m)
-        m = _model([helper.make_node("Wrong", ["x"], ["y"], domain="my")], [_vi("x")], [_vi("y")])
+        m = _model([helper.make_node("Wrong", ["x"], ["y"], domain="my")], [vi("x")], [vi("y")])
         with pytest.raises(ge.TranslationError, match="must be a TensorHolder"):
             ge.onnx.load(m)
     finally:
         ge.onnx.unregister_translator("Relu")
         ge.onnx.unregister_translator("my::Wrong")
     # The built-in Relu translator is back.
-    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x")], [_vi("y")])
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [vi("x")], [vi("y")])
     assert _run(ge.onnx.load(m), -np.ones((2, 3), np.float32))[0].max() == 0
     with pytest.raises(ValueError, match="translator key"):
         ge.onnx.register_translator("::")(lambda ctx: None)
@@ -221,7 +213,7 @@ def test_ml_dtypes_arrays_become_tensors_of_their_type():
             continue  # the CPU backend computes in bf16, not in the float8 types
         # Through a graph: Cast to float32 gives the values back.
         m = _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
-                   [_vi("x", helper.np_dtype_to_tensor_dtype(np.dtype(np_type)), (2, 2))],
-                   [_vi("y", TensorProto.FLOAT, (2, 2))], opset=19)
+                   [vi("x", helper.np_dtype_to_tensor_dtype(np.dtype(np_type)), (2, 2))],
+                   [vi("y", TensorProto.FLOAT, (2, 2))], opset=19)
         (y,) = _run(ge.onnx.load(m), a)
         np.testing.assert_array_equal(y, a.astype(np.float32))

@@ -12,72 +12,28 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import ge  # noqa: E402
 import ge.onnx  # noqa: E402
-from ge.session import Session  # noqa: E402
+from onnx_harness import check_model, node_model, run_ge  # noqa: E402
 
-NP2ONNX = {
-    np.dtype(np.float32): TensorProto.FLOAT,
-    np.dtype(np.float64): TensorProto.DOUBLE,
-    np.dtype(np.float16): TensorProto.FLOAT16,
-    np.dtype(np.int8): TensorProto.INT8,
-    np.dtype(np.int16): TensorProto.INT16,
-    np.dtype(np.int32): TensorProto.INT32,
-    np.dtype(np.int64): TensorProto.INT64,
-    np.dtype(np.uint8): TensorProto.UINT8,
-    np.dtype(np.uint16): TensorProto.UINT16,
-    np.dtype(np.uint32): TensorProto.UINT32,
-    np.dtype(np.uint64): TensorProto.UINT64,
-    np.dtype(np.bool_): TensorProto.BOOL,
-}
 
 
 def model(op, inputs, n_out=1, opset=21, domain="", inits=(), out_types=None, **attrs):
     """A one-node model; `inputs` are (name, array) pairs (array None: an absent input ''),
-    `inits` (name, array) initializers used as constant inputs."""
-    names = [n for n, _ in inputs]
-    node = helper.make_node(op, names, [f"y{i}" for i in range(n_out)], domain=domain, **attrs)
-    g_in = [
-        helper.make_tensor_value_info(n, NP2ONNX[a.dtype], a.shape)
-        for n, a in inputs
-        if n and a is not None and n not in dict(inits)
-    ]
-    init = [onnx.numpy_helper.from_array(a, n) for n, a in inits]
-    outs = [
-        helper.make_tensor_value_info(f"y{i}", (out_types or {}).get(i, TensorProto.UNDEFINED), None)
-        for i in range(n_out)
-    ]
-    g = helper.make_graph([node], "g", g_in, outs, initializer=init)
-    imports = [helper.make_opsetid("", opset)]
-    if domain:
-        imports.append(helper.make_opsetid(domain, 1))
-    return helper.make_model(g, opset_imports=imports, ir_version=9)
-
-
-def run_ge(m, feeds):
-    g = ge.onnx.load(m.SerializeToString())
-    s = Session()
-    s.add_graph(0, g)
-    return [np.asarray(t.numpy()) for t in s.run_graph(0, feeds)]
+    `inits` (name, array) initializers used as constant inputs (the node's inputs are `inputs`)."""
+    return node_model(op, inputs, inits, node_inputs=[n for n, _ in inputs], n_out=n_out, opset=opset,
+                      domain=domain, out_types=out_types, ir_version=9, **attrs)
 
 
 def check(op, inputs, inits=(), opset=21, domain="", rtol=1e-5, atol=1e-6, **attrs):
+    """ge against the ReferenceEvaluator: same dtypes and shapes, floats within the tolerance
+    (NaN where NaN), integers equal."""
     m = model(op, inputs, opset=opset, domain=domain, inits=inits, **attrs)
-    feeds = [a for n, a in inputs if n and a is not None and n not in dict(inits)]
-    got = run_ge(m, feeds)
-    ref = ReferenceEvaluator(m).run(None, {n: a for n, a in inputs if n and n not in dict(inits)})
-    for g, r in zip(got, ref):
-        r = np.asarray(r)
-        assert g.dtype == r.dtype, (g.dtype, r.dtype)
-        assert g.shape == r.shape, (g.shape, r.shape)
-        if r.dtype.kind == "f":
-            np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, equal_nan=True)
-        else:
-            np.testing.assert_array_equal(g, r)
-    return got
+    feeds = {n: a for n, a in inputs if n and a is not None and n not in dict(inits)}
+    return check_model(m, feeds, rtol, atol, equal_nan=True)
 
 
 RNG = np.random.default_rng(0)

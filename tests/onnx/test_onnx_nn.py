@@ -12,62 +12,24 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import ge  # noqa: E402
 import ge.onnx  # noqa: E402
-from ge.session import Session  # noqa: E402
-
-NP2ONNX = {
-    np.dtype("float32"): TensorProto.FLOAT,
-    np.dtype("float16"): TensorProto.FLOAT16,
-    np.dtype("float64"): TensorProto.DOUBLE,
-    np.dtype("int64"): TensorProto.INT64,
-    np.dtype("int32"): TensorProto.INT32,
-    np.dtype("uint8"): TensorProto.UINT8,
-    np.dtype("int8"): TensorProto.INT8,
-}
+from onnx_harness import check_model, node_model, run_ge  # noqa: E402
 
 
-def make_model(op, inputs, n_out=1, opset=21, outputs=None, inits=(), **attrs):
+
+def make_model(op, inputs, n_out=1, opset=21, outputs=None, inits=(), order=None, **attrs):
     """One-node model; `inputs`: list of (name, array) graph inputs; `inits`: (name, array)
     initializers (also node inputs, in order after the graph inputs unless named in `order`)."""
-    names = [n for n, _ in inputs] + [n for n, _ in inits]
-    order = attrs.pop("order", None)
-    node_in = order if order is not None else names
-    outs = outputs if outputs is not None else [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, node_in, outs, **attrs)
-    g = helper.make_graph(
-        [node],
-        "g",
-        [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], list(a.shape)) for n, a in inputs],
-        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o],
-        [onnx.numpy_helper.from_array(a, n) for n, a in inits],
-    )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def run_ge(model, feeds):
-    graph = ge.onnx.load(model.SerializeToString())
-    s = Session({"ge.graphMode": "on"})
-    s.add_graph(0, graph)
-    return [np.asarray(t.numpy()) for t in s.run_graph(0, feeds)]
+    return node_model(op, inputs, inits, node_inputs=order, n_out=n_out, outputs=outputs, opset=opset, **attrs)
 
 
 def check(model, inputs, rtol=1e-4, atol=1e-5):
-    feeds = [a for _, a in inputs]
-    want = ReferenceEvaluator(model).run(None, dict(inputs))
-    got = run_ge(model, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        w = np.asarray(w)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-        else:
-            np.testing.assert_array_equal(g, w)
+    """ge in graph mode against the ReferenceEvaluator: same dtypes and shapes, floats within the
+    tolerance, integers equal."""
+    return check_model(model, dict(inputs), rtol, atol, modes=("on",))
 
 
 def refuse(model, match):

@@ -28,10 +28,10 @@ from ge.onnx_plugin.registry import (
     get_registered_onnx_plugin_dicts,
     get_registered_onnx_plugins,
 )
-from ge.session import Session
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_harness import graph_model, run_graph, vi  # noqa: E402
 
 ENV = bootstrap.ENV_PY_ONNX_PLUGIN_PATH
 
@@ -51,19 +51,15 @@ def _plugin(source="Source", domain="test.domain", opsets=(1,), target="Target")
 
 
 def _model(nodes, inputs, outputs, initializers=(), opsets=(("", 17), ("my.domain", 1))):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets], ir_version=8)
-    return m.SerializeToString()
+    return graph_model(nodes, inputs, outputs, initializers, opsets=opsets).SerializeToString()
 
 
 def _vi(name, shape=(2, 3), dtype=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, dtype, list(shape))
+    return vi(name, dtype, shape)
 
 
 def _run(graph, *inputs):
-    s = Session()
-    s.add_graph(0, graph)
-    return [t.numpy() for t in s.run_graph(0, list(inputs))]
+    return run_graph(graph, inputs)
 
 
 X = np.array([[-2.0, -0.5, 0.0], [0.5, 1.0, 3.0]], np.float32)

@@ -12,60 +12,30 @@ import pytest
 onnx = pytest.importorskip("onnx")
 import ge
 import ge.onnx
-from ge.session import Session
+from onnx_harness import check_model, graph_inputs, node_model, run_ge
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 hyp = pytest.importorskip("hypothesis")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-NP2ONNX = {
-    np.dtype("float32"): TensorProto.FLOAT,
-    np.dtype("float64"): TensorProto.DOUBLE,
-    np.dtype("int64"): TensorProto.INT64,
-    np.dtype("int32"): TensorProto.INT32,
-    np.dtype("bool"): TensorProto.BOOL,
-}
 
 
 def model(op, inputs, attrs=None, consts=None, n_out=1, opset=18, out_names=None):
     """One-node model: `inputs` are (name, array) fed at run time, `consts` (name, array)
     initializers; input names in node order are given by the concatenation order of `names`."""
-    consts = consts or []
-    names = [n for n, _ in inputs] + [n for n, _ in consts]
-    return _model(op, names, inputs, consts, attrs or {}, n_out, opset, out_names)
+    return _model(op, None, inputs, consts or [], attrs or {}, n_out, opset, out_names)
 
 
 def _model(op, node_inputs, inputs, consts, attrs, n_out, opset, out_names=None):
-    outs = out_names or [f"y{i}" for i in range(n_out)]
-    node = helper.make_node(op, node_inputs, outs, **attrs)
-    g = helper.make_graph(
-        [node],
-        "g",
-        [helper.make_tensor_value_info(n, NP2ONNX[a.dtype], list(a.shape)) for n, a in inputs],
-        [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs if o],
-        [numpy_helper.from_array(a, n) for n, a in consts],
-    )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def run_ge(m, feeds):
-    g = ge.onnx.load(m.SerializeToString())
-    s = Session()
-    s.add_graph(0, g)
-    return [np.asarray(t.numpy()) for t in s.run_graph(0, list(feeds))]
+    return node_model(op, inputs, consts, node_inputs=node_inputs, n_out=n_out, outputs=out_names, opset=opset,
+                      **attrs)
 
 
 def check(m, feeds, rtol=1e-5, atol=1e-6):
-    want = ReferenceEvaluator(m).run(None, {i.name: a for i, a in zip(m.graph.input, feeds)})
-    got = run_ge(m, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        w = np.asarray(w)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    """ge against the ReferenceEvaluator (``feeds`` in input order): same dtypes and shapes, every
+    value within the tolerance."""
+    return check_model(m, dict(zip(graph_inputs(m), feeds)), rtol, atol, exact_ints=False)
 
 
 def rnd(*shape, dtype=np.float32, seed=0):
