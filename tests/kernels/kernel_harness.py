@@ -280,6 +280,19 @@ def fails(build: Callable[..., Any], *inputs: Input, exc: type = ge.GeError, mat
         run(build, *inputs, **kw)
 
 
+def conv_build(op: str, size: Optional[Sequence[int]] = None, extra: int = 0, **attrs: Any) -> Callable[..., Any]:
+    """The ``build`` of a convolution ``op`` with ``attrs`` on inputs (x, filter, ``extra`` more
+    [, bias]); ``size``: a constant int32 first input (the output size of a transposed one)."""
+    from ge.es import all as es
+
+    def build(b: GraphBuilder, xh: Any, wh: Any, *rest: Any) -> Any:
+        lead = [] if size is None else [const(b, size, "int32")]
+        more, bias = rest[:extra], rest[extra:]
+        return getattr(es, op)(*lead, xh, wh, *more, bias[0] if bias else None, **attrs)
+
+    return build
+
+
 def const(b: GraphBuilder, values: Any, d: str = "int64") -> Any:
     return b.create_const(np.asarray(values, dtype=NP[d]), GE_DT[d])
 
@@ -360,10 +373,13 @@ def shapes(min_dims: int = 0, max_dims: int = 4, min_side: int = 1, max_side: in
 
 @st.composite
 def broadcastable(draw: Any, n: int = 2, max_dims: int = 4, min_side: int = 0,
-                  max_side: int = 4) -> Tuple[Tuple[int, ...], ...]:
-    """``n`` shapes that broadcast together (numpy's rules): trailing parts of one shape, each
-    dim kept or made 1. (Cheaper to draw than ``hnp.mutually_broadcastable_shapes``.)"""
-    base = draw(shapes(min_dims=0, max_dims=max_dims, min_side=min_side, max_side=max_side))
+                  max_side: int = 4, base: Any = None) -> Tuple[Tuple[int, ...], ...]:
+    """``n`` shapes that broadcast together (numpy's rules): trailing parts of one shape (drawn
+    from ``base``, default ``shapes`` in the given bounds), each dim kept or made 1. (Cheaper to
+    draw than ``hnp.mutually_broadcastable_shapes``.)"""
+    if base is None:
+        base = shapes(min_dims=0, max_dims=max_dims, min_side=min_side, max_side=max_side)
+    base = draw(base)
     out = []
     for _ in range(n):
         r = draw(st.integers(0, len(base)))
@@ -389,6 +405,14 @@ def window_args(size: str, sides: Tuple[int, int], rank: int = 2, *, k: Tuple[in
         args["dil"] = ints(*dil, rank)
     args["pads"] = ints(*pad, 2 * rank)
     return args
+
+
+def conv_args(size: str, sides: Tuple[int, int], rank: int = 2, *, channels: Tuple[int, int] = (1, 3),
+              groups: Tuple[int, int] = (1, 3), **window: Any) -> Dict[str, Any]:
+    """``@given`` strategies of a grouped convolution: batch ``n``, channels per group in (``cg``)
+    and out (``og``), ``groups`` and the window (``window_args``)."""
+    return {"n": st.integers(1, 2), "cg": st.integers(*channels), "og": st.integers(*channels),
+            "groups": st.integers(*groups), **window_args(size, sides, rank, **window)}
 
 
 def int_values(rng: np.random.Generator, d: str, shape: Sequence[int], lo: Optional[int] = None,

@@ -450,62 +450,54 @@ TESTED.update(ARITH, COMPARE, LOGIC, BITWISE)
 _NATIVE = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": np.float32}
 
 
+def _f64(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` of the operands in float64."""
+    return lambda a, b, d: f(a.astype(np.float64), b.astype(np.float64))
+
+
+def _native(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` of the operands in the float dtype numpy computes it in, as float64."""
+    return lambda a, b, d: f(a.astype(_NATIVE[d]), b.astype(_NATIVE[d])).astype(np.float64)
+
+
+def _as_is(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` of the integer operands (numpy's wrapping arithmetic)."""
+    return lambda a, b, d: f(a, b)
+
+
+def _int_div_no_nan(a: np.ndarray, b: np.ndarray, d: str) -> np.ndarray:
+    nz = b != 0
+    return np.where(nz, wrap(trunc_div_exact(a, np.where(nz, b, 1)), d), 0).astype(NP[d])
+
+
+# op -> its reference f(a, b, dtype): floats exact in float64 (SquaredDifference as numpy in the
+# dtype: the difference rounded, then squared), integers as the kernels define them.
+FLOAT_BINARY_REF = {
+    "Add": _f64(np.add), "AddV2": _f64(np.add), "Sub": _f64(np.subtract), "Mul": _f64(np.multiply),
+    "Div": _f64(np.divide), "RealDiv": _f64(np.divide),
+    "DivNoNan": _f64(lambda x, y: np.where(y == 0, 0.0, x / y)),
+    "FloorDiv": _native(np.floor_divide), "FloorMod": _native(np.remainder), "Mod": _native(np.fmod),
+    "Pow": _f64(np.power), "Maximum": _f64(np.maximum), "Minimum": _f64(np.minimum),
+    "SquaredDifference": lambda a, b, d: np.square(to_dtype(a.astype(np.float64) - b.astype(np.float64), d)
+                                                   .astype(np.float64)),
+}
+INT_BINARY_REF = {
+    "Add": _as_is(np.add), "AddV2": _as_is(np.add), "Sub": _as_is(np.subtract), "Mul": _as_is(np.multiply),
+    "Div": lambda a, b, d: wrap(trunc_div_exact(a, b), d), "RealDiv": lambda a, b, d: wrap(trunc_div_exact(a, b), d),
+    "DivNoNan": _int_div_no_nan, "FloorDiv": _as_is(np.floor_divide), "FloorMod": _as_is(np.remainder),
+    "Mod": _as_is(np.fmod), "Pow": _as_is(np.power), "Maximum": _as_is(np.maximum), "Minimum": _as_is(np.minimum),
+    "SquaredDifference": _as_is(lambda x, y: np.square(x - y)),
+}
+
+
 def float_binary_ref(op: str, a: np.ndarray, b: np.ndarray, d: str) -> np.ndarray:
-    x, y = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(all="ignore"):
-        if op in ("Add", "AddV2"):
-            return x + y
-        if op == "Sub":
-            return x - y
-        if op == "Mul":
-            return x * y
-        if op in ("Div", "RealDiv"):
-            return x / y
-        if op == "DivNoNan":
-            return np.where(y == 0, 0.0, x / y)
-        if op in ("FloorDiv", "FloorMod", "Mod"):
-            f = {"FloorDiv": np.floor_divide, "FloorMod": np.remainder, "Mod": np.fmod}[op]
-            return f(a.astype(_NATIVE[d]), b.astype(_NATIVE[d])).astype(np.float64)
-        if op == "Pow":
-            return np.power(x, y)
-        if op == "Maximum":
-            return np.maximum(x, y)
-        if op == "Minimum":
-            return np.minimum(x, y)
-        if op == "SquaredDifference":
-            diff = to_dtype(x - y, d).astype(np.float64)  # numpy in the dtype: rounded, then squared
-            return diff * diff
-    raise AssertionError(op)
+        return FLOAT_BINARY_REF[op](a, b, d)
 
 
 def int_binary_ref(op: str, a: np.ndarray, b: np.ndarray, d: str) -> np.ndarray:
     with np.errstate(all="ignore"):
-        if op in ("Add", "AddV2"):
-            return a + b
-        if op == "Sub":
-            return a - b
-        if op == "Mul":
-            return a * b
-        if op in ("Div", "RealDiv"):
-            return wrap(trunc_div_exact(a, b), d)
-        if op == "DivNoNan":
-            nz = b != 0
-            return np.where(nz, wrap(trunc_div_exact(a, np.where(nz, b, 1)), d), 0).astype(NP[d])
-        if op == "FloorDiv":
-            return np.floor_divide(a, b)
-        if op == "FloorMod":
-            return np.remainder(a, b)
-        if op == "Mod":
-            return np.fmod(a, b)
-        if op == "Pow":
-            return np.power(a, b)
-        if op == "Maximum":
-            return np.maximum(a, b)
-        if op == "Minimum":
-            return np.minimum(a, b)
-        if op == "SquaredDifference":
-            return np.square(a - b)
-    raise AssertionError(op)
+        return INT_BINARY_REF[op](a, b, d)
 
 
 BINARY_DTYPES = dtypes_of(*ARITH, *COMPARE, *LOGIC, *BITWISE)

@@ -28,7 +28,7 @@ from ge.es import all as ops
 from ge.graph import Format
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from kernel_harness import HYP, NP, bf16_round, run1, ulp, window_args
+from kernel_harness import HYP, NP, bf16_round, conv_args, conv_build, run1, ulp, window_args
 from kernel_harness import fails as harness_fails
 
 # The spacing of the dtype's subnormals (f16: 2**-24), where ulp(d) * |want| no longer holds.
@@ -269,18 +269,9 @@ def test_conv2d_transpose_matches_scatter_add(
         if bias:
             inputs.append((b, bd))
         got = run(
-            lambda bld, xh, wh, *bh: ops.Conv2DTranspose(
-                const(bld, size),
-                xh,
-                wh,
-                bh[0] if bh else None,
-                strides=full(stride),
-                pads=list(pads),
-                dilations=full(dil),
-                groups=groups,
-                data_format=fmt,
-                output_padding=[0, 0, *out_pad] if nchw else [0, *out_pad, 0],
-            ),
+            conv_build("Conv2DTranspose", size, strides=full(stride), pads=list(pads), dilations=full(dil),
+                       groups=groups, data_format=fmt,
+                       output_padding=[0, 0, *out_pad] if nchw else [0, *out_pad, 0]),
             inputs,
             formats={1: fformat},
         )
@@ -323,11 +314,7 @@ FILTER_3D = {
 
 @HYP(80)
 @given(
-    n=st.integers(1, 2),
-    cg=st.integers(1, 2),
-    og=st.integers(1, 2),
-    groups=st.integers(1, 2),
-    **window_args("dhw", (1, 4), 3, k=(1, 2), stride=(1, 2), pad=(0, 1)),
+    **conv_args("dhw", (1, 4), 3, channels=(1, 2), groups=(1, 2), k=(1, 2), stride=(1, 2), pad=(0, 1)),
     ncdhw=st.booleans(),
     ffmt=st.sampled_from(sorted(FILTER_3D)),
     bias=st.booleans(),
@@ -350,16 +337,8 @@ def test_conv3d_matches_numpy(n, cg, og, groups, dhw, k, stride, dil, pads, ncdh
         if bias:
             inputs.append((b, bd))
         got = run(
-            lambda _, xh, wh, *bh: ops.Conv3D(
-                xh,
-                wh,
-                bh[0] if bh else None,
-                strides=full(stride),
-                pads=list(pads),
-                dilations=full(dil),
-                groups=groups,
-                data_format=fmt,
-            ),
+            conv_build("Conv3D", strides=full(stride), pads=list(pads), dilations=full(dil), groups=groups,
+                   data_format=fmt),
             inputs,
             formats={1: fformat},
         )
@@ -394,12 +373,8 @@ def test_conv3d_a_video_block():
 
 @HYP(80)
 @given(
-    n=st.integers(1, 2),
-    cg=st.integers(1, 2),
-    og=st.integers(1, 2),
-    groups=st.integers(1, 2),
+    **conv_args("hw", (2, 5), channels=(1, 2), groups=(1, 2), stride=(1, 2), pad=(0, 1)),
     dg=st.integers(1, 2),
-    **window_args("hw", (2, 5), stride=(1, 2), pad=(0, 1)),
     nchw=st.booleans(),
     modulated=st.booleans(),
     ffmt=st.sampled_from(sorted(FILTER_2D)),
@@ -436,19 +411,8 @@ def test_deformable_conv2d_matches_bilinear_sampling(
         if bias:
             inputs.append((b, d))
         got = run(
-            lambda _, xh, wh, oh_, *bh: ops.DeformableConv2D(
-                xh,
-                wh,
-                oh_,
-                bh[0] if bh else None,
-                strides=full(stride),
-                pads=list(pads),
-                dilations=full(dil),
-                groups=groups,
-                data_format=fmt,
-                deformable_groups=dg,
-                modulated=modulated,
-            ),
+            conv_build("DeformableConv2D", extra=1, strides=full(stride), pads=list(pads), dilations=full(dil),
+                       groups=groups, data_format=fmt, deformable_groups=dg, modulated=modulated),
             inputs,
             formats={1: fformat},
         )
@@ -568,47 +532,27 @@ def test_pooling_caffe_defaults_ceil_and_pad_counting():
 F32 = "float32"
 
 
-def test_conv2d_transpose_needs_a_constant_input_size():
+@pytest.mark.parametrize(
+    "size_input,size,extra,exc,match",
+    [
+        pytest.param(True, [1, 1, 2, 2], {}, ge.GeError,
+                     "; not supported: Conv2DTranspose with a non-constant input_size",
+                     id="needs_a_constant_input_size"),
+        pytest.param(False, [1, 1, 5, 2], {}, ge.ExecutionError, "input_size",
+                     id="input_size_must_match_the_geometry"),
+        pytest.param(False, [1, 1, 2, 2], {"output_padding": [0, 1, 0, 0]}, ge.GeError, "output_padding",
+                     id="output_padding_on_n_or_c_is_an_error"),
+    ],
+)
+def test_conv2d_transpose_errors(size_input, size, extra, exc, match):
     x, w = np.zeros((1, 2, 2, 2), np.float32), np.zeros((2, 1, 1, 1), np.float32)
-    size = np.array([1, 1, 2, 2], np.int32)
-    fails(
-        lambda _, sh, xh, wh: ops.Conv2DTranspose(
-            sh, xh, wh, strides=[1, 1, 1, 1], pads=[0] * 4, data_format="NCHW"
-        ),
-        [(size, "int32"), (x, F32), (w, F32)],
-        ge.GeError,
-        "; not supported: Conv2DTranspose with a non-constant input_size",
-    )
-
-
-def test_conv2d_transpose_input_size_must_match_the_geometry():
-    x, w = np.zeros((1, 2, 2, 2), np.float32), np.zeros((2, 1, 1, 1), np.float32)
-    fails(
-        lambda b, xh, wh: ops.Conv2DTranspose(
-            const(b, [1, 1, 5, 2]), xh, wh, strides=[1, 1, 1, 1], pads=[0] * 4, data_format="NCHW"
-        ),
-        [(x, F32), (w, F32)],
-        ge.ExecutionError,
-        "input_size",
-    )
-
-
-def test_conv2d_transpose_output_padding_on_n_or_c_is_an_error():
-    x, w = np.zeros((1, 2, 2, 2), np.float32), np.zeros((2, 1, 1, 1), np.float32)
-    fails(
-        lambda b, xh, wh: ops.Conv2DTranspose(
-            const(b, [1, 1, 2, 2]),
-            xh,
-            wh,
-            strides=[1, 1, 1, 1],
-            pads=[0] * 4,
-            data_format="NCHW",
-            output_padding=[0, 1, 0, 0],
-        ),
-        [(x, F32), (w, F32)],
-        ge.GeError,
-        "output_padding",
-    )
+    attrs = dict(strides=[1, 1, 1, 1], pads=[0] * 4, data_format="NCHW", **extra)
+    if size_input:
+        fails(lambda _, sh, xh, wh: ops.Conv2DTranspose(sh, xh, wh, **attrs),
+              [(np.array(size, np.int32), "int32"), (x, F32), (w, F32)], exc, match)
+    else:
+        fails(lambda b, xh, wh: ops.Conv2DTranspose(const(b, size), xh, wh, **attrs), [(x, F32), (w, F32)], exc,
+              match)
 
 
 @pytest.mark.parametrize("op", ["Conv2DTranspose", "Conv3D"])

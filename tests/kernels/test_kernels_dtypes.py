@@ -447,6 +447,18 @@ def stats_ref(x64: np.ndarray, axes: Tuple[int, ...]) -> Tuple[np.ndarray, np.nd
     return m, x64.var(axis=axes, keepdims=True), np.abs(x64).mean(axis=axes, keepdims=True)
 
 
+def check_normalized(got: List[Tuple[str, np.ndarray]], x: np.ndarray, axes: Tuple[int, ...], eps: float,
+                     gamma: Any, beta: Any, d: str, stat_d: str, what: str) -> None:
+    """y, mean and variance (dtype ``stat_d``) of a normalisation of ``x`` over ``axes`` against
+    the float64 reference, with the summation slack of each."""
+    x64 = x.astype(np.float64)
+    m, v, am = stats_ref(x64, axes)
+    y, mag = normalized(x64, m, v, eps, gamma, beta)
+    near(got[0], y, d, extra=F64_EPS * mag, what=what)
+    near(got[1], m, stat_d, extra=F64_EPS * am, what=what + " mean")
+    near(got[2], v, stat_d, extra=F64_EPS * am ** 2, what=what + " variance")
+
+
 @HYP(15)
 @given(data=st.data())
 def test_layer_norm(data):
@@ -464,13 +476,8 @@ def test_layer_norm(data):
                 attrs = dict(begin_norm_axis=bna - r if neg else bna,
                              begin_params_axis=bpa - r if neg else bpa, epsilon=eps)
                 got = run(lambda b, *h: list(es.LayerNorm(*h, **attrs)), (x, d), (gamma, gd), (beta, gd))
-                x64 = x.astype(np.float64)
-                m, v, am = stats_ref(x64, tuple(range(bna, r)))
-                y, mag = normalized(x64, m, v, eps, gamma.astype(np.float64), beta.astype(np.float64))
-                what = f"LayerNorm {shape} axes {bna} {bpa}"
-                near(got[0], y, d, extra=F64_EPS * mag, what=what)
-                near(got[1], m, d, extra=F64_EPS * am, what=what + " mean")
-                near(got[2], v, d, extra=F64_EPS * am ** 2, what=what + " variance")
+                check_normalized(got, x, tuple(range(bna, r)), eps, gamma.astype(np.float64),
+                                 beta.astype(np.float64), d, d, f"LayerNorm {shape} axes {bna} {bpa}")
 
 
 IN_T = D("InstanceNorm", "x")
@@ -498,14 +505,8 @@ def test_instance_norm(data):
                 gamma, beta = finite(rng, gd, (shape[ca],)), finite(rng, gd, (shape[ca],))
                 got = run(lambda b, *h: list(es.InstanceNorm(*h, data_format=fmt, epsilon=eps)),
                           (x, d), (gamma, gd), (beta, gd))
-                x64 = x.astype(np.float64)
-                m, v, am = stats_ref(x64, axes)
-                y, mag = normalized(x64, m, v, eps, gamma.astype(np.float64).reshape(bc),
-                                    beta.astype(np.float64).reshape(bc))
-                what = f"InstanceNorm {shape} {fmt}"
-                near(got[0], y, d, extra=F64_EPS * mag, what=what)
-                near(got[1], m, gd, extra=F64_EPS * am, what=what + " mean")
-                near(got[2], v, gd, extra=F64_EPS * am ** 2, what=what + " variance")
+                check_normalized(got, x, axes, eps, gamma.astype(np.float64).reshape(bc),
+                                 beta.astype(np.float64).reshape(bc), d, gd, f"InstanceNorm {shape} {fmt}")
 
 
 GN_T = D("GroupNorm", "x")

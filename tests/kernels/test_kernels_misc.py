@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from kernel_harness import (  # noqa: E402
     FLOATS, GE_DT, INTS, NAME_OF, NP, case, const, proto_dtypes, run, run1, to_dtype, ulp, up,
 )
+from kernel_harness import broadcastable as harness_broadcastable  # noqa: E402
 from kernel_harness import fails as harness_fails  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
@@ -130,20 +131,13 @@ def values(rng: np.random.Generator, d: str, shape: Sequence[int], lo: float = -
     return to_dtype(x.reshape(shape), d)
 
 
-@st.composite
-def broadcastable(draw: Any, n: int = 2, max_dims: int = 3, max_side: int = 3) -> Tuple[Tuple[int, ...], ...]:
-    """``n`` shapes that broadcast together: trailing parts of one shape, dims kept or made 1."""
-    base = draw(st.lists(st.integers(0, max_side), min_size=0, max_size=max_dims))
-    out = []
-    for _ in range(n):
-        r = draw(st.integers(0, len(base)))
-        ones = draw(st.integers(0, 2**r - 1))
-        out.append(tuple(1 if ones >> i & 1 else dim for i, dim in enumerate(base[len(base) - r:])))
-    return tuple(out)
-
-
 def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> Any:
     return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
+
+
+def broadcastable(n: int = 2, max_dims: int = 3, max_side: int = 3) -> Any:
+    """``n`` shapes that broadcast together, of at most ``max_dims`` dims of 0..``max_side``."""
+    return harness_broadcastable(n, base=shapes(0, max_dims, 0, max_side))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,16 +145,23 @@ def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: in
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("op,build,ref", [
+    pytest.param("FusedMulAdd", lambda b, p, q, r: ops.FusedMulAdd(p, q, r),
+                 lambda d, x, y, z: up(x, d) * up(y, d) + up(z, d), id="fused_mul_add"),
+    # numpy's NaN-propagating clip
+    pytest.param("ClipByValue", lambda b, p, q, r: ops.ClipByValue(p, q, r),
+                 lambda d, x, lo, hi: np.minimum(np.maximum(x, lo), hi), id="clip_by_value"),
+])
 @HYP
 @given(shp=broadcastable(3), seed=SEEDS)
-def test_fused_mul_add(shp, seed):
+def test_ternary_elementwise(op, build, ref, shp, seed):
     rng = np.random.default_rng(seed)
-    for d in proto_dtypes("FusedMulAdd"):
+    for d in proto_dtypes(op):
         with case(d):
             xs = [values(rng, d, s) for s in shp]
-            got = run1(lambda b, p, q, r: ops.FusedMulAdd(p, q, r), *[(x, d) for x in xs])
+            got = run1(build, *[(x, d) for x in xs])
             with np.errstate(all="ignore"):
-                want = up(xs[0], d) * up(xs[1], d) + up(xs[2], d)
+                want = ref(d, *xs)
             check(got, want, d)
 
 
@@ -177,17 +178,6 @@ def test_addcmul(shp, vshape, seed):
                 # PyTorch's order: input + (value * x1) * x2.
                 want = up(xs[0], d) + (up(v, d).reshape(()) * up(xs[1], d)) * up(xs[2], d)
             check(got, want, d)
-
-
-@HYP
-@given(shp=broadcastable(3), seed=SEEDS)
-def test_clip_by_value(shp, seed):
-    rng = np.random.default_rng(seed)
-    for d in proto_dtypes("ClipByValue"):
-        with case(d):
-            x, lo, hi = (values(rng, d, s) for s in shp)
-            got = run1(lambda b, p, q, r: ops.ClipByValue(p, q, r), (x, d), (lo, d), (hi, d))
-            check(got, np.minimum(np.maximum(x, lo), hi), d)  # numpy's NaN-propagating clip
 
 
 @HYP

@@ -13,7 +13,7 @@ from ge.graph import DataType, Format
 from ge.session import Session
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from kernel_harness import MODES, conv_ref, nchw_to_nhwc, window_args
+from kernel_harness import MODES, conv_args, conv_build, conv_ref, nchw_to_nhwc, window_args
 from kernel_harness import pool_ref as harness_pool_ref
 from kernel_harness import fails as harness_fails
 from kernel_harness import run as harness_run
@@ -71,11 +71,7 @@ def nhwc_to_nchw(a):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    n=st.integers(1, 2),
-    cg=st.integers(1, 3),
-    og=st.integers(1, 3),
-    groups=st.integers(1, 3),
-    **window_args("hw", (1, 7)),
+    **conv_args("hw", (1, 7)),
     nchw=st.booleans(),
     bias=st.booleans(),
     seed=st.integers(0, 2**16),
@@ -94,16 +90,8 @@ def test_conv2d_matches_numpy(n, cg, og, groups, hw, k, stride, dil, pads, nchw,
     xin = x if nchw else nchw_to_nhwc(x)
     args = [xin, w] + ([b] if bias else [])
     y = run1(
-        lambda _, xh, wh, *bh: ops.Conv2D(
-            xh,
-            wh,
-            bh[0] if bh else None,
-            strides=full(stride),
-            pads=list(pads),
-            dilations=full(dil),
-            groups=groups,
-            data_format=fmt,
-        ),
+        conv_build("Conv2D", strides=full(stride), pads=list(pads), dilations=full(dil), groups=groups,
+                   data_format=fmt),
         *args,
     )
     close(y if nchw else nhwc_to_nchw(y), want, np.float32)

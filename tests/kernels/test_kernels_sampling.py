@@ -456,37 +456,17 @@ def test_onnx_resize_errors():
     )
     both = lambda b, xh, sc, sz: ops.Resize(xh, None, sc, sz)
     fails(both, x, np.array([1, 1, 2, 2], np.float32), np.array([1, 1, 4, 4], np.int64), match="both given")
-    fails(
-        lambda b, xh, sc: ops.Resize(xh, None, sc, None),
-        x,
-        np.array([1, 2, 2], np.float32),
-        match="needs one per dim",
-    )
-    fails(
-        lambda b, xh, sc: ops.Resize(xh, None, sc, None),
-        x,
-        np.array([1, 1, 0, 2], np.float32),
-        match="non-positive",
-    )
-    fails(
-        lambda b, xh, sz: ops.Resize(xh, None, None, sz),
-        x,
-        np.array([1, 1, -1, 2], np.int64),
-        match="negative size",
-    )
-    fails(lambda b, xh: ops.Resize(xh), x, match="needs a non-empty 'scales' or 'sizes'")
-    fails(
-        lambda b, xh, sc: ops.Resize(xh, None, sc, None),
-        x,
-        np.array([1, 1, 1e30, 1], np.float32),
-        match="too large",
-    )
-    fails(
-        lambda b, xh, sz: ops.Resize(xh, None, None, sz),
-        np.zeros((1, 0), np.float32),
-        np.array([1, 3], np.int64),
-        match="cannot resize an empty dim",
-    )
+    by_scales = lambda b, xh, sc: ops.Resize(xh, None, sc, None)
+    by_sizes = lambda b, xh, sz: ops.Resize(xh, None, None, sz)
+    for build, inputs, match in [
+        (by_scales, (x, np.array([1, 2, 2], np.float32)), "needs one per dim"),
+        (by_scales, (x, np.array([1, 1, 0, 2], np.float32)), "non-positive"),
+        (by_sizes, (x, np.array([1, 1, -1, 2], np.int64)), "negative size"),
+        (lambda b, xh: ops.Resize(xh), (x,), "needs a non-empty 'scales' or 'sizes'"),
+        (by_scales, (x, np.array([1, 1, 1e30, 1], np.float32)), "too large"),
+        (by_sizes, (np.zeros((1, 0), np.float32), np.array([1, 3], np.int64)), "cannot resize an empty dim"),
+    ]:
+        fails(build, *inputs, match=match)
     fails(
         lambda b, xh, roi: ops.Resize(
             xh,
