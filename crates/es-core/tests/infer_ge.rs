@@ -180,6 +180,7 @@ fn broadcast_gives_one_output_per_input() {
             &[("x", &[a, b])],
             &[("root_rank", i(0)), ("group", s("g"))],
             &[("y", 2)],
+            Vec::new(),
         )
         .unwrap();
     assert_eq!(t.outs(id), vec![(FLOAT16, vec![2]), (INT32, vec![3, 1])]);

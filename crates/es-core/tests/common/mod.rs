@@ -1,4 +1,4 @@
-//! The test harness shared by the inference-rule tests (`infer_nn.rs`, `infer_more.rs`):
+//! The test harness shared by the inference-rule tests (`infer/`, `infer_more.rs`, ...):
 //! a builder over the built-in library, input/constant makers, and op calls that return the
 //! inferred descriptions or the error text.
 
@@ -7,7 +7,9 @@
 use es_core::attr::AttrValue;
 use es_core::builder::OpArgs;
 use es_core::ops::{IoKind, OpRegistry};
-use es_core::{DataType, Error, Format, GraphBuilder, NodeId, OutPort, Shape, Tensor, TensorDesc};
+use es_core::{
+    DataType, Error, Format, Graph, GraphBuilder, NodeId, OutPort, Shape, Tensor, TensorDesc,
+};
 use std::sync::{Arc, OnceLock};
 
 use DataType::FLOAT;
@@ -41,7 +43,7 @@ pub type Attrs<'a> = &'a [(&'a str, AttrValue)];
 
 /// A builder with helpers to make inputs and call operators by input name.
 pub struct T {
-    b: GraphBuilder,
+    pub b: GraphBuilder,
     next: i64,
 }
 
@@ -93,12 +95,16 @@ impl T {
     pub fn scalar_i32(&mut self, v: i32) -> OutPort {
         self.b.create_const(Tensor::scalar(v), None).unwrap()
     }
+    pub fn scalar_f(&mut self, v: f32) -> OutPort {
+        self.b.create_const(Tensor::scalar(v), None).unwrap()
+    }
     pub fn call_full(
         &mut self,
         ty: &str,
         ins: Ins,
         attrs: Attrs,
         counts: &[(&str, usize)],
+        subgraphs: Vec<Vec<Graph>>,
     ) -> es_core::Result<NodeId> {
         let p = self.b.proto(ty).unwrap_or_else(|e| panic!("{ty}: {e}"));
         for (n, _) in ins {
@@ -116,6 +122,7 @@ impl T {
             .collect();
         let mut args = OpArgs {
             inputs,
+            subgraphs,
             ..Default::default()
         };
         for (k, v) in attrs {
@@ -127,7 +134,7 @@ impl T {
         self.b.add_op(ty, args)
     }
     pub fn call(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> es_core::Result<NodeId> {
-        self.call_full(ty, ins, attrs, &[])
+        self.call_full(ty, ins, attrs, &[], Vec::new())
     }
     pub fn out(&self, id: NodeId, k: usize) -> TensorDesc {
         self.b.graph().node(id).unwrap().outputs[k].desc.clone()

@@ -1,0 +1,223 @@
+//! Library-wide checks: every operator has a prototype and a rule, round-trips through JSON,
+//! and never fails on inputs of unknown rank.
+
+use super::*;
+
+const ALL_OPS: &[&str] = &[
+    "Data",
+    "RefData",
+    "Const",
+    "Variable",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "RealDiv",
+    "Neg",
+    "Relu",
+    "Relu6",
+    "Sigmoid",
+    "Exp",
+    "Sqrt",
+    "Maximum",
+    "Minimum",
+    "Cast",
+    "MatMul",
+    "MatMulV2",
+    "BatchMatMul",
+    "BatchMatMulV2",
+    "GEMM",
+    "FusedMulAdd",
+    "Reshape",
+    "Transpose",
+    "Unsqueeze",
+    "Squeeze",
+    "ConcatV2",
+    "ConcatD",
+    "Pack",
+    "Split",
+    "SplitD",
+    "SplitV",
+    "IdentityN",
+    "Identity",
+    "TensorMove",
+    "ReduceSum",
+    "ReduceSumD",
+    "Fill",
+    "ZerosLike",
+    "Shape",
+    "BroadcastTo",
+    "Tile",
+    "TopKV2",
+    "ScatterElements",
+    "GatherElements",
+    "MaskedFill",
+    "LogicalNot",
+    "Conv2D",
+    "BatchNorm",
+    "If",
+    "Case",
+    "While",
+];
+
+#[test]
+fn every_operator_has_a_rule_and_a_prototype() {
+    let reg = global_registry();
+    for op in ALL_OPS {
+        assert!(builtin_rule(op).is_some(), "{op} has no built-in rule");
+        assert!(reg.get(op).is_some(), "{op} is not in the operator library");
+    }
+    assert!(builtin_rule("NoSuchOp").is_none());
+}
+
+const NN_OPS: &[&str] = &[
+    "SoftmaxV2",
+    "LogSoftmaxV2",
+    "LayerNorm",
+    "InstanceNorm",
+    "GroupNorm",
+    "LRN",
+    "MaxPool",
+    "MaxPoolV3",
+    "AvgPool",
+    "AvgPoolV2",
+    "GlobalAveragePool",
+    "Pooling",
+    "PadV3",
+    "Pad",
+    "PadD",
+    "Slice",
+    "SliceD",
+    "StridedSlice",
+    "StridedSliceD",
+    "GatherV2",
+    "GatherV2D",
+    "GatherNd",
+    "ScatterNd",
+    "ScatterNdUpdate",
+    "Expand",
+    "ExpandD",
+    "ResizeNearestNeighborV2",
+    "ResizeBilinearV2",
+    "Resize",
+    "Conv2DTranspose",
+    "DepthwiseConv2D",
+    "Conv3D",
+    "BiasAdd",
+    "Flatten",
+    "FlattenV2",
+    "SpaceToDepth",
+    "DepthToSpace",
+    "ReverseV2",
+    "Unpack",
+    "Einsum",
+    "Tril",
+    "Triu",
+    "Trilu",
+    "NonZero",
+    "Where",
+    "Size",
+    "Rank",
+    "EmbeddingBag",
+];
+
+#[test]
+fn every_tested_operator_is_built_in_and_round_trips() {
+    let reg = registry();
+    let again = OpRegistry::from_json_str(&reg.to_json().to_string()).unwrap();
+    for op in NN_OPS {
+        let p = reg
+            .get(op)
+            .unwrap_or_else(|| panic!("{op} is not in the built-in library"));
+        assert!(!p.doc.is_empty(), "{op} has no doc");
+        assert_eq!(**again.get(op).unwrap(), **p, "{op}");
+    }
+}
+
+#[test]
+fn nn_operators_have_rules() {
+    // An operator without a rule gets an unknown-rank output; each of these has a known rank
+    // for a known-rank input.
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    assert_eq!(t.dims("Rank", &[("x", &[x])], &[]), Vec::<i64>::new());
+    let x = t.f(&[2, 3]);
+    assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![U, 2]);
+}
+
+/// Required attributes that make a call valid whatever the input shapes.
+fn required_attrs(op: &str) -> Vec<(&'static str, AttrValue)> {
+    match op {
+        "GroupNorm" => vec![("num_groups", i(2))],
+        "MaxPool" | "AvgPool" => vec![
+            ("ksize", li(&[1, 2, 2, 1])),
+            ("strides", li(&[1, 2, 2, 1])),
+            ("padding", s("SAME")),
+        ],
+        "MaxPoolV3" | "AvgPoolV2" => {
+            vec![("ksize", li(&[1, 1, 2, 2])), ("strides", li(&[1, 1, 2, 2]))]
+        }
+        "PadD" => vec![(
+            "paddings",
+            AttrValue::ListListInt(vec![vec![1, 1], vec![0, 0]]),
+        )],
+        "SliceD" => vec![("offsets", li(&[0, 0])), ("size", li(&[1, 1]))],
+        "StridedSliceD" => vec![
+            ("begin", li(&[0])),
+            ("end", li(&[1])),
+            ("strides", li(&[1])),
+        ],
+        "GatherV2D" => vec![("axis", i(0))],
+        "ExpandD" => vec![("shape", li(&[2, 3]))],
+        "Conv2DTranspose" | "DepthwiseConv2D" => {
+            vec![("strides", li(&[1, 1, 1, 1])), ("pads", li(&[0, 0, 0, 0]))]
+        }
+        "Conv3D" => vec![
+            ("strides", li(&[1, 1, 1, 1, 1])),
+            ("pads", li(&[0, 0, 0, 0, 0, 0])),
+        ],
+        "SpaceToDepth" | "DepthToSpace" => vec![("block_size", i(2))],
+        "Unpack" => vec![("num", i(2))],
+        "Einsum" => vec![("equation", s("ij,jk->ik"))],
+        _ => vec![],
+    }
+}
+
+#[test]
+fn unknown_rank_inputs_never_fail() {
+    let reg = registry();
+    for op in NN_OPS {
+        let p = reg.get(op).unwrap().clone();
+        let mut t = T::new();
+        let mut ins: Vec<(String, Vec<OutPort>)> = Vec::new();
+        for d in &p.inputs {
+            if d.kind == IoKind::Optional {
+                continue;
+            }
+            let allowed = p.allowed(&d.ty).unwrap();
+            let dt = allowed
+                .iter()
+                .copied()
+                .find(|t| *t == FLOAT || *t == INT32)
+                .unwrap_or(allowed[0]);
+            let n = if d.kind == IoKind::Dynamic { 2 } else { 1 };
+            let ports = (0..n).map(|_| t.input(dt, &[-2])).collect();
+            ins.push((d.name.clone(), ports));
+        }
+        let ins_ref: Vec<(&str, &[OutPort])> = ins
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect();
+        let attrs = required_attrs(op);
+        let id = t
+            .call(op, &ins_ref, &attrs)
+            .unwrap_or_else(|e| panic!("{op}: unknown-rank inputs gave an error: {e}"));
+        for (k, o) in t.outs(id).iter().enumerate() {
+            assert!(
+                o.1 == vec![-2] || o.1.iter().all(|&d| d >= -1),
+                "{op} output {k}: {:?}",
+                o.1
+            );
+        }
+    }
+}

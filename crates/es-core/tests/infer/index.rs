@@ -1,0 +1,483 @@
+//! Indexing: gathers, scatters, TopK, MaskedFill, NonZero/Where, EmbeddingBag
+//! (`src/infer/index.rs`).
+
+use super::*;
+
+#[test]
+fn masked_fill() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let mask = t.input(BOOL, &[1, 3]);
+    let v = t.scalar_f(0.0);
+    assert_eq!(
+        t.ok(
+            "MaskedFill",
+            &[("x", &[x]), ("mask", &[mask]), ("value", &[v])],
+            &[]
+        ),
+        (FLOAT, vec![2, 3])
+    );
+    let xu = t.f(&[U, 3]);
+    assert_eq!(
+        t.dims(
+            "MaskedFill",
+            &[("x", &[xu]), ("mask", &[mask]), ("value", &[v])],
+            &[]
+        ),
+        vec![U, 3]
+    );
+    let bad = t.input(BOOL, &[4]);
+    let m = t.err(
+        "MaskedFill",
+        &[("x", &[x]), ("mask", &[bad]), ("value", &[v])],
+        &[],
+    );
+    has(&m, &["'x' [2, 3]", "'mask' [4]"]);
+    let v2 = t.f(&[2]);
+    let m = t.err(
+        "MaskedFill",
+        &[("x", &[x]), ("mask", &[mask]), ("value", &[v2])],
+        &[],
+    );
+    has(&m, &["'value'", "scalar", "[2]"]);
+}
+
+#[test]
+fn top_k_v2() {
+    let mut t = T::new();
+    let x = t.f(&[4, 10]);
+    let k = t.scalar_i32(3);
+    let id = t.call("TopKV2", &[("x", &[x]), ("k", &[k])], &[]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![4, 3]), (INT32, vec![4, 3])]);
+    let id = t
+        .call("TopKV2", &[("x", &[x]), ("k", &[k])], &[("dim", i(0))])
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![3, 10]), (INT32, vec![3, 10])]);
+    let id = t
+        .call(
+            "TopKV2",
+            &[("x", &[x]), ("k", &[k])],
+            &[("indices_dtype", i(INT64 as i64))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id)[1], (INT64, vec![4, 3]));
+    let dk = t.input(INT32, &[]);
+    let id = t.call("TopKV2", &[("x", &[x]), ("k", &[dk])], &[]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![4, U]), (INT32, vec![4, U])]);
+    let xu = t.f(&[U, U]);
+    let id = t.call("TopKV2", &[("x", &[xu]), ("k", &[k])], &[]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![U, 3]), (INT32, vec![U, 3])]);
+    let k20 = t.scalar_i32(20);
+    has(
+        &t.err("TopKV2", &[("x", &[x]), ("k", &[k20])], &[]),
+        &["'k' is 20, more than dim 1 of x [4, 10] (10)"],
+    );
+    let kn = t.scalar_i32(-1);
+    has(
+        &t.err("TopKV2", &[("x", &[x]), ("k", &[kn])], &[]),
+        &["'k' must be >= 0"],
+    );
+    has(
+        &t.err("TopKV2", &[("x", &[x]), ("k", &[k])], &[("dim", i(2))]),
+        &["'dim' 2 is out of range"],
+    );
+    let s = t.f(&[]);
+    has(
+        &t.err("TopKV2", &[("x", &[s]), ("k", &[k])], &[]),
+        &["rank >= 1"],
+    );
+}
+
+#[test]
+fn scatter_elements() {
+    let mut t = T::new();
+    let data = t.f(&[4, 5]);
+    let idx = t.input(INT32, &[2, 5]);
+    let upd = t.f(&[2, 5]);
+    let ins = |d, i, u| [("data", [d]), ("indices", [i]), ("updates", [u])];
+    let run = |t: &mut T, d, ii, u, attrs: Attrs| {
+        let v = ins(d, ii, u);
+        let r: Vec<(&str, &[OutPort])> = v.iter().map(|(n, p)| (*n, p.as_slice())).collect();
+        t.call("ScatterElements", &r, attrs)
+    };
+    let id = run(
+        &mut t,
+        data,
+        idx,
+        upd,
+        &[("axis", i(0)), ("reduction", s("add"))],
+    )
+    .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![4, 5])]);
+    let du = t.f(&[U, 5]);
+    let iu = t.input(INT64, &[U, 5]);
+    let id = run(&mut t, du, iu, upd, &[]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![U, 5])]);
+    let i3 = t.input(INT32, &[2, 5, 1]);
+    has(
+        &run(&mut t, data, i3, upd, &[]).unwrap_err().to_string(),
+        &["'indices' [2, 5, 1] must have the rank of data [4, 5]"],
+    );
+    let u_bad = t.f(&[3, 5]);
+    has(
+        &run(&mut t, data, idx, u_bad, &[]).unwrap_err().to_string(),
+        &["indices [2, 5] and updates [3, 5]"],
+    );
+    has(
+        &run(&mut t, data, idx, upd, &[("reduction", s("foo"))])
+            .unwrap_err()
+            .to_string(),
+        &["'reduction'", "\"foo\""],
+    );
+    has(
+        &run(&mut t, data, idx, upd, &[("axis", i(2))])
+            .unwrap_err()
+            .to_string(),
+        &["'axis' 2 is out of range"],
+    );
+}
+
+#[test]
+fn gather_elements() {
+    let mut t = T::new();
+    let x = t.f(&[4, 5]);
+    let idx = t.input(INT32, &[4, 2]);
+    assert_eq!(
+        t.ok(
+            "GatherElements",
+            &[("x", &[x]), ("index", &[idx])],
+            &[("dim", i(1))]
+        ),
+        (FLOAT, vec![4, 2])
+    );
+    let iu = t.input(INT64, &[U, 7]);
+    assert_eq!(
+        t.dims(
+            "GatherElements",
+            &[("x", &[x]), ("index", &[iu])],
+            &[("dim", i(-1))]
+        ),
+        vec![U, 7]
+    );
+    let ir = t.input(INT64, &[-2]);
+    assert_eq!(
+        t.dims("GatherElements", &[("x", &[x]), ("index", &[ir])], &[]),
+        vec![U, U]
+    );
+    let i3 = t.input(INT32, &[4, 2, 1]);
+    has(
+        &t.err("GatherElements", &[("x", &[x]), ("index", &[i3])], &[]),
+        &["same rank (2 vs 3)"],
+    );
+    let i_big = t.input(INT32, &[6, 5]);
+    has(
+        &t.err(
+            "GatherElements",
+            &[("x", &[x]), ("index", &[i_big])],
+            &[("dim", i(1))],
+        ),
+        &["larger than x [4, 5] at dim 0"],
+    );
+    has(
+        &t.err(
+            "GatherElements",
+            &[("x", &[x]), ("index", &[idx])],
+            &[("dim", i(2))],
+        ),
+        &["'dim' 2 is out of range"],
+    );
+}
+
+#[test]
+fn gather_v2_axis_and_batch_dims() {
+    let mut t = T::new();
+    let x = t.f(&[5, 6, 7]);
+    let idx = t.input(INT32, &[2, 3]);
+    let a = t.scalar_i32(1);
+    assert_eq!(
+        t.dims(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[]
+        ),
+        vec![5, 2, 3, 7]
+    );
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT64, &[4, 2]);
+    let a = t.ints(&[-2]);
+    assert_eq!(
+        t.dims(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[("batch_dims", i(1))]
+        ),
+        vec![4, 2, 6]
+    );
+    let x = t.f(&[5, 6, 7]);
+    let idx = t.input(INT32, &[2, 3]);
+    let a = t.input(INT32, &[]);
+    assert_eq!(
+        t.dims(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[]
+        ),
+        vec![U, U, U, U]
+    );
+    let x = t.f(&[5, U, 7]);
+    let idx = t.input(INT32, &[-2]);
+    let a = t.scalar_i32(0);
+    assert_eq!(
+        t.dims(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[]
+        ),
+        vec![-2]
+    );
+    let x = t.f(&[5, 6, 7]);
+    let idx = t.input(INT32, &[2]);
+    let a = t.scalar_i32(3);
+    has(
+        &t.err(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[],
+        ),
+        &["axis 3 is out of range for rank 3"],
+    );
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT32, &[3, 2]);
+    let a = t.scalar_i32(1);
+    has(
+        &t.err(
+            "GatherV2",
+            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[("batch_dims", i(1))],
+        ),
+        &["batch dim 0 differs"],
+    );
+
+    let x = t.f(&[5, 6, 7]);
+    let idx = t.input(INT32, &[4]);
+    assert_eq!(
+        t.dims(
+            "GatherV2D",
+            &[("x", &[x]), ("indices", &[idx])],
+            &[("axis", i(-1))]
+        ),
+        vec![5, 6, 4]
+    );
+    let x = t.f(&[5, 6, 7]);
+    let idx = t.input(INT32, &[4]);
+    has(
+        &t.err(
+            "GatherV2D",
+            &[("x", &[x]), ("indices", &[idx])],
+            &[("axis", i(-4))],
+        ),
+        &["axis -4 is out of range"],
+    );
+}
+
+#[test]
+fn gather_nd_shapes() {
+    let mut t = T::new();
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT32, &[2, 2]);
+    assert_eq!(
+        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        vec![2, 6]
+    );
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT64, &[3, 7, 3]);
+    assert_eq!(
+        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        vec![3, 7]
+    );
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT32, &[2, U]);
+    assert_eq!(
+        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        vec![-2]
+    );
+    let x = t.f(&[4, 5, 6]);
+    let idx = t.input(INT32, &[2, 4]);
+    has(
+        &t.err("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        &["last dim of indices [2, 4] is 4", "rank 3"],
+    );
+}
+
+#[test]
+fn scatter_nd_and_update() {
+    let mut t = T::new();
+    let idx = t.input(INT32, &[2, 1]);
+    let x = t.f(&[2, 5]);
+    let sh = t.ints(&[4, 5]);
+    assert_eq!(
+        t.ok(
+            "ScatterNd",
+            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+            &[]
+        ),
+        (FLOAT, vec![4, 5])
+    );
+    let idx = t.input(INT32, &[2, 1]);
+    let x = t.f(&[2, 5]);
+    let sh = t.input(INT32, &[2]);
+    assert_eq!(
+        t.dims(
+            "ScatterNd",
+            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+            &[]
+        ),
+        vec![U, U]
+    );
+    let idx = t.input(INT32, &[2, 1]);
+    let x = t.f(&[2, 6]);
+    let sh = t.ints(&[4, 5]);
+    has(
+        &t.err(
+            "ScatterNd",
+            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+            &[],
+        ),
+        &["input 'x' [2, 6] must have shape [2, 5]"],
+    );
+
+    let v = t.f(&[4, 5]);
+    let idx = t.input(INT64, &[3, 1]);
+    let u = t.f(&[3, 5]);
+    assert_eq!(
+        t.ok(
+            "ScatterNdUpdate",
+            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+            &[]
+        ),
+        (FLOAT, vec![4, 5])
+    );
+    let v = t.f(&[U, 5]);
+    let idx = t.input(INT64, &[-2]);
+    let u = t.f(&[3, 5]);
+    assert_eq!(
+        t.dims(
+            "ScatterNdUpdate",
+            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+            &[]
+        ),
+        vec![U, 5]
+    );
+    let v = t.f(&[4, 5]);
+    let idx = t.input(INT64, &[3, 2]);
+    let u = t.f(&[3, 5]);
+    has(
+        &t.err(
+            "ScatterNdUpdate",
+            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+            &[],
+        ),
+        &["input 'updates' [3, 5] must have shape [3]"],
+    );
+}
+
+#[test]
+fn nonzero_and_where() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    assert_eq!(t.ok("NonZero", &[("x", &[x])], &[]), (INT64, vec![U, 2]));
+    let x = t.f(&[2, 3, 4]);
+    assert_eq!(
+        t.ok(
+            "NonZero",
+            &[("x", &[x])],
+            &[("transpose", b(true)), ("dtype", ty(INT32))]
+        ),
+        (INT32, vec![3, U])
+    );
+    let x = t.ints(&[1, 0, 2, 0]);
+    assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![2, 1]);
+    let x = t.f(&[-2]);
+    assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![U, U]);
+    let x = t.f(&[2, 3]);
+    has(
+        &t.err("NonZero", &[("x", &[x])], &[("dtype", ty(FLOAT))]),
+        &["attribute 'dtype' must be DT_INT32 or DT_INT64", "DT_FLOAT"],
+    );
+
+    let x = t.input(BOOL, &[4, 5, 6, 7]);
+    assert_eq!(t.ok("Where", &[("x", &[x])], &[]), (INT64, vec![U, 4]));
+    let x = t.ints(&[0, 0, 3]);
+    assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![1, 1]);
+    let x = t.f(&[-2]);
+    assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![U, U]);
+}
+
+#[test]
+fn embedding_bag_outputs() {
+    let mut t = T::new();
+    let w = t.f(&[10, 4]);
+    let idx = t.input(INT64, &[6]);
+    let off = t.input(INT64, &[3]);
+    let ins: Ins = &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])];
+    assert_eq!(
+        t.all("EmbeddingBag", ins, &[("mode", s("max"))]),
+        vec![
+            (FLOAT, vec![3, 4]),
+            (INT64, vec![6]),
+            (INT64, vec![3]),
+            (INT64, vec![3, 4])
+        ]
+    );
+    let w = t.f(&[10, 4]);
+    let idx = t.input(INT32, &[6]);
+    let off = t.input(INT32, &[3]);
+    let outs = t.all(
+        "EmbeddingBag",
+        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[("include_last_offset", b(true))],
+    );
+    assert_eq!(outs[0], (FLOAT, vec![2, 4]));
+    assert_eq!(outs[3], (INT32, vec![2]));
+    let w = t.f(&[10, 4]);
+    let idx = t.input(INT32, &[5, 3]);
+    let outs = t.all(
+        "EmbeddingBag",
+        &[("weight", &[w]), ("indices", &[idx])],
+        &[],
+    );
+    assert_eq!(outs[0].1, vec![5, 4]);
+    assert_eq!(outs[1].1, vec![15]);
+    let w = t.f(&[U, U]);
+    let idx = t.input(INT32, &[U]);
+    let off = t.input(INT32, &[U]);
+    let outs = t.all(
+        "EmbeddingBag",
+        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[],
+    );
+    assert_eq!(outs[0].1, vec![U, U]);
+    assert_eq!(outs[1].1, vec![U]);
+    let w = t.f(&[10, 4]);
+    let idx = t.input(INT32, &[6]);
+    let off = t.input(INT32, &[3]);
+    has(
+        &t.err(
+            "EmbeddingBag",
+            &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+            &[("mode", s("prod"))],
+        ),
+        &["attribute 'mode'", "\"prod\""],
+    );
+    let w = t.f(&[10]);
+    let idx = t.input(INT32, &[6]);
+    let off = t.input(INT32, &[3]);
+    has(
+        &t.err(
+            "EmbeddingBag",
+            &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+            &[],
+        ),
+        &["input 'weight' must be 2-D"],
+    );
+}

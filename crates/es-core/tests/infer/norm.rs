@@ -1,0 +1,321 @@
+//! Normalisations and softmax (`src/infer/norm.rs`).
+
+use super::*;
+
+#[test]
+fn batch_norm() {
+    let mut t = T::new();
+    let x = t.f(&[2, 4, 4, 8]);
+    let (sc, of) = (t.f(&[8]), t.f(&[8]));
+    let id = t
+        .call(
+            "BatchNorm",
+            &[("x", &[x]), ("scale", &[sc]), ("offset", &[of])],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        t.outs(id),
+        vec![
+            (FLOAT, vec![2, 4, 4, 8]),
+            (FLOAT, vec![8]),
+            (FLOAT, vec![8]),
+            (FLOAT, vec![8]),
+            (FLOAT, vec![8]),
+            (FLOAT, vec![1])
+        ]
+    );
+    // NCHW, fp16 x, inference with mean/variance.
+    let xh = t.input(FLOAT16, &[2, 3, 5, 5]);
+    let (s3, o3, m3, v3) = (t.f(&[3]), t.f(&[3]), t.f(&[3]), t.f(&[3]));
+    let id = t
+        .call(
+            "BatchNorm",
+            &[
+                ("x", &[xh]),
+                ("scale", &[s3]),
+                ("offset", &[o3]),
+                ("mean", &[m3]),
+                ("variance", &[v3]),
+            ],
+            &[("data_format", s("NCHW")), ("is_training", b(false))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id)[0], (FLOAT16, vec![2, 3, 5, 5]));
+    assert_eq!(t.outs(id)[1], (FLOAT, vec![3]));
+    // Unknown channel dim, known from scale.
+    let xu = t.f(&[U, U, U, U]);
+    let id = t
+        .call(
+            "BatchNorm",
+            &[("x", &[xu]), ("scale", &[sc]), ("offset", &[of])],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id)[0], (FLOAT, vec![U, U, U, U]));
+    assert_eq!(t.outs(id)[1], (FLOAT, vec![8]));
+    let xr = t.f(&[-2]);
+    let su = t.f(&[U]);
+    let id = t
+        .call(
+            "BatchNorm",
+            &[("x", &[xr]), ("scale", &[su]), ("offset", &[su])],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id)[0], (FLOAT, vec![-2]));
+    assert_eq!(t.outs(id)[2], (FLOAT, vec![U]));
+    // Errors.
+    let s7 = t.f(&[7]);
+    let m = t.err(
+        "BatchNorm",
+        &[("x", &[x]), ("scale", &[s7]), ("offset", &[of])],
+        &[],
+    );
+    has(&m, &["'scale' has 7 values", "8 channels"]);
+    let m = t.err(
+        "BatchNorm",
+        &[("x", &[x]), ("scale", &[sc]), ("offset", &[s7])],
+        &[],
+    );
+    has(&m, &["'offset' has 7 values"]);
+    let x3 = t.f(&[2, 4, 8]);
+    has(
+        &t.err(
+            "BatchNorm",
+            &[("x", &[x3]), ("scale", &[sc]), ("offset", &[of])],
+            &[],
+        ),
+        &["4-D or 5-D"],
+    );
+    has(
+        &t.err(
+            "BatchNorm",
+            &[("x", &[x]), ("scale", &[sc]), ("offset", &[of])],
+            &[("data_format", s("HWCN"))],
+        ),
+        &["'data_format'", "HWCN"],
+    );
+}
+
+#[test]
+fn softmax_keeps_shape() {
+    let mut t = T::new();
+    let x = t.input(FLOAT16, &[2, 3]);
+    assert_eq!(
+        t.ok("SoftmaxV2", &[("x", &[x])], &[]),
+        (FLOAT16, vec![2, 3])
+    );
+    let x = t.input(FLOAT16, &[2, 3]);
+    assert_eq!(
+        t.ok("SoftmaxV2", &[("x", &[x])], &[("half_to_float", b(true))]),
+        (FLOAT, vec![2, 3])
+    );
+    let x = t.f(&[U, 3]);
+    assert_eq!(
+        t.ok(
+            "LogSoftmaxV2",
+            &[("logits", &[x])],
+            &[("axes", li(&[0, 1]))]
+        ),
+        (FLOAT, vec![U, 3])
+    );
+    let x = t.f(&[-2]);
+    assert_eq!(
+        t.dims("SoftmaxV2", &[("x", &[x])], &[("axes", li(&[5]))]),
+        vec![-2]
+    );
+    let x = t.f(&[2, 3]);
+    let m = t.err("SoftmaxV2", &[("x", &[x])], &[("axes", li(&[2]))]);
+    has(&m, &["SoftmaxV2", "attribute 'axes' value 2", "rank 2"]);
+    let x = t.f(&[2, 3]);
+    let m = t.err(
+        "LogSoftmaxV2",
+        &[("logits", &[x])],
+        &[("axes", li(&[0, -2]))],
+    );
+    has(&m, &["'axes'", "repeats"]);
+    // dtype check comes from the prototype
+    let x = t.input(INT32, &[2]);
+    assert!(t.call("SoftmaxV2", &[("x", &[x])], &[]).is_err());
+}
+
+#[test]
+fn layer_norm_stats_keep_leading_dims() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4]);
+    let g = t.f(&[4]);
+    let be = t.f(&[4]);
+    let ins: Ins = &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])];
+    let attrs = &[("begin_norm_axis", i(2)), ("begin_params_axis", i(-1))];
+    assert_eq!(
+        t.all("LayerNorm", ins, attrs),
+        vec![
+            (FLOAT, vec![2, 3, 4]),
+            (FLOAT, vec![2, 3, 1]),
+            (FLOAT, vec![2, 3, 1])
+        ]
+    );
+    // defaults: normalize everything, gamma has x's shape
+    let x = t.input(FLOAT16, &[U, 3, 4]);
+    let g = t.input(FLOAT16, &[U, 3, 4]);
+    let be = t.input(FLOAT16, &[2, 3, 4]);
+    let outs = t.all(
+        "LayerNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[],
+    );
+    assert_eq!(outs[0], (FLOAT16, vec![U, 3, 4]));
+    assert_eq!(outs[1], (FLOAT16, vec![1, 1, 1]));
+    let x = t.f(&[-2]);
+    let g = t.f(&[4]);
+    let be = t.f(&[4]);
+    let outs = t.all(
+        "LayerNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[],
+    );
+    assert!(outs.iter().all(|o| o.1 == vec![-2]));
+    let x = t.f(&[2, 3, 4]);
+    let g = t.f(&[5]);
+    let be = t.f(&[4]);
+    let m = t.err(
+        "LayerNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("begin_norm_axis", i(-1)), ("begin_params_axis", i(-1))],
+    );
+    has(&m, &["input 'gamma' [5]", "[4]"]);
+    let x = t.f(&[2, 3]);
+    let g = t.f(&[3]);
+    let be = t.f(&[3]);
+    let m = t.err(
+        "LayerNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("begin_norm_axis", i(2))],
+    );
+    has(&m, &["begin_norm_axis", "out of range"]);
+}
+
+#[test]
+fn instance_norm_reduces_spatial_dims() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4, 5]);
+    let g = t.f(&[3]);
+    let be = t.f(&[3]);
+    let ins: Ins = &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])];
+    let outs = t.all("InstanceNorm", ins, &[("data_format", s("NCHW"))]);
+    assert_eq!(
+        outs,
+        vec![
+            (FLOAT, vec![2, 3, 4, 5]),
+            (FLOAT, vec![2, 3, 1, 1]),
+            (FLOAT, vec![2, 3, 1, 1])
+        ]
+    );
+    let x = t.f(&[2, U, 4, 4, 3]);
+    let g = t.f(&[3]);
+    let be = t.f(&[3]);
+    let outs = t.all(
+        "InstanceNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[],
+    );
+    assert_eq!(outs[1], (FLOAT, vec![2, 1, 1, 1, 3]));
+    let x = t.f(&[-2]);
+    let g = t.f(&[3]);
+    let be = t.f(&[3]);
+    let outs = t.all(
+        "InstanceNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[],
+    );
+    assert!(outs.iter().all(|o| o.1 == vec![-2]));
+    let x = t.f(&[2, 3, 4]);
+    let g = t.f(&[3]);
+    let be = t.f(&[3]);
+    let m = t.err(
+        "InstanceNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[],
+    );
+    has(&m, &["input 'x' must be 4-D or 5-D", "rank 3"]);
+    let x = t.f(&[2, 3, 4, 5]);
+    let g = t.f(&[4]);
+    let be = t.f(&[3]);
+    let m = t.err(
+        "InstanceNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("data_format", s("NCHW"))],
+    );
+    has(&m, &["input 'gamma' [4]", "3 channels"]);
+}
+
+#[test]
+fn group_norm_stats_are_per_group() {
+    let mut t = T::new();
+    let x = t.f(&[2, 6, 4, 4]);
+    let g = t.f(&[6]);
+    let be = t.f(&[6]);
+    let ins: Ins = &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])];
+    let outs = t.all(
+        "GroupNorm",
+        ins,
+        &[("num_groups", i(3)), ("data_format", s("NCHW"))],
+    );
+    assert_eq!(
+        outs,
+        vec![
+            (FLOAT, vec![2, 6, 4, 4]),
+            (FLOAT, vec![2, 3]),
+            (FLOAT, vec![2, 3])
+        ]
+    );
+    let x = t.f(&[U, U, U, 6]);
+    let g = t.f(&[6]);
+    let be = t.f(&[6]);
+    let outs = t.all(
+        "GroupNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("num_groups", i(2))],
+    );
+    assert_eq!(outs[0].1, vec![U, U, U, 6]);
+    assert_eq!(outs[2].1, vec![U, 2]);
+    let x = t.f(&[2, 6, 4, 4]);
+    let g = t.f(&[6]);
+    let be = t.f(&[6]);
+    let m = t.err(
+        "GroupNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("num_groups", i(4)), ("data_format", s("NCHW"))],
+    );
+    has(&m, &["6 channels", "num_groups 4"]);
+    let x = t.f(&[2, 6]);
+    let g = t.f(&[6]);
+    let be = t.f(&[6]);
+    let m = t.err(
+        "GroupNorm",
+        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("num_groups", i(0))],
+    );
+    has(&m, &["'num_groups' must be >= 1"]);
+}
+
+#[test]
+fn lrn_is_4d_elementwise() {
+    let mut t = T::new();
+    let x = t.input(FLOAT16, &[1, 8, 5, 5]);
+    assert_eq!(
+        t.ok("LRN", &[("x", &[x])], &[]),
+        (FLOAT16, vec![1, 8, 5, 5])
+    );
+    let x = t.f(&[U, 8, U, U]);
+    assert_eq!(t.dims("LRN", &[("x", &[x])], &[]), vec![U, 8, U, U]);
+    let x = t.f(&[8, 5, 5]);
+    has(
+        &t.err("LRN", &[("x", &[x])], &[]),
+        &["input 'x' must be 4-D"],
+    );
+    let x = t.f(&[1, 8, 5, 5]);
+    let m = t.err("LRN", &[("x", &[x])], &[("norm_region", s("ACROSS"))]);
+    has(&m, &["'norm_region'", "\"ACROSS\""]);
+}

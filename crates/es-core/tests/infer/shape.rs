@@ -1,0 +1,1176 @@
+//! Shape manipulation: reshapes, transposes, concatenation and splitting, tiling, padding,
+//! slicing, Expand, Flatten, SpaceToDepth, ReverseV2, Unpack, triangles (`src/infer/shape.rs`).
+
+use super::*;
+
+#[test]
+fn reshape_const_shape() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4]);
+    let s = t.ints(&[3, -1]);
+    assert_eq!(
+        t.ok("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        (FLOAT, vec![3, 8])
+    );
+    let s = t.ints64(&[0, -1]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        vec![2, 12]
+    );
+    let s = t.ints(&[24]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        vec![24]
+    );
+    // Caffe-style partial reshape of dims [1, 2).
+    let s = t.ints(&[3, 1]);
+    assert_eq!(
+        t.dims(
+            "Reshape",
+            &[("x", &[x]), ("shape", &[s])],
+            &[("axis", i(1)), ("num_axes", i(1))]
+        ),
+        vec![2, 3, 1, 4]
+    );
+    let one = t.f(&[1]);
+    let s =
+        t.b.create_const(Tensor::from_values::<i32>(&[], vec![0]).unwrap(), None)
+            .unwrap();
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[one]), ("shape", &[s])], &[]),
+        Vec::<i64>::new()
+    );
+}
+
+#[test]
+fn reshape_unknown() {
+    let mut t = T::new();
+    let x = t.f(&[U, 3, 4]);
+    let s = t.ints(&[-1, 12]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        vec![U, 12]
+    );
+    let s = t.ints(&[0, 0, 2, 2]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        vec![U, 3, 2, 2]
+    );
+    let xr = t.f(&[-2]);
+    let s = t.ints(&[0, 6]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[xr]), ("shape", &[s])], &[]),
+        vec![U, 6]
+    );
+    let dyn_shape = t.input(INT32, &[3]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[dyn_shape])], &[]),
+        vec![U, U, U]
+    );
+    // An absurd shape length is reported as unknown rank, not allocated.
+    let huge = t.input(INT64, &[1 << 40]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[huge])], &[]),
+        vec![-2]
+    );
+    let dyn_shape = t.input(INT64, &[U]);
+    assert_eq!(
+        t.dims("Reshape", &[("x", &[x]), ("shape", &[dyn_shape])], &[]),
+        vec![-2]
+    );
+}
+
+#[test]
+fn reshape_errors() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4]);
+    let s = t.ints(&[5, 5]);
+    let m = t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]);
+    has(
+        &m,
+        &["Reshape 'Reshape_0'", "element count mismatch", "24", "25"],
+    );
+    let s = t.ints(&[-1, -1]);
+    has(
+        &t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        &["more than one -1"],
+    );
+    let s = t.ints(&[-3, 8]);
+    has(
+        &t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        &["invalid value -3"],
+    );
+    let s = t.ints(&[-1, 5]);
+    has(
+        &t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        &["not a multiple of 5"],
+    );
+    let s = t.ints(&[0, 0, 0, 0]);
+    has(
+        &t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        &["0 (copy) at index 3"],
+    );
+    let s2 = t.input(INT32, &[2, 2]);
+    has(
+        &t.err("Reshape", &[("x", &[x]), ("shape", &[s2])], &[]),
+        &["'shape' must be 1-D"],
+    );
+    let s = t.ints(&[4]);
+    has(
+        &t.err(
+            "Reshape",
+            &[("x", &[x]), ("shape", &[s])],
+            &[("axis", i(4))],
+        ),
+        &["'axis' 4"],
+    );
+}
+
+#[test]
+fn transpose() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4]);
+    let p = t.ints(&[1, 0, 2]);
+    assert_eq!(
+        t.ok("Transpose", &[("x", &[x]), ("perm", &[p])], &[]),
+        (FLOAT, vec![3, 2, 4])
+    );
+    let p2 = t.ints64(&[2, 0, 1]);
+    assert_eq!(
+        t.dims("Transpose", &[("x", &[x]), ("perm", &[p2])], &[]),
+        vec![4, 2, 3]
+    );
+    let xu = t.f(&[U, 3, 4]);
+    assert_eq!(
+        t.dims("Transpose", &[("x", &[xu]), ("perm", &[p])], &[]),
+        vec![3, U, 4]
+    );
+    let xr = t.f(&[-2]);
+    assert_eq!(
+        t.dims("Transpose", &[("x", &[xr]), ("perm", &[p])], &[]),
+        vec![U, U, U]
+    );
+    let dp = t.input(INT32, &[3]);
+    assert_eq!(
+        t.dims("Transpose", &[("x", &[x]), ("perm", &[dp])], &[]),
+        vec![U, U, U]
+    );
+    assert_eq!(
+        t.dims("Transpose", &[("x", &[xr]), ("perm", &[dp])], &[]),
+        vec![U, U, U]
+    );
+    let p = t.ints(&[1, 0]);
+    has(
+        &t.err("Transpose", &[("x", &[x]), ("perm", &[p])], &[]),
+        &["'perm'", "2 values", "rank 3"],
+    );
+    let p = t.ints(&[0, 0, 1]);
+    has(
+        &t.err("Transpose", &[("x", &[x]), ("perm", &[p])], &[]),
+        &["not a permutation"],
+    );
+    let p = t.ints(&[0, 1, 3]);
+    has(
+        &t.err("Transpose", &[("x", &[x]), ("perm", &[p])], &[]),
+        &["perm value 3 is out of range for rank 3"],
+    );
+}
+
+#[test]
+fn unsqueeze() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    assert_eq!(
+        t.ok("Unsqueeze", &[("x", &[x])], &[("axes", li(&[0, 3]))]),
+        (FLOAT, vec![1, 2, 3, 1])
+    );
+    assert_eq!(
+        t.dims("Unsqueeze", &[("x", &[x])], &[("axes", li(&[-1]))]),
+        vec![2, 3, 1]
+    );
+    assert_eq!(
+        t.dims("Unsqueeze", &[("x", &[x])], &[("axes", li(&[1]))]),
+        vec![2, 1, 3]
+    );
+    let xu = t.f(&[U, 3]);
+    assert_eq!(
+        t.dims("Unsqueeze", &[("x", &[xu])], &[("axes", li(&[0]))]),
+        vec![1, U, 3]
+    );
+    let xr = t.f(&[-2]);
+    assert_eq!(
+        t.dims("Unsqueeze", &[("x", &[xr])], &[("axes", li(&[0]))]),
+        vec![-2]
+    );
+    has(
+        &t.err("Unsqueeze", &[("x", &[x])], &[("axes", li(&[5]))]),
+        &["'axes' value 5 is out of range for rank 3"],
+    );
+    has(
+        &t.err("Unsqueeze", &[("x", &[x])], &[("axes", li(&[0, -4]))]),
+        &["repeated"],
+    );
+}
+
+#[test]
+fn squeeze() {
+    let mut t = T::new();
+    let x = t.f(&[1, 2, 1, 3]);
+    assert_eq!(t.ok("Squeeze", &[("x", &[x])], &[]), (FLOAT, vec![2, 3]));
+    assert_eq!(
+        t.dims("Squeeze", &[("x", &[x])], &[("axis", li(&[0]))]),
+        vec![2, 1, 3]
+    );
+    assert_eq!(
+        t.dims("Squeeze", &[("x", &[x])], &[("axis", li(&[-2, 0]))]),
+        vec![2, 3]
+    );
+    let xu = t.f(&[U, 1]);
+    assert_eq!(
+        t.dims("Squeeze", &[("x", &[xu])], &[("axis", li(&[1]))]),
+        vec![U]
+    );
+    assert_eq!(
+        t.dims("Squeeze", &[("x", &[xu])], &[("axis", li(&[0]))]),
+        vec![1]
+    );
+    assert_eq!(t.dims("Squeeze", &[("x", &[xu])], &[]), vec![-2]);
+    let m = t.err("Squeeze", &[("x", &[x])], &[("axis", li(&[1]))]);
+    has(&m, &["cannot squeeze axis 1 of x [1, 2, 1, 3]", "dim is 2"]);
+    has(
+        &t.err("Squeeze", &[("x", &[x])], &[("axis", li(&[4]))]),
+        &["out of range for rank 4"],
+    );
+    let sc = t.f(&[]);
+    assert_eq!(t.dims("Squeeze", &[("x", &[sc])], &[]), Vec::<i64>::new());
+    has(
+        &t.err("Squeeze", &[("x", &[sc])], &[("axis", li(&[0]))]),
+        &["cannot squeeze a scalar"],
+    );
+}
+
+#[test]
+fn concat_v2() {
+    let mut t = T::new();
+    let (a, c) = (t.f(&[2, 3]), t.f(&[2, 5]));
+    let ax = t.scalar_i32(1);
+    assert_eq!(
+        t.ok("ConcatV2", &[("x", &[a, c]), ("concat_dim", &[ax])], &[]),
+        (FLOAT, vec![2, 8])
+    );
+    let axn = t.scalar_i32(-2);
+    let d = t.f(&[4, 3]);
+    assert_eq!(
+        t.dims(
+            "ConcatV2",
+            &[("x", &[a, d, a]), ("concat_dim", &[axn])],
+            &[]
+        ),
+        vec![8, 3]
+    );
+    let (u1, u2) = (t.f(&[U, 3]), t.f(&[2, U]));
+    assert_eq!(
+        t.dims("ConcatV2", &[("x", &[u1, u2]), ("concat_dim", &[ax])], &[]),
+        vec![2, U]
+    );
+    let r = t.f(&[-2]);
+    assert_eq!(
+        t.dims("ConcatV2", &[("x", &[a, r]), ("concat_dim", &[ax])], &[]),
+        vec![2, U]
+    );
+    assert_eq!(
+        t.dims("ConcatV2", &[("x", &[r, r]), ("concat_dim", &[ax])], &[]),
+        vec![-2]
+    );
+    let dyn_ax = t.input(INT32, &[]);
+    assert_eq!(
+        t.dims(
+            "ConcatV2",
+            &[("x", &[a, c]), ("concat_dim", &[dyn_ax])],
+            &[]
+        ),
+        vec![U, U]
+    );
+    // Errors.
+    let e3 = t.f(&[2, 3, 1]);
+    has(
+        &t.err("ConcatV2", &[("x", &[a, e3]), ("concat_dim", &[ax])], &[]),
+        &["same rank", "x0 [2, 3]", "x1 [2, 3, 1]"],
+    );
+    let ax0 = t.scalar_i32(0);
+    let m = t.err("ConcatV2", &[("x", &[a, c]), ("concat_dim", &[ax0])], &[]);
+    has(
+        &m,
+        &[
+            "x0 [2, 3] and x1 [2, 5] differ at dim 1 (3 vs 5)",
+            "concat dim 0",
+        ],
+    );
+    let ax2 = t.scalar_i32(2);
+    has(
+        &t.err("ConcatV2", &[("x", &[a, c]), ("concat_dim", &[ax2])], &[]),
+        &["concat_dim 2 is out of range for rank 2"],
+    );
+    let two = t.ints(&[0, 1]);
+    has(
+        &t.err("ConcatV2", &[("x", &[a, c]), ("concat_dim", &[two])], &[]),
+        &["'concat_dim'", "scalar"],
+    );
+}
+
+#[test]
+fn concat_d() {
+    let mut t = T::new();
+    let (a, c) = (t.f(&[2, 3]), t.f(&[4, 3]));
+    let id = t
+        .call("ConcatD", &[("x", &[a, c])], &[("concat_dim", i(0))])
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![6, 3])]);
+    assert_eq!(t.b.graph().node(id).unwrap().attrs.get("N"), Some(&i(2)));
+    let u = t.f(&[U, 3]);
+    assert_eq!(
+        t.dims("ConcatD", &[("x", &[a, u])], &[("concat_dim", i(0))]),
+        vec![U, 3]
+    );
+    assert_eq!(
+        t.dims("ConcatD", &[("x", &[c, u])], &[("concat_dim", i(-1))]),
+        vec![4, 6]
+    );
+    has(
+        &t.err("ConcatD", &[("x", &[a, c])], &[("concat_dim", i(1))]),
+        &["differ at dim 0 (2 vs 4)"],
+    );
+    has(
+        &t.err("ConcatD", &[("x", &[a, c])], &[("concat_dim", i(-3))]),
+        &["out of range"],
+    );
+    let s0 = t.f(&[]);
+    has(
+        &t.err("ConcatD", &[("x", &[s0, s0])], &[("concat_dim", i(0))]),
+        &["scalars"],
+    );
+}
+
+#[test]
+fn pack() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    assert_eq!(
+        t.ok("Pack", &[("x", &[x, x, x])], &[]),
+        (FLOAT, vec![3, 2, 3])
+    );
+    assert_eq!(
+        t.dims("Pack", &[("x", &[x, x, x])], &[("axis", i(-1))]),
+        vec![2, 3, 3]
+    );
+    assert_eq!(
+        t.dims("Pack", &[("x", &[x, x])], &[("axis", i(1))]),
+        vec![2, 2, 3]
+    );
+    let (u1, u2) = (t.f(&[U, 3]), t.f(&[2, U]));
+    assert_eq!(t.dims("Pack", &[("x", &[u1, u2])], &[]), vec![2, 2, 3]);
+    let r = t.f(&[-2]);
+    assert_eq!(t.dims("Pack", &[("x", &[r, r])], &[]), vec![-2]);
+    let y = t.f(&[2, 4]);
+    has(
+        &t.err("Pack", &[("x", &[x, y])], &[]),
+        &["same shape", "x0 [2, 3] vs x1 [2, 4]"],
+    );
+    has(
+        &t.err("Pack", &[("x", &[x, x])], &[("axis", i(3))]),
+        &["'axis' 3 is out of range for rank 3"],
+    );
+}
+
+#[test]
+fn split_and_split_d() {
+    let mut t = T::new();
+    let x = t.f(&[2, 6]);
+    let one = t.scalar_i32(1);
+    let id = t
+        .call(
+            "Split",
+            &[("split_dim", &[one]), ("x", &[x])],
+            &[("num_split", i(3))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![2, 2]); 3]);
+    let id = t
+        .call(
+            "SplitD",
+            &[("x", &[x])],
+            &[("split_dim", i(-1)), ("num_split", i(2))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![2, 3]); 2]);
+    // Unknown dims and unknown split_dim.
+    let xu = t.f(&[U, 6]);
+    let id = t
+        .call(
+            "SplitD",
+            &[("x", &[xu])],
+            &[("split_dim", i(0)), ("num_split", i(2))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![U, 6]); 2]);
+    let dyn_dim = t.input(INT32, &[]);
+    let id = t
+        .call(
+            "Split",
+            &[("split_dim", &[dyn_dim]), ("x", &[x])],
+            &[("num_split", i(2))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![U, U]); 2]);
+    let xr = t.f(&[-2]);
+    let id = t
+        .call(
+            "Split",
+            &[("split_dim", &[one]), ("x", &[xr])],
+            &[("num_split", i(2))],
+        )
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![-2]); 2]);
+    // Errors.
+    has(
+        &t.err(
+            "SplitD",
+            &[("x", &[x])],
+            &[("split_dim", i(1)), ("num_split", i(4))],
+        ),
+        &["dim 1 of x [2, 6] is 6", "num_split 4"],
+    );
+    has(
+        &t.err(
+            "Split",
+            &[("split_dim", &[one]), ("x", &[x])],
+            &[("num_split", i(5))],
+        ),
+        &["num_split 5"],
+    );
+    has(
+        &t.err(
+            "SplitD",
+            &[("x", &[x])],
+            &[("split_dim", i(2)), ("num_split", i(2))],
+        ),
+        &["split_dim 2 is out of range for rank 2"],
+    );
+    has(
+        &t.err(
+            "SplitD",
+            &[("x", &[x])],
+            &[("split_dim", i(0)), ("num_split", i(0))],
+        ),
+        &["'num_split' must be >= 1"],
+    );
+}
+
+#[test]
+fn split_v() {
+    let mut t = T::new();
+    let x = t.f(&[2, 10]);
+    let sizes = t.ints(&[3, -1, 2]);
+    let one = t.scalar_i32(1);
+    let ins = |x, s| [("x", [x]), ("size_splits", [s]), ("split_dim", [one])];
+    let run = |t: &mut T, x, s, n: i64| {
+        let v = ins(x, s);
+        let r: Vec<(&str, &[OutPort])> = v.iter().map(|(n, p)| (*n, p.as_slice())).collect();
+        t.call("SplitV", &r, &[("num_split", i(n))])
+    };
+    let id = run(&mut t, x, sizes, 3).unwrap();
+    assert_eq!(
+        t.outs(id),
+        vec![
+            (FLOAT, vec![2, 3]),
+            (FLOAT, vec![2, 5]),
+            (FLOAT, vec![2, 2])
+        ]
+    );
+    let xu = t.f(&[2, U]);
+    let id = run(&mut t, xu, sizes, 3).unwrap();
+    assert_eq!(
+        t.outs(id),
+        vec![
+            (FLOAT, vec![2, 3]),
+            (FLOAT, vec![2, U]),
+            (FLOAT, vec![2, 2])
+        ]
+    );
+    let dyn_sizes = t.input(INT32, &[3]);
+    let id = run(&mut t, x, dyn_sizes, 3).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![2, U]); 3]);
+    let bad = t.ints(&[3, 3, 3]);
+    has(
+        &run(&mut t, x, bad, 3).unwrap_err().to_string(),
+        &["sums to 9", "is 10"],
+    );
+    let two = t.ints(&[-1, -1, 2]);
+    has(
+        &run(&mut t, x, two, 3).unwrap_err().to_string(),
+        &["more than one -1"],
+    );
+    has(
+        &run(&mut t, x, sizes, 2).unwrap_err().to_string(),
+        &["'size_splits' has 3 values, num_split is 2"],
+    );
+    let big = t.ints(&[8, -1, 4]);
+    has(
+        &run(&mut t, x, big, 3).unwrap_err().to_string(),
+        &["sums to 12, more than dim 1"],
+    );
+}
+
+#[test]
+fn broadcast_to() {
+    let mut t = T::new();
+    let x = t.f(&[3, 1]);
+    let s = t.ints(&[2, 3, 4]);
+    assert_eq!(
+        t.ok("BroadcastTo", &[("x", &[x]), ("shape", &[s])], &[]),
+        (FLOAT, vec![2, 3, 4])
+    );
+    let xu = t.f(&[U, 1]);
+    assert_eq!(
+        t.dims("BroadcastTo", &[("x", &[xu]), ("shape", &[s])], &[]),
+        vec![2, 3, 4]
+    );
+    let ds = t.input(INT64, &[3]);
+    assert_eq!(
+        t.dims("BroadcastTo", &[("x", &[x]), ("shape", &[ds])], &[]),
+        vec![U, 3, U]
+    );
+    let du = t.input(INT64, &[U]);
+    assert_eq!(
+        t.dims("BroadcastTo", &[("x", &[x]), ("shape", &[du])], &[]),
+        vec![-2]
+    );
+    let bad = t.f(&[3, 2]);
+    has(
+        &t.err("BroadcastTo", &[("x", &[bad]), ("shape", &[s])], &[]),
+        &["x [3, 2] cannot be broadcast to [2, 3, 4]"],
+    );
+    let big = t.f(&[1, 1, 1, 1]);
+    has(
+        &t.err("BroadcastTo", &[("x", &[big]), ("shape", &[s])], &[]),
+        &["rank 4"],
+    );
+}
+
+#[test]
+fn tile() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let m = t.ints(&[2, 1]);
+    assert_eq!(
+        t.ok("Tile", &[("x", &[x]), ("multiples", &[m])], &[]),
+        (FLOAT, vec![4, 3])
+    );
+    let m3 = t.ints64(&[2, 1, 3]);
+    assert_eq!(
+        t.dims("Tile", &[("x", &[x]), ("multiples", &[m3])], &[]),
+        vec![2, 2, 9]
+    );
+    let xu = t.f(&[U, 3]);
+    assert_eq!(
+        t.dims("Tile", &[("x", &[xu]), ("multiples", &[m])], &[]),
+        vec![U, 3]
+    );
+    let m0 = t.ints(&[0, 2]);
+    assert_eq!(
+        t.dims("Tile", &[("x", &[xu]), ("multiples", &[m0])], &[]),
+        vec![0, 6]
+    );
+    let dm = t.input(INT32, &[2]);
+    assert_eq!(
+        t.dims("Tile", &[("x", &[x]), ("multiples", &[dm])], &[]),
+        vec![U, U]
+    );
+    let x3 = t.f(&[1, 2, 3]);
+    has(
+        &t.err("Tile", &[("x", &[x3]), ("multiples", &[m])], &[]),
+        &["2 values, fewer than the rank 3"],
+    );
+    let neg = t.ints(&[1, -2]);
+    has(
+        &t.err("Tile", &[("x", &[x]), ("multiples", &[neg])], &[]),
+        &["negative value -2"],
+    );
+}
+
+#[test]
+fn pad_v3_from_constant_paddings() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let p = t.ints(&[1, 1, 2, 0]);
+    assert_eq!(
+        t.ok("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        (FLOAT, vec![4, 5])
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.ints64(&[1, 2, 1, 0]);
+    assert_eq!(
+        t.dims(
+            "PadV3",
+            &[("x", &[x]), ("paddings", &[p])],
+            &[("paddings_contiguous", b(false)), ("mode", s("reflect"))]
+        ),
+        vec![4, 5]
+    );
+    let x = t.f(&[U, 3]);
+    let p = t.ints(&[1, 1, -1, 0]);
+    assert_eq!(
+        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        vec![U, 2]
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.input(INT32, &[4]);
+    assert_eq!(
+        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        vec![U, U]
+    );
+    let x = t.f(&[-2]);
+    let p = t.input(INT32, &[6]);
+    assert_eq!(
+        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        vec![U, U, U]
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.ints(&[1, 1, 2]);
+    has(
+        &t.err("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        &["input 'paddings'", "3 values", "2 * rank = 4"],
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.ints(&[0, 0, -2, -2]);
+    has(
+        &t.err("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        &["negative size -1"],
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.ints(&[0, 0, 0, 0]);
+    has(
+        &t.err(
+            "PadV3",
+            &[("x", &[x]), ("paddings", &[p])],
+            &[("mode", s("wrap"))],
+        ),
+        &["attribute 'mode'", "\"wrap\""],
+    );
+}
+
+#[test]
+fn pad_and_pad_d() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let p = t.ints_shaped(&[1, 1, 0, 2], &[2, 2]);
+    assert_eq!(
+        t.dims("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
+        vec![4, 5]
+    );
+    let x = t.f(&[-2]);
+    let p = t.input(INT32, &[3, 2]);
+    assert_eq!(
+        t.dims("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
+        vec![U, U, U]
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.ints_shaped(&[1, 1, 0, 2, 0, 0], &[3, 2]);
+    has(
+        &t.err("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
+        &["input 'paddings' has 3 rows", "rank 2"],
+    );
+    let x = t.f(&[2, 3]);
+    let p = t.input(INT32, &[2, 3]);
+    has(
+        &t.err("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
+        &["shape [rank, 2]", "[2, 3]"],
+    );
+
+    let pd = |v: Vec<Vec<i64>>| AttrValue::ListListInt(v);
+    let x = t.f(&[2, U]);
+    assert_eq!(
+        t.dims(
+            "PadD",
+            &[("x", &[x])],
+            &[("paddings", pd(vec![vec![1, 2], vec![3, 4]]))]
+        ),
+        vec![5, U]
+    );
+    let x = t.f(&[2, 3]);
+    has(
+        &t.err(
+            "PadD",
+            &[("x", &[x])],
+            &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
+        ),
+        &["attribute 'paddings'", "negative pad"],
+    );
+    let x = t.f(&[2, 3]);
+    has(
+        &t.err(
+            "PadD",
+            &[("x", &[x])],
+            &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
+        ),
+        &["[begin, end] pairs"],
+    );
+}
+
+#[test]
+fn slice_from_constants() {
+    let mut t = T::new();
+    let x = t.f(&[4, 5, 6]);
+    let o = t.ints(&[1, 0, -4]);
+    let z = t.ints(&[2, -1, 3]);
+    assert_eq!(
+        t.dims(
+            "Slice",
+            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[]
+        ),
+        vec![2, 5, 3]
+    );
+    let x = t.f(&[4, 5, 6]);
+    assert_eq!(
+        t.dims(
+            "SliceD",
+            &[("x", &[x])],
+            &[("offsets", li(&[1, 2, 0])), ("size", li(&[-1, 2, 6]))]
+        ),
+        vec![3, 2, 6]
+    );
+    let x = t.f(&[U, 5, 6]);
+    let o = t.input(INT32, &[3]);
+    let z = t.ints(&[2, -1, 3]);
+    assert_eq!(
+        t.dims(
+            "Slice",
+            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[]
+        ),
+        vec![2, U, 3]
+    );
+    let x = t.f(&[-2]);
+    let o = t.input(INT32, &[2]);
+    let z = t.input(INT32, &[2]);
+    assert_eq!(
+        t.dims(
+            "Slice",
+            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[]
+        ),
+        vec![U, U]
+    );
+    let x = t.f(&[4, 5]);
+    let o = t.ints(&[3, 0]);
+    let z = t.ints(&[2, 5]);
+    has(
+        &t.err(
+            "Slice",
+            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[],
+        ),
+        &["slice [3, 3 + 2) exceeds dim 0", "(4)"],
+    );
+    let x = t.f(&[4, 5]);
+    let o = t.ints(&[0, 0, 0]);
+    let z = t.ints(&[1, 1, 1]);
+    has(
+        &t.err(
+            "Slice",
+            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[],
+        ),
+        &["input 'offsets' has 3 values", "rank 2"],
+    );
+    let x = t.f(&[4, 5]);
+    has(
+        &t.err(
+            "SliceD",
+            &[("x", &[x])],
+            &[("offsets", li(&[0, 0])), ("size", li(&[1, -3]))],
+        ),
+        &["attribute 'size'", "invalid size -3"],
+    );
+}
+
+fn ss(t: &mut T, x: OutPort, b: &[i32], e: &[i32], st: &[i32]) -> [OutPort; 4] {
+    let bb = t.ints(b);
+    let ee = t.ints(e);
+    let ss = t.ints(st);
+    [x, bb, ee, ss]
+}
+
+fn ss_ins(p: &[OutPort; 4]) -> [(&'static str, [OutPort; 1]); 4] {
+    [
+        ("x", [p[0]]),
+        ("begin", [p[1]]),
+        ("end", [p[2]]),
+        ("strides", [p[3]]),
+    ]
+}
+
+fn ss_call(t: &mut T, p: [OutPort; 4], attrs: Attrs) -> es_core::Result<NodeId> {
+    let a = ss_ins(&p);
+    let ins: Vec<(&str, &[OutPort])> = a.iter().map(|(n, v)| (*n, &v[..])).collect();
+    t.call("StridedSlice", &ins, attrs)
+}
+
+#[test]
+fn strided_slice_masks_and_clamping() {
+    let mut t = T::new();
+    let dims = |t: &mut T, p: [OutPort; 4], attrs: Attrs| -> Vec<i64> {
+        let id = ss_call(t, p, attrs).unwrap_or_else(|e| panic!("{e}"));
+        t.out(id, 0).shape.to_vec()
+    };
+    let x = t.f(&[10, 20, 30]);
+    let p = ss(&mut t, x, &[1, -5, 0], &[8, 100, 0], &[2, 1, 1]);
+    assert_eq!(dims(&mut t, p, &[("end_mask", i(4))]), vec![4, 5, 30]);
+    // shrink, new axis, ellipsis
+    let x = t.f(&[10, 20]);
+    let p = ss(&mut t, x, &[3], &[4], &[1]);
+    assert_eq!(dims(&mut t, p, &[("shrink_axis_mask", i(1))]), vec![20]);
+    let x = t.f(&[10, 20, 30]);
+    let p = ss(&mut t, x, &[0, 0], &[0, 0], &[1, 1]);
+    assert_eq!(
+        dims(
+            &mut t,
+            p,
+            &[("ellipsis_mask", i(1)), ("new_axis_mask", i(2))]
+        ),
+        vec![10, 20, 30, 1]
+    );
+    let x = t.f(&[10, 20, 30]);
+    let p = ss(&mut t, x, &[0, 1, 0], &[0, 5, 0], &[1, 2, 1]);
+    assert_eq!(
+        dims(
+            &mut t,
+            p,
+            &[("new_axis_mask", i(1)), ("ellipsis_mask", i(4))]
+        ),
+        vec![1, 2, 20, 30]
+    );
+    // negative stride reverses; begin_mask with a negative stride starts at the end
+    let x = t.f(&[10]);
+    let p = ss(&mut t, x, &[-1], &[0], &[-1]);
+    assert_eq!(dims(&mut t, p, &[("end_mask", i(1))]), vec![10]);
+    let x = t.f(&[10]);
+    let p = ss(&mut t, x, &[0], &[2], &[-3]);
+    assert_eq!(dims(&mut t, p, &[("begin_mask", i(1))]), vec![3]);
+    let x = t.f(&[10]);
+    let p = ss(&mut t, x, &[5], &[2], &[1]);
+    assert_eq!(dims(&mut t, p, &[]), vec![0]);
+    // unknown dims and values
+    let x = t.f(&[U, 20]);
+    let p = ss(&mut t, x, &[0, 0], &[5, 10], &[1, 1]);
+    assert_eq!(dims(&mut t, p, &[]), vec![U, 10]);
+    let x = t.f(&[10, 20]);
+    let bb = t.input(INT32, &[2]);
+    let ee = t.ints(&[1, 1]);
+    let st = t.ints(&[1, 1]);
+    assert_eq!(
+        dims(&mut t, [x, bb, ee, st], &[("shrink_axis_mask", i(1))]),
+        vec![U]
+    );
+    let x = t.f(&[-2]);
+    let p = ss(&mut t, x, &[0], &[1], &[1]);
+    assert_eq!(dims(&mut t, p, &[]), vec![-2]);
+    // errors
+    let x = t.f(&[10, 20]);
+    let p = ss(&mut t, x, &[0, 0], &[5, 5], &[1, 0]);
+    let m = match ss_call(&mut t, p, &[]) {
+        Err(Error::ShapeInference(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    has(&m, &["input 'strides'", "zero stride at index 1"]);
+    let x = t.f(&[10, 20]);
+    let p = ss(&mut t, x, &[12], &[13], &[1]);
+    let m = match ss_call(&mut t, p, &[("shrink_axis_mask", i(1))]) {
+        Err(Error::ShapeInference(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    has(&m, &["shrink_axis_mask index 12", "out of range for dim 0"]);
+    let x = t.f(&[10, 20]);
+    let p = ss(&mut t, x, &[0, 0], &[1, 1], &[1, 1]);
+    let m = match ss_call(&mut t, p, &[("ellipsis_mask", i(3))]) {
+        Err(Error::ShapeInference(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    has(&m, &["'ellipsis_mask' 3", "more than one bit"]);
+    let x = t.f(&[10, 20]);
+    let bb = t.ints(&[0, 0]);
+    let ee = t.ints(&[1]);
+    let st = t.ints(&[1, 1]);
+    let m = match ss_call(&mut t, [x, bb, ee, st], &[]) {
+        Err(Error::ShapeInference(m)) => m,
+        other => panic!("{other:?}"),
+    };
+    has(&m, &["input 'begin' has 2 values but input 'end' has 1"]);
+}
+
+#[test]
+fn strided_slice_d_uses_attributes() {
+    let mut t = T::new();
+    let x = t.f(&[8, 9]);
+    let attrs = [
+        ("begin", li(&[1, 0])),
+        ("end", li(&[-1, 9])),
+        ("strides", li(&[3, 2])),
+    ];
+    assert_eq!(t.dims("StridedSliceD", &[("x", &[x])], &attrs), vec![2, 5]);
+    let x = t.f(&[U, 9]);
+    assert_eq!(t.dims("StridedSliceD", &[("x", &[x])], &attrs), vec![U, 5]);
+    let x = t.f(&[8, 9]);
+    let bad = [
+        ("begin", li(&[1, 0])),
+        ("end", li(&[-1, 9])),
+        ("strides", li(&[0, 2])),
+    ];
+    has(
+        &t.err("StridedSliceD", &[("x", &[x])], &bad),
+        &["attribute 'strides'", "zero stride"],
+    );
+}
+
+#[test]
+fn expand_two_way_broadcast() {
+    let mut t = T::new();
+    let x = t.f(&[3, 1]);
+    let sh = t.ints64(&[2, 1, 4]);
+    assert_eq!(
+        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        vec![2, 3, 4]
+    );
+    let x = t.f(&[3, 1]);
+    let sh = t.input(INT64, &[3]);
+    assert_eq!(
+        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        vec![U, 3, U]
+    );
+    let x = t.f(&[-2]);
+    let sh = t.ints(&[2, 3]);
+    assert_eq!(
+        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        vec![-2]
+    );
+    let x = t.f(&[3]);
+    let sh = t.ints(&[4]);
+    has(
+        &t.err("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        &["x [3] cannot be expanded to input 'shape' [4]"],
+    );
+    let x = t.input(BOOL, &[1, 5]);
+    assert_eq!(
+        t.ok("ExpandD", &[("x", &[x])], &[("shape", li(&[4, 1]))]),
+        (BOOL, vec![4, 5])
+    );
+    let x = t.f(&[2, 5]);
+    has(
+        &t.err("ExpandD", &[("x", &[x])], &[("shape", li(&[3, 5]))]),
+        &["attribute 'shape' [3, 5]"],
+    );
+}
+
+#[test]
+fn flatten_and_flatten_v2() {
+    let mut t = T::new();
+    for (axis, want) in [
+        (1, vec![2, 12]),
+        (0, vec![1, 24]),
+        (-1, vec![6, 4]),
+        (3, vec![24, 1]),
+    ] {
+        let x = t.f(&[2, 3, 4]);
+        assert_eq!(
+            t.dims("Flatten", &[("x", &[x])], &[("axis", i(axis))]),
+            want,
+            "axis {axis}"
+        );
+    }
+    let x = t.f(&[U, 3, 4]);
+    assert_eq!(t.dims("Flatten", &[("x", &[x])], &[]), vec![U, 12]);
+    let x = t.f(&[-2]);
+    assert_eq!(t.dims("Flatten", &[("x", &[x])], &[]), vec![U, U]);
+    let x = t.f(&[2, 3, 4]);
+    has(
+        &t.err("Flatten", &[("x", &[x])], &[("axis", i(4))]),
+        &["attribute 'axis' 4 is out of range [-3, 3]"],
+    );
+
+    let x = t.f(&[2, 3, 4, 5]);
+    assert_eq!(t.dims("FlattenV2", &[("x", &[x])], &[]), vec![2, 60]);
+    let x = t.f(&[2, 3, U, 5]);
+    assert_eq!(
+        t.dims(
+            "FlattenV2",
+            &[("x", &[x])],
+            &[("axis", i(0)), ("end_axis", i(1))]
+        ),
+        vec![6, U, 5]
+    );
+    let x = t.f(&[2, 3, 4, 5]);
+    has(
+        &t.err(
+            "FlattenV2",
+            &[("x", &[x])],
+            &[("axis", i(2)), ("end_axis", i(1))],
+        ),
+        &["comes after 'end_axis'"],
+    );
+}
+
+#[test]
+fn space_to_depth_and_back() {
+    let mut t = T::new();
+    let x = t.f(&[1, 4, 6, 3]);
+    assert_eq!(
+        t.dims("SpaceToDepth", &[("x", &[x])], &[("block_size", i(2))]),
+        vec![1, 2, 3, 12]
+    );
+    let x = t.f(&[1, 3, 4, 6]);
+    assert_eq!(
+        t.dims(
+            "SpaceToDepth",
+            &[("x", &[x])],
+            &[("block_size", i(2)), ("data_format", s("NCHW"))]
+        ),
+        vec![1, 12, 2, 3]
+    );
+    let x = t.f(&[U, U, 6, 3]);
+    assert_eq!(
+        t.dims("SpaceToDepth", &[("x", &[x])], &[("block_size", i(3))]),
+        vec![U, U, 2, 27]
+    );
+    let x = t.f(&[1, 5, 6, 3]);
+    has(
+        &t.err("SpaceToDepth", &[("x", &[x])], &[("block_size", i(2))]),
+        &["height of x [1, 5, 6, 3] is 5", "block_size 2"],
+    );
+    let x = t.f(&[1, 4, 6, 3]);
+    has(
+        &t.err("SpaceToDepth", &[("x", &[x])], &[("block_size", i(1))]),
+        &["'block_size' must be >= 2"],
+    );
+
+    let x = t.f(&[1, 2, 3, 12]);
+    assert_eq!(
+        t.dims("DepthToSpace", &[("x", &[x])], &[("block_size", i(2))]),
+        vec![1, 4, 6, 3]
+    );
+    let x = t.f(&[-2]);
+    assert_eq!(
+        t.dims(
+            "DepthToSpace",
+            &[("x", &[x])],
+            &[("block_size", i(2)), ("mode", s("CRD"))]
+        ),
+        vec![U, U, U, U]
+    );
+    let x = t.f(&[1, 2, 3, 10]);
+    has(
+        &t.err("DepthToSpace", &[("x", &[x])], &[("block_size", i(2))]),
+        &["channels of x [1, 2, 3, 10] are 10", "block_size^2 = 4"],
+    );
+    let x = t.f(&[1, 2, 3, 12]);
+    has(
+        &t.err(
+            "DepthToSpace",
+            &[("x", &[x])],
+            &[("block_size", i(2)), ("mode", s("RDC"))],
+        ),
+        &["attribute 'mode'", "\"RDC\""],
+    );
+}
+
+#[test]
+fn reverse_v2_checks_axes() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let a = t.ints(&[1, -2]);
+    assert_eq!(
+        t.dims("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        vec![2, 3]
+    );
+    let x = t.f(&[U, 3]);
+    let a = t.input(INT32, &[1]);
+    assert_eq!(
+        t.dims("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        vec![U, 3]
+    );
+    let x = t.f(&[2, 3]);
+    let a = t.ints(&[2]);
+    has(
+        &t.err("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        &["input 'axis' value 2 is out of range for rank 2"],
+    );
+    let x = t.f(&[2, 3]);
+    let a = t.ints(&[1, -1]);
+    has(
+        &t.err("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        &["repeats dim 1"],
+    );
+}
+
+#[test]
+fn unpack_outputs_count_from_num() {
+    let mut t = T::new();
+    let x = t.f(&[3, 4]);
+    let id = t.call("Unpack", &[("x", &[x])], &[("num", i(3))]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![4]); 3]);
+    let x = t.input(INT32, &[3, 4]);
+    let id = t
+        .call("Unpack", &[("x", &[x])], &[("num", i(4)), ("axis", i(-1))])
+        .unwrap();
+    assert_eq!(t.outs(id), vec![(INT32, vec![3]); 4]);
+    let x = t.f(&[U, 4]);
+    let id = t.call("Unpack", &[("x", &[x])], &[("num", i(2))]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![4]); 2]);
+    let x = t.f(&[-2]);
+    let id = t.call("Unpack", &[("x", &[x])], &[("num", i(2))]).unwrap();
+    assert_eq!(t.outs(id), vec![(FLOAT, vec![-2]); 2]);
+    let x = t.f(&[3, 4]);
+    has(
+        &t.err("Unpack", &[("x", &[x])], &[("num", i(2))]),
+        &["dim 0 of x [3, 4] is 3", "'num' is 2"],
+    );
+    let x = t.f(&[3, 4]);
+    has(
+        &t.err("Unpack", &[("x", &[x])], &[("num", i(3)), ("axis", i(2))]),
+        &["attribute 'axis' 2 is out of range"],
+    );
+}
+
+#[test]
+fn triangles_keep_shape() {
+    let mut t = T::new();
+    for ty in ["Tril", "Triu", "Trilu"] {
+        let x = t.input(INT32, &[2, 3, 4]);
+        assert_eq!(
+            t.ok(ty, &[("x", &[x])], &[]),
+            (INT32, vec![2, 3, 4]),
+            "{ty}"
+        );
+        let x = t.f(&[U, U]);
+        assert_eq!(t.dims(ty, &[("x", &[x])], &[]), vec![U, U], "{ty}");
+        let x = t.f(&[4]);
+        has(&t.err(ty, &[("x", &[x])], &[]), &["rank >= 2", "rank 1"]);
+    }
+    let x = t.f(&[3, 3]);
+    let k = t.ints64(&[1]);
+    assert_eq!(
+        t.dims("Trilu", &[("x", &[x]), ("k", &[k])], &[("upper", i(1))]),
+        vec![3, 3]
+    );
+    let x = t.f(&[3, 3]);
+    let k = t.ints64(&[1, 2]);
+    has(
+        &t.err("Trilu", &[("x", &[x]), ("k", &[k])], &[]),
+        &["input 'k' must be a scalar (one element)"],
+    );
+    let x = t.f(&[3, 3]);
+    has(
+        &t.err("Trilu", &[("x", &[x])], &[("upper", i(2))]),
+        &["'upper' must be 0 or 1"],
+    );
+}
