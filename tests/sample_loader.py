@@ -11,6 +11,25 @@ from ge.passes import clear_registered_passes
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "fusion_pass"
 
+# Every sample, in the order of the examples' README: MatMul + Add -> GEMM (three styles),
+# Add(x, 0) removal (two), the grouped-Conv2D decomposition, then the BatchMatMul, Tile, Concat,
+# data-format and MMoE rewrites.
+SAMPLE_FILES = [
+    "fuse_matmul_add_pass.py",
+    "fuse_matmul_add_pass_with_capture_tensor.py",
+    "fuse_matmul_add_pass_with_pattern_matcher_config.py",
+    "add_zero_pass.py",
+    "add_zero_pass_in_custom_op.py",
+    "decompose_grouped_conv_pass.py",
+    "batch_matmul_flatten_pass.py",
+    "remove_redundant_tile_pass.py",
+    "batch_matmul_to_mul_reduce_pass.py",
+    "move_relu_before_concat_pass.py",
+    "modify_conv_data_format_pass.py",
+    "mmoe_matmul_merge_pass.py",
+    "mmoe_bmm_split_pass.py",
+]
+
 
 def load_sample(filename: str) -> ModuleType:
     """Clears the pass registry, then imports ``examples/fusion_pass/<filename>`` with that folder on

@@ -37,6 +37,7 @@ from ge.es._plugin_loader import (
     register_missing_operators,
     unmount_runtime_ops,
 )
+from common import float_regop
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "es_plugin_package"
@@ -270,14 +271,7 @@ def test_codegen_input_errors(tmp_path):
 
 # ---- operators registered at run time, as ge.es.<name> ----------------------------------------
 
-RUNTIME_REGOP = """
-REG_OP(RtScaleShift)
-    .INPUT(x, TensorType({DT_FLOAT}))
-    .OUTPUT(y, TensorType({DT_FLOAT}))
-    .OUTPUT(z, TensorType({DT_FLOAT}))
-    .ATTR(scale, Float, 2.0)
-    .OP_END_FACTORY_REG(RtScaleShift)
-"""
+RUNTIME_REGOP = float_regop("RtScaleShift", ("y", "z"), ("scale, Float, 2.0",))
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from ge.es import GraphBuilder
 from ge.es.all import Relu
 from ge.es.graph_builder import attr_scope
 from ge.graph import DataType, Graph, Tensor
-from test_graph_api import branch as _branch
-from test_graph_api import if_graph
+from graph_samples import branch as _branch
+from graph_samples import if_graph
 
 
 def branch(name):

@@ -1,6 +1,5 @@
 """``ge.graph.Operator``: GE's borrowed operator handle, over a graph node."""
 
-import copy
 
 import pytest
 
@@ -9,6 +8,7 @@ from ge.es import GraphBuilder
 from ge.es.all import IdentityN, LeakyRelu, MatMulV2, Relu
 from ge.graph import Operator
 from ge.graph.operator import create_operator
+from common import assert_refuses_copy
 
 
 def nodes():
@@ -34,10 +34,7 @@ def test_plugins_cannot_create_or_copy_one():
     with pytest.raises(RuntimeError, match="should not be created directly"):
         Operator(n["Relu"])
     op = create_operator(n["Relu"])
-    with pytest.raises(RuntimeError, match="Operator does not support copy"):
-        copy.copy(op)
-    with pytest.raises(RuntimeError, match="Operator does not support deepcopy"):
-        copy.deepcopy(op)
+    assert_refuses_copy(op, "Operator")
 
 
 def test_handle_must_be_a_node():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ge.es import GraphBuilder
 from ge.es.all import Add, If, Relu
 from ge.graph import DataType, DumpFormat, Graph
+from common import run_in_threads
 
 
 def make_tensor():
@@ -173,25 +174,16 @@ def test_graph_views_survive_the_graph_object():
 
 def test_builders_in_threads_work_concurrently():
     results = {}
-    errors = []
 
     def work(i):
-        try:
-            b = GraphBuilder(f"g{i}")
-            x = b.create_input(0, shape=[4])
-            for _ in range(300):
-                x = Relu(x + 1.0)
-            g = b.build_and_reset([x])
-            results[i] = len(g.get_direct_nodes())
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        b = GraphBuilder(f"g{i}")
+        x = b.create_input(0, shape=[4])
+        for _ in range(300):
+            x = Relu(x + 1.0)
+        g = b.build_and_reset([x])
+        results[i] = len(g.get_direct_nodes())
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not run_in_threads(work, 8)
     assert results == {i: 1 + 300 * 3 for i in range(8)}
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import ge
 from ge.es import GraphBuilder
 from ge.es.all import Add, Exp, If, Maximum, Minimum, Mul, Neg, Relu, Relu6, Sigmoid, Sqrt, Sub
-from ge.graph import DataType, DumpFormat, Format, Graph, Placement, Tensor, TensorDesc
+from ge.graph import DataType, DumpFormat, Format, Graph, Placement, Tensor
+from graph_samples import branch
 
 HEADER = b"GERSGRPH" + struct.pack("<I", 1)
 
@@ -127,12 +128,6 @@ EVERY_ATTR = {
     "tensor_empty": Tensor(np.zeros((0, 3), np.uint8)),
     "tensor_c128": Tensor(np.array([1 + 2j])),
 }
-
-
-def branch(name, fn):
-    b = GraphBuilder(name)
-    x = b.create_input(0, shape=[2])
-    return b.build_and_reset([fn(x)])
 
 
 def rich_graph():

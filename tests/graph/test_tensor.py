@@ -1,7 +1,6 @@
 """``ge.graph.Tensor`` as GE's: constructor rules (list data, files, data types, placement),
 properties and accessors, ``get_data()`` as nested lists, printing; numpy arrays beside it."""
 
-import copy
 import pathlib
 
 import numpy as np
@@ -14,6 +13,7 @@ from ge.es.all import Relu
 from ge.graph import DataType, Format, Placement, Shape, Tensor, TensorDesc
 from ge.graph.tensor import GE_CONSTRUCTOR_TYPES, numpy_dtype
 from ge.session import Session
+from common import assert_refuses_copy
 
 DT = DataType
 
@@ -240,11 +240,7 @@ def test_placement_moves():
 
 
 def test_copies_are_refused():
-    t = int8_tensor()
-    with pytest.raises(RuntimeError, match="Tensor does not support copy"):
-        copy.copy(t)
-    with pytest.raises(RuntimeError, match="Tensor does not support deepcopy"):
-        copy.deepcopy(t)
+    assert_refuses_copy(int8_tensor(), "Tensor")
 
 
 def test_tensor_desc():

@@ -1,13 +1,13 @@
 """``ge.graph.TensorDesc`` and ``ge.graph.Shape`` as GE's: argument order, properties, chaining
 setters, messages; placement and attributes beside them."""
 
-import copy
 
 import pytest
 
 from ge.es import GraphBuilder
 from ge.es.all import Relu
 from ge.graph import DataType, Format, Placement, Shape, TensorDesc
+from common import assert_refuses_copy
 
 # Shape ---------------------------------------------------------------------------------------
 
@@ -125,11 +125,7 @@ def test_setter_type_errors():
 
 
 def test_copies_are_refused():
-    d = TensorDesc()
-    with pytest.raises(RuntimeError, match="TensorDesc does not support copy"):
-        copy.copy(d)
-    with pytest.raises(RuntimeError, match="TensorDesc does not support deepcopy"):
-        copy.deepcopy(d)
+    assert_refuses_copy(TensorDesc(), "TensorDesc")
 
 
 def test_repr_and_equality():

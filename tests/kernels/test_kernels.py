@@ -78,6 +78,7 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, Callable, Dict, List, Tuple
+from common import float_regop
 
 import ge
 import ge.ops
@@ -132,6 +133,8 @@ def HYP(f: Callable[..., Any]) -> Callable[..., Any]:
 # Coverage: every kernel of the four files is tested here
 # ---------------------------------------------------------------------------------------------
 
+from test_kernels_misc import MISC_OPS  # noqa: E402  (the kernels misc.rs held)
+
 KERNEL_FILES = ("elementwise.rs", "shape.rs", "matmul.rs", "reduce.rs")
 TESTED: set = set()  # filled by the tables below
 
@@ -143,9 +146,9 @@ def test_every_kernel_of_the_four_files_is_tested():
     for f in KERNEL_FILES:
         ops = _registered_in(KERNEL_DIR / f)
         assert ops, f
-        # Moved in from nn.rs and ge_ops.rs; test_kernels_dtypes.py and test_kernels_ge_ops.py
-        # test them and check that they do.
-        ops -= {"PRelu", "Threshold", "Concat"}
+        # Moved in from nn.rs, ge_ops.rs and misc.rs; test_kernels_dtypes.py,
+        # test_kernels_ge_ops.py and test_kernels_misc.py test them and check that they do.
+        ops -= {"PRelu", "Threshold", "Concat"} | MISC_OPS
         if ops - TESTED:
             missing[f] = sorted(ops - TESTED)
     assert not missing, f"kernels without a test here: {missing}"
@@ -1170,12 +1173,7 @@ def test_mismatched_select_and_matmul_shapes():
 
 def test_an_op_without_a_kernel_is_not_supported():
     if "KernelTestNoKernelOp" not in ge.ops.list_ops():
-        ge.ops.register_regop("""
-REG_OP(KernelTestNoKernelOp)
-    .INPUT(x, TensorType({DT_FLOAT}))
-    .OUTPUT(y, TensorType({DT_FLOAT}))
-    .OP_END_FACTORY_REG(KernelTestNoKernelOp)
-""")
+        ge.ops.register_regop(float_regop("KernelTestNoKernelOp"))
     fn = op_fn("KernelTestNoKernelOp")
     with pytest.raises(ge.GeError, match=r"; not supported: no CPU kernel for: KernelTestNoKernelOp \(node "):
         run(lambda b, h: es.Exp(fn(h)), (np.ones(2, np.float32), "float32"))

@@ -46,11 +46,7 @@ from ge.passes import (
 AFTER = PassStage.AFTER_INFER_SHAPE
 
 
-@pytest.fixture(autouse=True)
-def _clean_registry():
-    clear_registered_passes()
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 def chain(n: int, name: str = "chain") -> Graph:

@@ -8,17 +8,14 @@ import pytest
 from ge.es import GraphBuilder
 from ge.es.all import Add, Mul, Relu, Sub
 from ge.graph import DataType
-from ge.passes import PassStage, PatternFusionPass, clear_registered_passes, pattern, register_fusion_pass
+from ge.passes import PassStage
 from ge.passes.testing import check_equivalence, random_inputs
+from common import register_add_rewrite
 
 F32 = DataType.DT_FLOAT
 
 
-@pytest.fixture(autouse=True)
-def _clean():
-    clear_registered_passes()
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 def graph(dims=(2, -1)):
@@ -29,27 +26,9 @@ def graph(dims=(2, -1)):
 
 
 def register_rewrites():
-    @register_fusion_pass(name="AddCommute", stage=PassStage.BEFORE_INFER_SHAPE)
-    class AddCommute(PatternFusionPass):
-        """Right: x + y -> y + x."""
-
-        @pattern
-        def add(self, inputs):
-            return Add(inputs[0], inputs[1])
-
-        def replacement(self, inputs):
-            return Add(inputs[1], inputs[0])
-
-    @register_fusion_pass(name="AddToSub", stage=PassStage.BEFORE_INFER_SHAPE)
-    class AddToSub(PatternFusionPass):
-        """Wrong: x + y -> x - y."""
-
-        @pattern
-        def add(self, inputs):
-            return Add(inputs[0], inputs[1])
-
-        def replacement(self, inputs):
-            return Sub(inputs[0], inputs[1])
+    register_add_rewrite("AddCommute", PassStage.BEFORE_INFER_SHAPE, lambda x, y: Add(y, x),
+                         "Right: x + y -> y + x.")
+    register_add_rewrite("AddToSub", PassStage.BEFORE_INFER_SHAPE, Sub, "Wrong: x + y -> x - y.")
 
 
 def test_a_correct_pass_is_equivalent():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Iterator, List, Sequence, Set, Tuple
+from typing import List, Sequence, Set, Tuple
 
 import numpy as np
 import pytest
@@ -39,13 +39,12 @@ from ge.graph import DataType, Graph, Node
 from ge.passes import (
     PassStage,
     PassStats,
-    clear_registered_passes,
     get_registered_passes,
     infer_shape,
     register_fusion_pass,
     run_passes,
 )
-from sample_loader import SAMPLES, load_sample
+from sample_loader import SAMPLE_FILES, SAMPLES, load_sample
 
 F32, F16, I32, I64 = DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_INT32, DataType.DT_INT64
 AFTER = PassStage.AFTER_INFER_SHAPE
@@ -54,10 +53,7 @@ BEFORE = PassStage.BEFORE_INFER_SHAPE
 Desc = Tuple[List[int], DataType]
 
 
-@pytest.fixture(autouse=True)
-def _clear_registry() -> Iterator[None]:
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,15 +159,8 @@ def rng_const(b: GraphBuilder, *shape: int, dtype: type = np.float32) -> TensorH
     return b.create_const(rng.standard_normal(shape).astype(dtype))
 
 
-ALL_SAMPLES = [
-    "batch_matmul_flatten_pass.py",
-    "remove_redundant_tile_pass.py",
-    "batch_matmul_to_mul_reduce_pass.py",
-    "move_relu_before_concat_pass.py",
-    "modify_conv_data_format_pass.py",
-    "mmoe_matmul_merge_pass.py",
-    "mmoe_bmm_split_pass.py",
-]
+# The samples of this file: the ones after the grouped-Conv2D decomposition.
+ALL_SAMPLES = SAMPLE_FILES[SAMPLE_FILES.index("batch_matmul_flatten_pass.py"):]
 
 
 @pytest.mark.parametrize("filename", ALL_SAMPLES)

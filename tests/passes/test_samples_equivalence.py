@@ -3,20 +3,17 @@ check_equivalence runs each example graph on the CPU before and after the sample
 
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import List
 
 import pytest
 
 from ge.graph import Graph
-from ge.passes import clear_registered_passes, get_registered_passes
+from ge.passes import get_registered_passes
 from ge.passes.testing import check_equivalence
-from sample_loader import load_sample
+from sample_loader import SAMPLE_FILES, load_sample
 
 
-@pytest.fixture(autouse=True)
-def _clear_registry():
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 def _example(module) -> List[Graph]:
@@ -27,24 +24,9 @@ def _example(module) -> List[Graph]:
     return [module._demo_graph()]
 
 
-SAMPLES = [
-    "fuse_matmul_add_pass.py",
-    "fuse_matmul_add_pass_with_capture_tensor.py",
-    "fuse_matmul_add_pass_with_pattern_matcher_config.py",
-    "add_zero_pass.py",
-    "add_zero_pass_in_custom_op.py",
-    "decompose_grouped_conv_pass.py",
-    "batch_matmul_flatten_pass.py",
-    "remove_redundant_tile_pass.py",
-    "batch_matmul_to_mul_reduce_pass.py",
-    "move_relu_before_concat_pass.py",
-    "modify_conv_data_format_pass.py",
-    "mmoe_matmul_merge_pass.py",
-    "mmoe_bmm_split_pass.py",
-]
 
 
-@pytest.mark.parametrize("sample", SAMPLES)
+@pytest.mark.parametrize("sample", SAMPLE_FILES)
 def test_sample_passes_are_equivalent(sample: str) -> None:
     module = load_sample(sample)
     names = [d.pass_name for d in get_registered_passes()]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from types import ModuleType
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import ge
 import ge.ops
@@ -39,10 +39,7 @@ F32, F16, I32 = DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_INT32
 Product = Callable[..., TensorHolder]
 
 
-@pytest.fixture(autouse=True)
-def _clear_registry() -> Iterator[None]:
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ evictions), eager vs graph mode, errors, threads and async runs, passes in the c
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import Future
 
 import numpy as np
@@ -14,17 +13,14 @@ from ge.es import GraphBuilder
 from ge.es.all import Add, Cast, Div, MatMulV2, Mul, ReduceSum, Relu, SoftmaxV2, Sub
 from ge.ge_global import GeApi
 from ge.graph import DataType, Graph, Tensor
-from ge.passes import PassStage, PatternFusionPass, clear_registered_passes, pattern, register_fusion_pass
+from ge.passes import PassStage
 from ge.session import Session
+from common import float_regop, register_add_rewrite, run_in_threads
 
 F32 = DataType.DT_FLOAT
 
 
-@pytest.fixture(autouse=True)
-def _clean():
-    clear_registered_passes()
-    yield
-    clear_registered_passes()
+pytestmark = pytest.mark.usefixtures("clean_passes")
 
 
 def mlp(dynamic: bool = True) -> Graph:
@@ -154,14 +150,7 @@ def test_compile_report():
 
 
 def test_passes_run_when_a_graph_compiles():
-    @register_fusion_pass(name="AddToSub", stage=PassStage.AFTER_INFER_SHAPE)
-    class AddToSub(PatternFusionPass):
-        @pattern
-        def add(self, inputs):
-            return Add(inputs[0], inputs[1])
-
-        def replacement(self, inputs):
-            return Sub(inputs[0], inputs[1])
+    register_add_rewrite("AddToSub", PassStage.AFTER_INFER_SHAPE, Sub)
 
     b = GraphBuilder("g")
     x = b.create_input(0, data_type=F32, shape=[2])
@@ -239,12 +228,7 @@ def test_bad_inputs_name_what_is_wrong():
 def test_ops_without_kernels_are_listed_at_compile_time():
     import ge.ops
 
-    ge.ops.register_regop("""
-REG_OP(NoKernelOpA)
-    .INPUT(x, TensorType({DT_FLOAT}))
-    .OUTPUT(y, TensorType({DT_FLOAT}))
-    .OP_END_FACTORY_REG(NoKernelOpA)
-""")
+    ge.ops.register_regop(float_regop("NoKernelOpA"))
     from ge.es.all import NoKernelOpA  # type: ignore[attr-defined]
 
     b = GraphBuilder("g")
@@ -277,28 +261,19 @@ def test_runs_from_several_threads():
     s = Session({"ge.graphCacheCapacity": "3"})
     s.add_graph(1, mlp())
     s.add_graph(2, two_inputs())
-    errors = []
     rng = np.random.default_rng(3)
     inputs = [rng.standard_normal((n, 4)).astype(np.float32) for n in (1, 2, 3, 4, 5)]
 
     def worker(k: int) -> None:
-        try:
-            for i in range(20):
-                x = inputs[(k + i) % len(inputs)]
-                (out,) = s.run_graph(1, [x])
-                np.testing.assert_allclose(out.numpy(), mlp_ref(x), rtol=1e-5, atol=1e-6)
-                v = np.full(3, k, np.float32)
-                a, _ = s.run_graph(2, [v, v])
-                assert a.numpy().tolist() == [k * k - k] * 3
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for i in range(20):
+            x = inputs[(k + i) % len(inputs)]
+            (out,) = s.run_graph(1, [x])
+            np.testing.assert_allclose(out.numpy(), mlp_ref(x), rtol=1e-5, atol=1e-6)
+            v = np.full(3, k, np.float32)
+            a, _ = s.run_graph(2, [v, v])
+            assert a.numpy().tolist() == [k * k - k] * 3
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_in_threads(worker, 4) == []
     st = s.graph_cache_stats(1)
     assert st["hits"] + st["misses"] == 80 and st["size"] <= 3
 
@@ -436,14 +411,7 @@ def test_builtin_optimisations_keep_results_and_are_reported():
 def test_python_kernels_for_custom_ops():
     import ge.ops
 
-    ge.ops.register_regop("""
-REG_OP(ScaleShift)
-    .INPUT(x, TensorType({DT_FLOAT}))
-    .OUTPUT(y, TensorType({DT_FLOAT}))
-    .OUTPUT(z, TensorType({DT_FLOAT}))
-    .ATTR(scale, Float, 2.0)
-    .OP_END_FACTORY_REG(ScaleShift)
-""")
+    ge.ops.register_regop(float_regop("ScaleShift", ("y", "z"), ("scale, Float, 2.0",)))
     ge.ops.register_infer("ScaleShift", lambda inputs, attrs: [inputs[0], inputs[0]])
     from ge.es.all import ScaleShift  # type: ignore[attr-defined]
 

@@ -4,7 +4,6 @@ fits ge-rs's ``ge.GeError`` tree."""
 
 from __future__ import annotations
 
-import copy
 import threading
 
 import numpy as np
@@ -19,6 +18,7 @@ from ge.es.all import Add, Div, MatMulV2
 from ge.ge_global import GeApi
 from ge.graph import DataType, Graph, Tensor
 from ge.session import Session
+from common import assert_refuses_copy
 
 F32 = DataType.DT_FLOAT
 
@@ -159,10 +159,7 @@ def test_session_with_ge_options():
 
 def test_a_session_cannot_be_copied():
     s = Session()
-    with pytest.raises(RuntimeError, match="^Session does not support copy$"):
-        copy.copy(s)
-    with pytest.raises(RuntimeError, match="^Session does not support deepcopy$"):
-        copy.deepcopy(s)
+    assert_refuses_copy(s, "Session", exact=True)
     with pytest.raises(RuntimeError, match="Session does not support copy"):
         s.__copy__()
     with pytest.raises(RuntimeError, match="Session does not support deepcopy"):
