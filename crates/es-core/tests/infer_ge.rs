@@ -62,7 +62,7 @@ fn add_rms_norm_returns_y_rstd_and_the_sum() {
     let g = t.input(FLOAT16, &[8]);
     let ins: Ins = &[("x1", &[a]), ("x2", &[b]), ("gamma", &[g])];
     assert_eq!(
-        t.all("AddRmsNorm", ins, &[("epsilon", AttrValueF(1e-5))]),
+        t.all("AddRmsNorm", ins, &[("epsilon", f(1e-5))]),
         vec![
             (FLOAT16, vec![2, 5, 8]),
             (FLOAT, vec![2, 5, 1]),
@@ -81,21 +81,12 @@ fn add_rms_norm_returns_y_rstd_and_the_sum() {
     );
 }
 
-#[allow(non_snake_case)]
-fn AttrValueF(v: f32) -> es_core::attr::AttrValue {
-    es_core::attr::AttrValue::Float(v)
-}
-
 #[test]
 fn threshold_keeps_x() {
     let mut t = T::new();
     let x = t.input(BF16, &[3, U]);
     assert_eq!(
-        t.ok(
-            "Threshold",
-            &[("x", &[x])],
-            &[("threshold", AttrValueF(0.5))]
-        ),
+        t.ok("Threshold", &[("x", &[x])], &[("threshold", f(0.5))]),
         (BF16, vec![3, U])
     );
     let i = t.input(INT32, &[3]);

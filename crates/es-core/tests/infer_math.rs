@@ -3,21 +3,16 @@
 //! known-shape case, an unknown-dim/rank case and, where something can be rejected, a wrong-input
 //! case.
 
+mod common;
+
+use common::*;
 use es_core::attr::AttrValue;
-use es_core::builder::OpArgs;
-use es_core::ops::{builtin_registry, IoKind, OpProto, OpRegistry, TypeSpec};
-use es_core::{DataType, Error, GraphBuilder, NodeId, OutPort, Shape, Tensor};
+use es_core::ops::OpRegistry;
+use es_core::ops::{OpProto, TypeSpec};
+use es_core::{DataType, Tensor};
 use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
 
 use DataType::{BF16, BOOL, FLOAT, FLOAT16, INT32, INT64, INT8, UINT8};
-
-const U: i64 = -1;
-fn registry() -> Arc<OpRegistry> {
-    static REG: OnceLock<Arc<OpRegistry>> = OnceLock::new();
-    REG.get_or_init(|| Arc::new(builtin_registry().unwrap()))
-        .clone()
-}
 
 /// The math operators (every name of the tests' tables).
 fn math_names() -> Vec<String> {
@@ -29,148 +24,6 @@ fn math_names() -> Vec<String> {
         .chain(OTHERS)
         .map(|s| s.to_string())
         .collect()
-}
-
-fn i(v: i64) -> AttrValue {
-    AttrValue::Int(v)
-}
-fn b(v: bool) -> AttrValue {
-    AttrValue::Bool(v)
-}
-fn f(v: f32) -> AttrValue {
-    AttrValue::Float(v)
-}
-fn li(v: &[i64]) -> AttrValue {
-    AttrValue::ListInt(v.to_vec())
-}
-fn dt_attr(t: DataType) -> AttrValue {
-    AttrValue::Type(t)
-}
-
-type Ins<'a> = &'a [(&'a str, &'a [OutPort])];
-type Attrs<'a> = &'a [(&'a str, AttrValue)];
-
-/// A builder with helpers to make inputs and call operators by input name.
-struct T {
-    b: GraphBuilder,
-    next: i64,
-}
-
-impl T {
-    fn new() -> Self {
-        T {
-            b: GraphBuilder::with_registry("g", registry()),
-            next: 0,
-        }
-    }
-    fn proto(&self, ty: &str) -> Arc<OpProto> {
-        self.b.proto(ty).unwrap_or_else(|e| panic!("{ty}: {e}"))
-    }
-    fn input(&mut self, dt: DataType, dims: &[i64]) -> OutPort {
-        let k = self.next;
-        self.next += 1;
-        self.b
-            .create_input(
-                k,
-                None,
-                "Data",
-                dt,
-                es_core::Format::ND,
-                Shape::from_slice(dims),
-            )
-            .unwrap()
-    }
-    fn fl(&mut self, dims: &[i64]) -> OutPort {
-        self.input(FLOAT, dims)
-    }
-    fn konst(&mut self, t: Tensor) -> OutPort {
-        self.b.create_const(t, None).unwrap()
-    }
-    fn ints(&mut self, v: &[i32]) -> OutPort {
-        self.konst(Tensor::from_values(v, vec![v.len() as i64]).unwrap())
-    }
-    fn scalar_i32(&mut self, v: i32) -> OutPort {
-        self.konst(Tensor::scalar(v))
-    }
-    fn scalar_i64(&mut self, v: i64) -> OutPort {
-        self.konst(Tensor::scalar(v))
-    }
-    fn scalar_f(&mut self, v: f32) -> OutPort {
-        self.konst(Tensor::scalar(v))
-    }
-    fn call(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> es_core::Result<NodeId> {
-        let p = self.proto(ty);
-        for (n, _) in ins {
-            assert!(p.input(n).is_some(), "{ty} has no input '{n}'");
-        }
-        let inputs = p
-            .inputs
-            .iter()
-            .map(|d| match (ins.iter().find(|(n, _)| *n == d.name), d.kind) {
-                (Some((_, v)), IoKind::Dynamic) => v.iter().map(|x| Some(*x)).collect(),
-                (Some((_, v)), _) => vec![v.first().copied()],
-                (None, IoKind::Dynamic) => vec![],
-                (None, _) => vec![None],
-            })
-            .collect();
-        let mut args = OpArgs {
-            inputs,
-            ..Default::default()
-        };
-        for (k, v) in attrs {
-            args.attrs.insert(k.to_string(), v.clone());
-        }
-        self.b.add_op(ty, args)
-    }
-    /// Calls an op that must succeed; returns output 0's dtype and dims.
-    fn ok(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> (DataType, Vec<i64>) {
-        let id = self
-            .call(ty, ins, attrs)
-            .unwrap_or_else(|e| panic!("{ty}: unexpected error: {e}"));
-        let d = &self.b.graph().node(id).unwrap().outputs[0].desc;
-        (d.dtype, d.shape.to_vec())
-    }
-    fn dims(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Vec<i64> {
-        self.ok(ty, ins, attrs).1
-    }
-    /// Calls an op that must fail; returns the error. The graph must not change.
-    fn fail(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Error {
-        let before = self.b.graph().nodes().len();
-        let e = match self.call(ty, ins, attrs) {
-            Ok(id) => panic!(
-                "{ty}: expected an error, got {:?}",
-                self.b.graph().node(id).unwrap().outputs[0].desc
-            ),
-            Err(e) => e,
-        };
-        assert_eq!(
-            self.b.graph().nodes().len(),
-            before,
-            "{ty}: a failed call must not add a node"
-        );
-        e
-    }
-    /// A shape-inference error's message.
-    fn err(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> String {
-        match self.fail(ty, ins, attrs) {
-            Error::ShapeInference(m) => m,
-            other => panic!("{ty}: expected a shape inference error, got {other:?}"),
-        }
-    }
-}
-
-/// Pairs input names with their ports.
-fn named<'a, const N: usize>(
-    names: [&'a str; N],
-    ports: [&'a [OutPort]; N],
-) -> [(&'a str, &'a [OutPort]); N] {
-    std::array::from_fn(|k| (names[k], ports[k]))
-}
-
-fn has(msg: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(msg.contains(p), "message {msg:?} lacks {p:?}");
-    }
 }
 
 /// The dtypes an input of `ty` accepts.
@@ -410,7 +263,7 @@ fn unary_known_unknown_and_bad_dtype() {
 #[test]
 fn unary_attributes_are_checked() {
     let mut t = T::new();
-    let x = t.fl(&[4]);
+    let x = t.f(&[4]);
     assert_eq!(
         t.dims("Round", &[("x", &[x])], &[("decimals", i(2))]),
         vec![4]
@@ -561,35 +414,35 @@ fn comparisons_and_logical_ops_give_bool() {
 #[test]
 fn prelu() {
     let mut t = T::new();
-    let x = t.fl(&[2, 3, 4, 4]);
-    let w = t.fl(&[3]);
+    let x = t.f(&[2, 3, 4, 4]);
+    let w = t.f(&[3]);
     assert_eq!(
         t.ok("PRelu", &[("x", &[x]), ("weight", &[w])], &[]),
         (FLOAT, vec![2, 3, 4, 4])
     );
-    let w1 = t.fl(&[1]);
+    let w1 = t.f(&[1]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[x]), ("weight", &[w1])], &[]),
         vec![2, 3, 4, 4]
     );
-    let wc = t.fl(&[3, 1, 1]);
+    let wc = t.f(&[3, 1, 1]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[x]), ("weight", &[wc])], &[]),
         vec![2, 3, 4, 4]
     );
     // Unknown channel count or weight size: accepted.
-    let xu = t.fl(&[2, U, 4]);
-    let w5 = t.fl(&[5]);
+    let xu = t.f(&[2, U, 4]);
+    let w5 = t.f(&[5]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[xu]), ("weight", &[w5])], &[]),
         vec![2, U, 4]
     );
-    let wu = t.fl(&[U]);
+    let wu = t.f(&[U]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[x]), ("weight", &[wu])], &[]),
         vec![2, 3, 4, 4]
     );
-    let xr = t.fl(&[-2]);
+    let xr = t.f(&[-2]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[xr]), ("weight", &[w5])], &[]),
         vec![-2]
@@ -602,12 +455,12 @@ fn prelu() {
         ],
     );
     // Rank < 2: one channel, so weight holds one element.
-    let x1 = t.fl(&[4]);
+    let x1 = t.f(&[4]);
     assert_eq!(
         t.dims("PRelu", &[("x", &[x1]), ("weight", &[w1])], &[]),
         vec![4]
     );
-    let w4 = t.fl(&[4]);
+    let w4 = t.f(&[4]);
     has(
         &t.err("PRelu", &[("x", &[x1]), ("weight", &[w4])], &[]),
         &["x [4] has no channel dim (rank < 2)"],
@@ -697,7 +550,7 @@ fn reductions_with_axes_input() {
 fn reduce_all_any_take_bool_only() {
     let mut t = T::new();
     for ty in ["ReduceAll", "ReduceAny"] {
-        let x = t.fl(&[2]);
+        let x = t.f(&[2]);
         let ax = t.ints(&[0]);
         has(
             &t.fail(ty, &[("x", &[x]), ("axes", &[ax])], &[]).to_string(),
@@ -710,7 +563,7 @@ fn reduce_all_any_take_bool_only() {
 fn reductions_with_axes_attribute() {
     for &ty in REDUCE_AXES_ATTR {
         let mut t = T::new();
-        let x = t.fl(&[2, 3, 4]);
+        let x = t.f(&[2, 3, 4]);
         assert_eq!(
             t.ok(ty, &[("x", &[x])], &[("axes", li(&[0, 2]))]),
             (FLOAT, vec![3]),
@@ -728,9 +581,9 @@ fn reductions_with_axes_attribute() {
             t.dims(ty, &[("x", &[x])], &[("axes", li(&[]))]),
             Vec::<i64>::new()
         );
-        let xu = t.fl(&[U, U]);
+        let xu = t.f(&[U, U]);
         assert_eq!(t.dims(ty, &[("x", &[xu])], &[("axes", li(&[-1]))]), vec![U]);
-        let xr = t.fl(&[-2]);
+        let xr = t.f(&[-2]);
         assert_eq!(t.dims(ty, &[("x", &[xr])], &[("axes", li(&[0]))]), vec![-2]);
         has(
             &t.err(ty, &[("x", &[x])], &[("axes", li(&[-4]))]),
@@ -743,7 +596,7 @@ fn reductions_with_axes_attribute() {
     }
     // ReduceMeanD: noop_with_empty_axes keeps x when axes is empty.
     let mut t = T::new();
-    let x = t.fl(&[2, 3]);
+    let x = t.f(&[2, 3]);
     assert_eq!(
         t.dims(
             "ReduceMeanD",
@@ -766,7 +619,7 @@ fn reductions_with_axes_attribute() {
 fn arg_max_v2_and_arg_min() {
     for ty in ["ArgMaxV2", "ArgMin"] {
         let mut t = T::new();
-        let x = t.fl(&[2, 3, 4]);
+        let x = t.f(&[2, 3, 4]);
         let d = t.scalar_i32(1);
         assert_eq!(
             t.ok(ty, &[("x", &[x]), ("dimension", &[d])], &[]),
@@ -777,7 +630,7 @@ fn arg_max_v2_and_arg_min() {
             t.ok(
                 ty,
                 &[("x", &[x]), ("dimension", &[d])],
-                &[("dtype", dt_attr(INT32))]
+                &[("dtype", common::ty(INT32))]
             ),
             (INT32, vec![2, 4])
         );
@@ -798,12 +651,12 @@ fn arg_max_v2_and_arg_min() {
             t.dims(ty, &[("x", &[x]), ("dimension", &[dyn_d])], &[]),
             vec![U, U]
         );
-        let xu = t.fl(&[U, 3, U]);
+        let xu = t.f(&[U, 3, U]);
         assert_eq!(
             t.dims(ty, &[("x", &[xu]), ("dimension", &[d])], &[]),
             vec![U, U]
         );
-        let xr = t.fl(&[-2]);
+        let xr = t.f(&[-2]);
         assert_eq!(
             t.ok(ty, &[("x", &[xr]), ("dimension", &[d])], &[]),
             (INT64, vec![-2])
@@ -823,11 +676,11 @@ fn arg_max_v2_and_arg_min() {
             &t.err(
                 ty,
                 &[("x", &[x]), ("dimension", &[d])],
-                &[("dtype", dt_attr(FLOAT))],
+                &[("dtype", common::ty(FLOAT))],
             ),
             &["attribute 'dtype' must be DT_INT32 or DT_INT64, got DT_FLOAT"],
         );
-        let xs = t.fl(&[]);
+        let xs = t.f(&[]);
         has(
             &t.err(ty, &[("x", &[xs]), ("dimension", &[d])], &[]),
             &["x must have rank >= 1"],
@@ -843,7 +696,7 @@ fn arg_max_d() {
         t.ok("ArgMaxD", &[("x", &[x])], &[("dimension", i(-1))]),
         (INT32, vec![2, 3])
     );
-    let xu = t.fl(&[U, 5]);
+    let xu = t.f(&[U, 5]);
     assert_eq!(
         t.ok("ArgMaxD", &[("x", &[xu])], &[("dimension", i(0))]),
         (INT32, vec![5])
@@ -862,7 +715,7 @@ fn arg_max_d() {
 fn cumulative_ops() {
     for ty in ["Cumsum", "Cumprod"] {
         let mut t = T::new();
-        let x = t.fl(&[2, 3]);
+        let x = t.f(&[2, 3]);
         let a = t.scalar_i32(1);
         assert_eq!(
             t.ok(
@@ -873,12 +726,12 @@ fn cumulative_ops() {
             (FLOAT, vec![2, 3])
         );
         let dyn_a = t.input(INT64, &[1]);
-        let xu = t.fl(&[U, 3]);
+        let xu = t.f(&[U, 3]);
         assert_eq!(
             t.dims(ty, &[("x", &[xu]), ("axis", &[dyn_a])], &[]),
             vec![U, 3]
         );
-        let xr = t.fl(&[-2]);
+        let xr = t.f(&[-2]);
         let a9 = t.scalar_i32(9);
         assert_eq!(t.dims(ty, &[("x", &[xr]), ("axis", &[a9])], &[]), vec![-2]);
         has(
@@ -908,26 +761,26 @@ fn cumulative_ops() {
 #[test]
 fn clip_by_value() {
     let mut t = T::new();
-    let x = t.fl(&[2, 3]);
-    let lo = t.fl(&[]);
-    let hi = t.fl(&[3]);
+    let x = t.f(&[2, 3]);
+    let lo = t.f(&[]);
+    let hi = t.f(&[3]);
     let ins = ["x", "clip_value_min", "clip_value_max"];
     assert_eq!(
         t.ok("ClipByValue", &named(ins, [&[x], &[lo], &[hi]]), &[]),
         (FLOAT, vec![2, 3])
     );
-    let xu = t.fl(&[U, 3]);
-    let hi2 = t.fl(&[4, 1, 1]);
+    let xu = t.f(&[U, 3]);
+    let hi2 = t.f(&[4, 1, 1]);
     assert_eq!(
         t.dims("ClipByValue", &named(ins, [&[xu], &[lo], &[hi2]]), &[]),
         vec![4, U, 3]
     );
-    let xr = t.fl(&[-2]);
+    let xr = t.f(&[-2]);
     assert_eq!(
         t.dims("ClipByValue", &named(ins, [&[xr], &[lo], &[hi]]), &[]),
         vec![-2]
     );
-    let bad = t.fl(&[4]);
+    let bad = t.f(&[4]);
     has(
         &t.err("ClipByValue", &named(ins, [&[x], &[lo], &[bad]]), &[]),
         &[
@@ -946,8 +799,8 @@ fn clip_by_value() {
 #[test]
 fn select() {
     let mut t = T::new();
-    let x1 = t.fl(&[2, 3]);
-    let x2 = t.fl(&[2, 3]);
+    let x1 = t.f(&[2, 3]);
+    let x2 = t.f(&[2, 3]);
     let ins = ["condition", "x1", "x2"];
     for (cdims, out) in [
         (&[2i64, 3][..], vec![2i64, 3]),
@@ -965,14 +818,14 @@ fn select() {
         );
     }
     // A vector condition fixes an unknown first dim.
-    let xu = t.fl(&[U, 3]);
+    let xu = t.f(&[U, 3]);
     let c5 = t.input(BOOL, &[5]);
     assert_eq!(
         t.dims("Select", &named(ins, [&[c5], &[xu], &[xu]]), &[]),
         vec![5, 3]
     );
     // 1-D x: the condition broadcasts.
-    let v = t.fl(&[4]);
+    let v = t.f(&[4]);
     let c1 = t.input(BOOL, &[1]);
     assert_eq!(
         t.dims("Select", &named(ins, [&[c1], &[v], &[v]]), &[]),
@@ -992,12 +845,12 @@ fn select() {
         &t.err("Select", &named(ins, [&[c23], &[x1], &[x2]]), &[]),
         &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"],
     );
-    let x3 = t.fl(&[4, 3]);
+    let x3 = t.f(&[4, 3]);
     has(
         &t.err("Select", &named(ins, [&[c23], &[x1], &[x3]]), &[]),
         &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"],
     );
-    let cf = t.fl(&[2, 3]);
+    let cf = t.f(&[2, 3]);
     has(
         &t.fail("Select", &named(ins, [&[cf], &[x1], &[x2]]), &[])
             .to_string(),
@@ -1189,7 +1042,7 @@ fn one_hot() {
         &t.err("OneHot", &named(ins, [&[x], &[neg], &[on], &[off]]), &[]),
         &["input 'depth' must be >= 0, got -2"],
     );
-    let on2 = t.fl(&[2]);
+    let on2 = t.f(&[2]);
     has(
         &t.err("OneHot", &named(ins, [&[x], &[depth], &[on2], &[off]]), &[]),
         &["input 'on_value' must be a scalar (one element)"],
@@ -1245,26 +1098,26 @@ fn one_hot_d() {
 fn addcmul() {
     let mut t = T::new();
     let ins = ["input_data", "x1", "x2", "value"];
-    let a = t.fl(&[2, 1]);
-    let x1 = t.fl(&[3]);
-    let x2 = t.fl(&[1, 3]);
+    let a = t.f(&[2, 1]);
+    let x1 = t.f(&[3]);
+    let x2 = t.f(&[1, 3]);
     let v = t.scalar_f(0.5);
     assert_eq!(
         t.ok("Addcmul", &named(ins, [&[a], &[x1], &[x2], &[v]]), &[]),
         (FLOAT, vec![2, 3])
     );
-    let au = t.fl(&[U, 1]);
-    let vu = t.fl(&[U]);
+    let au = t.f(&[U, 1]);
+    let vu = t.f(&[U]);
     assert_eq!(
         t.dims("Addcmul", &named(ins, [&[au], &[x1], &[x2], &[vu]]), &[]),
         vec![U, 3]
     );
-    let v2 = t.fl(&[2]);
+    let v2 = t.f(&[2]);
     has(
         &t.err("Addcmul", &named(ins, [&[a], &[x1], &[x2], &[v2]]), &[]),
         &["input 'value' must be a scalar (one element), got shape [2]"],
     );
-    let x4 = t.fl(&[4]);
+    let x4 = t.f(&[4]);
     has(
         &t.err("Addcmul", &named(ins, [&[a], &[x1], &[x4], &[v]]), &[]),
         &["input 'x2' [4] cannot be broadcast"],

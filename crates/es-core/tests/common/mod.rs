@@ -6,7 +6,7 @@
 
 use es_core::attr::AttrValue;
 use es_core::builder::OpArgs;
-use es_core::ops::{IoKind, OpRegistry};
+use es_core::ops::{IoKind, OpProto, OpRegistry};
 use es_core::{
     DataType, Error, Format, Graph, GraphBuilder, NodeId, OutPort, Shape, Tensor, TensorDesc,
 };
@@ -31,6 +31,9 @@ pub fn b(v: bool) -> AttrValue {
 pub fn li(v: &[i64]) -> AttrValue {
     AttrValue::ListInt(v.to_vec())
 }
+pub fn f(v: f32) -> AttrValue {
+    AttrValue::Float(v)
+}
 pub fn s(v: &str) -> AttrValue {
     AttrValue::String(v.to_string())
 }
@@ -54,6 +57,10 @@ impl T {
             next: 0,
         }
     }
+    /// The prototype of `ty` (panics when the library has none).
+    pub fn proto(&self, ty: &str) -> Arc<OpProto> {
+        self.b.proto(ty).unwrap_or_else(|e| panic!("{ty}: {e}"))
+    }
     pub fn input_fmt(&mut self, dt: DataType, fmt: Format, dims: &[i64]) -> OutPort {
         let k = self.next;
         self.next += 1;
@@ -70,33 +77,32 @@ impl T {
     pub fn nchw(&mut self, dims: &[i64]) -> OutPort {
         self.input_fmt(FLOAT, Format::NCHW, dims)
     }
+    /// A constant of the given value.
+    pub fn konst(&mut self, t: Tensor) -> OutPort {
+        self.b.create_const(t, None).unwrap()
+    }
     /// A 1-D int32 constant.
     pub fn ints(&mut self, v: &[i32]) -> OutPort {
-        self.b
-            .create_const(Tensor::from_values(v, vec![v.len() as i64]).unwrap(), None)
-            .unwrap()
+        self.ints_shaped(v, &[v.len() as i64])
     }
     /// An int32 constant of the given shape.
     pub fn ints_shaped(&mut self, v: &[i32], shape: &[i64]) -> OutPort {
-        self.b
-            .create_const(Tensor::from_values(v, shape.to_vec()).unwrap(), None)
-            .unwrap()
+        self.konst(Tensor::from_values(v, shape.to_vec()).unwrap())
     }
     pub fn ints64(&mut self, v: &[i64]) -> OutPort {
-        self.b
-            .create_const(Tensor::from_values(v, vec![v.len() as i64]).unwrap(), None)
-            .unwrap()
+        self.konst(Tensor::from_values(v, vec![v.len() as i64]).unwrap())
     }
     pub fn floats(&mut self, v: &[f32]) -> OutPort {
-        self.b
-            .create_const(Tensor::from_values(v, vec![v.len() as i64]).unwrap(), None)
-            .unwrap()
+        self.konst(Tensor::from_values(v, vec![v.len() as i64]).unwrap())
     }
     pub fn scalar_i32(&mut self, v: i32) -> OutPort {
-        self.b.create_const(Tensor::scalar(v), None).unwrap()
+        self.konst(Tensor::scalar(v))
+    }
+    pub fn scalar_i64(&mut self, v: i64) -> OutPort {
+        self.konst(Tensor::scalar(v))
     }
     pub fn scalar_f(&mut self, v: f32) -> OutPort {
-        self.b.create_const(Tensor::scalar(v), None).unwrap()
+        self.konst(Tensor::scalar(v))
     }
     pub fn call_full(
         &mut self,
@@ -106,7 +112,7 @@ impl T {
         counts: &[(&str, usize)],
         subgraphs: Vec<Vec<Graph>>,
     ) -> es_core::Result<NodeId> {
-        let p = self.b.proto(ty).unwrap_or_else(|e| panic!("{ty}: {e}"));
+        let p = self.proto(ty);
         for (n, _) in ins {
             assert!(p.input(n).is_some(), "{ty} has no input '{n}'");
         }
@@ -168,8 +174,8 @@ impl T {
     pub fn dims(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Vec<i64> {
         self.ok(ty, ins, attrs).1
     }
-    /// Calls an op that must fail in inference; returns the message. The graph must not change.
-    pub fn err(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> String {
+    /// Calls an op that must fail; returns the error. The graph must not change.
+    pub fn fail(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Error {
         let before = self.b.graph().nodes().len();
         let e = match self.call(ty, ins, attrs) {
             Ok(id) => panic!("{ty}: expected an error, got outputs {:?}", self.outs(id)),
@@ -178,13 +184,25 @@ impl T {
         assert_eq!(
             self.b.graph().nodes().len(),
             before,
-            "a failed call must not add a node"
+            "{ty}: a failed call must not add a node"
         );
-        match e {
+        e
+    }
+    /// Calls an op that must fail in inference; returns the message. The graph must not change.
+    pub fn err(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> String {
+        match self.fail(ty, ins, attrs) {
             Error::ShapeInference(m) => m,
             other => panic!("{ty}: expected a shape inference error, got {other:?}"),
         }
     }
+}
+
+/// Pairs input names with their ports.
+pub fn named<'a, const N: usize>(
+    names: [&'a str; N],
+    ports: [&'a [OutPort]; N],
+) -> [(&'a str, &'a [OutPort]); N] {
+    std::array::from_fn(|k| (names[k], ports[k]))
 }
 
 pub fn has(msg: &str, parts: &[&str]) {
