@@ -13,6 +13,7 @@
 use super::{broadcast, InferCtx};
 use crate::attr::AttrValue;
 use crate::error::Result;
+use crate::opmath::{attr_or, FromAttr};
 use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The dtype of output `out_ir`: its type variable's binding, else the dtype of `like` when the
@@ -54,31 +55,32 @@ pub(super) fn single(dtype: DataType, shape: Shape) -> Vec<TensorDesc> {
     vec![TensorDesc::new(dtype, shape)]
 }
 
+/// An optional attribute read as `T` ([`attr_or`]), `default` when absent; the error names the
+/// wanted type ("attribute 'x' must be an Int, got ...").
+fn opt<'a, T: FromAttr<'a>>(ctx: &InferCtx<'a>, name: &str, default: T) -> Result<T> {
+    attr_or(ctx.attrs.get(name), default).map_err(|e| {
+        let article = if e.want.starts_with(['A', 'E', 'I', 'O', 'U']) {
+            "an"
+        } else {
+            "a"
+        };
+        ctx.err(format!(
+            "attribute '{name}' must be {article} {}, got {}",
+            e.want, e.got
+        ))
+    })
+}
+
 pub(super) fn opt_bool(ctx: &InferCtx, name: &str, default: bool) -> Result<bool> {
-    match ctx.attrs.get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| ctx.err(format!("attribute '{name}' must be a Bool, got {v}"))),
-    }
+    opt(ctx, name, default)
 }
 
 pub(super) fn opt_int(ctx: &InferCtx, name: &str, default: i64) -> Result<i64> {
-    match ctx.attrs.get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .as_int()
-            .ok_or_else(|| ctx.err(format!("attribute '{name}' must be an Int, got {v}"))),
-    }
+    opt(ctx, name, default)
 }
 
 pub(super) fn opt_str<'a>(ctx: &InferCtx<'a>, name: &str, default: &'a str) -> Result<&'a str> {
-    match ctx.attrs.get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .as_str()
-            .ok_or_else(|| ctx.err(format!("attribute '{name}' must be a String, got {v}"))),
-    }
+    opt(ctx, name, default)
 }
 
 pub(super) fn opt_ints<'a>(
@@ -86,12 +88,7 @@ pub(super) fn opt_ints<'a>(
     name: &str,
     default: &'a [i64],
 ) -> Result<&'a [i64]> {
-    match ctx.attrs.get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .as_list_int()
-            .ok_or_else(|| ctx.err(format!("attribute '{name}' must be a ListInt, got {v}"))),
-    }
+    opt(ctx, name, default)
 }
 
 /// A dtype attribute: GE stores them as Int (`Cast.dst_type`, `Shape.dtype`); Type is accepted too.

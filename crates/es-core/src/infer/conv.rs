@@ -8,6 +8,7 @@ use super::common::{
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
+use crate::opmath::{same_out, window_out, SizeError};
 use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
@@ -62,10 +63,7 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             "attribute 'pads' must have 4 values [top, bottom, left, right], got {pads:?}"
         )));
     }
-    let groups = opt_int(ctx, "groups", 1)?;
-    if groups < 1 {
-        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
-    }
+    let groups = groups_attr(ctx, "groups")?;
     let (sh, sw) = (strides[hi], strides[wi]);
     let (dh, dw) = (dilations[hi], dilations[wi]);
     if sh < 1 || sw < 1 {
@@ -85,9 +83,7 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         )));
     }
     if padding.is_empty() {
-        if let Some(p) = pads.iter().find(|&&p| p < 0) {
-            return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
-        }
+        check_pads(ctx, pads)?;
     }
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
@@ -141,35 +137,14 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             x.shape
         )));
     }
-    // Output size along one spatial dim, in i128 so that no attribute value can overflow.
+    // Output size along one spatial dim: SAME gives ceil(size / stride) whatever the kernel.
     let out_dim = |what: &str, size: i64, k: i64, s: i64, d: i64, pad: (i64, i64)| -> Result<i64> {
-        if size < 0 || (k < 0 && padding != "SAME") {
-            return Ok(UNKNOWN_DIM);
+        match padding {
+            _ if size < 0 => Ok(UNKNOWN_DIM),
+            "SAME" => Ok(same_out(size, s)),
+            "" => conv_out(ctx, what, size, k, (s, d), pad),
+            _ => conv_out(ctx, what, size, k, (s, d), (0, 0)),
         }
-        let (size, k, s, d) = (
-            i128::from(size),
-            i128::from(k),
-            i128::from(s),
-            i128::from(d),
-        );
-        let (p0, p1) = match padding {
-            "" => (i128::from(pad.0), i128::from(pad.1)),
-            _ => (0, 0),
-        };
-        let o = if padding == "SAME" {
-            (size + s - 1) / s
-        } else {
-            let eff = d * (k - 1) + 1;
-            let padded = size + p0 + p1;
-            if padded < eff {
-                return Err(ctx.err(format!(
-                    "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) \
-                     is smaller than the dilated kernel {eff}"
-                )));
-            }
-            (padded - eff) / s + 1
-        };
-        i64::try_from(o).map_err(|_| ctx.err(format!("output {what} {o} is too large")))
     };
     let oh = out_dim("height", h, kh, sh, dh, (pads[0], pads[1]))?;
     let ow = out_dim("width", w, kw, sw, dw, (pads[2], pads[3]))?;
@@ -202,7 +177,8 @@ fn conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     .with_format(xl)])
 }
 
-/// The output size of one convolution dim (floor mode), in i128 so no attribute can overflow.
+/// The output size of one convolution dim (floor mode, [`window_out`]); unknown when the size
+/// or the kernel is.
 fn conv_out(
     ctx: &InferCtx,
     what: &str,
@@ -214,24 +190,66 @@ fn conv_out(
     if size < 0 || k < 0 {
         return Ok(UNKNOWN_DIM);
     }
-    let (size, k, s, d, p0, p1) = (
-        i128::from(size),
-        i128::from(k),
-        i128::from(s),
-        i128::from(d),
-        i128::from(p0),
-        i128::from(p1),
-    );
-    let eff = d * (k - 1) + 1;
-    let padded = size + p0 + p1;
-    if padded < eff {
-        return Err(ctx.err(format!(
-            "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) is \
-             smaller than the dilated kernel {eff}"
-        )));
+    window_out(size, k, s, d, (p0, p1), false).map_err(|e| {
+        ctx.err(match e {
+            SizeError::Empty { padded, span } => format!(
+                "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) \
+                 is smaller than the dilated kernel {span}"
+            ),
+            SizeError::TooLarge(o) => format!("output {what} {o} is too large"),
+            SizeError::NotPositive => {
+                format!("output {what}: kernel {k}, stride {s} and dilation {d} must be >= 1")
+            }
+        })
+    })
+}
+
+/// `groups` (or another group count), checked >= 1.
+fn groups_attr(ctx: &InferCtx, name: &str) -> Result<i64> {
+    let g = opt_int(ctx, name, 1)?;
+    if g < 1 {
+        return Err(ctx.err(format!("attribute '{name}' must be >= 1, got {g}")));
     }
-    let o = (padded - eff) / s + 1;
-    i64::try_from(o).map_err(|_| ctx.err(format!("output {what} {o} is too large")))
+    Ok(g)
+}
+
+/// Refuses negative explicit pads.
+fn check_pads(ctx: &InferCtx, pads: &[i64]) -> Result<()> {
+    match pads.iter().find(|&&p| p < 0) {
+        Some(p) => Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}"))),
+        None => Ok(()),
+    }
+}
+
+/// The spatial dims of a forward convolution's output (floor mode, explicit pads) written into
+/// `out` at x's spatial positions: `fp` gives the filter's dims (out, in, spatial...), `attrs`
+/// the strides, dilations (in x's order) and pads ([begin, end] per spatial dim).
+fn conv_spatial(
+    ctx: &InferCtx,
+    (x, filter): (&TensorDesc, &TensorDesc),
+    l: Layout,
+    fp: &[usize],
+    (strides, dilations, pads): (&[i64], &[i64], &[i64]),
+    out: &mut [i64],
+) -> Result<()> {
+    const AXES: [&str; 3] = ["depth", "height", "width"];
+    let n = fp.len() - 2;
+    for (i, name) in AXES[3 - n..].iter().enumerate() {
+        let p = l.sp(i);
+        let k = dim(&filter.shape, fp[2 + i]);
+        if k == 0 {
+            return Err(ctx.err(format!("filter {} has kernel {name} 0", filter.shape)));
+        }
+        out[p] = conv_out(
+            ctx,
+            name,
+            dim(&x.shape, p),
+            k,
+            (strides[p], dilations[p]),
+            (pads[2 * i], pads[2 * i + 1]),
+        )?;
+    }
+    Ok(())
 }
 
 /// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
@@ -328,10 +346,7 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } = conv2d_attrs(ctx, x)?;
     let op = opt_ints(ctx, "output_padding", &[0, 0, 0, 0])?;
     check_len(ctx, "output_padding", op, 4, &format!("{fmt} order"))?;
-    let groups = opt_int(ctx, "groups", 1)?;
-    if groups < 1 {
-        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
-    }
+    let groups = groups_attr(ctx, "groups")?;
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
     let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
@@ -415,9 +430,7 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         dilations,
         pads,
     } = conv2d_attrs(ctx, x)?;
-    if let Some(p) = pads.iter().find(|&&p| p < 0) {
-        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
-    }
+    check_pads(ctx, pads)?;
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
     let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
@@ -437,21 +450,14 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let mut out = vec![UNKNOWN_DIM; 4];
     out[0] = dim(&x.shape, 0);
     out[l.c()] = oc;
-    for (i, name) in ["height", "width"].iter().enumerate() {
-        let p = l.sp(i);
-        let k = dim(&filter.shape, fp[2 + i]);
-        if k == 0 {
-            return Err(ctx.err(format!("filter {} has kernel {name} 0", filter.shape)));
-        }
-        out[p] = conv_out(
-            ctx,
-            name,
-            dim(&x.shape, p),
-            k,
-            (strides[p], dilations[p]),
-            (pads[2 * i], pads[2 * i + 1]),
-        )?;
-    }
+    conv_spatial(
+        ctx,
+        (x, filter),
+        l,
+        &fp,
+        (strides, dilations, pads),
+        &mut out,
+    )?;
     Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
 }
 
@@ -471,13 +477,8 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let sp = [l.sp(0), l.sp(1), l.sp(2)];
     check_min_at(ctx, "strides", strides, &sp, 1, "D, H and W")?;
     check_min_at(ctx, "dilations", dilations, &sp, 1, "D, H and W")?;
-    if let Some(p) = pads.iter().find(|&&p| p < 0) {
-        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
-    }
-    let groups = opt_int(ctx, "groups", 1)?;
-    if groups < 1 {
-        return Err(ctx.err(format!("attribute 'groups' must be >= 1, got {groups}")));
-    }
+    check_pads(ctx, pads)?;
+    let groups = groups_attr(ctx, "groups")?;
     check_rank(ctx, "x", &x.shape, 5)?;
     check_rank(ctx, "filter", &filter.shape, 5)?;
     // Filter positions: out channels, in channels / groups, D, H, W.
@@ -500,21 +501,14 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let mut out = vec![UNKNOWN_DIM; 5];
     out[0] = dim(&x.shape, 0);
     out[l.c()] = kn;
-    for (i, name) in ["depth", "height", "width"].iter().enumerate() {
-        let p = l.sp(i);
-        let k = dim(&filter.shape, fp[2 + i]);
-        if k == 0 {
-            return Err(ctx.err(format!("filter {} has kernel {name} 0", filter.shape)));
-        }
-        out[p] = conv_out(
-            ctx,
-            name,
-            dim(&x.shape, p),
-            k,
-            (strides[p], dilations[p]),
-            (pads[2 * i], pads[2 * i + 1]),
-        )?;
-    }
+    conv_spatial(
+        ctx,
+        (x, filter),
+        l,
+        &fp,
+        (strides, dilations, pads),
+        &mut out,
+    )?;
     Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
 }
 
@@ -584,16 +578,9 @@ fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             "H/W strides {strides:?} and dilations {dilations:?} must be >= 1"
         )));
     }
-    if let Some(p) = pads.iter().find(|&&p| p < 0) {
-        return Err(ctx.err(format!("attribute 'pads' {pads:?} has negative value {p}")));
-    }
-    let groups = opt_int(ctx, "groups", 1)?;
-    let dgroups = opt_int(ctx, "deformable_groups", 1)?;
-    for (name, v) in [("groups", groups), ("deformable_groups", dgroups)] {
-        if v < 1 {
-            return Err(ctx.err(format!("attribute '{name}' must be >= 1, got {v}")));
-        }
-    }
+    check_pads(ctx, pads)?;
+    let groups = groups_attr(ctx, "groups")?;
+    let dgroups = groups_attr(ctx, "deformable_groups")?;
     let modulated = opt_bool(ctx, "modulated", true)?;
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
@@ -626,15 +613,15 @@ fn deformable_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         if size < 0 || k < 0 {
             return Ok(UNKNOWN_DIM);
         }
-        let eff = i128::from(d) * (i128::from(k) - 1) + 1;
-        let span = i128::from(size) + i128::from(p) - eff;
-        if span < 0 {
-            return Err(ctx.err(format!(
-                "input {} (padded by {p}) is smaller than the dilated kernel ({eff})",
-                x.shape
-            )));
-        }
-        Ok((span / i128::from(s) + 1) as i64)
+        window_out(size, k, s, d, (p, 0), false).map_err(|e| {
+            ctx.err(match e {
+                SizeError::Empty { span, .. } => format!(
+                    "input {} (padded by {p}) is smaller than the dilated kernel ({span})",
+                    x.shape
+                ),
+                e => format!("input {} (padded by {p}): output size {e:?}", x.shape),
+            })
+        })
     };
     let ho = out(h, kh, sh, dh, pads[0] + pads[1])?;
     let wo = out(w, kw, sw, dw, pads[2] + pads[3])?;

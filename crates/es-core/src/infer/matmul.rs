@@ -6,6 +6,7 @@ use super::common::{
 };
 use super::{broadcast, InferCtx, InferFn};
 use crate::error::Result;
+use crate::opmath::parse_einsum;
 use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
@@ -210,51 +211,19 @@ fn gemm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(t, out))
 }
 
-/// One parsed einsum operand: labels before and after an optional ellipsis.
-struct Term {
-    pre: Vec<char>,
-    post: Vec<char>,
-    ellipsis: bool,
-}
-
-fn parse_term(ctx: &InferCtx, t: &str, eq: &str) -> Result<Term> {
-    let bad = || {
-        ctx.err(format!(
-            "attribute 'equation' {eq:?} has an invalid term {t:?}"
-        ))
-    };
-    let (pre, post, ellipsis) = match t.find("...") {
-        Some(p) => (&t[..p], &t[p + 3..], true),
-        None => (t, "", false),
-    };
-    let ok = |s: &str| s.chars().all(|c| c.is_ascii_alphabetic());
-    if !ok(pre) || !ok(post) {
-        return Err(bad());
-    }
-    Ok(Term {
-        pre: pre.chars().collect(),
-        post: post.chars().collect(),
-        ellipsis,
-    })
-}
-
 /// Einsum: the output dims from the equation's labels; ellipsis dims broadcast.
 fn einsum(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let xs = ctx.inputs_of("x")?;
-    let eq: String = ctx
-        .attr_str("equation")?
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
+    let raw = ctx.attr_str("equation")?;
+    let parsed = parse_einsum(raw).map_err(|t| {
+        let eq: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+        ctx.err(format!(
+            "attribute 'equation' {eq:?} has an invalid term {t:?}"
+        ))
+    })?;
+    let eq = &parsed.text;
+    let terms = &parsed.inputs;
     let dt = dtype_like(ctx, 0, xs.first().copied());
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((l, r)) => (l, Some(r)),
-        None => (eq.as_str(), None),
-    };
-    let terms: Vec<Term> = lhs
-        .split(',')
-        .map(|t| parse_term(ctx, t, &eq))
-        .collect::<Result<_>>()?;
     if terms.len() != xs.len() {
         return Err(ctx.err(format!(
             "attribute 'equation' {eq:?} has {} operands, input 'x' has {} tensors",
@@ -262,18 +231,12 @@ fn einsum(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             xs.len()
         )));
     }
-    // Label dims, label counts, and the broadcast ellipsis dims.
+    let counts = parsed.counts();
+    // Label dims and the broadcast ellipsis dims.
     let mut dims: Vec<(char, i64)> = Vec::new();
-    let mut counts: Vec<(char, usize)> = Vec::new();
     let mut ell: Option<Shape> = Some(Shape::scalar());
     for (k, (t, x)) in terms.iter().zip(&xs).enumerate() {
-        let labels: Vec<char> = t.pre.iter().chain(&t.post).copied().collect();
-        for &c in &labels {
-            match counts.iter_mut().find(|(l, _)| *l == c) {
-                Some(e) => e.1 += 1,
-                None => counts.push((c, 1)),
-            }
-        }
+        let labels: Vec<char> = t.letters().collect();
         let Some(r) = x.shape.rank() else {
             if t.ellipsis {
                 ell = None;
@@ -323,23 +286,7 @@ fn einsum(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             pos += 1;
         }
     }
-    let any_ellipsis = terms.iter().any(|t| t.ellipsis);
-    let out_term = match rhs {
-        Some(r) => parse_term(ctx, r, &eq)?,
-        None => {
-            let mut once: Vec<char> = counts
-                .iter()
-                .filter(|(_, n)| *n == 1)
-                .map(|(c, _)| *c)
-                .collect();
-            once.sort_unstable();
-            Term {
-                pre: Vec::new(),
-                post: once,
-                ellipsis: any_ellipsis,
-            }
-        }
-    };
+    let out_term = parsed.output_term();
     let mut out = Vec::new();
     let dim_of = |c: char| -> Result<i64> {
         if !counts.iter().any(|(l, _)| *l == c) {

@@ -27,7 +27,7 @@ use crate::attr::{AttrMap, AttrValue};
 use crate::error::{Error, Result};
 use crate::graph::InputSlot;
 use crate::ops::{OpProto, TypeSpec};
-use crate::types::{DataType, Shape, Tensor, TensorDesc, UNKNOWN_DIM};
+use crate::types::{DataType, Shape, Tensor, TensorDesc};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -214,39 +214,17 @@ impl<'a> InferCtx<'a> {
     }
 }
 
-/// Numpy-style broadcast of two shapes with unknown dims and ranks.
+/// Numpy-style broadcast of two shapes with unknown dims and ranks
+/// ([`crate::opmath::broadcast_dims`]).
 pub fn broadcast(a: &Shape, b: &Shape) -> std::result::Result<Shape, String> {
     if a.is_unknown_rank() || b.is_unknown_rank() {
         return Ok(Shape::unknown_rank());
     }
-    let (da, db) = (a.dims(), b.dims());
-    let n = da.len().max(db.len());
-    let mut out: crate::types::Dims = smallvec::smallvec![0i64; n];
-    for i in 0..n {
-        let x = if i + da.len() >= n {
-            da[i + da.len() - n]
-        } else {
-            1
-        };
-        let y = if i + db.len() >= n {
-            db[i + db.len() - n]
-        } else {
-            1
-        };
-        out[i] = match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            (UNKNOWN_DIM, y) => y,
-            (x, UNKNOWN_DIM) => x,
-            (x, y) => {
-                return Err(format!(
-                    "shapes {a} and {b} cannot be broadcast (dim {x} vs {y})"
-                ))
-            }
-        };
-    }
-    Ok(Shape(out))
+    crate::opmath::broadcast_dims(a.dims(), b.dims())
+        .map(Shape::from)
+        .map_err(|crate::opmath::Mismatch(x, y)| {
+            format!("shapes {a} and {b} cannot be broadcast (dim {x} vs {y})")
+        })
 }
 
 /// The rule tables, one per operator family; each family file registers its operators in its

@@ -6,6 +6,7 @@ use super::common::{
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
+use crate::opmath::{same_out, window_out, SizeError};
 use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
@@ -31,56 +32,53 @@ enum PoolPad {
     },
 }
 
-/// One pooled dim.
+/// One pooled dim ([`window_out`]; SAME gives ceil(size / stride)).
 fn pool_out(
     ctx: &InferCtx,
     what: &str,
     size: i64,
-    k: i64,
-    s: i64,
+    (k, s): (i64, i64),
     (p0, p1): (i64, i64),
     mode: PoolPad,
 ) -> Result<i64> {
-    if size < 0 {
-        return Ok(UNKNOWN_DIM);
-    }
-    let (size, k, s, p0, p1) = (
-        i128::from(size),
-        i128::from(k),
-        i128::from(s),
-        i128::from(p0),
-        i128::from(p1),
-    );
-    let o = match mode {
-        PoolPad::Same => (size + s - 1) / s,
-        PoolPad::Valid => {
-            if size < k {
-                return Err(ctx.err(format!(
-                    "output {what} would be empty: input {size} is smaller than the window {k} (VALID padding)"
-                )));
-            }
-            (size - k + s) / s
-        }
-        PoolPad::Calculated { ceil } => {
-            let padded = size + p0 + p1;
-            if padded < k {
-                return Err(ctx.err(format!(
-                    "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) \
-                     is smaller than the window {k}"
-                )));
-            }
-            if ceil {
-                let mut o = (padded - k + s - 1) / s + 1;
-                if (o - 1) * s >= size + p0 {
-                    o -= 1;
-                }
-                o
-            } else {
-                (padded - k) / s + 1
-            }
-        }
+    let r = match mode {
+        _ if size < 0 => return Ok(UNKNOWN_DIM),
+        PoolPad::Same => return Ok(same_out(size, s)),
+        PoolPad::Valid => window_out(size, k, s, 1, (0, 0), false),
+        PoolPad::Calculated { ceil } => window_out(size, k, s, 1, (p0, p1), ceil),
     };
-    i64::try_from(o).map_err(|_| ctx.err(format!("output {what} {o} is too large")))
+    r.map_err(|e| {
+        ctx.err(match e {
+            SizeError::Empty { .. } if mode == PoolPad::Valid => format!(
+                "output {what} would be empty: input {size} is smaller than the window {k} (VALID padding)"
+            ),
+            SizeError::Empty { padded, .. } => format!(
+                "output {what} would be empty: padded input {padded} ({size} + pads {p0} + {p1}) \
+                 is smaller than the window {k}"
+            ),
+            SizeError::TooLarge(o) => format!("output {what} {o} is too large"),
+            SizeError::NotPositive => {
+                format!("output {what}: window {k} and stride {s} must be >= 1")
+            }
+        })
+    })
+}
+
+/// The pooled H and W of `x`: window and stride per dim, pads [top, bottom, left, right].
+fn pool_hw(
+    ctx: &InferCtx,
+    x: &Shape,
+    l: Layout,
+    win: [(i64, i64); 2],
+    pads: &[i64],
+    mode: PoolPad,
+) -> Result<[i64; 2]> {
+    let mut hw = [0i64; 2];
+    for (i, name) in ["height", "width"].iter().enumerate() {
+        let p = (pads[2 * i], pads[2 * i + 1]);
+        hw[i] = pool_out(ctx, name, dim(x, l.sp(i)), win[i], p, mode)?;
+    }
+    Ok(hw)
 }
 
 /// The ksize/strides of a 2-D pooling op: H and W of 4-value lists in data_format order.
@@ -129,18 +127,7 @@ fn pool_padding(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     };
     check_rank(ctx, "x", &x.shape, 4)?;
-    let mut hw = [0i64; 2];
-    for (i, name) in ["height", "width"].iter().enumerate() {
-        hw[i] = pool_out(
-            ctx,
-            name,
-            dim(&x.shape, l.sp(i)),
-            win[i].0,
-            win[i].1,
-            (0, 0),
-            mode,
-        )?;
-    }
+    let hw = pool_hw(ctx, &x.shape, l, win, &[0; 4], mode)?;
     Ok(in_layout(
         dtype_like(ctx, 0, Some(x)),
         pooled(&x.shape, l, hw),
@@ -186,20 +173,7 @@ fn pool_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let hw = if global {
         [1, 1]
     } else {
-        let mut hw = [0i64; 2];
-        for (i, name) in ["height", "width"].iter().enumerate() {
-            let p = (pads[2 * i], pads[2 * i + 1]);
-            hw[i] = pool_out(
-                ctx,
-                name,
-                dim(&x.shape, l.sp(i)),
-                win[i].0,
-                win[i].1,
-                p,
-                mode,
-            )?;
-        }
-        hw
+        pool_hw(ctx, &x.shape, l, win, pads, mode)?
     };
     Ok(in_layout(
         dtype_like(ctx, 0, Some(x)),
@@ -250,21 +224,8 @@ fn caffe_pooling(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let hw = if opt_bool(ctx, "global_pooling", false)? {
         [1, 1]
     } else {
-        let mut hw = [0i64; 2];
-        for (i, name) in ["height", "width"].iter().enumerate() {
-            let p = (pad[2 * i], pad[2 * i + 1]);
-            let mode = PoolPad::Calculated { ceil };
-            hw[i] = pool_out(
-                ctx,
-                name,
-                dim(&x.shape, l.sp(i)),
-                window[i],
-                stride[i],
-                p,
-                mode,
-            )?;
-        }
-        hw
+        let win = [(window[0], stride[0]), (window[1], stride[1])];
+        pool_hw(ctx, &x.shape, l, win, pad, PoolPad::Calculated { ceil })?
     };
     let dt = if x.dtype == DataType::INT8 {
         DataType::INT32

@@ -10,6 +10,8 @@ use super::common::{
 use super::{broadcast, InferCtx, InferFn};
 use crate::attr::AttrValue;
 use crate::error::Result;
+use crate::opmath::slice::bit;
+use crate::opmath::{slice_spec, strided_len, SliceMasks, SpecDim};
 use crate::types::{Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
@@ -970,58 +972,19 @@ fn slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(out)))
 }
 
-/// The masks of a StridedSlice.
-struct Masks {
-    begin: i64,
-    end: i64,
-    ellipsis: i64,
-    new_axis: i64,
-    shrink: i64,
-}
-
-fn bit(mask: i64, i: usize) -> bool {
-    i < 63 && (mask >> i) & 1 == 1
-}
-
-/// One sliced dim of size `d` (known): TensorFlow's canonical begin/end with clamping.
-fn strided_dim(d: i64, b: i64, e: i64, s: i64, bm: bool, em: bool) -> i64 {
-    let (lower, upper) = if s > 0 { (0, d) } else { (-1, d - 1) };
-    let canon = |v: i64, masked: bool, begin: bool| -> i64 {
-        if masked {
-            if (s > 0) == begin {
-                lower
-            } else {
-                upper
-            }
-        } else {
-            let v = if v < 0 { v.saturating_add(d) } else { v };
-            v.clamp(lower, upper)
-        }
-    };
-    let (b, e) = (canon(b, bm, true), canon(e, em, false));
-    let interval = i128::from(e) - i128::from(b);
-    let s = i128::from(s);
-    if interval == 0 || (interval < 0) != (s < 0) {
-        0
-    } else {
-        let q = interval / s + i128::from(interval % s != 0);
-        q as i64
-    }
-}
-
 /// StridedSlice (begin/end/strides tensors) / StridedSliceD (attributes), with TensorFlow's
 /// begin/end/ellipsis/new-axis/shrink-axis masks, negative indices and clamping.
 fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let dt = dtype_like(ctx, 0, Some(x));
-    let m = Masks {
+    let m = SliceMasks {
         begin: opt_int(ctx, "begin_mask", 0)?,
         end: opt_int(ctx, "end_mask", 0)?,
         ellipsis: opt_int(ctx, "ellipsis_mask", 0)?,
         new_axis: opt_int(ctx, "new_axis_mask", 0)?,
         shrink: opt_int(ctx, "shrink_axis_mask", 0)?,
     };
-    if m.ellipsis.count_ones() > 1 || m.ellipsis < 0 {
+    if !m.one_ellipsis() {
         return Err(ctx.err(format!(
             "attribute 'ellipsis_mask' {} has more than one bit set; only one ellipsis is allowed",
             m.ellipsis
@@ -1071,39 +1034,32 @@ fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         };
         return Ok(single(dt, out));
     };
-    // Dims of x covered by the ellipsis (or by the implicit one at the end).
-    let real = (0..n)
-        .filter(|&i| !bit(m.ellipsis, i) && !bit(m.new_axis, i))
-        .count();
-    if real > r {
-        return Err(ctx.err(format!(
+    let spec = slice_spec(n, r, &m).map_err(|real| {
+        ctx.err(format!(
             "the slice spec has {real} indices that consume dims, more than the rank {r} of x {}",
             x.shape
-        )));
-    }
-    let ell = r - real;
+        ))
+    })?;
     let known = vals.iter().all(Option::is_some);
     let mut out: Vec<i64> = Vec::new();
-    let mut j = 0usize; // next dim of x
-    let mut saw_ellipsis = false;
-    for i in 0..n {
-        if bit(m.ellipsis, i) {
-            saw_ellipsis = true;
-            out.extend_from_slice(&x.shape.0[j..j + ell]);
-            j += ell;
-            continue;
-        }
-        if bit(m.new_axis, i) {
-            out.push(1);
-            continue;
-        }
+    for sd in spec {
+        let (i, j, shrink) = match sd {
+            SpecDim::Keep { dim } => {
+                out.push(x.shape.0[dim]);
+                continue;
+            }
+            SpecDim::NewAxis => {
+                out.push(1);
+                continue;
+            }
+            SpecDim::Shrink { spec, dim } => (spec, dim, true),
+            SpecDim::Slice { spec, dim } => (spec, dim, false),
+        };
         let d = x.shape.0[j];
-        let shrink = bit(m.shrink, i);
         if !known {
             if !shrink {
                 out.push(UNKNOWN_DIM);
             }
-            j += 1;
             continue;
         }
         let (b, e, s) = (
@@ -1124,12 +1080,8 @@ fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         } else if d < 0 {
             out.push(UNKNOWN_DIM);
         } else {
-            out.push(strided_dim(d, b, e, s, bit(m.begin, i), bit(m.end, i)));
+            out.push(strided_len(d, b, e, s, bit(m.begin, i), bit(m.end, i)));
         }
-        j += 1;
-    }
-    if !saw_ellipsis {
-        out.extend_from_slice(&x.shape.0[j..]);
     }
     Ok(single(dt, Shape::from(out)))
 }
