@@ -2,16 +2,31 @@
 //! passes, the fixpoint driver.
 use es_core::pattern::{MatchResult, Pattern};
 use es_core::{Graph, NodeId};
-use pass_bridge::testkit::{add_relu_chain, add_relu_pattern, fused_add_relu_replacement};
+use pass_bridge::testkit::{
+    add_relu_chain, add_relu_pattern, float_input, fused_add_relu_replacement, ReplaceMatches,
+};
 use pass_bridge::{
     run_passes, DecomposePass, FusionPass, HookError, HookResult, PassContext, PassDescriptor,
-    PassError, PassInstance, PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
+    PassError, PassFactory, PassInstance, PassKind, PassRegistry, PassStage, PatternFusionPass,
+    RunOptions, RunReport,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn desc(name: &str, kind: PassKind, stage: PassStage) -> PassDescriptor {
     PassDescriptor::new(name, "tests", name, kind, stage, vec![])
+}
+
+/// A registry holding one pass.
+fn one_pass(d: PassDescriptor, factory: PassFactory) -> PassRegistry {
+    let mut reg = PassRegistry::new();
+    reg.register(d, factory).unwrap();
+    reg
+}
+
+/// Runs every registered pass with the default options; the run must succeed.
+fn run_all(reg: &PassRegistry, g: &mut Graph) -> RunReport {
+    run_passes(reg, g, &RunOptions::default()).unwrap()
 }
 
 fn count(g: &Graph, op: &str) -> usize {
@@ -43,25 +58,28 @@ impl FusionPass for Logger {
     }
 }
 
-fn logger(
-    reg: &mut PassRegistry,
-    name: &str,
-    stage: PassStage,
-    log: &Arc<Mutex<Vec<String>>>,
-    outcome: HookResult<()>,
-) {
-    let (log, n) = (log.clone(), name.to_string());
-    reg.register(
-        desc(name, PassKind::FusionBase, stage),
-        Arc::new(move || {
-            Ok(PassInstance::Fusion(Box::new(Logger {
-                name: n.clone(),
-                log: log.clone(),
-                outcome: outcome.clone(),
-            })))
-        }),
-    )
-    .unwrap();
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A registry of [`Logger`] passes (name, stage, outcome), registered in that order, and their
+/// shared log.
+fn loggers(passes: Vec<(&str, PassStage, HookResult<()>)>) -> (PassRegistry, Log) {
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = PassRegistry::new();
+    for (name, stage, outcome) in passes {
+        let (log, n) = (log.clone(), name.to_string());
+        reg.register(
+            desc(name, PassKind::FusionBase, stage),
+            Arc::new(move || {
+                Ok(PassInstance::Fusion(Box::new(Logger {
+                    name: n.clone(),
+                    log: log.clone(),
+                    outcome: outcome.clone(),
+                })))
+            }),
+        )
+        .unwrap();
+    }
+    (reg, log)
 }
 
 fn touched(g: &Graph) -> bool {
@@ -73,20 +91,14 @@ fn touched(g: &Graph) -> bool {
 
 #[test]
 fn passes_run_by_stage_then_registration_order() {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut reg = PassRegistry::new();
-    logger(
-        &mut reg,
-        "c",
-        PassStage::AfterOriginGraphOptimize,
-        &log,
-        Ok(()),
-    );
-    logger(&mut reg, "a", PassStage::BeforeInferShape, &log, Ok(()));
-    logger(&mut reg, "b", PassStage::AfterInferShape, &log, Ok(()));
-    logger(&mut reg, "a2", PassStage::BeforeInferShape, &log, Ok(()));
+    let (reg, log) = loggers(vec![
+        ("c", PassStage::AfterOriginGraphOptimize, Ok(())),
+        ("a", PassStage::BeforeInferShape, Ok(())),
+        ("b", PassStage::AfterInferShape, Ok(())),
+        ("a2", PassStage::BeforeInferShape, Ok(())),
+    ]);
     let mut g = add_relu_chain(2).unwrap();
-    let report = run_passes(&reg, &mut g, &RunOptions::default()).unwrap();
+    let report = run_all(&reg, &mut g);
     assert_eq!(*log.lock().unwrap(), vec!["a", "a2", "b", "c"]);
     assert_eq!(report.passes.len(), 4);
     log.lock().unwrap().clear();
@@ -119,10 +131,8 @@ fn unknown_pass_name_is_an_error() {
 
 #[test]
 fn duplicate_registrations_are_refused() {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut reg = PassRegistry::new();
-    logger(&mut reg, "a", PassStage::BeforeInferShape, &log, Ok(()));
-    let f: pass_bridge::PassFactory = Arc::new(|| Err(HookError::Failed("unused".into())));
+    let (mut reg, _log) = loggers(vec![("a", PassStage::BeforeInferShape, Ok(()))]);
+    let f: PassFactory = Arc::new(|| Err(HookError::Failed("unused".into())));
     let e = reg
         .register(
             desc("a", PassKind::FusionBase, PassStage::AfterInferShape),
@@ -147,17 +157,10 @@ fn duplicate_registrations_are_refused() {
 
 #[test]
 fn skip_undoes_a_fusion_pass_and_is_not_an_error() {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut reg = PassRegistry::new();
-    logger(
-        &mut reg,
-        "s",
-        PassStage::BeforeInferShape,
-        &log,
-        Err(HookError::Skip("not today".into())),
-    );
+    let skip = Err(HookError::Skip("not today".into()));
+    let (reg, _log) = loggers(vec![("s", PassStage::BeforeInferShape, skip)]);
     let mut g = add_relu_chain(2).unwrap();
-    let report = run_passes(&reg, &mut g, &RunOptions::default()).unwrap();
+    let report = run_all(&reg, &mut g);
     assert!(report.passes[0].skipped_run);
     assert!(!touched(&g));
 }
@@ -168,11 +171,11 @@ fn fatal_and_failed_name_the_pass_and_restore_the_graph() {
         (Err(HookError::Fatal("broken invariant".into())), true),
         (Err(HookError::Failed("Traceback: boom".into())), false),
     ] {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let mut reg = PassRegistry::new();
-        logger(&mut reg, "ok", PassStage::BeforeInferShape, &log, Ok(()));
-        logger(&mut reg, "bad", PassStage::AfterInferShape, &log, outcome);
-        logger(&mut reg, "never", PassStage::AfterInferShape, &log, Ok(()));
+        let (reg, log) = loggers(vec![
+            ("ok", PassStage::BeforeInferShape, Ok(())),
+            ("bad", PassStage::AfterInferShape, outcome),
+            ("never", PassStage::AfterInferShape, Ok(())),
+        ]);
         let mut g = add_relu_chain(2).unwrap();
         let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
         assert_eq!(e.pass_name(), Some("bad"));
@@ -223,8 +226,7 @@ impl PatternFusionPass for Fuse {
 }
 
 fn fuse_registry(rounds: usize, alternate: bool, skip_first: bool) -> PassRegistry {
-    let mut reg = PassRegistry::new();
-    reg.register(
+    one_pass(
         desc("fuse", PassKind::PatternFusion, PassStage::AfterInferShape),
         Arc::new(move || {
             Ok(PassInstance::Pattern(Box::new(Fuse {
@@ -235,19 +237,12 @@ fn fuse_registry(rounds: usize, alternate: bool, skip_first: bool) -> PassRegist
             })))
         }),
     )
-    .unwrap();
-    reg
 }
 
 #[test]
 fn pattern_pass_rewrites_every_accepted_match_and_counts() {
     let mut g = add_relu_chain(10).unwrap();
-    let report = run_passes(
-        &fuse_registry(1, true, false),
-        &mut g,
-        &RunOptions::default(),
-    )
-    .unwrap();
+    let report = run_all(&fuse_registry(1, true, false), &mut g);
     let s = &report.passes[0];
     assert_eq!(
         (s.matches_tried, s.matches_accepted, s.rewritten),
@@ -258,24 +253,14 @@ fn pattern_pass_rewrites_every_accepted_match_and_counts() {
     g.validate().unwrap();
     assert_eq!(s.nodes_after, g.node_count());
     // A fresh instance per run: `seen` starts at 0 again, so the same alternation repeats.
-    let report = run_passes(
-        &fuse_registry(1, true, false),
-        &mut g,
-        &RunOptions::default(),
-    )
-    .unwrap();
+    let report = run_all(&fuse_registry(1, true, false), &mut g);
     assert_eq!(report.passes[0].matches_tried, 5);
 }
 
 #[test]
 fn skip_in_a_pattern_hook_skips_that_match_only() {
     let mut g = add_relu_chain(4).unwrap();
-    let report = run_passes(
-        &fuse_registry(1, false, true),
-        &mut g,
-        &RunOptions::default(),
-    )
-    .unwrap();
+    let report = run_all(&fuse_registry(1, false, true), &mut g);
     let s = &report.passes[0];
     assert_eq!((s.skipped, s.rewritten), (1, 3));
     assert_eq!(count(&g, "FusedAddRelu"), 3);
@@ -283,16 +268,7 @@ fn skip_in_a_pattern_hook_skips_that_match_only() {
 
 fn relu_chain(n: usize) -> Graph {
     let mut b = es_core::GraphBuilder::new("relus");
-    let mut x = b
-        .create_input(
-            0,
-            None,
-            "Data",
-            es_core::DataType::FLOAT,
-            es_core::Format::ND,
-            es_core::Shape::new(vec![4]),
-        )
-        .unwrap();
+    let mut x = float_input(&mut b, 0).unwrap();
     for _ in 0..n {
         x = es_core::es::relu(&mut b, x).unwrap();
     }
@@ -300,40 +276,26 @@ fn relu_chain(n: usize) -> Graph {
     b.build_and_reset().unwrap()
 }
 
-/// Relu(Relu(x)) -> Relu(x): each round halves a chain of Relus.
-struct Idempotent(usize);
-
-impl PatternFusionPass for Idempotent {
-    fn patterns(&mut self, _ctx: &mut PassContext) -> HookResult<Vec<Pattern>> {
-        let mut g = relu_chain(2);
-        g.name = "relu_relu".into();
-        Ok(vec![Pattern::new(g)?])
-    }
-    fn max_rounds(&self) -> usize {
-        self.0
-    }
-    fn replacement(
-        &mut self,
-        _g: &mut Graph,
-        _p: usize,
-        _m: &MatchResult,
-        _ctx: &mut PassContext,
-    ) -> HookResult<Graph> {
-        Ok(relu_chain(1))
+/// Relu(Relu(x)) -> Relu(x), for up to `rounds` rounds: each round halves a chain of Relus.
+fn idempotent(rounds: usize) -> ReplaceMatches {
+    let mut pattern = relu_chain(2);
+    pattern.name = "relu_relu".into();
+    ReplaceMatches {
+        pattern: Pattern::new(pattern).unwrap(),
+        replacement: relu_chain(1),
+        max_rounds: rounds,
     }
 }
 
 #[test]
 fn fixpoint_rounds_stop_when_nothing_changes() {
     let run = |rounds: usize| {
-        let mut reg = PassRegistry::new();
-        reg.register(
+        let reg = one_pass(
             desc("idem", PassKind::PatternFusion, PassStage::AfterInferShape),
-            Arc::new(move || Ok(PassInstance::Pattern(Box::new(Idempotent(rounds))))),
-        )
-        .unwrap();
+            factory_of(idempotent(rounds)),
+        );
         let mut g = relu_chain(8);
-        let report = run_passes(&reg, &mut g, &RunOptions::default()).unwrap();
+        let report = run_all(&reg, &mut g);
         (count(&g, "Relu"), report.passes[0].clone())
     };
     // GE's single round: 8 -> 4.
@@ -347,35 +309,30 @@ fn fixpoint_rounds_stop_when_nothing_changes() {
     assert_eq!((relus, s.rounds, s.rewritten), (2, 2, 6));
 }
 
-/// A replacement with the wrong number of inputs makes the pass fail, naming it, and restores
-/// the graph.
-struct BadReplacement;
-
-impl PatternFusionPass for BadReplacement {
-    fn patterns(&mut self, _ctx: &mut PassContext) -> HookResult<Vec<Pattern>> {
-        Ok(vec![add_relu_pattern()?])
-    }
-    fn replacement(
-        &mut self,
-        _g: &mut Graph,
-        _p: usize,
-        _m: &MatchResult,
-        _ctx: &mut PassContext,
-    ) -> HookResult<Graph> {
-        let mut g = add_relu_chain(1)?;
-        g.name = "one_input".into();
-        Ok(g)
-    }
+/// A factory of copies of `pass`.
+fn factory_of(pass: ReplaceMatches) -> PassFactory {
+    Arc::new(move || Ok(PassInstance::Pattern(Box::new(pass.clone()))))
 }
 
+/// A pattern pass whose replacement has the wrong number of inputs (one; a match has two).
+fn bad_replacement() -> PassFactory {
+    let mut one_input = add_relu_chain(1).unwrap();
+    one_input.name = "one_input".into();
+    factory_of(ReplaceMatches {
+        pattern: add_relu_pattern().unwrap(),
+        replacement: one_input,
+        max_rounds: 1,
+    })
+}
+
+/// A replacement with the wrong number of inputs makes the pass fail, naming it, and restores
+/// the graph.
 #[test]
 fn a_replacement_that_does_not_fit_fails_the_pass_and_restores() {
-    let mut reg = PassRegistry::new();
-    reg.register(
+    let reg = one_pass(
         desc("bad", PassKind::PatternFusion, PassStage::AfterInferShape),
-        Arc::new(|| Ok(PassInstance::Pattern(Box::new(BadReplacement)))),
-    )
-    .unwrap();
+        bad_replacement(),
+    );
     let mut g = add_relu_chain(3).unwrap();
     let before = g.clone();
     let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
@@ -406,14 +363,7 @@ impl DecomposePass for DoubleRelu {
         _ctx: &mut PassContext,
     ) -> HookResult<Graph> {
         let mut b = es_core::GraphBuilder::new("double");
-        let x = b.create_input(
-            0,
-            None,
-            "Data",
-            es_core::DataType::FLOAT,
-            es_core::Format::ND,
-            es_core::Shape::new(vec![16]),
-        )?;
+        let x = float_input(&mut b, 0)?;
         let r1 = es_core::es::relu(&mut b, x)?;
         let r2 = es_core::es::relu(&mut b, r1)?;
         b.set_output(r2, 0)?;
@@ -425,8 +375,7 @@ impl DecomposePass for DoubleRelu {
 fn decompose_pass_replaces_each_node_of_its_op_types() {
     let calls = Arc::new(AtomicUsize::new(0));
     let c2 = calls.clone();
-    let mut reg = PassRegistry::new();
-    reg.register(
+    let reg = one_pass(
         PassDescriptor::new(
             "double",
             "tests",
@@ -440,8 +389,7 @@ fn decompose_pass_replaces_each_node_of_its_op_types() {
                 calls: c2.clone(),
             })))
         }),
-    )
-    .unwrap();
+    );
     let mut g = add_relu_chain(3).unwrap();
     let keep = g
         .nodes()
@@ -452,7 +400,7 @@ fn decompose_pass_replaces_each_node_of_its_op_types() {
         .unwrap()
         .private_attrs
         .insert("keep".into(), es_core::AttrValue::Bool(true));
-    let report = run_passes(&reg, &mut g, &RunOptions::default()).unwrap();
+    let report = run_all(&reg, &mut g);
     let s = &report.passes[0];
     assert_eq!(
         (s.matches_tried, s.matches_accepted, s.rewritten),
@@ -466,12 +414,10 @@ fn decompose_pass_replaces_each_node_of_its_op_types() {
 
 #[test]
 fn a_factory_of_the_wrong_kind_is_refused() {
-    let mut reg = PassRegistry::new();
-    reg.register(
+    let reg = one_pass(
         desc("x", PassKind::FusionBase, PassStage::AfterInferShape),
-        Arc::new(|| Ok(PassInstance::Pattern(Box::new(BadReplacement)))),
-    )
-    .unwrap();
+        bad_replacement(),
+    );
     let mut g = add_relu_chain(1).unwrap();
     let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
     assert!(matches!(e, PassError::Registry(m) if m.contains("pattern_fusion")));
@@ -489,12 +435,10 @@ fn options_reach_the_context() {
     }
     let got = Arc::new(Mutex::new(None));
     let g2 = got.clone();
-    let mut reg = PassRegistry::new();
-    reg.register(
+    let reg = one_pass(
         desc("r", PassKind::FusionBase, PassStage::AfterInferShape),
         Arc::new(move || Ok(PassInstance::Fusion(Box::new(Reader(g2.clone()))))),
-    )
-    .unwrap();
+    );
     let mut opts = RunOptions::default();
     opts.options.insert("my.key".into(), "v".into());
     let mut g = add_relu_chain(1).unwrap();
