@@ -277,55 +277,32 @@ impl AttrValue {
                 _ => None,
             }
         }
-        let arr = || v.as_array().ok_or_else(bad);
+        /// Every element of a JSON array through `f`; None when `v` is no array or `f` fails.
+        fn each<T>(v: &Value, f: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
+            v.as_array()?.iter().map(f).collect()
+        }
         Ok(match ty {
             AttrType::Int => AttrValue::Int(v.as_i64().ok_or_else(bad)?),
             AttrType::Float => AttrValue::Float(float(v).ok_or_else(bad)?),
             AttrType::String => AttrValue::String(v.as_str().ok_or_else(bad)?.to_string()),
             AttrType::Bool => AttrValue::Bool(v.as_bool().ok_or_else(bad)?),
             AttrType::Type => AttrValue::Type(DataType::from_name(v.as_str().ok_or_else(bad)?)?),
-            AttrType::ListInt => AttrValue::ListInt(
-                arr()?
-                    .iter()
-                    .map(|x| x.as_i64().ok_or_else(bad))
-                    .collect::<Result<_>>()?,
-            ),
-            AttrType::ListFloat => AttrValue::ListFloat(
-                arr()?
-                    .iter()
-                    .map(|x| float(x).ok_or_else(bad))
-                    .collect::<Result<_>>()?,
-            ),
-            AttrType::ListBool => AttrValue::ListBool(
-                arr()?
-                    .iter()
-                    .map(|x| x.as_bool().ok_or_else(bad))
-                    .collect::<Result<_>>()?,
-            ),
+            AttrType::ListInt => AttrValue::ListInt(each(v, Value::as_i64).ok_or_else(bad)?),
+            AttrType::ListFloat => AttrValue::ListFloat(each(v, float).ok_or_else(bad)?),
+            AttrType::ListBool => AttrValue::ListBool(each(v, Value::as_bool).ok_or_else(bad)?),
             AttrType::ListType => AttrValue::ListType(
-                arr()?
+                v.as_array()
+                    .ok_or_else(bad)?
                     .iter()
                     .map(|x| DataType::from_name(x.as_str().ok_or_else(bad)?))
                     .collect::<Result<_>>()?,
             ),
-            AttrType::ListListInt => AttrValue::ListListInt(
-                arr()?
-                    .iter()
-                    .map(|row| {
-                        row.as_array()
-                            .ok_or_else(bad)?
-                            .iter()
-                            .map(|x| x.as_i64().ok_or_else(bad))
-                            .collect::<Result<Vec<_>>>()
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            AttrType::ListString => AttrValue::ListString(
-                arr()?
-                    .iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
-                    .collect::<Result<_>>()?,
-            ),
+            AttrType::ListListInt => {
+                AttrValue::ListListInt(each(v, |row| each(row, Value::as_i64)).ok_or_else(bad)?)
+            }
+            AttrType::ListString => {
+                AttrValue::ListString(each(v, |x| x.as_str().map(str::to_string)).ok_or_else(bad)?)
+            }
             AttrType::Tensor => {
                 let obj = v.as_object().ok_or_else(bad)?;
                 let dtype = DataType::from_name(

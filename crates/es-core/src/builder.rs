@@ -206,15 +206,21 @@ impl GraphBuilder {
         )?;
         let desc = TensorDesc::new(dtype, shape).with_format(format);
         let hint = desc_is_hint(&desc);
-        let mut node = Node::new(name, op_type);
+        self.add_graph_input(Node::new(name, op_type), index, desc, hint)
+    }
+
+    /// Adds a graph-input node (Data-like or Variable): attribute `index`, input `x` and output
+    /// `y` both described by `desc`. A `hint` description may be replaced at build time.
+    fn add_graph_input(
+        &mut self,
+        mut node: Node,
+        index: i64,
+        desc: TensorDesc,
+        hint: bool,
+    ) -> Result<OutPort> {
         node.attrs.insert("index".into(), AttrValue::Int(index));
         node.inputs.push(InputSlot::new("x", 0, desc.clone()));
-        node.outputs.push(OutputSlot {
-            name: "y".into(),
-            ir_index: 0,
-            desc,
-            consumers: Vec::new(),
-        });
+        node.outputs.push(OutputSlot::new("y", 0, desc));
         let id = self.graph.add_node(node)?;
         if hint {
             self.hinted.insert(id);
@@ -228,12 +234,7 @@ impl GraphBuilder {
         let mut node = Node::new(name, "Const");
         let desc = value.desc.clone();
         node.attrs.insert("value".into(), AttrValue::Tensor(value));
-        node.outputs.push(OutputSlot {
-            name: "y".into(),
-            ir_index: 0,
-            desc,
-            consumers: Vec::new(),
-        });
+        node.outputs.push(OutputSlot::new("y", 0, desc));
         let id = self.graph.add_node(node)?;
         self.commit_name("Const", next);
         Ok(OutPort { node: id, index: 0 })
@@ -242,19 +243,12 @@ impl GraphBuilder {
     /// Adds a Variable node named `name` with input index `index`.
     pub fn create_variable(&mut self, index: i64, name: &str) -> Result<OutPort> {
         let (name, _) = self.node_name("Variable", Some(name.to_string()))?;
-        let mut node = Node::new(name, "Variable");
-        node.attrs.insert("index".into(), AttrValue::Int(index));
-        let desc = TensorDesc::default();
-        node.inputs.push(InputSlot::new("x", 0, desc.clone()));
-        node.outputs.push(OutputSlot {
-            name: "y".into(),
-            ir_index: 0,
-            desc,
-            consumers: Vec::new(),
-        });
-        let id = self.graph.add_node(node)?;
-        self.hinted.insert(id);
-        Ok(OutPort { node: id, index: 0 })
+        self.add_graph_input(
+            Node::new(name, "Variable"),
+            index,
+            TensorDesc::default(),
+            true,
+        )
     }
 
     /// Adds one operator node, validated and inferred. On error nothing is added.
@@ -496,12 +490,7 @@ impl GraphBuilder {
         let outputs: Vec<OutputSlot> = out_names
             .into_iter()
             .zip(descs)
-            .map(|((name, ir_index), desc)| OutputSlot {
-                name,
-                ir_index,
-                desc,
-                consumers: Vec::new(),
-            })
+            .map(|((name, ir_index), desc)| OutputSlot::new(name, ir_index, desc))
             .collect();
         // Commit.
         let mut node = Node::new(node_name, p.name.clone());

@@ -353,30 +353,21 @@ fn plan(f: &OpProto, t: &OpProto, va: &str, vb: &str) -> std::result::Result<Pla
         }
     }
     // What each version has that the other lacks.
-    let graph_extra: Vec<String> = f
-        .attrs
-        .iter()
-        .filter(|a| t.attr(&a.name).is_none())
-        .map(|a| format!("attribute '{}'", a.name))
-        .chain(
-            f.inputs
-                .iter()
-                .filter(|d| t.input(&d.name).is_none())
-                .map(|d| format!("input '{}'", d.name)),
-        )
-        .collect();
-    let target_extra: Vec<String> = t
-        .attrs
-        .iter()
-        .filter(|a| f.attr(&a.name).is_none())
-        .map(|a| format!("attribute '{}'", a.name))
-        .chain(
-            t.inputs
-                .iter()
-                .filter(|d| f.input(&d.name).is_none())
-                .map(|d| format!("input '{}'", d.name)),
-        )
-        .collect();
+    let extra = |a: &OpProto, b: &OpProto| -> Vec<String> {
+        a.attrs
+            .iter()
+            .filter(|x| b.attr(&x.name).is_none())
+            .map(|x| format!("attribute '{}'", x.name))
+            .chain(
+                a.inputs
+                    .iter()
+                    .filter(|d| b.input(&d.name).is_none())
+                    .map(|d| format!("input '{}'", d.name)),
+            )
+            .collect()
+    };
+    let graph_extra = extra(f, t);
+    let target_extra = extra(t, f);
     // Consistency check: both added and removed things means an incompatible IR change.
     if !graph_extra.is_empty() && !target_extra.is_empty() {
         return Err(format!(

@@ -73,6 +73,18 @@ pub struct OutputSlot {
     pub consumers: Vec<InPort>,
 }
 
+impl OutputSlot {
+    /// An output instance without consumers.
+    pub fn new(name: impl Into<Name>, ir_index: u32, desc: TensorDesc) -> Self {
+        OutputSlot {
+            name: name.into(),
+            ir_index,
+            desc,
+            consumers: Vec::new(),
+        }
+    }
+}
+
 /// A named subgraph instance of a node (`then_branch`, or `branches0`, `branches1`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubgraphSlot {
