@@ -27,10 +27,8 @@ fn rms_norm_rstd_keeps_leading_dims_as_float() {
         t.all("RmsNorm", &[("x", &[xu]), ("gamma", &[gb])], &[]),
         vec![(BF16, vec![U, 3, 4]), (FLOAT, vec![U, 3, 1])]
     );
-    let xr = t.f(&[-2]);
-    let gf = t.f(&[4]);
     assert_eq!(
-        t.all("RmsNorm", &[("x", &[xr]), ("gamma", &[gf])], &[])[1],
+        t.all_f("RmsNorm", &[("x", &[-2]), ("gamma", &[4])], &[])[1],
         (FLOAT, vec![-2])
     );
 }
@@ -155,8 +153,7 @@ fn all_gather_multiplies_and_reduce_scatter_divides_dim0() {
         &m,
         &["dim 0 of input 'x' [8, 3] is not divisible by attribute 'rank_size' 3"],
     );
-    let sc = t.f(&[]);
-    let m = t.err("HcomAllGather", &[("x", &[sc])], &g(1));
+    let m = t.err_f("HcomAllGather", &[("x", &[])], &g(1));
     has(&m, &["must have at least one dim"]);
 }
 
@@ -241,12 +238,14 @@ fn moe_gating_top_k_softmax_puts_k_last() {
     );
     let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x])], &[("k", i(9))]);
     has(&m, &["attribute 'k' is 9; it must be in [1, 8]"]);
-    let x4 = t.f(&[1, 2, 3, 4]);
-    let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x4])], &[("k", i(1))]);
+    let m = t.err_f(
+        "MoeGatingTopKSoftmax",
+        &[("x", &[1, 2, 3, 4])],
+        &[("k", i(1))],
+    );
     has(&m, &["must be 2-D or 3-D"]);
-    let xr = t.f(&[-2]);
     assert_eq!(
-        t.dims("MoeGatingTopKSoftmax", &[("x", &[xr])], &[("k", i(4))]),
+        t.dims_f("MoeGatingTopKSoftmax", &[("x", &[-2])], &[("k", i(4))]),
         vec![-2]
     );
 }

@@ -40,27 +40,31 @@ fn every_added_operator_is_built_in_and_round_trips() {
 #[test]
 fn grid_sampler_2d() {
     let mut t = T::new();
-    let x = t.f(&[2, 3, 8, 9]);
-    let g = t.f(&[2, 4, 5, 2]);
     assert_eq!(
-        t.ok("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]),
+        t.ok_f(
+            "GridSampler2D",
+            &[("x", &[2, 3, 8, 9]), ("grid", &[2, 4, 5, 2])],
+            &[]
+        ),
         (FLOAT, vec![2, 3, 4, 5])
     );
-    let x = t.f(&[U, 3, U, U]);
-    let g = t.f(&[2, U, 5, 2]);
     assert_eq!(
-        t.dims("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]),
+        t.dims_f(
+            "GridSampler2D",
+            &[("x", &[U, 3, U, U]), ("grid", &[2, U, 5, 2])],
+            &[]
+        ),
         vec![2, 3, U, 5]
     );
-    let x = t.f(&[-2]);
-    let g = t.f(&[-2]);
     assert_eq!(
-        t.dims("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]),
+        t.dims_f("GridSampler2D", &[("x", &[-2]), ("grid", &[-2])], &[]),
         vec![U, U, U, U]
     );
-    let x = t.f(&[2, 3, 8, 9]);
-    let g = t.f(&[2, 4, 5, 3]);
-    let m = t.err("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]);
+    let m = t.err_f(
+        "GridSampler2D",
+        &[("x", &[2, 3, 8, 9]), ("grid", &[2, 4, 5, 3])],
+        &[],
+    );
     has(&m, &["grid", "must be 2", "got 3"]);
     let x = t.f(&[2, 3, 8, 9]);
     let g = t.f(&[3, 4, 5, 2]);
@@ -75,37 +79,39 @@ fn grid_sampler_2d() {
 #[test]
 fn grid_sampler_3d() {
     let mut t = T::new();
-    let x = t.f(&[2, 3, 6, 7, 8]);
-    let g = t.f(&[2, 4, 5, 6, 3]);
     assert_eq!(
-        t.ok("GridSampler3D", &[("x", &[x]), ("grid", &[g])], &[]),
+        t.ok_f(
+            "GridSampler3D",
+            &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 3])],
+            &[]
+        ),
         (FLOAT, vec![2, 3, 4, 5, 6])
     );
-    let x = t.f(&[2, 6, 7, 8, 3]);
-    let g = t.f(&[2, 4, 5, 6, 3]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "GridSampler3D",
-            &[("x", &[x]), ("grid", &[g])],
+            &[("x", &[2, 6, 7, 8, 3]), ("grid", &[2, 4, 5, 6, 3])],
             &[("data_format", s("NDHWC"))]
         ),
         vec![2, 4, 5, 6, 3]
     );
-    let x = t.f(&[U, 3, U, U, U]);
-    let g = t.f(&[U, 4, U, 6, 3]);
     assert_eq!(
-        t.dims("GridSampler3D", &[("x", &[x]), ("grid", &[g])], &[]),
+        t.dims_f(
+            "GridSampler3D",
+            &[("x", &[U, 3, U, U, U]), ("grid", &[U, 4, U, 6, 3])],
+            &[]
+        ),
         vec![U, 3, 4, U, 6]
     );
-    let x = t.f(&[2, 3, 6, 7, 8]);
-    let g = t.f(&[2, 4, 5, 6, 2]);
-    let m = t.err("GridSampler3D", &[("x", &[x]), ("grid", &[g])], &[]);
-    has(&m, &["grid", "must be 3", "got 2"]);
-    let x = t.f(&[2, 3, 6, 7, 8]);
-    let g = t.f(&[2, 4, 5, 6, 3]);
-    let m = t.err(
+    let m = t.err_f(
         "GridSampler3D",
-        &[("x", &[x]), ("grid", &[g])],
+        &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 2])],
+        &[],
+    );
+    has(&m, &["grid", "must be 3", "got 2"]);
+    let m = t.err_f(
+        "GridSampler3D",
+        &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 3])],
         &[("data_format", s("NCHW"))],
     );
     has(&m, &["data_format", "NCHW"]);
@@ -129,12 +135,10 @@ fn non_max_suppression_v6() {
         ),
         (INT32, vec![U, 3])
     );
-    let boxes = t.f(&[U, U, 4]);
-    let scores = t.f(&[-2]);
     assert_eq!(
-        t.ok(
+        t.ok_f(
             "NonMaxSuppressionV6",
-            &[("boxes", &[boxes]), ("scores", &[scores])],
+            &[("boxes", &[U, U, 4]), ("scores", &[-2])],
             &[]
         ),
         (INT32, vec![U, 3])
@@ -155,11 +159,9 @@ fn non_max_suppression_v6() {
         &[],
     );
     has(&m, &["boxes", "must be 4", "got 5"]);
-    let boxes = t.f(&[1, 6, 4]);
-    let scores = t.f(&[1, 2, 6]);
-    let m = t.err(
+    let m = t.err_f(
         "NonMaxSuppressionV6",
-        &[("boxes", &[boxes]), ("scores", &[scores])],
+        &[("boxes", &[1, 6, 4]), ("scores", &[1, 2, 6])],
         &[("center_point_box", i(2))],
     );
     has(&m, &["center_point_box", "0 or 1", "got 2"]);
@@ -169,11 +171,10 @@ fn non_max_suppression_v6() {
 fn bitcast() {
     let mut t = T::new();
     // keep_dim: the last dim is rescaled (ONNX BitCast).
-    let x = t.f(&[2, 3]);
     assert_eq!(
-        t.ok(
+        t.ok_f(
             "Bitcast",
-            &[("x", &[x])],
+            &[("x", &[2, 3])],
             &[("type", ty(UINT8)), ("keep_dim", b(true))]
         ),
         (UINT8, vec![2, 12])
@@ -188,9 +189,8 @@ fn bitcast() {
         (INT64, vec![2, 1])
     );
     // TensorFlow semantics: append or remove a dim.
-    let x = t.f(&[2, 3]);
     assert_eq!(
-        t.ok("Bitcast", &[("x", &[x])], &[("type", ty(FLOAT16))]),
+        t.ok_f("Bitcast", &[("x", &[2, 3])], &[("type", ty(FLOAT16))]),
         (FLOAT16, vec![2, 3, 2])
     );
     let x = t.input(INT8, &[5, 4]);
@@ -198,17 +198,15 @@ fn bitcast() {
         t.ok("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]),
         (INT32, vec![5])
     );
-    let x = t.f(&[2, 3]);
     assert_eq!(
-        t.ok("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]),
+        t.ok_f("Bitcast", &[("x", &[2, 3])], &[("type", ty(INT32))]),
         (INT32, vec![2, 3])
     );
     // Unknown dims and ranks.
-    let x = t.f(&[2, U]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "Bitcast",
-            &[("x", &[x])],
+            &[("x", &[2, U])],
             &[("type", ty(UINT8)), ("keep_dim", b(true))]
         ),
         vec![2, U]
@@ -218,9 +216,8 @@ fn bitcast() {
         t.dims("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]),
         vec![3]
     );
-    let x = t.f(&[-2]);
     assert_eq!(
-        t.dims("Bitcast", &[("x", &[x])], &[("type", ty(UINT8))]),
+        t.dims_f("Bitcast", &[("x", &[-2])], &[("type", ty(UINT8))]),
         vec![-2]
     );
     // Errors.
@@ -234,8 +231,7 @@ fn bitcast() {
         &[("type", ty(INT32)), ("keep_dim", b(true))],
     );
     has(&m, &["not a multiple"]);
-    let x = t.f(&[2]);
-    let m = t.err("Bitcast", &[("x", &[x])], &[("type", ty(DataType::BF16))]);
+    let m = t.err_f("Bitcast", &[("x", &[2])], &[("type", ty(DataType::BF16))]);
     has(&m, &["'type'", "does not allow"]);
 }
 
@@ -347,9 +343,8 @@ fn roi_align() {
 #[test]
 fn unique_with_counts_and_sorting() {
     let mut t = T::new();
-    let x = t.f(&[3, 4]);
     assert_eq!(
-        t.all("UniqueWithCountsAndSorting", &[("x", &[x])], &[]),
+        t.all_f("UniqueWithCountsAndSorting", &[("x", &[3, 4])], &[]),
         vec![(FLOAT, vec![U]), (INT64, vec![0]), (INT64, vec![0])]
     );
     let x = t.input(INT32, &[3, 4]);
@@ -374,34 +369,30 @@ fn unique_with_counts_and_sorting() {
         ),
         vec![(DOUBLE, vec![U]), (INT64, vec![U, 2]), (INT64, vec![0])]
     );
-    let x = t.f(&[-2]);
     assert_eq!(
-        t.all(
+        t.all_f(
             "UniqueWithCountsAndSorting",
-            &[("x", &[x])],
+            &[("x", &[-2])],
             &[("return_inverse", b(true)), ("return_counts", b(true))]
         ),
         vec![(FLOAT, vec![U]), (INT64, vec![-2]), (INT64, vec![U])]
     );
     // A scalar has one unique element; an empty tensor none.
-    let x = t.f(&[]);
     assert_eq!(
-        t.all(
+        t.all_f(
             "UniqueWithCountsAndSorting",
-            &[("x", &[x])],
+            &[("x", &[])],
             &[("return_counts", b(true))]
         ),
         vec![(FLOAT, vec![1]), (INT64, vec![0]), (INT64, vec![1])]
     );
-    let x = t.f(&[2, 0]);
     assert_eq!(
-        t.dims("UniqueWithCountsAndSorting", &[("x", &[x])], &[]),
+        t.dims_f("UniqueWithCountsAndSorting", &[("x", &[2, 0])], &[]),
         vec![0]
     );
-    let x = t.f(&[3]);
-    let m = t.err(
+    let m = t.err_f(
         "UniqueWithCountsAndSorting",
-        &[("x", &[x])],
+        &[("x", &[3])],
         &[("out_idx", ty(FLOAT))],
     );
     has(&m, &["out_idx", "DT_INT32 or DT_INT64"]);
@@ -511,9 +502,8 @@ fn deformable_conv2d() {
 #[test]
 fn matrix_determinant() {
     let mut t = T::new();
-    let x = t.f(&[2, 5, 3, 3]);
     assert_eq!(
-        t.ok("MatrixDeterminant", &[("x", &[x])], &[]),
+        t.ok_f("MatrixDeterminant", &[("x", &[2, 5, 3, 3])], &[]),
         (FLOAT, vec![2, 5])
     );
     let x = t.input(DOUBLE, &[4, 4]);
@@ -521,15 +511,18 @@ fn matrix_determinant() {
         t.ok("MatrixDeterminant", &[("x", &[x])], &[]),
         (DOUBLE, vec![])
     );
-    let x = t.f(&[U, 3, U]);
-    assert_eq!(t.dims("MatrixDeterminant", &[("x", &[x])], &[]), vec![U]);
-    let x = t.f(&[-2]);
-    assert_eq!(t.dims("MatrixDeterminant", &[("x", &[x])], &[]), vec![-2]);
+    assert_eq!(
+        t.dims_f("MatrixDeterminant", &[("x", &[U, 3, U])], &[]),
+        vec![U]
+    );
+    assert_eq!(
+        t.dims_f("MatrixDeterminant", &[("x", &[-2])], &[]),
+        vec![-2]
+    );
     let x = t.f(&[2, 3, 4]);
     let m = t.err("MatrixDeterminant", &[("x", &[x])], &[]);
     has(&m, &["square", "3 x 4"]);
-    let x = t.f(&[3]);
-    let m = t.err("MatrixDeterminant", &[("x", &[x])], &[]);
+    let m = t.err_f("MatrixDeterminant", &[("x", &[3])], &[]);
     has(&m, &["rank >= 2"]);
     let x = t.input(INT32, &[3, 3]);
     assert!(t.call("MatrixDeterminant", &[("x", &[x])], &[]).is_err());

@@ -43,6 +43,8 @@ pub fn ty(v: DataType) -> AttrValue {
 
 pub type Ins<'a> = &'a [(&'a str, &'a [OutPort])];
 pub type Attrs<'a> = &'a [(&'a str, AttrValue)];
+/// Inputs given by name and dims: each a fresh FLOAT input (the `*_f` calls).
+pub type FloatIns<'a> = &'a [(&'a str, &'a [i64])];
 
 /// A builder with helpers to make inputs and call operators by input name.
 pub struct T {
@@ -173,6 +175,32 @@ impl T {
     /// Output 0's dims of an op that must succeed.
     pub fn dims(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Vec<i64> {
         self.ok(ty, ins, attrs).1
+    }
+    /// Runs `f` with a fresh FLOAT input of the given dims for each named input.
+    fn with_floats<R>(&mut self, spec: FloatIns, f: impl FnOnce(&mut Self, Ins) -> R) -> R {
+        let ports: Vec<[OutPort; 1]> = spec.iter().map(|(_, d)| [self.f(d)]).collect();
+        let ins: Vec<(&str, &[OutPort])> = spec
+            .iter()
+            .zip(&ports)
+            .map(|((n, _), p)| (*n, &p[..]))
+            .collect();
+        f(self, &ins)
+    }
+    /// [`T::all`] on fresh FLOAT inputs of the given dims.
+    pub fn all_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> Vec<(DataType, Vec<i64>)> {
+        self.with_floats(spec, |t, ins| t.all(ty, ins, attrs))
+    }
+    /// [`T::ok`] on fresh FLOAT inputs of the given dims.
+    pub fn ok_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> (DataType, Vec<i64>) {
+        self.with_floats(spec, |t, ins| t.ok(ty, ins, attrs))
+    }
+    /// [`T::dims`] on fresh FLOAT inputs of the given dims.
+    pub fn dims_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> Vec<i64> {
+        self.with_floats(spec, |t, ins| t.dims(ty, ins, attrs))
+    }
+    /// [`T::err`] on fresh FLOAT inputs of the given dims.
+    pub fn err_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> String {
+        self.with_floats(spec, |t, ins| t.err(ty, ins, attrs))
     }
     /// Calls an op that must fail; returns the error. The graph must not change.
     pub fn fail(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Error {

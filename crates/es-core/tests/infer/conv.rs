@@ -88,10 +88,12 @@ fn conv2d_unknown() {
         t.dims("Conv2D", &[("x", &[xr]), ("filter", &[w])], &a),
         vec![U, 16, U, U]
     );
-    let x2 = t.f(&[1, 3, 32, 32]);
-    let wu = t.f(&[U, U, 3, U]);
     assert_eq!(
-        t.dims("Conv2D", &[("x", &[x2]), ("filter", &[wu])], &a),
+        t.dims_f(
+            "Conv2D",
+            &[("x", &[1, 3, 32, 32]), ("filter", &[U, U, 3, U])],
+            &a
+        ),
         vec![1, U, 30, U]
     );
 }
@@ -303,10 +305,12 @@ fn conv3d_shapes() {
         ("strides", li(&[1, 1, 1, 1, 1])),
         ("pads", li(&[1, 1, 1, 1, 1, 1])),
     ];
-    let x = t.f(&[1, 8, 8, 8, 3]);
-    let w = t.f(&[16, 3, 3, 3, 3]);
     assert_eq!(
-        t.ok("Conv3D", &[("x", &[x]), ("filter", &[w])], &attrs),
+        t.ok_f(
+            "Conv3D",
+            &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
+            &attrs
+        ),
         (FLOAT, vec![1, 8, 8, 8, 16])
     );
     let x = t.f(&[2, 4, 9, 9, 9]);
@@ -321,24 +325,26 @@ fn conv3d_shapes() {
         t.dims("Conv3D", &[("x", &[x]), ("filter", &[w])], &ncdhw),
         vec![2, 8, 4, 4, 4]
     );
-    let x = t.f(&[-2]);
-    let w = t.f(&[16, 3, 3, 3, 3]);
     assert_eq!(
-        t.dims("Conv3D", &[("x", &[x]), ("filter", &[w])], &attrs),
+        t.dims_f(
+            "Conv3D",
+            &[("x", &[-2]), ("filter", &[16, 3, 3, 3, 3])],
+            &attrs
+        ),
         vec![U, U, U, U, 16]
     );
-    let x = t.f(&[1, 8, 8, 8, 4]);
-    let w = t.f(&[16, 3, 3, 3, 3]);
     has(
-        &t.err("Conv3D", &[("x", &[x]), ("filter", &[w])], &attrs),
+        &t.err_f(
+            "Conv3D",
+            &[("x", &[1, 8, 8, 8, 4]), ("filter", &[16, 3, 3, 3, 3])],
+            &attrs,
+        ),
         &["channel mismatch", "4 input channels"],
     );
-    let x = t.f(&[1, 8, 8, 8, 3]);
-    let w = t.f(&[16, 3, 3, 3, 3]);
     has(
-        &t.err(
+        &t.err_f(
             "Conv3D",
-            &[("x", &[x]), ("filter", &[w])],
+            &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
             &[
                 ("strides", li(&[1, 1, 1, 1, 1])),
                 ("pads", li(&[1, 1, 1, 1])),
@@ -351,26 +357,20 @@ fn conv3d_shapes() {
 #[test]
 fn bias_add_checks_channels() {
     let mut t = T::new();
-    let x = t.f(&[2, 4, 4, 3]);
-    let bias = t.f(&[3]);
     assert_eq!(
-        t.dims("BiasAdd", &[("x", &[x]), ("bias", &[bias])], &[]),
+        t.dims_f("BiasAdd", &[("x", &[2, 4, 4, 3]), ("bias", &[3])], &[]),
         vec![2, 4, 4, 3]
     );
-    let x = t.f(&[2, 3, 4, 4]);
-    let bias = t.f(&[3]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "BiasAdd",
-            &[("x", &[x]), ("bias", &[bias])],
+            &[("x", &[2, 3, 4, 4]), ("bias", &[3])],
             &[("data_format", s("NCHW"))]
         ),
         vec![2, 3, 4, 4]
     );
-    let x = t.f(&[-2]);
-    let bias = t.f(&[3]);
     assert_eq!(
-        t.dims("BiasAdd", &[("x", &[x]), ("bias", &[bias])], &[]),
+        t.dims_f("BiasAdd", &[("x", &[-2]), ("bias", &[3])], &[]),
         vec![-2]
     );
     let x = t.f(&[2, 4, 4, 3]);

@@ -9,10 +9,8 @@ const BINARY: &[&str] = &["Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Min
 fn binary_broadcast_known() {
     for ty in BINARY {
         let mut t = T::new();
-        let a = t.f(&[2, 1, 3]);
-        let c = t.f(&[4, 1]);
         assert_eq!(
-            t.ok(ty, &[("x1", &[a]), ("x2", &[c])], &[]),
+            t.ok_f(ty, &[("x1", &[2, 1, 3]), ("x2", &[4, 1])], &[]),
             (FLOAT, vec![2, 4, 3]),
             "{ty}"
         );
@@ -30,10 +28,8 @@ fn binary_broadcast_known() {
 fn binary_broadcast_unknown() {
     for ty in BINARY {
         let mut t = T::new();
-        let a = t.f(&[U, 3]);
-        let c = t.f(&[1, 3]);
         assert_eq!(
-            t.dims(ty, &[("x1", &[a]), ("x2", &[c])], &[]),
+            t.dims_f(ty, &[("x1", &[U, 3]), ("x2", &[1, 3])], &[]),
             vec![U, 3],
             "{ty}"
         );
@@ -57,9 +53,7 @@ fn binary_broadcast_unknown() {
 fn binary_broadcast_mismatch() {
     for ty in BINARY {
         let mut t = T::new();
-        let a = t.f(&[2, 3]);
-        let c = t.f(&[4, 3]);
-        let m = t.err(ty, &[("x1", &[a]), ("x2", &[c])], &[]);
+        let m = t.err_f(ty, &[("x1", &[2, 3]), ("x2", &[4, 3])], &[]);
         has(
             &m,
             &[
@@ -90,14 +84,12 @@ fn unary_keeps_shape_and_dtype() {
         let mut t = T::new();
         let x = t.input(FLOAT16, &[2, 3]);
         assert_eq!(t.ok(ty, &[("x", &[x])], &[]), (FLOAT16, vec![2, 3]), "{ty}");
-        let x = t.f(&[U, 3, U]);
         assert_eq!(
-            t.ok(ty, &[("x", &[x])], &[]),
+            t.ok_f(ty, &[("x", &[U, 3, U])], &[]),
             (FLOAT, vec![U, 3, U]),
             "{ty}"
         );
-        let x = t.f(&[-2]);
-        assert_eq!(t.ok(ty, &[("x", &[x])], &[]), (FLOAT, vec![-2]), "{ty}");
+        assert_eq!(t.ok_f(ty, &[("x", &[-2])], &[]), (FLOAT, vec![-2]), "{ty}");
     }
 }
 

@@ -384,24 +384,23 @@ fn scatter_nd_and_update() {
 #[test]
 fn nonzero_and_where() {
     let mut t = T::new();
-    let x = t.f(&[2, 3]);
-    assert_eq!(t.ok("NonZero", &[("x", &[x])], &[]), (INT64, vec![U, 2]));
-    let x = t.f(&[2, 3, 4]);
     assert_eq!(
-        t.ok(
+        t.ok_f("NonZero", &[("x", &[2, 3])], &[]),
+        (INT64, vec![U, 2])
+    );
+    assert_eq!(
+        t.ok_f(
             "NonZero",
-            &[("x", &[x])],
+            &[("x", &[2, 3, 4])],
             &[("transpose", b(true)), ("dtype", ty(INT32))]
         ),
         (INT32, vec![3, U])
     );
     let x = t.ints(&[1, 0, 2, 0]);
     assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![2, 1]);
-    let x = t.f(&[-2]);
-    assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![U, U]);
-    let x = t.f(&[2, 3]);
+    assert_eq!(t.dims_f("NonZero", &[("x", &[-2])], &[]), vec![U, U]);
     has(
-        &t.err("NonZero", &[("x", &[x])], &[("dtype", ty(FLOAT))]),
+        &t.err_f("NonZero", &[("x", &[2, 3])], &[("dtype", ty(FLOAT))]),
         &["attribute 'dtype' must be DT_INT32 or DT_INT64", "DT_FLOAT"],
     );
 
@@ -409,8 +408,7 @@ fn nonzero_and_where() {
     assert_eq!(t.ok("Where", &[("x", &[x])], &[]), (INT64, vec![U, 4]));
     let x = t.ints(&[0, 0, 3]);
     assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![1, 1]);
-    let x = t.f(&[-2]);
-    assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![U, U]);
+    assert_eq!(t.dims_f("Where", &[("x", &[-2])], &[]), vec![U, U]);
 }
 
 #[test]

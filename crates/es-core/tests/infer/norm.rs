@@ -111,27 +111,23 @@ fn softmax_keeps_shape() {
         t.ok("SoftmaxV2", &[("x", &[x])], &[("half_to_float", b(true))]),
         (FLOAT, vec![2, 3])
     );
-    let x = t.f(&[U, 3]);
     assert_eq!(
-        t.ok(
+        t.ok_f(
             "LogSoftmaxV2",
-            &[("logits", &[x])],
+            &[("logits", &[U, 3])],
             &[("axes", li(&[0, 1]))]
         ),
         (FLOAT, vec![U, 3])
     );
-    let x = t.f(&[-2]);
     assert_eq!(
-        t.dims("SoftmaxV2", &[("x", &[x])], &[("axes", li(&[5]))]),
+        t.dims_f("SoftmaxV2", &[("x", &[-2])], &[("axes", li(&[5]))]),
         vec![-2]
     );
-    let x = t.f(&[2, 3]);
-    let m = t.err("SoftmaxV2", &[("x", &[x])], &[("axes", li(&[2]))]);
+    let m = t.err_f("SoftmaxV2", &[("x", &[2, 3])], &[("axes", li(&[2]))]);
     has(&m, &["SoftmaxV2", "attribute 'axes' value 2", "rank 2"]);
-    let x = t.f(&[2, 3]);
-    let m = t.err(
+    let m = t.err_f(
         "LogSoftmaxV2",
-        &[("logits", &[x])],
+        &[("logits", &[2, 3])],
         &[("axes", li(&[0, -2]))],
     );
     has(&m, &["'axes'", "repeats"]);
@@ -167,30 +163,21 @@ fn layer_norm_stats_keep_leading_dims() {
     );
     assert_eq!(outs[0], (FLOAT16, vec![U, 3, 4]));
     assert_eq!(outs[1], (FLOAT16, vec![1, 1, 1]));
-    let x = t.f(&[-2]);
-    let g = t.f(&[4]);
-    let be = t.f(&[4]);
-    let outs = t.all(
+    let outs = t.all_f(
         "LayerNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[-2]), ("gamma", &[4]), ("beta", &[4])],
         &[],
     );
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
-    let x = t.f(&[2, 3, 4]);
-    let g = t.f(&[5]);
-    let be = t.f(&[4]);
-    let m = t.err(
+    let m = t.err_f(
         "LayerNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[2, 3, 4]), ("gamma", &[5]), ("beta", &[4])],
         &[("begin_norm_axis", i(-1)), ("begin_params_axis", i(-1))],
     );
     has(&m, &["input 'gamma' [5]", "[4]"]);
-    let x = t.f(&[2, 3]);
-    let g = t.f(&[3]);
-    let be = t.f(&[3]);
-    let m = t.err(
+    let m = t.err_f(
         "LayerNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[2, 3]), ("gamma", &[3]), ("beta", &[3])],
         &[("begin_norm_axis", i(2))],
     );
     has(&m, &["begin_norm_axis", "out of range"]);
@@ -212,21 +199,15 @@ fn instance_norm_reduces_spatial_dims() {
             (FLOAT, vec![2, 3, 1, 1])
         ]
     );
-    let x = t.f(&[2, U, 4, 4, 3]);
-    let g = t.f(&[3]);
-    let be = t.f(&[3]);
-    let outs = t.all(
+    let outs = t.all_f(
         "InstanceNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[2, U, 4, 4, 3]), ("gamma", &[3]), ("beta", &[3])],
         &[],
     );
     assert_eq!(outs[1], (FLOAT, vec![2, 1, 1, 1, 3]));
-    let x = t.f(&[-2]);
-    let g = t.f(&[3]);
-    let be = t.f(&[3]);
-    let outs = t.all(
+    let outs = t.all_f(
         "InstanceNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[-2]), ("gamma", &[3]), ("beta", &[3])],
         &[],
     );
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
@@ -239,12 +220,9 @@ fn instance_norm_reduces_spatial_dims() {
         &[],
     );
     has(&m, &["input 'x' must be 4-D or 5-D", "rank 3"]);
-    let x = t.f(&[2, 3, 4, 5]);
-    let g = t.f(&[4]);
-    let be = t.f(&[3]);
-    let m = t.err(
+    let m = t.err_f(
         "InstanceNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[2, 3, 4, 5]), ("gamma", &[4]), ("beta", &[3])],
         &[("data_format", s("NCHW"))],
     );
     has(&m, &["input 'gamma' [4]", "3 channels"]);
@@ -270,22 +248,16 @@ fn group_norm_stats_are_per_group() {
             (FLOAT, vec![2, 3])
         ]
     );
-    let x = t.f(&[U, U, U, 6]);
-    let g = t.f(&[6]);
-    let be = t.f(&[6]);
-    let outs = t.all(
+    let outs = t.all_f(
         "GroupNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[U, U, U, 6]), ("gamma", &[6]), ("beta", &[6])],
         &[("num_groups", i(2))],
     );
     assert_eq!(outs[0].1, vec![U, U, U, 6]);
     assert_eq!(outs[2].1, vec![U, 2]);
-    let x = t.f(&[2, 6, 4, 4]);
-    let g = t.f(&[6]);
-    let be = t.f(&[6]);
-    let m = t.err(
+    let m = t.err_f(
         "GroupNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", &[2, 6, 4, 4]), ("gamma", &[6]), ("beta", &[6])],
         &[("num_groups", i(4)), ("data_format", s("NCHW"))],
     );
     has(&m, &["6 channels", "num_groups 4"]);
@@ -308,14 +280,19 @@ fn lrn_is_4d_elementwise() {
         t.ok("LRN", &[("x", &[x])], &[]),
         (FLOAT16, vec![1, 8, 5, 5])
     );
-    let x = t.f(&[U, 8, U, U]);
-    assert_eq!(t.dims("LRN", &[("x", &[x])], &[]), vec![U, 8, U, U]);
+    assert_eq!(
+        t.dims_f("LRN", &[("x", &[U, 8, U, U])], &[]),
+        vec![U, 8, U, U]
+    );
     let x = t.f(&[8, 5, 5]);
     has(
         &t.err("LRN", &[("x", &[x])], &[]),
         &["input 'x' must be 4-D"],
     );
-    let x = t.f(&[1, 8, 5, 5]);
-    let m = t.err("LRN", &[("x", &[x])], &[("norm_region", s("ACROSS"))]);
+    let m = t.err_f(
+        "LRN",
+        &[("x", &[1, 8, 5, 5])],
+        &[("norm_region", s("ACROSS"))],
+    );
     has(&m, &["'norm_region'", "\"ACROSS\""]);
 }

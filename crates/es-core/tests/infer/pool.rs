@@ -38,10 +38,16 @@ fn max_and_avg_pool_same_and_valid() {
             ("data_format", s("NCHW")),
         ];
         assert_eq!(t.dims(ty, &[("x", &[x])], &nchw), vec![2, 3, 4, 5], "{ty}");
-        let x = t.f(&[U, U, 32, 3]);
-        assert_eq!(t.dims(ty, &[("x", &[x])], &same), vec![U, U, 16, 3], "{ty}");
-        let x = t.f(&[-2]);
-        assert_eq!(t.dims(ty, &[("x", &[x])], &same), vec![U, U, U, U], "{ty}");
+        assert_eq!(
+            t.dims_f(ty, &[("x", &[U, U, 32, 3])], &same),
+            vec![U, U, 16, 3],
+            "{ty}"
+        );
+        assert_eq!(
+            t.dims_f(ty, &[("x", &[-2])], &same),
+            vec![U, U, U, U],
+            "{ty}"
+        );
         let x = t.f(&[1, 32, 32, 3]);
         let bad = [
             ("ksize", k.clone()),
@@ -62,9 +68,8 @@ fn max_and_avg_pool_same_and_valid() {
             &t.err(ty, &[("x", &[x])], &bad),
             &["attribute 'ksize' must have 4 values"],
         );
-        let x = t.f(&[1, 2, 2, 3]);
         has(
-            &t.err(ty, &[("x", &[x])], &valid),
+            &t.err_f(ty, &[("x", &[1, 2, 2, 3])], &valid),
             &["output height would be empty", "window 3"],
         );
     }
@@ -82,15 +87,13 @@ fn pool_v2_calculated_ceil_global() {
                 ("ceil_mode", b(ceil)),
             ]
         };
-        let x = t.f(&[1, 3, 8, 8]);
         assert_eq!(
-            t.dims(ty, &[("x", &[x])], &base(&[1, 1, 1, 1], false)),
+            t.dims_f(ty, &[("x", &[1, 3, 8, 8])], &base(&[1, 1, 1, 1], false)),
             vec![1, 3, 4, 4],
             "{ty}"
         );
-        let x = t.f(&[1, 3, 8, 8]);
         assert_eq!(
-            t.dims(ty, &[("x", &[x])], &base(&[1, 1, 1, 1], true)),
+            t.dims_f(ty, &[("x", &[1, 3, 8, 8])], &base(&[1, 1, 1, 1], true)),
             vec![1, 3, 5, 5],
             "{ty}"
         );
@@ -122,9 +125,8 @@ fn pool_v2_calculated_ceil_global() {
             ("data_format", s("NHWC")),
         ];
         assert_eq!(t.dims(ty, &[("x", &[x])], &nhwc), vec![1, 5, 5, 3], "{ty}");
-        let x = t.f(&[U, 3, U, 8]);
         assert_eq!(
-            t.dims(ty, &[("x", &[x])], &base(&[1, 1, 1, 1], false)),
+            t.dims_f(ty, &[("x", &[U, 3, U, 8])], &base(&[1, 1, 1, 1], false)),
             vec![U, 3, U, 4],
             "{ty}"
         );
@@ -135,17 +137,15 @@ fn pool_v2_calculated_ceil_global() {
             &t.err(ty, &[("x", &[x])], &bad),
             &["'padding_mode'", "\"FULL\""],
         );
-        let x = t.f(&[1, 3, 8, 8]);
         has(
-            &t.err(ty, &[("x", &[x])], &base(&[1, -1, 0, 0], false)),
+            &t.err_f(ty, &[("x", &[1, 3, 8, 8])], &base(&[1, -1, 0, 0], false)),
             &["attribute 'pads'", "negative value -1"],
         );
     }
     let mut t = T::new();
-    let x = t.f(&[1, 3, 8, 8]);
-    let m = t.err(
+    let m = t.err_f(
         "AvgPoolV2",
-        &[("x", &[x])],
+        &[("x", &[1, 3, 8, 8])],
         &[
             ("ksize", li(&[1, 1, 3, 3])),
             ("strides", li(&[1, 1, 1, 1])),
@@ -158,19 +158,16 @@ fn pool_v2_calculated_ceil_global() {
 #[test]
 fn global_average_pool_and_caffe_pooling() {
     let mut t = T::new();
-    let x = t.f(&[2, 3, 5, 7]);
     assert_eq!(
-        t.dims("GlobalAveragePool", &[("x", &[x])], &[]),
+        t.dims_f("GlobalAveragePool", &[("x", &[2, 3, 5, 7])], &[]),
         vec![2, 3, 1, 1]
     );
-    let x = t.f(&[U, 3, U, U, U]);
     assert_eq!(
-        t.dims("GlobalAveragePool", &[("x", &[x])], &[]),
+        t.dims_f("GlobalAveragePool", &[("x", &[U, 3, U, U, U])], &[]),
         vec![U, 3, 1, 1, 1]
     );
-    let x = t.f(&[2, 3]);
     has(
-        &t.err("GlobalAveragePool", &[("x", &[x])], &[]),
+        &t.err_f("GlobalAveragePool", &[("x", &[2, 3])], &[]),
         &["rank >= 3", "rank 2"],
     );
 
@@ -181,10 +178,14 @@ fn global_average_pool_and_caffe_pooling() {
             ("ceil_mode", i(ceil)),
         ]
     };
-    let x = t.f(&[1, 3, 8, 8]);
-    assert_eq!(t.dims("Pooling", &[("x", &[x])], &p(0)), vec![1, 3, 4, 4]);
-    let x = t.f(&[1, 3, 8, 8]);
-    assert_eq!(t.dims("Pooling", &[("x", &[x])], &p(1)), vec![1, 3, 3, 3]);
+    assert_eq!(
+        t.dims_f("Pooling", &[("x", &[1, 3, 8, 8])], &p(0)),
+        vec![1, 3, 4, 4]
+    );
+    assert_eq!(
+        t.dims_f("Pooling", &[("x", &[1, 3, 8, 8])], &p(1)),
+        vec![1, 3, 3, 3]
+    );
     let x = t.input(INT8, &[1, 3, 8, 8]);
     assert_eq!(
         t.ok("Pooling", &[("x", &[x])], &p(1)),
@@ -194,9 +195,8 @@ fn global_average_pool_and_caffe_pooling() {
     let mut g = p(0);
     g.push(("global_pooling", b(true)));
     assert_eq!(t.dims("Pooling", &[("x", &[x])], &g), vec![U, 3, 1, 1]);
-    let x = t.f(&[1, 3, 8, 8]);
     has(
-        &t.err("Pooling", &[("x", &[x])], &p(2)),
+        &t.err_f("Pooling", &[("x", &[1, 3, 8, 8])], &p(2)),
         &["'ceil_mode' must be 0 (ceil) or 1 (floor)"],
     );
 }

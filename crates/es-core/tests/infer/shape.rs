@@ -192,14 +192,12 @@ fn unsqueeze() {
         t.dims("Unsqueeze", &[("x", &[x])], &[("axes", li(&[1]))]),
         vec![2, 1, 3]
     );
-    let xu = t.f(&[U, 3]);
     assert_eq!(
-        t.dims("Unsqueeze", &[("x", &[xu])], &[("axes", li(&[0]))]),
+        t.dims_f("Unsqueeze", &[("x", &[U, 3])], &[("axes", li(&[0]))]),
         vec![1, U, 3]
     );
-    let xr = t.f(&[-2]);
     assert_eq!(
-        t.dims("Unsqueeze", &[("x", &[xr])], &[("axes", li(&[0]))]),
+        t.dims_f("Unsqueeze", &[("x", &[-2])], &[("axes", li(&[0]))]),
         vec![-2]
     );
     has(
@@ -688,29 +686,26 @@ fn pad_and_pad_d() {
     );
 
     let pd = |v: Vec<Vec<i64>>| AttrValue::ListListInt(v);
-    let x = t.f(&[2, U]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "PadD",
-            &[("x", &[x])],
+            &[("x", &[2, U])],
             &[("paddings", pd(vec![vec![1, 2], vec![3, 4]]))]
         ),
         vec![5, U]
     );
-    let x = t.f(&[2, 3]);
     has(
-        &t.err(
+        &t.err_f(
             "PadD",
-            &[("x", &[x])],
+            &[("x", &[2, 3])],
             &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
         ),
         &["attribute 'paddings'", "negative pad"],
     );
-    let x = t.f(&[2, 3]);
     has(
-        &t.err(
+        &t.err_f(
             "PadD",
-            &[("x", &[x])],
+            &[("x", &[2, 3])],
             &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
         ),
         &["[begin, end] pairs"],
@@ -731,11 +726,10 @@ fn slice_from_constants() {
         ),
         vec![2, 5, 3]
     );
-    let x = t.f(&[4, 5, 6]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "SliceD",
-            &[("x", &[x])],
+            &[("x", &[4, 5, 6])],
             &[("offsets", li(&[1, 2, 0])), ("size", li(&[-1, 2, 6]))]
         ),
         vec![3, 2, 6]
@@ -784,11 +778,10 @@ fn slice_from_constants() {
         ),
         &["input 'offsets' has 3 values", "rank 2"],
     );
-    let x = t.f(&[4, 5]);
     has(
-        &t.err(
+        &t.err_f(
             "SliceD",
-            &[("x", &[x])],
+            &[("x", &[4, 5])],
             &[("offsets", li(&[0, 0])), ("size", li(&[1, -3]))],
         ),
         &["attribute 'size'", "invalid size -3"],
@@ -919,8 +912,10 @@ fn strided_slice_d_uses_attributes() {
         ("strides", li(&[3, 2])),
     ];
     assert_eq!(t.dims("StridedSliceD", &[("x", &[x])], &attrs), vec![2, 5]);
-    let x = t.f(&[U, 9]);
-    assert_eq!(t.dims("StridedSliceD", &[("x", &[x])], &attrs), vec![U, 5]);
+    assert_eq!(
+        t.dims_f("StridedSliceD", &[("x", &[U, 9])], &attrs),
+        vec![U, 5]
+    );
     let x = t.f(&[8, 9]);
     let bad = [
         ("begin", li(&[1, 0])),
@@ -965,9 +960,8 @@ fn expand_two_way_broadcast() {
         t.ok("ExpandD", &[("x", &[x])], &[("shape", li(&[4, 1]))]),
         (BOOL, vec![4, 5])
     );
-    let x = t.f(&[2, 5]);
     has(
-        &t.err("ExpandD", &[("x", &[x])], &[("shape", li(&[3, 5]))]),
+        &t.err_f("ExpandD", &[("x", &[2, 5])], &[("shape", li(&[3, 5]))]),
         &["attribute 'shape' [3, 5]"],
     );
 }
@@ -981,39 +975,33 @@ fn flatten_and_flatten_v2() {
         (-1, vec![6, 4]),
         (3, vec![24, 1]),
     ] {
-        let x = t.f(&[2, 3, 4]);
         assert_eq!(
-            t.dims("Flatten", &[("x", &[x])], &[("axis", i(axis))]),
+            t.dims_f("Flatten", &[("x", &[2, 3, 4])], &[("axis", i(axis))]),
             want,
             "axis {axis}"
         );
     }
-    let x = t.f(&[U, 3, 4]);
-    assert_eq!(t.dims("Flatten", &[("x", &[x])], &[]), vec![U, 12]);
-    let x = t.f(&[-2]);
-    assert_eq!(t.dims("Flatten", &[("x", &[x])], &[]), vec![U, U]);
-    let x = t.f(&[2, 3, 4]);
+    assert_eq!(t.dims_f("Flatten", &[("x", &[U, 3, 4])], &[]), vec![U, 12]);
+    assert_eq!(t.dims_f("Flatten", &[("x", &[-2])], &[]), vec![U, U]);
     has(
-        &t.err("Flatten", &[("x", &[x])], &[("axis", i(4))]),
+        &t.err_f("Flatten", &[("x", &[2, 3, 4])], &[("axis", i(4))]),
         &["attribute 'axis' 4 is out of range [-3, 3]"],
     );
 
     let x = t.f(&[2, 3, 4, 5]);
     assert_eq!(t.dims("FlattenV2", &[("x", &[x])], &[]), vec![2, 60]);
-    let x = t.f(&[2, 3, U, 5]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "FlattenV2",
-            &[("x", &[x])],
+            &[("x", &[2, 3, U, 5])],
             &[("axis", i(0)), ("end_axis", i(1))]
         ),
         vec![6, U, 5]
     );
-    let x = t.f(&[2, 3, 4, 5]);
     has(
-        &t.err(
+        &t.err_f(
             "FlattenV2",
-            &[("x", &[x])],
+            &[("x", &[2, 3, 4, 5])],
             &[("axis", i(2)), ("end_axis", i(1))],
         ),
         &["comes after 'end_axis'"],
@@ -1023,23 +1011,28 @@ fn flatten_and_flatten_v2() {
 #[test]
 fn space_to_depth_and_back() {
     let mut t = T::new();
-    let x = t.f(&[1, 4, 6, 3]);
     assert_eq!(
-        t.dims("SpaceToDepth", &[("x", &[x])], &[("block_size", i(2))]),
+        t.dims_f(
+            "SpaceToDepth",
+            &[("x", &[1, 4, 6, 3])],
+            &[("block_size", i(2))]
+        ),
         vec![1, 2, 3, 12]
     );
-    let x = t.f(&[1, 3, 4, 6]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "SpaceToDepth",
-            &[("x", &[x])],
+            &[("x", &[1, 3, 4, 6])],
             &[("block_size", i(2)), ("data_format", s("NCHW"))]
         ),
         vec![1, 12, 2, 3]
     );
-    let x = t.f(&[U, U, 6, 3]);
     assert_eq!(
-        t.dims("SpaceToDepth", &[("x", &[x])], &[("block_size", i(3))]),
+        t.dims_f(
+            "SpaceToDepth",
+            &[("x", &[U, U, 6, 3])],
+            &[("block_size", i(3))]
+        ),
         vec![U, U, 2, 27]
     );
     let x = t.f(&[1, 5, 6, 3]);
@@ -1047,9 +1040,12 @@ fn space_to_depth_and_back() {
         &t.err("SpaceToDepth", &[("x", &[x])], &[("block_size", i(2))]),
         &["height of x [1, 5, 6, 3] is 5", "block_size 2"],
     );
-    let x = t.f(&[1, 4, 6, 3]);
     has(
-        &t.err("SpaceToDepth", &[("x", &[x])], &[("block_size", i(1))]),
+        &t.err_f(
+            "SpaceToDepth",
+            &[("x", &[1, 4, 6, 3])],
+            &[("block_size", i(1))],
+        ),
         &["'block_size' must be >= 2"],
     );
 
@@ -1058,11 +1054,10 @@ fn space_to_depth_and_back() {
         t.dims("DepthToSpace", &[("x", &[x])], &[("block_size", i(2))]),
         vec![1, 4, 6, 3]
     );
-    let x = t.f(&[-2]);
     assert_eq!(
-        t.dims(
+        t.dims_f(
             "DepthToSpace",
-            &[("x", &[x])],
+            &[("x", &[-2])],
             &[("block_size", i(2)), ("mode", s("CRD"))]
         ),
         vec![U, U, U, U]
@@ -1072,11 +1067,10 @@ fn space_to_depth_and_back() {
         &t.err("DepthToSpace", &[("x", &[x])], &[("block_size", i(2))]),
         &["channels of x [1, 2, 3, 10] are 10", "block_size^2 = 4"],
     );
-    let x = t.f(&[1, 2, 3, 12]);
     has(
-        &t.err(
+        &t.err_f(
             "DepthToSpace",
-            &[("x", &[x])],
+            &[("x", &[1, 2, 3, 12])],
             &[("block_size", i(2)), ("mode", s("RDC"))],
         ),
         &["attribute 'mode'", "\"RDC\""],
@@ -1134,9 +1128,12 @@ fn unpack_outputs_count_from_num() {
         &t.err("Unpack", &[("x", &[x])], &[("num", i(2))]),
         &["dim 0 of x [3, 4] is 3", "'num' is 2"],
     );
-    let x = t.f(&[3, 4]);
     has(
-        &t.err("Unpack", &[("x", &[x])], &[("num", i(3)), ("axis", i(2))]),
+        &t.err_f(
+            "Unpack",
+            &[("x", &[3, 4])],
+            &[("num", i(3)), ("axis", i(2))],
+        ),
         &["attribute 'axis' 2 is out of range"],
     );
 }
@@ -1151,10 +1148,8 @@ fn triangles_keep_shape() {
             (INT32, vec![2, 3, 4]),
             "{ty}"
         );
-        let x = t.f(&[U, U]);
-        assert_eq!(t.dims(ty, &[("x", &[x])], &[]), vec![U, U], "{ty}");
-        let x = t.f(&[4]);
-        has(&t.err(ty, &[("x", &[x])], &[]), &["rank >= 2", "rank 1"]);
+        assert_eq!(t.dims_f(ty, &[("x", &[U, U])], &[]), vec![U, U], "{ty}");
+        has(&t.err_f(ty, &[("x", &[4])], &[]), &["rank >= 2", "rank 1"]);
     }
     let x = t.f(&[3, 3]);
     let k = t.ints64(&[1]);
@@ -1168,9 +1163,8 @@ fn triangles_keep_shape() {
         &t.err("Trilu", &[("x", &[x]), ("k", &[k])], &[]),
         &["input 'k' must be a scalar (one element)"],
     );
-    let x = t.f(&[3, 3]);
     has(
-        &t.err("Trilu", &[("x", &[x])], &[("upper", i(2))]),
+        &t.err_f("Trilu", &[("x", &[3, 3])], &[("upper", i(2))]),
         &["'upper' must be 0 or 1"],
     );
 }

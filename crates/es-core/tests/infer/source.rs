@@ -113,10 +113,8 @@ fn shape_op() {
         t.ok("Shape", &[("x", &[x])], &[("dtype", i(INT64 as i64))]),
         (INT64, vec![3])
     );
-    let s = t.f(&[]);
-    assert_eq!(t.ok("Shape", &[("x", &[s])], &[]), (INT32, vec![0]));
-    let r = t.f(&[-2]);
-    assert_eq!(t.ok("Shape", &[("x", &[r])], &[]), (INT32, vec![U]));
+    assert_eq!(t.ok_f("Shape", &[("x", &[])], &[]), (INT32, vec![0]));
+    assert_eq!(t.ok_f("Shape", &[("x", &[-2])], &[]), (INT32, vec![U]));
     has(
         &t.err("Shape", &[("x", &[x])], &[("dtype", i(FLOAT as i64))]),
         &["'dtype'", "DT_FLOAT"],
@@ -126,16 +124,13 @@ fn shape_op() {
 #[test]
 fn size_and_rank_are_scalars() {
     let mut t = T::new();
-    let x = t.f(&[2, 3]);
-    assert_eq!(t.ok("Size", &[("x", &[x])], &[]), (INT32, vec![]));
-    let x = t.f(&[-2]);
+    assert_eq!(t.ok_f("Size", &[("x", &[2, 3])], &[]), (INT32, vec![]));
     assert_eq!(
-        t.ok("Size", &[("x", &[x])], &[("dtype", i(9))]),
+        t.ok_f("Size", &[("x", &[-2])], &[("dtype", i(9))]),
         (INT64, vec![])
     );
-    let x = t.f(&[2, 3]);
     has(
-        &t.err("Size", &[("x", &[x])], &[("dtype", i(1))]),
+        &t.err_f("Size", &[("x", &[2, 3])], &[("dtype", i(1))]),
         &[
             "attribute 'dtype' must be DT_INT32 (3) or DT_INT64 (9)",
             "DT_FLOAT16",
@@ -143,6 +138,5 @@ fn size_and_rank_are_scalars() {
     );
     let x = t.input(BOOL, &[2, U, 4]);
     assert_eq!(t.ok("Rank", &[("x", &[x])], &[]), (INT32, vec![]));
-    let x = t.f(&[-2]);
-    assert_eq!(t.ok("Rank", &[("x", &[x])], &[]), (INT32, vec![]));
+    assert_eq!(t.ok_f("Rank", &[("x", &[-2])], &[]), (INT32, vec![]));
 }
