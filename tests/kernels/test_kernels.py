@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple, Union
 from common import float_regop
 
 import ge
@@ -127,6 +127,28 @@ _SETTINGS = settings(max_examples=25, deadline=None, database=None, suppress_hea
 def HYP(f: Callable[..., Any]) -> Callable[..., Any]:
     return seed(20260101)(_SETTINGS(f))
 
+
+
+def dtype_test(ops: Union[str, Dict[str, List[str]]]) -> Callable[..., Any]:
+    """A test of one op, ``body(data, d)``, or parametrised over the ops of a table (op -> its
+    dtypes), ``body(op, data, d)``: it runs for every dtype ``d`` (of the prototype, or of the
+    table) in each hypothesis example (``HYP``), the failing case named."""
+    table = {ops: proto_dtypes(ops)} if isinstance(ops, str) else ops
+
+    def deco(body: Callable[..., Any]) -> Callable[..., Any]:
+        def each(op: str, data: Any) -> None:
+            for d in table[op]:
+                with case(op, d):
+                    body(data, d) if isinstance(ops, str) else body(op, data, d)
+
+        if isinstance(ops, str):
+            test = HYP(given(data=st.data())(lambda data: each(ops, data)))
+        else:
+            test = pytest.mark.parametrize("op", list(table))(HYP(given(data=st.data())(each)))
+        test.__name__, test.__qualname__, test.__doc__ = body.__name__, body.__qualname__, body.__doc__
+        return test
+
+    return deco
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,26 +370,22 @@ def unary_expected(op: str, x: np.ndarray, d: str, attrs: Dict[str, Any]) -> Tup
         return UNARY[op][0](x.astype(np.float64), **attrs), d
 
 
-@pytest.mark.parametrize("op", list(UNARY_DTYPES))
-@HYP
-@given(data=st.data())
-def test_unary(op, data):
-    for d in UNARY_DTYPES[op]:
-        with case(op, d):
-            shape = data.draw(shapes(min_side=0), label="shape")
-            attrs = {k: data.draw(s, label=k) for k, s in UNARY_ATTRS.get(op, {}).items()}
-            rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
-            lo, hi = INT_DOMAIN.get((op, d), (None, None))
-            x = values(rng, d, shape, ilo=lo, ihi=hi, **UNARY[op][1])
-            if op == "HardSigmoid" and d in INTS:
-                x = values(rng, d, shape, ilo=-(2**20), ihi=2**20)
-            got = run(lambda b, h: op_fn(op)(h, **attrs), (x, d))
-            expected, out_d = unary_expected(op, x, d, attrs)
-            scale = None
-            if op in UNARY_COND and d in FLOATS:
-                with np.errstate(all="ignore"):
-                    scale = np.abs(expected) * UNARY_COND[op](x.astype(np.float64))
-            check(got[0], expected, out_d, scale=scale, what=lambda: f"{op}{attrs} of {x!r}")
+@dtype_test(UNARY_DTYPES)
+def test_unary(op, data, d):
+    shape = data.draw(shapes(min_side=0), label="shape")
+    attrs = {k: data.draw(s, label=k) for k, s in UNARY_ATTRS.get(op, {}).items()}
+    rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
+    lo, hi = INT_DOMAIN.get((op, d), (None, None))
+    x = values(rng, d, shape, ilo=lo, ihi=hi, **UNARY[op][1])
+    if op == "HardSigmoid" and d in INTS:
+        x = values(rng, d, shape, ilo=-(2**20), ihi=2**20)
+    got = run(lambda b, h: op_fn(op)(h, **attrs), (x, d))
+    expected, out_d = unary_expected(op, x, d, attrs)
+    scale = None
+    if op in UNARY_COND and d in FLOATS:
+        with np.errstate(all="ignore"):
+            scale = np.abs(expected) * UNARY_COND[op](x.astype(np.float64))
+    check(got[0], expected, out_d, scale=scale, what=lambda: f"{op}{attrs} of {x!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -506,43 +524,39 @@ def int_binary_ref(op: str, a: np.ndarray, b: np.ndarray, d: str) -> np.ndarray:
 BINARY_DTYPES = dtypes_of(*ARITH, *COMPARE, *LOGIC, *BITWISE)
 
 
-@pytest.mark.parametrize("op", list(BINARY_DTYPES))
-@HYP
-@given(data=st.data())
-def test_binary(op, data):
-    for d in BINARY_DTYPES[op]:
-        with case(op, d):
-            sa, sb = data.draw(broadcastable(), label="shapes")
-            rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
-            kw: Dict[str, Any] = {}
-            if op == "Pow" and d in FLOATS:
-                kw = {"mag": 1.0}
-            a = values(rng, d, sa, **kw)
-            b = values(rng, d, sb, **kw)
-            if d in INTS and op in ("Div", "RealDiv", "FloorDiv", "FloorMod", "Mod"):
-                b = np.where(b == 0, np.ones((), b.dtype), b)  # zero divisors: test_integer_division_by_zero
-            if d in INTS and op == "Pow":
-                b = values(rng, d, sb, ilo=0, ihi=70) if rng.random() < 0.7 else values(rng, d, sb, ilo=0)
-            if d == "bool" and op == "Sub":
-                with pytest.raises(ge.GeError, match="not supported: Sub on bool tensors"):
-                    run(lambda bb, x, y: op_fn(op)(x, y), (a, d), (b, d))
-                continue
-            got = run(lambda bb, x, y: op_fn(op)(x, y), (a, d), (b, d))
-            what = lambda: f"{op}({a!r}, {b!r})"  # noqa: E731
-            if op in COMPARE:
-                check(got[0], COMPARE[op](a, b), "bool", what=what)
-            elif op in LOGIC:
-                check(got[0], LOGIC[op](a, b), "bool", what=what)
-            elif op in BITWISE:
-                check(got[0], BITWISE[op](a, b), d, what=what)
-            elif d == "bool":
-                ref = {"Add": np.logical_or, "AddV2": np.logical_or, "Mul": np.logical_and,
-                       "Maximum": np.logical_or, "Minimum": np.logical_and}[op](a, b)
-                check(got[0], ref, d, what=what)
-            elif d in INTS:
-                check(got[0], int_binary_ref(op, a, b, d), d, what=what)
-            else:
-                check(got[0], float_binary_ref(op, a, b, d), d, what=what)
+@dtype_test(BINARY_DTYPES)
+def test_binary(op, data, d):
+    sa, sb = data.draw(broadcastable(), label="shapes")
+    rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
+    kw: Dict[str, Any] = {}
+    if op == "Pow" and d in FLOATS:
+        kw = {"mag": 1.0}
+    a = values(rng, d, sa, **kw)
+    b = values(rng, d, sb, **kw)
+    if d in INTS and op in ("Div", "RealDiv", "FloorDiv", "FloorMod", "Mod"):
+        b = np.where(b == 0, np.ones((), b.dtype), b)  # zero divisors: test_integer_division_by_zero
+    if d in INTS and op == "Pow":
+        b = values(rng, d, sb, ilo=0, ihi=70) if rng.random() < 0.7 else values(rng, d, sb, ilo=0)
+    if d == "bool" and op == "Sub":
+        with pytest.raises(ge.GeError, match="not supported: Sub on bool tensors"):
+            run(lambda bb, x, y: op_fn(op)(x, y), (a, d), (b, d))
+        return
+    got = run(lambda bb, x, y: op_fn(op)(x, y), (a, d), (b, d))
+    what = lambda: f"{op}({a!r}, {b!r})"  # noqa: E731
+    if op in COMPARE:
+        check(got[0], COMPARE[op](a, b), "bool", what=what)
+    elif op in LOGIC:
+        check(got[0], LOGIC[op](a, b), "bool", what=what)
+    elif op in BITWISE:
+        check(got[0], BITWISE[op](a, b), d, what=what)
+    elif d == "bool":
+        ref = {"Add": np.logical_or, "AddV2": np.logical_or, "Mul": np.logical_and,
+               "Maximum": np.logical_or, "Minimum": np.logical_and}[op](a, b)
+        check(got[0], ref, d, what=what)
+    elif d in INTS:
+        check(got[0], int_binary_ref(op, a, b, d), d, what=what)
+    else:
+        check(got[0], float_binary_ref(op, a, b, d), d, what=what)
 
 
 def test_float_floor_div_and_mod_follow_numpy():
@@ -668,54 +682,50 @@ def reduce_ref(kind: str, x: np.ndarray, d: str, axes: Tuple[int, ...], keep: bo
 REDUCE_DTYPES = dtypes_of(*RED_BY_INPUT, *RED_BY_ATTR)
 
 
-@pytest.mark.parametrize("op", list(REDUCE_DTYPES))
-@HYP
-@given(data=st.data())
-def test_reduce(op, data):
-    for d in REDUCE_DTYPES[op]:
-        with case(op, d):
-            kind = op[len("Reduce"):].rstrip("D") if op.endswith("D") else op[len("Reduce"):]
-            shape = data.draw(shapes(min_dims=0, max_dims=4, min_side=1), label="shape")
-            r = len(shape)
-            keep = data.draw(st.booleans(), label="keep_dims")
-            picked = data.draw(st.lists(st.integers(0, max(r - 1, 0)), unique=True, max_size=r),
-                               label="axes") if r else []
-            axes_in = [a - r if data.draw(st.booleans(), label="negative") else a for a in picked]
-            rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
-            kw: Dict[str, Any] = {"mag": 1.0} if kind == "Prod" else {}
-            x = values(rng, d, shape, **kw)
-            attrs: Dict[str, Any] = {"keep_dims": keep}
-            noop = False
-            if op in RED_BY_INPUT:
-                index_dt = data.draw(st.sampled_from(["int32", "int64"]), label="axes dtype")
-                scalar = len(axes_in) == 1 and data.draw(st.booleans(), label="scalar axes")
-                if op not in ("ReduceAll", "ReduceAny"):
-                    noop = data.draw(st.booleans(), label="noop_with_empty_axes")
-                    attrs["noop_with_empty_axes"] = noop
-                else:
-                    noop = True  # no attribute: empty axes reduce nothing (TensorFlow's rule)
-                axes_value = np.asarray(axes_in[0] if scalar else axes_in, dtype=NP[index_dt])
+@dtype_test(REDUCE_DTYPES)
+def test_reduce(op, data, d):
+    kind = op[len("Reduce"):].rstrip("D") if op.endswith("D") else op[len("Reduce"):]
+    shape = data.draw(shapes(min_dims=0, max_dims=4, min_side=1), label="shape")
+    r = len(shape)
+    keep = data.draw(st.booleans(), label="keep_dims")
+    picked = data.draw(st.lists(st.integers(0, max(r - 1, 0)), unique=True, max_size=r),
+                       label="axes") if r else []
+    axes_in = [a - r if data.draw(st.booleans(), label="negative") else a for a in picked]
+    rng = np.random.default_rng(data.draw(SEEDS, label="seed"))
+    kw: Dict[str, Any] = {"mag": 1.0} if kind == "Prod" else {}
+    x = values(rng, d, shape, **kw)
+    attrs: Dict[str, Any] = {"keep_dims": keep}
+    noop = False
+    if op in RED_BY_INPUT:
+        index_dt = data.draw(st.sampled_from(["int32", "int64"]), label="axes dtype")
+        scalar = len(axes_in) == 1 and data.draw(st.booleans(), label="scalar axes")
+        if op not in ("ReduceAll", "ReduceAny"):
+            noop = data.draw(st.booleans(), label="noop_with_empty_axes")
+            attrs["noop_with_empty_axes"] = noop
+        else:
+            noop = True  # no attribute: empty axes reduce nothing (TensorFlow's rule)
+        axes_value = np.asarray(axes_in[0] if scalar else axes_in, dtype=NP[index_dt])
 
-                def build(b, h):
-                    return op_fn(op)(h, const(b, axes_value, index_dt), **attrs)
-            else:
-                if op == "ReduceMeanD":
-                    noop = data.draw(st.booleans(), label="noop_with_empty_axes")
-                    attrs["noop_with_empty_axes"] = noop
+        def build(b, h):
+            return op_fn(op)(h, const(b, axes_value, index_dt), **attrs)
+    else:
+        if op == "ReduceMeanD":
+            noop = data.draw(st.booleans(), label="noop_with_empty_axes")
+            attrs["noop_with_empty_axes"] = noop
 
-                def build(b, h):
-                    return op_fn(op)(h, axes=list(axes_in), **attrs)
-            got = run(build, (x, d))
-            what = lambda: f"{op}(axes={axes_in}, {attrs}) of {x!r}"  # noqa: E731
-            if not axes_in and noop:
-                check(got[0], x, d, exact=True, what=what)
-                continue
-            axes = tuple(sorted(a % r for a in axes_in)) if axes_in else tuple(range(r))
-            expected, scale = reduce_ref(kind, x, d, axes, keep)
-            if d in FLOATS and scale is not None:
-                check(got[0], expected, d, scale=scale, what=what)
-            else:
-                check(got[0], expected, d, what=what)
+        def build(b, h):
+            return op_fn(op)(h, axes=list(axes_in), **attrs)
+    got = run(build, (x, d))
+    what = lambda: f"{op}(axes={axes_in}, {attrs}) of {x!r}"  # noqa: E731
+    if not axes_in and noop:
+        check(got[0], x, d, exact=True, what=what)
+        return
+    axes = tuple(sorted(a % r for a in axes_in)) if axes_in else tuple(range(r))
+    expected, scale = reduce_ref(kind, x, d, axes, keep)
+    if d in FLOATS and scale is not None:
+        check(got[0], expected, d, scale=scale, what=what)
+    else:
+        check(got[0], expected, d, what=what)
 
 
 def test_reduce_max_min_propagate_nan_and_handle_uint64():
@@ -754,34 +764,30 @@ TESTED.update({"SoftmaxV2", "LogSoftmaxV2", "BiasAdd"})
 SOFTMAX_DTYPES = dtypes_of("SoftmaxV2", "LogSoftmaxV2")
 
 
-@pytest.mark.parametrize("op", list(SOFTMAX_DTYPES))
-@HYP
-@given(data=st.data())
-def test_softmax(op, data):
-    for d in SOFTMAX_DTYPES[op]:
-        with case(op, d):
-            shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=1), label="shape")
-            r = len(shape)
-            axes = data.draw(st.lists(st.integers(-r, r - 1), min_size=1, max_size=r,
-                                      unique_by=lambda a: a % r), label="axes")
-            half_to_float = (op == "SoftmaxV2" and d == "float16"
-                             and data.draw(st.booleans(), label="half_to_float"))
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape, mag=1.5, special=False)
-            kw: Dict[str, Any] = {"axes": axes}
-            if data.draw(st.booleans(), label="default axes"):
-                kw, axes = {}, [-1]  # GE's default: the last dim
-            if half_to_float:
-                kw["half_to_float"] = True
-            got = run(lambda b, h: op_fn(op)(h, **kw), (x, d))
-            x64 = x.astype(np.float64)
-            ax = tuple(sorted({a % r for a in axes}))
-            s = x64 - np.max(x64, axis=ax, keepdims=True)
-            total = np.sum(np.exp(s), axis=ax, keepdims=True)  # >= 1: its log is exact to 1 ulp of 1
-            lse = np.log(total)
-            expected = s - lse if op == "LogSoftmaxV2" else np.exp(s) / total
-            scale = (np.abs(s) + np.abs(lse) + 1.0) if op == "LogSoftmaxV2" else None
-            check(got[0], expected, "float32" if half_to_float else d, scale=scale,
-                  what=lambda: f"{op} {kw} of {x!r}")
+@dtype_test(SOFTMAX_DTYPES)
+def test_softmax(op, data, d):
+    shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=1), label="shape")
+    r = len(shape)
+    axes = data.draw(st.lists(st.integers(-r, r - 1), min_size=1, max_size=r,
+                              unique_by=lambda a: a % r), label="axes")
+    half_to_float = (op == "SoftmaxV2" and d == "float16"
+                     and data.draw(st.booleans(), label="half_to_float"))
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape, mag=1.5, special=False)
+    kw: Dict[str, Any] = {"axes": axes}
+    if data.draw(st.booleans(), label="default axes"):
+        kw, axes = {}, [-1]  # GE's default: the last dim
+    if half_to_float:
+        kw["half_to_float"] = True
+    got = run(lambda b, h: op_fn(op)(h, **kw), (x, d))
+    x64 = x.astype(np.float64)
+    ax = tuple(sorted({a % r for a in axes}))
+    s = x64 - np.max(x64, axis=ax, keepdims=True)
+    total = np.sum(np.exp(s), axis=ax, keepdims=True)  # >= 1: its log is exact to 1 ulp of 1
+    lse = np.log(total)
+    expected = s - lse if op == "LogSoftmaxV2" else np.exp(s) / total
+    scale = (np.abs(s) + np.abs(lse) + 1.0) if op == "LogSoftmaxV2" else None
+    check(got[0], expected, "float32" if half_to_float else d, scale=scale,
+          what=lambda: f"{op} {kw} of {x!r}")
 
 
 @HYP
@@ -915,92 +921,72 @@ def _factor(rng: np.random.Generator, n: int, rank: int) -> List[int]:
     return dims
 
 
-@HYP
-@given(data=st.data())
-def test_reshape(data):
-    op = "Reshape"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_side=1), label="shape")
-            rng = np.random.default_rng(data.draw(SEEDS))
-            x = values(rng, d, shape)
-            n = int(np.prod(shape))
-            target = _factor(rng, n, data.draw(st.integers(0 if n == 1 else 1, 4), label="rank"))
-            spec = list(target)
-            if spec and data.draw(st.booleans(), label="infer one dim"):
-                spec[data.draw(st.integers(0, len(spec) - 1))] = -1
-            for i in range(min(len(spec), len(shape))):  # 0 copies the input's dim (GE, ONNX)
-                if spec[i] == shape[i] and data.draw(st.booleans(), label=f"zero {i}"):
-                    spec[i] = 0
-            index_dt = data.draw(st.sampled_from(["int32", "int64"]))
-            got = run(lambda b, h: es.Reshape(h, const(b, spec, index_dt)), (x, d))
-            same(got[0], x.reshape(target), d, f"Reshape {shape} by {spec}")
+@dtype_test("Reshape")
+def test_reshape(data, d):
+    shape = data.draw(shapes(min_side=1), label="shape")
+    rng = np.random.default_rng(data.draw(SEEDS))
+    x = values(rng, d, shape)
+    n = int(np.prod(shape))
+    target = _factor(rng, n, data.draw(st.integers(0 if n == 1 else 1, 4), label="rank"))
+    spec = list(target)
+    if spec and data.draw(st.booleans(), label="infer one dim"):
+        spec[data.draw(st.integers(0, len(spec) - 1))] = -1
+    for i in range(min(len(spec), len(shape))):  # 0 copies the input's dim (GE, ONNX)
+        if spec[i] == shape[i] and data.draw(st.booleans(), label=f"zero {i}"):
+            spec[i] = 0
+    index_dt = data.draw(st.sampled_from(["int32", "int64"]))
+    got = run(lambda b, h: es.Reshape(h, const(b, spec, index_dt)), (x, d))
+    same(got[0], x.reshape(target), d, f"Reshape {shape} by {spec}")
 
 
-@HYP
-@given(data=st.data())
-def test_squeeze(data):
-    op = "Squeeze"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_side=1, max_side=3), label="shape")
-            r = len(shape)
-            ones = [i for i in range(r) if shape[i] == 1]
-            axes = data.draw(st.lists(st.sampled_from(ones), unique=True), label="axes") if ones else []
-            axes = [a - r if data.draw(st.booleans()) else a for a in axes]
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
-            got = run(lambda b, h: es.Squeeze(h, axis=axes), (x, d))
-            expected = np.squeeze(x, axis=tuple(axes)) if axes else np.squeeze(x)
-            same(got[0], expected, d, f"Squeeze {shape} {axes}")
+@dtype_test("Squeeze")
+def test_squeeze(data, d):
+    shape = data.draw(shapes(min_side=1, max_side=3), label="shape")
+    r = len(shape)
+    ones = [i for i in range(r) if shape[i] == 1]
+    axes = data.draw(st.lists(st.sampled_from(ones), unique=True), label="axes") if ones else []
+    axes = [a - r if data.draw(st.booleans()) else a for a in axes]
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
+    got = run(lambda b, h: es.Squeeze(h, axis=axes), (x, d))
+    expected = np.squeeze(x, axis=tuple(axes)) if axes else np.squeeze(x)
+    same(got[0], expected, d, f"Squeeze {shape} {axes}")
 
 
-@HYP
-@given(data=st.data())
-def test_unsqueeze(data):
-    op = "Unsqueeze"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_side=0), label="shape")
-            k = data.draw(st.integers(1, 3), label="count")
-            out_r = len(shape) + k
-            pos = data.draw(st.lists(st.integers(0, out_r - 1), min_size=k, max_size=k, unique=True),
-                            label="axes")
-            axes = [p - out_r if data.draw(st.booleans()) else p for p in pos]
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
-            got = run(lambda b, h: es.Unsqueeze(h, axes=axes), (x, d))
-            same(got[0], np.expand_dims(x, tuple(axes)), d, f"Unsqueeze {shape} {axes}")
+@dtype_test("Unsqueeze")
+def test_unsqueeze(data, d):
+    shape = data.draw(shapes(min_side=0), label="shape")
+    k = data.draw(st.integers(1, 3), label="count")
+    out_r = len(shape) + k
+    pos = data.draw(st.lists(st.integers(0, out_r - 1), min_size=k, max_size=k, unique=True),
+                    label="axes")
+    axes = [p - out_r if data.draw(st.booleans()) else p for p in pos]
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
+    got = run(lambda b, h: es.Unsqueeze(h, axes=axes), (x, d))
+    same(got[0], np.expand_dims(x, tuple(axes)), d, f"Unsqueeze {shape} {axes}")
 
 
-@HYP
-@given(data=st.data())
-def test_flatten(data):
-    op = "Flatten"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_dims=1, min_side=0), label="shape")
-            r = len(shape)
-            axis = data.draw(st.one_of(st.none(), st.integers(-r, r)), label="axis")
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
-            got = run(lambda b, h: es.Flatten(h) if axis is None else es.Flatten(h, axis=axis), (x, d))
-            a = 1 if axis is None else (axis + r if axis < 0 else axis)
-            rows = int(np.prod(shape[:a]))
-            same(got[0], x.reshape(rows, int(np.prod(shape[a:]))), d, f"Flatten {shape} axis={axis}")
+@dtype_test("Flatten")
+def test_flatten(data, d):
+    shape = data.draw(shapes(min_dims=1, min_side=0), label="shape")
+    r = len(shape)
+    axis = data.draw(st.one_of(st.none(), st.integers(-r, r)), label="axis")
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
+    got = run(lambda b, h: es.Flatten(h) if axis is None else es.Flatten(h, axis=axis), (x, d))
+    a = 1 if axis is None else (axis + r if axis < 0 else axis)
+    rows = int(np.prod(shape[:a]))
+    same(got[0], x.reshape(rows, int(np.prod(shape[a:]))), d, f"Flatten {shape} axis={axis}")
 
 
-@HYP
-@given(data=st.data())
-def test_transpose(data):
-    op = "Transpose"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_dims=0, max_dims=5, min_side=0), label="shape")
-            r = len(shape)
-            perm = data.draw(st.permutations(range(r)), label="perm")
-            perm = [p - r if data.draw(st.booleans()) else p for p in perm]
-            index_dt = data.draw(st.sampled_from(["int32", "int64"]))
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
-            got = run(lambda b, h: es.Transpose(h, vector(b, perm, index_dt)), (x, d))
-            same(got[0], np.transpose(x, [p % r for p in perm]) if r else x, d, f"Transpose {shape} {perm}")
+@dtype_test("Transpose")
+def test_transpose(data, d):
+    shape = data.draw(shapes(min_dims=0, max_dims=5, min_side=0), label="shape")
+    r = len(shape)
+    perm = data.draw(st.permutations(range(r)), label="perm")
+    perm = [p - r if data.draw(st.booleans()) else p for p in perm]
+    index_dt = data.draw(st.sampled_from(["int32", "int64"]))
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
+    got = run(lambda b, h: es.Transpose(h, vector(b, perm, index_dt)), (x, d))
+    same(got[0], np.transpose(x, [p % r for p in perm]) if r else x, d, f"Transpose {shape} {perm}")
 
 
 @pytest.mark.parametrize("op", list(dtypes_of("ConcatV2", "ConcatD", "Pack")))
@@ -1035,20 +1021,16 @@ def test_concat_and_pack(op, data):
             same(got[0], np.concatenate(xs, axis=axis), d, f"{op} axis={axis}")
 
 
-@HYP
-@given(data=st.data())
-def test_tile(data):
-    op = "Tile"
-    for d in proto_dtypes(op):
-        with case(op, d):
-            shape = data.draw(shapes(min_dims=0, max_dims=3, min_side=0, max_side=3), label="shape")
-            extra = data.draw(st.integers(0, 2), label="extra multiples")  # x is right-aligned (numpy)
-            n = len(shape) + extra
-            reps = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="multiples")
-            index_dt = data.draw(st.sampled_from(["int32", "int64"]))
-            x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
-            got = run(lambda b, h: es.Tile(h, vector(b, reps, index_dt)), (x, d))
-            same(got[0], np.tile(x, reps) if reps else x, d, f"Tile {shape} by {reps}")
+@dtype_test("Tile")
+def test_tile(data, d):
+    shape = data.draw(shapes(min_dims=0, max_dims=3, min_side=0, max_side=3), label="shape")
+    extra = data.draw(st.integers(0, 2), label="extra multiples")  # x is right-aligned (numpy)
+    n = len(shape) + extra
+    reps = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="multiples")
+    index_dt = data.draw(st.sampled_from(["int32", "int64"]))
+    x = values(np.random.default_rng(data.draw(SEEDS)), d, shape)
+    got = run(lambda b, h: es.Tile(h, vector(b, reps, index_dt)), (x, d))
+    same(got[0], np.tile(x, reps) if reps else x, d, f"Tile {shape} by {reps}")
 
 
 @pytest.mark.parametrize("op", list(dtypes_of("BroadcastTo", "Expand")))

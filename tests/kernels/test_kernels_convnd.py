@@ -222,6 +222,11 @@ def to_first(a):
 # Conv2DTranspose
 # ---------------------------------------------------------------------------------------------
 
+def filter_args(layouts):
+    """``@given`` strategies of the filter's layout (one of ``layouts``), a bias or none, a seed."""
+    return {"ffmt": st.sampled_from(sorted(layouts)), "bias": st.booleans(), "seed": st.integers(0, 2**16)}
+
+
 FILTER_2D = {
     "NCHW": (Format.FORMAT_NCHW, (0, 1, 2, 3)),
     "HWCN": (Format.FORMAT_HWCN, (2, 3, 1, 0)),
@@ -239,9 +244,7 @@ FILTER_2D = {
     extra=st.tuples(st.integers(0, 2), st.integers(0, 2)),
     out_pad=st.tuples(st.integers(0, 1), st.integers(0, 1)),
     nchw=st.booleans(),
-    ffmt=st.sampled_from(sorted(FILTER_2D)),
-    bias=st.booleans(),
-    seed=st.integers(0, 2**16),
+    **filter_args(FILTER_2D),
 )
 def test_conv2d_transpose_matches_scatter_add(
     n, cxg, cyg, groups, hw, k, stride, dil, pads, extra, out_pad, nchw, ffmt, bias, seed
@@ -316,9 +319,7 @@ FILTER_3D = {
 @given(
     **conv_args("dhw", (1, 4), 3, channels=(1, 2), groups=(1, 2), k=(1, 2), stride=(1, 2), pad=(0, 1)),
     ncdhw=st.booleans(),
-    ffmt=st.sampled_from(sorted(FILTER_3D)),
-    bias=st.booleans(),
-    seed=st.integers(0, 2**16),
+    **filter_args(FILTER_3D),
 )
 def test_conv3d_matches_numpy(n, cg, og, groups, dhw, k, stride, dil, pads, ncdhw, ffmt, bias, seed):
     for i in range(3):
@@ -377,9 +378,7 @@ def test_conv3d_a_video_block():
     dg=st.integers(1, 2),
     nchw=st.booleans(),
     modulated=st.booleans(),
-    ffmt=st.sampled_from(sorted(FILTER_2D)),
-    bias=st.booleans(),
-    seed=st.integers(0, 2**16),
+    **filter_args(FILTER_2D),
 )
 def test_deformable_conv2d_matches_bilinear_sampling(
     n, cg, og, groups, dg, hw, k, stride, dil, pads, nchw, modulated, ffmt, bias, seed

@@ -125,6 +125,13 @@ def D(op: str, io: str) -> List[str]:
     return ds
 
 
+def norm_dtypes(op: str) -> Tuple[List[str], List[str]]:
+    """The dtypes of a normalisation's x and gamma (beta: gamma's); recorded."""
+    x, gamma = D(op, "x"), D(op, "gamma")
+    mark(op, "beta", gamma)
+    return x, gamma
+
+
 def mark(op: str, io: str, ds: Sequence[str]) -> List[str]:
     """Records that ``io`` of ``op`` is tested in ``ds`` (paired with another input's dtype)."""
     COVER[op][io].update(ds)
@@ -437,9 +444,7 @@ def test_batch_norm(data):
                 near(got[5], np.zeros(1), td, what=f"{what} reserve_space_3")
 
 
-LN_T = D("LayerNorm", "x")
-LN_G = D("LayerNorm", "gamma")
-mark("LayerNorm", "beta", LN_G)
+LN_T, LN_G = norm_dtypes("LayerNorm")
 
 
 def stats_ref(x64: np.ndarray, axes: Tuple[int, ...]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -480,9 +485,7 @@ def test_layer_norm(data):
                                  beta.astype(np.float64), d, d, f"LayerNorm {shape} axes {bna} {bpa}")
 
 
-IN_T = D("InstanceNorm", "x")
-IN_T2 = D("InstanceNorm", "gamma")
-mark("InstanceNorm", "beta", IN_T2)
+IN_T, IN_T2 = norm_dtypes("InstanceNorm")
 
 
 @HYP(15)
@@ -509,9 +512,7 @@ def test_instance_norm(data):
                                  beta.astype(np.float64).reshape(bc), d, gd, f"InstanceNorm {shape} {fmt}")
 
 
-GN_T = D("GroupNorm", "x")
-GN_G = D("GroupNorm", "gamma")
-mark("GroupNorm", "beta", GN_G)
+GN_T, GN_G = norm_dtypes("GroupNorm")
 
 
 @HYP(15)
@@ -616,6 +617,16 @@ def index_shape(shape: Sequence[int], ax: int) -> Any:
     return st.tuples(*sizes).map(list)
 
 
+def draw_axis_and_index(data: Any, axis_label: str) -> Tuple[List[int], int, int, List[int]]:
+    """Draws a shape, an axis of it (negative or not; labelled ``axis_label``) and an index
+    shape along it: (shape, axis, the axis made non-negative, index shape)."""
+    shape = data.draw(dims(), label="shape")
+    r = len(shape)
+    axis = data.draw(st.integers(-r, r - 1), label=axis_label)
+    ax = axis % r
+    return shape, axis, ax, data.draw(index_shape(shape, ax), label="index shape")
+
+
 def cycle(ds: Sequence[str], k: int) -> str:
     """The ``k``-th of ``ds``, cyclically (an index dtype paired with the k-th data dtype, so that
     every index dtype is used whenever there are as many data dtypes)."""
@@ -660,11 +671,7 @@ GE_ = {io: D("GatherElements", io) for io in ("x", "index")}
 @HYP(15)
 @given(data=st.data())
 def test_gather_elements(data):
-    shape = data.draw(dims(), label="shape")
-    r = len(shape)
-    axis = data.draw(st.integers(-r, r - 1), label="dim")
-    ax = axis % r
-    ishape = data.draw(index_shape(shape, ax), label="index shape")
+    shape, axis, ax, ishape = draw_axis_and_index(data, "dim")
     rng = rng_of(data)
     idx = rng.integers(0, shape[ax], size=ishape)
     for d in GE_["x"]:
@@ -721,11 +728,7 @@ def _min_step(old: Any, new: Any) -> Any:
 @HYP(15)
 @given(data=st.data())
 def test_scatter_elements(data):
-    shape = data.draw(dims(), label="shape")
-    r = len(shape)
-    axis = data.draw(st.integers(-r, r - 1), label="axis")
-    ax = axis % r
-    ishape = data.draw(index_shape(shape, ax), label="index shape")
+    shape, axis, ax, ishape = draw_axis_and_index(data, "axis")
     rng = rng_of(data)
     idx = rng.integers(-shape[ax], shape[ax], size=ishape)
     for d in SE["data"]:

@@ -13,6 +13,7 @@ tests/test_kernels_dtypes.py), so they are checked with `near` and an f64 summat
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Dict, List, Sequence, Set
 
@@ -74,6 +75,11 @@ def test_every_op_and_dtype_of_ge_ops_is_tested():
             if want - COVER[op].get(i["name"], set()):
                 problems.append(f"{op}.{i['name']}: untested {sorted(want - COVER[op][i['name']])}")
     assert not problems, "\n".join(problems)
+
+
+def attention_shape(layout: str, b: int, d: int, seq: int, heads: int) -> List[int]:
+    """The shape of a query, key or value of ``seq`` tokens and ``heads`` heads of size ``d``."""
+    return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
 
 
 def tensor_values(rng: np.random.Generator, d: str, shape: Sequence[int]) -> np.ndarray:
@@ -580,8 +586,7 @@ def test_prompt_flash_attention(data):
     scale = f32(data.draw(st.sampled_from([1.0, 0.5]), label="scale"))
     rng = rng_of(data)
 
-    def shaped(seq: int, heads: int) -> List[int]:
-        return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
+    shaped = functools.partial(attention_shape, layout, b, d)
 
     for i, dt in enumerate(PFA_FLOAT):
         md = PFA_MASK[i % len(PFA_MASK)] if mask_kind != "none" else None
@@ -876,8 +881,7 @@ def test_incre_flash_attention(data):
     mask_kind = data.draw(st.sampled_from(["none", "2d", "3d", "4d"]), label="mask")
     rng = rng_of(data)
 
-    def shaped(seq: int, heads: int) -> List[int]:
-        return {"BSH": [b, seq, heads * d], "BNSD": [b, heads, seq, d], "BSND": [b, seq, heads, d]}[layout]
+    shaped = functools.partial(attention_shape, layout, b, d)
 
     for i, dt in enumerate(IFA_FLOAT):
         md = IFA_MASK[i % len(IFA_MASK)] if mask_kind != "none" else None
@@ -931,17 +935,6 @@ def test_ifa_refuses_its_other_inputs():
 
         with pytest.raises(ge.GeError, match=rf"not supported: IncreFlashAttention with {name} \(input {idx}\)"):
             run(build, (q, "float16"), (q, "float16"), (q, "float16"), (np.ones((1,), NP_OF[d]), d))
-
-
-@pytest.mark.parametrize("attrs, message", [
-    (dict(block_size=16), r"block_size 16 \(page attention\)"),
-    (dict(inner_precise=2), r"inner_precise 2 \(0 or 1\)"),
-])
-def test_ifa_refuses_other_modes(attrs, message):
-    q = np.ones((1, 1, 4), np.float16)
-    with pytest.raises(ge.GeError, match=r"not supported: IncreFlashAttention with " + message):
-        run(lambda b, qh, kh, vh: es.IncreFlashAttention(qh, [kh], [vh], num_heads=1, **attrs),
-            *[(q, "float16")] * 3)
 
 
 def test_ifa_refuses_key_lists_and_quantized_inputs():
@@ -1107,17 +1100,23 @@ def test_fia_refuses_its_other_inputs():
             fia_run((name, (np.ones((1,), NP_OF[d]), d)))
 
 
-@pytest.mark.parametrize("attrs, message", [
-    (dict(input_layout="BNSD_BSND"), r"input_layout \"BNSD_BSND\" \(the CPU kernel takes BSH, BNSD and BSND\)"),
-    (dict(sparse_mode=2), r"sparse_mode 2 \(the CPU kernel takes 0\)"),
-    (dict(inner_precise=4), r"inner_precise 4 \(0 to 3\)"),
-    (dict(block_size=16), r"block_size 16 \(page attention\)"),
+@pytest.mark.parametrize("op, shape, attrs, message", [
+    pytest.param("IncreFlashAttention", (1, 1, 4), dict(block_size=16), r"block_size 16 \(page attention\)",
+                 id="ifa-block_size"),
+    pytest.param("IncreFlashAttention", (1, 1, 4), dict(inner_precise=2), r"inner_precise 2 \(0 or 1\)",
+                 id="ifa-inner_precise"),
+    pytest.param(FIA, (1, 1, 2, 4), dict(input_layout="BNSD_BSND"),
+                 r"input_layout \"BNSD_BSND\" \(the CPU kernel takes BSH, BNSD and BSND\)", id="fia-input_layout"),
+    pytest.param(FIA, (1, 2, 4), dict(sparse_mode=2), r"sparse_mode 2 \(the CPU kernel takes 0\)",
+                 id="fia-sparse_mode"),
+    pytest.param(FIA, (1, 2, 4), dict(inner_precise=4), r"inner_precise 4 \(0 to 3\)", id="fia-inner_precise"),
+    pytest.param(FIA, (1, 2, 4), dict(block_size=16), r"block_size 16 \(page attention\)", id="fia-block_size"),
 ])
-def test_fia_refuses_other_modes(attrs, message):
-    q = np.ones((1, 1, 2, 4) if attrs.get("input_layout") else (1, 2, 4), np.float16)
-    with pytest.raises(ge.GeError, match=rf"not supported: {FIA} with " + message):
-        run(lambda b, qh, kh, vh: es.FusedInferAttentionScore(qh, [kh], [vh], num_heads=1, **attrs),
-            *[(q, "float16")] * 3)
+def test_attention_refuses_other_modes(op, shape, attrs, message):
+    """IncreFlashAttention and FusedInferAttentionScore refuse the modes their CPU kernels lack."""
+    q = np.ones(shape, np.float16)
+    with pytest.raises(ge.GeError, match=rf"not supported: {op} with " + message):
+        run(lambda b, qh, kh, vh: getattr(es, op)(qh, [kh], [vh], num_heads=1, **attrs), *[(q, "float16")] * 3)
 
 
 def test_fia_refuses_key_lists_and_quantized_inputs():

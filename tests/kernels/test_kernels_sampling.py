@@ -39,7 +39,7 @@ from ge.es import all as ops
 from ge.graph import Format
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernel_harness import GE_DT, NP, bf16_round, run1
+from kernel_harness import GE_DT, NP, bf16_round, ints, run1
 from kernel_harness import fails as harness_fails
 
 SETTINGS = {"deadline": None, "derandomize": True, "database": None}
@@ -153,15 +153,18 @@ def to_out(v, d):
     return v.astype(NP[d])
 
 
+def image_args(side, out_side):
+    """``@given`` strategies of an image batch: n, c, its (h, w) sides up to ``side`` and an output
+    size up to ``out_side``."""
+    return {"n": st.integers(1, 2), "c": st.integers(1, 3), "hw": ints(1, side, 2), "out": ints(1, out_side, 2)}
+
+
 ALL_RESIZE = ("float64", "float32", "float16", "bfloat16") + INTS
 
 
 @settings(max_examples=100, **SETTINGS)
 @given(
-    n=st.integers(1, 2),
-    c=st.integers(1, 3),
-    hw=st.tuples(st.integers(1, 6), st.integers(1, 6)),
-    out=st.tuples(st.integers(1, 8), st.integers(1, 8)),
+    **image_args(6, 8),
     corners=st.sampled_from([(False, False), (True, False), (False, True)]),
     nchw=st.booleans(),
     d=st.sampled_from(ALL_RESIZE),
@@ -576,10 +579,7 @@ GS_TOL = {"float64": 1e-10, "float32": 2e-5, "float16": 2e-3}
 
 @settings(max_examples=80, **SETTINGS)
 @given(
-    n=st.integers(1, 2),
-    c=st.integers(1, 3),
-    hw=st.tuples(st.integers(1, 5), st.integers(1, 5)),
-    out=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    **image_args(5, 4),
     interp=st.sampled_from(["bilinear", "nearest", "bicubic"]),
     padding=st.sampled_from(["zeros", "border", "reflection"]),
     align=st.booleans(),

@@ -163,6 +163,17 @@ def rng_const(b: GraphBuilder, *shape: int, dtype: type = np.float32) -> TensorH
 ALL_SAMPLES = SAMPLE_FILES[SAMPLE_FILES.index("batch_matmul_flatten_pass.py"):]
 
 
+@pytest.mark.parametrize("filename,cls,kind,stage", [
+    pytest.param("batch_matmul_to_mul_reduce_pass.py", "BmmToMulReducePass", "pattern_fusion", AFTER, id="mul_reduce"),
+    pytest.param("move_relu_before_concat_pass.py", "MoveReluBeforeConcatPass", "fusion_base", BEFORE, id="move_relu"),
+    pytest.param("mmoe_matmul_merge_pass.py", "MmoeMatmulPass", "fusion_base", AFTER, id="mmoe_matmul"),
+    pytest.param("mmoe_bmm_split_pass.py", "MmoeBmmSplitPass", "fusion_base", AFTER, id="mmoe_bmm"),
+])
+def test_registration(filename: str, cls: str, kind: str, stage: PassStage) -> None:
+    mod = load_sample(filename)
+    assert registered(getattr(mod, cls)) == [(cls, kind, stage)]
+
+
 @pytest.mark.parametrize("filename", ALL_SAMPLES)
 def test_sample_runs_as_a_script(filename: str) -> None:
     result = subprocess.run([sys.executable, str(SAMPLES / filename)], capture_output=True, text=True,
@@ -448,11 +459,6 @@ def test_tile_that_is_needed_stays(kind: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_mul_reduce_registration() -> None:
-    mod = load_sample("batch_matmul_to_mul_reduce_pass.py")
-    assert registered(mod.BmmToMulReducePass) == [("BmmToMulReducePass", "pattern_fusion", AFTER)]
-
-
 def test_mul_reduce_adj_x2() -> None:
     mod = load_sample("batch_matmul_to_mul_reduce_pass.py")
     g = mod.build_example_graph()
@@ -532,11 +538,6 @@ def test_mul_reduce_refuses(kind: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # 4. move_relu_before_concat_pass
 # ---------------------------------------------------------------------------------------------
-
-
-def test_move_relu_registration() -> None:
-    mod = load_sample("move_relu_before_concat_pass.py")
-    assert registered(mod.MoveReluBeforeConcatPass) == [("MoveReluBeforeConcatPass", "fusion_base", BEFORE)]
 
 
 def test_move_relu_before_concat() -> None:
@@ -716,11 +717,6 @@ def test_conv_format_leaves_other_graphs(kind: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_mmoe_matmul_registration() -> None:
-    mod = load_sample("mmoe_matmul_merge_pass.py")
-    assert registered(mod.MmoeMatmulPass) == [("MmoeMatmulPass", "fusion_base", AFTER)]
-
-
 def test_mmoe_matmul_merges_the_experts() -> None:
     mod = load_sample("mmoe_matmul_merge_pass.py")
     g = mod.build_example_graph(experts=4)
@@ -801,11 +797,6 @@ def test_mmoe_matmul_leaves_unmergeable(kind: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # 7. mmoe_bmm_split_pass
 # ---------------------------------------------------------------------------------------------
-
-
-def test_mmoe_bmm_registration() -> None:
-    mod = load_sample("mmoe_bmm_split_pass.py")
-    assert registered(mod.MmoeBmmSplitPass) == [("MmoeBmmSplitPass", "fusion_base", AFTER)]
 
 
 def test_mmoe_bmm_stacks_the_second_layer() -> None:

@@ -33,6 +33,11 @@ def _op(base: str) -> str:
     return f"{base}{next(_ids)}"
 
 
+def _noop_impl(name: str) -> type:
+    """An implementation class ``name`` whose execute does nothing."""
+    return type(name, (), {"execute": lambda self, ctx: None})
+
+
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch):
     monkeypatch.delenv(bootstrap.ENV_PY_CUSTOM_OP_PATH, raising=False)
@@ -290,16 +295,9 @@ def test_register_op_impl_descriptor_and_interfaces():
 def test_register_op_impl_errors():
     op = _op("Dup")
 
-    @custom_op.register_op_impl(op_type=op)
-    class First:
-        def execute(self, ctx):
-            pass
-
+    custom_op.register_op_impl(op_type=op)(_noop_impl("First"))
     with pytest.raises(ValueError, match="op impl type already exists"):
-        @custom_op.register_op_impl(op_type=op)
-        class Second:
-            def execute(self, ctx):
-                pass
+        custom_op.register_op_impl(op_type=op)(_noop_impl("Second"))
 
     for bad in ("", None):
         with pytest.raises(TypeError, match="non-empty string"):
