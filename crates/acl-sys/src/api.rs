@@ -29,52 +29,84 @@ pub fn search_dirs() -> Vec<PathBuf> {
     v
 }
 
-/// The runtime functions every supported CANN has.
-#[allow(non_snake_case)]
-pub struct Runtime {
-    pub aclInit: ffi::aclInit,
-    pub aclFinalize: ffi::aclFinalize,
-    pub aclrtSetDevice: ffi::aclrtSetDevice,
-    pub aclrtResetDevice: ffi::aclrtResetDevice,
-    pub aclrtGetDeviceCount: ffi::aclrtGetDeviceCount,
-    pub aclrtCreateContext: ffi::aclrtCreateContext,
-    pub aclrtDestroyContext: ffi::aclrtDestroyContext,
-    pub aclrtSetCurrentContext: ffi::aclrtSetCurrentContext,
-    pub aclrtCreateStream: ffi::aclrtCreateStream,
-    pub aclrtDestroyStream: ffi::aclrtDestroyStream,
-    pub aclrtSynchronizeStream: ffi::aclrtSynchronizeStream,
-    pub aclrtMalloc: ffi::aclrtMalloc,
-    pub aclrtFree: ffi::aclrtFree,
-    pub aclrtMallocHost: ffi::aclrtMallocHost,
-    pub aclrtFreeHost: ffi::aclrtFreeHost,
-    pub aclrtMemcpy: ffi::aclrtMemcpy,
-    pub aclrtMemcpyAsync: ffi::aclrtMemcpyAsync,
-    pub aclrtMemset: ffi::aclrtMemset,
-    pub aclGetRecentErrMsg: ffi::aclGetRecentErrMsg,
+/// Declares a table of functions, each field named as CANN names the function and typed from
+/// [`ffi`], and its `resolve`, which looks them up in a loaded library: a missing function is
+/// an error, except those marked `?` (an `Option` field, `None` when missing).
+macro_rules! fn_table {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($f:ident,)*
+            $($(#[$ometa:meta])* ?$o:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[allow(non_snake_case)]
+        pub struct $name {
+            $(pub $f: ffi::$f,)*
+            $($(#[$ometa])* pub $o: Option<ffi::$o>,)*
+        }
+
+        impl $name {
+            fn resolve(lib: &Library, path: &Path) -> Result<Self> {
+                Ok($name {
+                    $($f: required(lib, path, stringify!($f))?,)*
+                    $($o: optional(lib, stringify!($o)),)*
+                })
+            }
+        }
+    };
 }
 
-/// The graph-capture functions (CANN 8.2 and later; absent from older versions).
-#[allow(non_snake_case)]
-pub struct Capture {
-    pub aclmdlRICaptureBegin: ffi::aclmdlRICaptureBegin,
-    pub aclmdlRICaptureGetInfo: ffi::aclmdlRICaptureGetInfo,
-    pub aclmdlRICaptureEnd: ffi::aclmdlRICaptureEnd,
-    pub aclmdlRICaptureThreadExchangeMode: ffi::aclmdlRICaptureThreadExchangeMode,
-    pub aclmdlRIExecuteAsync: ffi::aclmdlRIExecuteAsync,
-    pub aclmdlRIDestroy: ffi::aclmdlRIDestroy,
+fn_table! {
+    /// The runtime functions every supported CANN has.
+    pub struct Runtime {
+        aclInit,
+        aclFinalize,
+        aclrtSetDevice,
+        aclrtResetDevice,
+        aclrtGetDeviceCount,
+        aclrtCreateContext,
+        aclrtDestroyContext,
+        aclrtSetCurrentContext,
+        aclrtCreateStream,
+        aclrtDestroyStream,
+        aclrtSynchronizeStream,
+        aclrtMalloc,
+        aclrtFree,
+        aclrtMallocHost,
+        aclrtFreeHost,
+        aclrtMemcpy,
+        aclrtMemcpyAsync,
+        aclrtMemset,
+        aclGetRecentErrMsg,
+    }
 }
 
-/// The nnopbase functions (tensors, scalars, int arrays).
-#[allow(non_snake_case)]
-pub struct Nnopbase {
-    pub aclCreateTensor: ffi::aclCreateTensor,
-    pub aclDestroyTensor: ffi::aclDestroyTensor,
-    pub aclCreateScalar: ffi::aclCreateScalar,
-    pub aclDestroyScalar: ffi::aclDestroyScalar,
-    pub aclCreateIntArray: ffi::aclCreateIntArray,
-    pub aclDestroyIntArray: ffi::aclDestroyIntArray,
-    /// Optional: frees executors that are never launched (without it they leak).
-    pub aclDestroyAclOpExecutor: Option<ffi::aclDestroyAclOpExecutor>,
+fn_table! {
+    /// The graph-capture functions (CANN 8.2 and later; absent from older versions).
+    pub struct Capture {
+        aclmdlRICaptureBegin,
+        aclmdlRICaptureGetInfo,
+        aclmdlRICaptureEnd,
+        aclmdlRICaptureThreadExchangeMode,
+        aclmdlRIExecuteAsync,
+        aclmdlRIDestroy,
+    }
+}
+
+fn_table! {
+    /// The nnopbase functions (tensors, scalars, int arrays).
+    pub struct Nnopbase {
+        aclCreateTensor,
+        aclDestroyTensor,
+        aclCreateScalar,
+        aclDestroyScalar,
+        aclCreateIntArray,
+        aclDestroyIntArray,
+        /// Optional: frees executors that are never launched (without it they leak).
+        ?aclDestroyAclOpExecutor,
+    }
 }
 
 /// One aclnn operator: its first phase (`aclnnXGetWorkspaceSize`) and its launch (`aclnnX`).
@@ -84,28 +116,46 @@ pub struct OpFns<G> {
     pub launch: ffi::aclnnLaunch,
 }
 
-/// The aclnn operators this crate binds; `None` where `libopapi.so` lacks the pair.
-#[derive(Default)]
-pub struct Ops {
-    pub add: Option<OpFns<ffi::aclnnBinaryAlphaGetWorkspaceSize>>,
-    pub sub: Option<OpFns<ffi::aclnnBinaryAlphaGetWorkspaceSize>>,
-    pub mul: Option<OpFns<ffi::aclnnBinaryGetWorkspaceSize>>,
-    pub div: Option<OpFns<ffi::aclnnBinaryGetWorkspaceSize>>,
-    pub matmul: Option<OpFns<ffi::aclnnMatmulGetWorkspaceSize>>,
-    pub relu: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub exp: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub sigmoid: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub tanh: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub sqrt: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub neg: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub abs: Option<OpFns<ffi::aclnnUnaryGetWorkspaceSize>>,
-    pub softmax: Option<OpFns<ffi::aclnnSoftmaxGetWorkspaceSize>>,
-    pub cast: Option<OpFns<ffi::aclnnCastGetWorkspaceSize>>,
-    pub permute: Option<OpFns<ffi::aclnnPermuteGetWorkspaceSize>>,
-    pub reduce_sum: Option<OpFns<ffi::aclnnReduceDtypeGetWorkspaceSize>>,
-    pub mean: Option<OpFns<ffi::aclnnReduceDtypeGetWorkspaceSize>>,
-    pub amax: Option<OpFns<ffi::aclnnReduceGetWorkspaceSize>>,
-    pub amin: Option<OpFns<ffi::aclnnReduceGetWorkspaceSize>>,
+/// Declares [`Ops`], a field per operator (`field: aclnnName as FirstPhaseType`), and its
+/// `resolve`.
+macro_rules! op_table {
+    ($($field:ident: $symbol:ident as $first_phase:ident,)*) => {
+        /// The aclnn operators this crate binds; `None` where `libopapi.so` lacks the pair.
+        #[derive(Default)]
+        pub struct Ops {
+            $(pub $field: Option<OpFns<ffi::$first_phase>>,)*
+        }
+
+        impl Ops {
+            fn resolve(lib: &Library) -> Self {
+                Ops {
+                    $($field: op(lib, stringify!($symbol)),)*
+                }
+            }
+        }
+    };
+}
+
+op_table! {
+    add: aclnnAdd as aclnnBinaryAlphaGetWorkspaceSize,
+    sub: aclnnSub as aclnnBinaryAlphaGetWorkspaceSize,
+    mul: aclnnMul as aclnnBinaryGetWorkspaceSize,
+    div: aclnnDiv as aclnnBinaryGetWorkspaceSize,
+    matmul: aclnnMatmul as aclnnMatmulGetWorkspaceSize,
+    relu: aclnnRelu as aclnnUnaryGetWorkspaceSize,
+    exp: aclnnExp as aclnnUnaryGetWorkspaceSize,
+    sigmoid: aclnnSigmoid as aclnnUnaryGetWorkspaceSize,
+    tanh: aclnnTanh as aclnnUnaryGetWorkspaceSize,
+    sqrt: aclnnSqrt as aclnnUnaryGetWorkspaceSize,
+    neg: aclnnNeg as aclnnUnaryGetWorkspaceSize,
+    abs: aclnnAbs as aclnnUnaryGetWorkspaceSize,
+    softmax: aclnnSoftmax as aclnnSoftmaxGetWorkspaceSize,
+    cast: aclnnCast as aclnnCastGetWorkspaceSize,
+    permute: aclnnPermute as aclnnPermuteGetWorkspaceSize,
+    reduce_sum: aclnnReduceSum as aclnnReduceDtypeGetWorkspaceSize,
+    mean: aclnnMean as aclnnReduceDtypeGetWorkspaceSize,
+    amax: aclnnAmax as aclnnReduceGetWorkspaceSize,
+    amin: aclnnAmin as aclnnReduceGetWorkspaceSize,
 }
 
 /// The loaded ACL libraries and their resolved functions. The function pointers stay valid
@@ -176,78 +226,16 @@ impl Api {
         let rt = open(&rt_path)?;
         let nn = open(&nn_path)?;
         let ops = open(&op_path)?;
-        let p = &rt_path;
-        let runtime = Runtime {
-            aclInit: required(&rt, p, "aclInit")?,
-            aclFinalize: required(&rt, p, "aclFinalize")?,
-            aclrtSetDevice: required(&rt, p, "aclrtSetDevice")?,
-            aclrtResetDevice: required(&rt, p, "aclrtResetDevice")?,
-            aclrtGetDeviceCount: required(&rt, p, "aclrtGetDeviceCount")?,
-            aclrtCreateContext: required(&rt, p, "aclrtCreateContext")?,
-            aclrtDestroyContext: required(&rt, p, "aclrtDestroyContext")?,
-            aclrtSetCurrentContext: required(&rt, p, "aclrtSetCurrentContext")?,
-            aclrtCreateStream: required(&rt, p, "aclrtCreateStream")?,
-            aclrtDestroyStream: required(&rt, p, "aclrtDestroyStream")?,
-            aclrtSynchronizeStream: required(&rt, p, "aclrtSynchronizeStream")?,
-            aclrtMalloc: required(&rt, p, "aclrtMalloc")?,
-            aclrtFree: required(&rt, p, "aclrtFree")?,
-            aclrtMallocHost: required(&rt, p, "aclrtMallocHost")?,
-            aclrtFreeHost: required(&rt, p, "aclrtFreeHost")?,
-            aclrtMemcpy: required(&rt, p, "aclrtMemcpy")?,
-            aclrtMemcpyAsync: required(&rt, p, "aclrtMemcpyAsync")?,
-            aclrtMemset: required(&rt, p, "aclrtMemset")?,
-            aclGetRecentErrMsg: required(&rt, p, "aclGetRecentErrMsg")?,
-        };
-        let capture = (|| {
-            Some(Capture {
-                aclmdlRICaptureBegin: optional(&rt, "aclmdlRICaptureBegin")?,
-                aclmdlRICaptureGetInfo: optional(&rt, "aclmdlRICaptureGetInfo")?,
-                aclmdlRICaptureEnd: optional(&rt, "aclmdlRICaptureEnd")?,
-                aclmdlRICaptureThreadExchangeMode: optional(
-                    &rt,
-                    "aclmdlRICaptureThreadExchangeMode",
-                )?,
-                aclmdlRIExecuteAsync: optional(&rt, "aclmdlRIExecuteAsync")?,
-                aclmdlRIDestroy: optional(&rt, "aclmdlRIDestroy")?,
-            })
-        })();
+        let runtime = Runtime::resolve(&rt, &rt_path)?;
+        let capture = Capture::resolve(&rt, &rt_path).ok();
         if capture.is_none() {
             log::info!(
                 "{}: no aclmdlRI* capture functions (CANN older than 8.2?): graph capture is off",
                 rt_path.display()
             );
         }
-        let p = &nn_path;
-        let nnopbase = Nnopbase {
-            aclCreateTensor: required(&nn, p, "aclCreateTensor")?,
-            aclDestroyTensor: required(&nn, p, "aclDestroyTensor")?,
-            aclCreateScalar: required(&nn, p, "aclCreateScalar")?,
-            aclDestroyScalar: required(&nn, p, "aclDestroyScalar")?,
-            aclCreateIntArray: required(&nn, p, "aclCreateIntArray")?,
-            aclDestroyIntArray: required(&nn, p, "aclDestroyIntArray")?,
-            aclDestroyAclOpExecutor: optional(&nn, "aclDestroyAclOpExecutor"),
-        };
-        let table = Ops {
-            add: op(&ops, "aclnnAdd"),
-            sub: op(&ops, "aclnnSub"),
-            mul: op(&ops, "aclnnMul"),
-            div: op(&ops, "aclnnDiv"),
-            matmul: op(&ops, "aclnnMatmul"),
-            relu: op(&ops, "aclnnRelu"),
-            exp: op(&ops, "aclnnExp"),
-            sigmoid: op(&ops, "aclnnSigmoid"),
-            tanh: op(&ops, "aclnnTanh"),
-            sqrt: op(&ops, "aclnnSqrt"),
-            neg: op(&ops, "aclnnNeg"),
-            abs: op(&ops, "aclnnAbs"),
-            softmax: op(&ops, "aclnnSoftmax"),
-            cast: op(&ops, "aclnnCast"),
-            permute: op(&ops, "aclnnPermute"),
-            reduce_sum: op(&ops, "aclnnReduceSum"),
-            mean: op(&ops, "aclnnMean"),
-            amax: op(&ops, "aclnnAmax"),
-            amin: op(&ops, "aclnnAmin"),
-        };
+        let nnopbase = Nnopbase::resolve(&nn, &nn_path)?;
+        let table = Ops::resolve(&ops);
         Ok(Api {
             runtime,
             capture,

@@ -177,80 +177,82 @@ pub type aclnnLaunch = unsafe extern "C" fn(
     executor: *mut aclOpExecutor,
     stream: aclrtStream,
 ) -> aclnnStatus;
-/// `aclnnAdd`/`aclnnSub`: `(self, other, alpha, out, workspaceSize, executor)`.
-pub type aclnnBinaryAlphaGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    other: *const aclTensor,
-    alpha: *const aclScalar,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnMul`/`aclnnDiv`: `(self, other, out, workspaceSize, executor)`.
-pub type aclnnBinaryGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    other: *const aclTensor,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnMatmul`: `(self, mat2, out, int8_t cubeMathType, workspaceSize, executor)`.
-pub type aclnnMatmulGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    mat2: *const aclTensor,
-    out: *mut aclTensor,
-    cubeMathType: i8,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnRelu`, `aclnnExp`, `aclnnSigmoid`, `aclnnTanh`, `aclnnSqrt`, `aclnnNeg`, `aclnnAbs`:
-/// `(self, out, workspaceSize, executor)`.
-pub type aclnnUnaryGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnSoftmax`: `(self, int64_t dim, out, workspaceSize, executor)`.
-pub type aclnnSoftmaxGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    dim: i64,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnCast`: `(self, const aclDataType dtype, out, workspaceSize, executor)`.
-pub type aclnnCastGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    dtype: aclDataType,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnPermute`: `(self, const aclIntArray *dims, out, workspaceSize, executor)`.
-pub type aclnnPermuteGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    dims: *const aclIntArray,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnReduceSum`/`aclnnMean`: `(self, dim, bool keepDim, aclDataType dtype, out, ...)`.
-pub type aclnnReduceDtypeGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    dim: *const aclIntArray,
-    keepDim: bool,
-    dtype: aclDataType,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
-/// `aclnnAmax`/`aclnnAmin`: `(self, dim, bool keepDim, out, workspaceSize, executor)`.
-pub type aclnnReduceGetWorkspaceSize = unsafe extern "C" fn(
-    self_: *const aclTensor,
-    dim: *const aclIntArray,
-    keepDim: bool,
-    out: *mut aclTensor,
-    workspaceSize: *mut u64,
-    executor: *mut *mut aclOpExecutor,
-) -> aclnnStatus;
+
+/// Declares the types of aclnn first phases. Each is
+/// `aclnnStatus aclnnXGetWorkspaceSize(<the operator's arguments>, uint64_t *workspaceSize,
+/// aclOpExecutor **executor)`: an entry gives the operator's own arguments, the macro adds the
+/// two every first phase ends with.
+macro_rules! get_workspace_size {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty,)*);)*) => {
+        $(
+            $(#[$doc])*
+            pub type $name = unsafe extern "C" fn(
+                $($arg: $ty,)*
+                workspaceSize: *mut u64,
+                executor: *mut *mut aclOpExecutor,
+            ) -> aclnnStatus;
+        )*
+    };
+}
+
+get_workspace_size! {
+    /// `aclnnAdd`/`aclnnSub`: `(self, other, alpha, out, workspaceSize, executor)`.
+    aclnnBinaryAlphaGetWorkspaceSize(
+        self_: *const aclTensor,
+        other: *const aclTensor,
+        alpha: *const aclScalar,
+        out: *mut aclTensor,
+    );
+    /// `aclnnMul`/`aclnnDiv`: `(self, other, out, workspaceSize, executor)`.
+    aclnnBinaryGetWorkspaceSize(
+        self_: *const aclTensor,
+        other: *const aclTensor,
+        out: *mut aclTensor,
+    );
+    /// `aclnnMatmul`: `(self, mat2, out, int8_t cubeMathType, workspaceSize, executor)`.
+    aclnnMatmulGetWorkspaceSize(
+        self_: *const aclTensor,
+        mat2: *const aclTensor,
+        out: *mut aclTensor,
+        cubeMathType: i8,
+    );
+    /// `aclnnRelu`, `aclnnExp`, `aclnnSigmoid`, `aclnnTanh`, `aclnnSqrt`, `aclnnNeg`, `aclnnAbs`:
+    /// `(self, out, workspaceSize, executor)`.
+    aclnnUnaryGetWorkspaceSize(
+        self_: *const aclTensor,
+        out: *mut aclTensor,
+    );
+    /// `aclnnSoftmax`: `(self, int64_t dim, out, workspaceSize, executor)`.
+    aclnnSoftmaxGetWorkspaceSize(
+        self_: *const aclTensor,
+        dim: i64,
+        out: *mut aclTensor,
+    );
+    /// `aclnnCast`: `(self, const aclDataType dtype, out, workspaceSize, executor)`.
+    aclnnCastGetWorkspaceSize(
+        self_: *const aclTensor,
+        dtype: aclDataType,
+        out: *mut aclTensor,
+    );
+    /// `aclnnPermute`: `(self, const aclIntArray *dims, out, workspaceSize, executor)`.
+    aclnnPermuteGetWorkspaceSize(
+        self_: *const aclTensor,
+        dims: *const aclIntArray,
+        out: *mut aclTensor,
+    );
+    /// `aclnnReduceSum`/`aclnnMean`: `(self, dim, bool keepDim, aclDataType dtype, out, ...)`.
+    aclnnReduceDtypeGetWorkspaceSize(
+        self_: *const aclTensor,
+        dim: *const aclIntArray,
+        keepDim: bool,
+        dtype: aclDataType,
+        out: *mut aclTensor,
+    );
+    /// `aclnnAmax`/`aclnnAmin`: `(self, dim, bool keepDim, out, workspaceSize, executor)`.
+    aclnnReduceGetWorkspaceSize(
+        self_: *const aclTensor,
+        dim: *const aclIntArray,
+        keepDim: bool,
+        out: *mut aclTensor,
+    );
+}

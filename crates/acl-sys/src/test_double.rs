@@ -18,6 +18,10 @@ use std::process::Command;
 /// The double's C source.
 pub const SOURCE: &str = include_str!("../testdouble/acl_test_double.c");
 
+/// The header with the CANN ABI types that [`SOURCE`] (and the double's self-test) includes,
+/// as `acl_abi.h`.
+pub const ABI_HEADER: &str = include_str!("../testdouble/acl_abi.h");
+
 /// The file the double is built into (inside `<dir>/lib64/`).
 pub const LIBRARY_FILE: &str = "libacl_test_double.so";
 
@@ -47,6 +51,8 @@ impl TestDouble {
         std::fs::create_dir_all(&lib64).map_err(|e| format!("{}: {e}", lib64.display()))?;
         let src = lib64.join("acl_test_double.c");
         std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+        let header = lib64.join("acl_abi.h");
+        std::fs::write(&header, ABI_HEADER).map_err(|e| format!("{}: {e}", header.display()))?;
         let out = lib64.join(LIBRARY_FILE);
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let status = Command::new(&cc)

@@ -16,22 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int aclError;
-typedef int32_t aclnnStatus;
-typedef void *aclrtStream;
-typedef void *aclrtContext;
-typedef void *aclmdlRI;
-typedef struct aclTensor aclTensor;
-typedef struct aclScalar aclScalar;
-typedef struct aclIntArray aclIntArray;
-typedef struct aclOpExecutor aclOpExecutor;
+#include "acl_abi.h" /* the CANN types and enum values, shared with the double */
 
-enum {
-    ACL_DT_UNDEFINED = -1, ACL_FLOAT = 0, ACL_FLOAT16 = 1, ACL_INT8 = 2, ACL_INT32 = 3, ACL_UINT8 = 4,
-    ACL_INT16 = 6, ACL_UINT16 = 7, ACL_UINT32 = 8, ACL_INT64 = 9, ACL_UINT64 = 10, ACL_DOUBLE = 11,
-    ACL_BOOL = 12, ACL_BF16 = 27
-};
-enum { ACL_FORMAT_ND = 2 };
 enum { H2H = 0, H2D = 1, D2H = 2, D2D = 3 };
 enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 enum { STATUS_NONE = 0, STATUS_ACTIVE = 1, STATUS_INVALIDATED = 2 };
