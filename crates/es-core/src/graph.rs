@@ -365,30 +365,12 @@ impl Graph {
 
     fn check_out(&self, p: OutPort) -> Result<()> {
         let n = self.node(p.node)?;
-        if p.index as usize >= n.outputs.len() {
-            return Err(Error::build(format!(
-                "node '{}' ({}) has {} outputs, no output {}",
-                n.name,
-                n.op_type,
-                n.outputs.len(),
-                p.index
-            )));
-        }
-        Ok(())
+        check_slot(n, "output", n.outputs.len(), p.index)
     }
 
     fn check_in(&self, p: InPort) -> Result<()> {
         let n = self.node(p.node)?;
-        if p.index as usize >= n.inputs.len() {
-            return Err(Error::build(format!(
-                "node '{}' ({}) has {} inputs, no input {}",
-                n.name,
-                n.op_type,
-                n.inputs.len(),
-                p.index
-            )));
-        }
-        Ok(())
+        check_slot(n, "input", n.inputs.len(), p.index)
     }
 
     /// Connects an output to an unconnected input.
@@ -1009,4 +991,15 @@ impl Graph {
         }
         Ok(())
     }
+}
+
+/// `index` names one of a node's `count` inputs or outputs (`what`).
+fn check_slot(n: &Node, what: &str, count: usize, index: u32) -> Result<()> {
+    if index as usize >= count {
+        return Err(Error::build(format!(
+            "node '{}' ({}) has {count} {what}s, no {what} {index}",
+            n.name, n.op_type
+        )));
+    }
+    Ok(())
 }

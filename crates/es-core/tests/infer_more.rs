@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use es_core::attr::AttrValue;
-use es_core::ops::OpRegistry;
 use es_core::{DataType, Format};
 
 use DataType::{DOUBLE, FLOAT, FLOAT16, INT32, INT64, INT8, UINT8};
@@ -26,15 +25,7 @@ const MORE_OPS: &[&str] = &[
 
 #[test]
 fn every_added_operator_is_built_in_and_round_trips() {
-    let reg = registry();
-    let again = OpRegistry::from_json_str(&reg.to_json().to_string()).unwrap();
-    for op in MORE_OPS {
-        let p = reg
-            .get(op)
-            .unwrap_or_else(|| panic!("{op} is not in the built-in library"));
-        assert!(!p.doc.is_empty(), "{op} has no doc");
-        assert_eq!(**again.get(op).unwrap(), **p, "{op}");
-    }
+    assert_built_in_and_round_trip(MORE_OPS, true);
 }
 
 #[test]

@@ -248,11 +248,7 @@ impl<'a> Parser<'a> {
                     &mut b.inputs
                 };
                 if list.iter().any(|(d, _)| d.name == n) {
-                    return Err(at(
-                        nt.line,
-                        nt.col,
-                        format!("{what} '{n}' is declared twice in REG_OP({})", b.name),
-                    ));
+                    return Err(declared_twice(nt, what, n, &b.name));
                 }
                 let (ty, var) = match ty {
                     IoType::Var(v) => (TypeSpec::Var(v.clone()), Some((v, tl, tc))),
@@ -300,11 +296,7 @@ impl<'a> Parser<'a> {
                 };
                 self.expect_sym(")", &close)?;
                 if b.attrs.iter().any(|a| a.name == n) {
-                    return Err(at(
-                        nt.line,
-                        nt.col,
-                        format!("attribute '{n}' is declared twice in REG_OP({})", b.name),
-                    ));
+                    return Err(declared_twice(nt, "attribute", n, &b.name));
                 }
                 b.attrs.push(AttrDef {
                     name: n.to_string(),
@@ -321,11 +313,7 @@ impl<'a> Parser<'a> {
                     &format!("')' after the subgraph name in {method}(...)"),
                 )?;
                 if b.subgraphs.iter().any(|s| s.name == n) {
-                    return Err(at(
-                        nt.line,
-                        nt.col,
-                        format!("subgraph '{n}' is declared twice in REG_OP({})", b.name),
-                    ));
+                    return Err(declared_twice(nt, "subgraph", n, &b.name));
                 }
                 b.subgraphs.push(SubgraphDef {
                     name: n.to_string(),
@@ -715,4 +703,13 @@ fn attr_type(name: &str) -> std::result::Result<AttrType, String> {
              ListFloat, ListBool, ListType, ListListInt, Tensor or ListString)"
         )
     })
+}
+
+/// The error for a name declared twice in one REG_OP block, at the second declaration.
+fn declared_twice(nt: &Token, what: &str, name: &str, op: &str) -> Error {
+    at(
+        nt.line,
+        nt.col,
+        format!("{what} '{name}' is declared twice in REG_OP({op})"),
+    )
 }

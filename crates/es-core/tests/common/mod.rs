@@ -233,6 +233,20 @@ pub fn named<'a, const N: usize>(
     std::array::from_fn(|k| (names[k], ports[k]))
 }
 
+/// Each of `ops` is in the built-in library (with a doc when `need_doc`) and comes back the same
+/// from the library's JSON form.
+pub fn assert_built_in_and_round_trip<S: AsRef<str>>(ops: &[S], need_doc: bool) {
+    let reg = registry();
+    let again = OpRegistry::from_json_str(&reg.to_json().to_string()).unwrap();
+    for op in ops.iter().map(AsRef::as_ref) {
+        let p = reg
+            .get(op)
+            .unwrap_or_else(|| panic!("{op} is not in the built-in library"));
+        assert!(!need_doc || !p.doc.is_empty(), "{op} has no doc");
+        assert_eq!(**again.get(op).unwrap(), **p, "{op}");
+    }
+}
+
 pub fn has(msg: &str, parts: &[&str]) {
     for p in parts {
         assert!(msg.contains(p), "message {msg:?} lacks {p:?}");

@@ -123,15 +123,7 @@ const NN_OPS: &[&str] = &[
 
 #[test]
 fn every_tested_operator_is_built_in_and_round_trips() {
-    let reg = registry();
-    let again = OpRegistry::from_json_str(&reg.to_json().to_string()).unwrap();
-    for op in NN_OPS {
-        let p = reg
-            .get(op)
-            .unwrap_or_else(|| panic!("{op} is not in the built-in library"));
-        assert!(!p.doc.is_empty(), "{op} has no doc");
-        assert_eq!(**again.get(op).unwrap(), **p, "{op}");
-    }
+    assert_built_in_and_round_trip(NN_OPS, true);
 }
 
 #[test]

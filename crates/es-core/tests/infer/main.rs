@@ -22,7 +22,7 @@ mod source;
 use common::*;
 use es_core::attr::AttrValue;
 use es_core::infer::{builtin_rule, infer, InferCtx};
-use es_core::ops::{global_registry, IoKind, OpRegistry};
+use es_core::ops::{global_registry, IoKind};
 use es_core::{DataType, Error, Format, Graph, NodeId, OutPort, Shape, Tensor, TensorDesc};
 
 use DataType::{BOOL, FLOAT, FLOAT16, INT32, INT64, INT8, UINT8, UNDEFINED};
