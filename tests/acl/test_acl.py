@@ -1,5 +1,5 @@
 """The ACL backend (``ge.device="acl"``) from Python, against the ACL test double (a C library
-built here that stands in for Huawei's runtime; see tests/acl_double.py). Nothing here runs on an
+built here that stands in for Huawei's runtime; see tests/acl/acl_double.py). Nothing here runs on an
 NPU. Without ACL installed, ``acl`` is a DeviceError and ``auto`` runs on the CPU: checked in a
 fresh interpreter, because ACL stays loaded in a process once it has loaded."""
 

@@ -48,7 +48,7 @@ def test_dtype_mismatch_names_op_input_and_types():
     x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[2])
     i = b.create_input(1, data_type=DataType.DT_INT32, shape=[2])
     # Pow keeps one dtype for its two inputs (Add and the element-wise family promote, see
-    # test_ge_dtype_promotion.py).
+    # test_dtype_promotion.py).
     with pytest.raises(ge.GraphBuildError, match=r"Pow: input 'x2' has dtype DT_INT32, but input 'x1' has DT_FLOAT"):
         Pow(x, i)
     # A failed call adds nothing.

@@ -1,5 +1,5 @@
 """Operator-module plugins through the entry-point group ge.es.plugins (a real dist-info), loaded
-again in this process with ``load_plugins(reload=True)``; tests/test_ge_surface.py checks that a
+again in this process with ``load_plugins(reload=True)``; tests/es/test_ge_surface.py checks that a
 fresh ``import ge.es`` mounts them."""
 
 import importlib

@@ -733,7 +733,7 @@ def test_dump_to_stream_formats():
 
 
 def test_dump_to_file_uses_dump_graph_path(monkeypatch, tmp_path):
-    # GE's directory and file names (tests/test_ge_surface.py checks them in full).
+    # GE's directory and file names (tests/es/test_ge_surface.py checks them in full).
     g = if_graph()
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path))
     d = str(tmp_path / f"pid_{os.getpid()}_deviceid_0")

@@ -280,7 +280,8 @@ def fails(build: Callable[..., Any], *inputs: Input, exc: type = ge.GeError, mat
         run(build, *inputs, **kw)
 
 
-def conv_build(op: str, size: Optional[Sequence[int]] = None, extra: int = 0, **attrs: Any) -> Callable[..., Any]:
+def conv_build(op: str, size: Optional[Sequence[int]] = None, extra: int = 0,
+               **attrs: Any) -> Callable[..., Any]:
     """The ``build`` of a convolution ``op`` with ``attrs`` on inputs (x, filter, ``extra`` more
     [, bias]); ``size``: a constant int32 first input (the output size of a transposed one)."""
     from ge.es import all as es

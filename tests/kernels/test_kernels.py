@@ -78,7 +78,6 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, Callable, Dict, List, Tuple, Union
-from common import float_regop
 
 import ge
 import ge.ops
@@ -91,6 +90,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 # The shared harness: dtype tables, the graph/eager runner, bf16, checks, value generators.
+from common import float_regop
 from kernel_harness import (
     ALL,
     FLOATS,
@@ -155,8 +155,6 @@ def dtype_test(ops: Union[str, Dict[str, List[str]]]) -> Callable[..., Any]:
 # Coverage: every kernel of the four files is tested here
 # ---------------------------------------------------------------------------------------------
 
-from test_kernels_misc import MISC_OPS  # noqa: E402  (the kernels misc.rs held)
-
 KERNEL_FILES = ("elementwise.rs", "shape.rs", "matmul.rs", "reduce.rs")
 TESTED: set = set()  # filled by the tables below
 
@@ -168,9 +166,9 @@ def test_every_kernel_of_the_four_files_is_tested():
     for f in KERNEL_FILES:
         ops = _registered_in(KERNEL_DIR / f)
         assert ops, f
-        # Moved in from nn.rs, ge_ops.rs and misc.rs; test_kernels_dtypes.py,
-        # test_kernels_ge_ops.py and test_kernels_misc.py test them and check that they do.
-        ops -= {"PRelu", "Threshold", "Concat"} | MISC_OPS
+        # Moved in from nn.rs and ge_ops.rs; test_kernels_dtypes.py and test_kernels_ge_ops.py
+        # test them and check that they do.
+        ops -= {"PRelu", "Threshold", "Concat"}
         if ops - TESTED:
             missing[f] = sorted(ops - TESTED)
     assert not missing, f"kernels without a test here: {missing}"
@@ -504,9 +502,11 @@ FLOAT_BINARY_REF = {
 }
 INT_BINARY_REF = {
     "Add": _as_is(np.add), "AddV2": _as_is(np.add), "Sub": _as_is(np.subtract), "Mul": _as_is(np.multiply),
-    "Div": lambda a, b, d: wrap(trunc_div_exact(a, b), d), "RealDiv": lambda a, b, d: wrap(trunc_div_exact(a, b), d),
+    "Div": lambda a, b, d: wrap(trunc_div_exact(a, b), d),
+    "RealDiv": lambda a, b, d: wrap(trunc_div_exact(a, b), d),
     "DivNoNan": _int_div_no_nan, "FloorDiv": _as_is(np.floor_divide), "FloorMod": _as_is(np.remainder),
-    "Mod": _as_is(np.fmod), "Pow": _as_is(np.power), "Maximum": _as_is(np.maximum), "Minimum": _as_is(np.minimum),
+    "Mod": _as_is(np.fmod), "Pow": _as_is(np.power), "Maximum": _as_is(np.maximum),
+    "Minimum": _as_is(np.minimum),
     "SquaredDifference": _as_is(lambda x, y: np.square(x - y)),
 }
 

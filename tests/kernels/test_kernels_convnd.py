@@ -410,8 +410,9 @@ def test_deformable_conv2d_matches_bilinear_sampling(
         if bias:
             inputs.append((b, d))
         got = run(
-            conv_build("DeformableConv2D", extra=1, strides=full(stride), pads=list(pads), dilations=full(dil),
-                       groups=groups, data_format=fmt, deformable_groups=dg, modulated=modulated),
+            conv_build("DeformableConv2D", extra=1, strides=full(stride), pads=list(pads),
+                       dilations=full(dil), groups=groups, data_format=fmt, deformable_groups=dg,
+                       modulated=modulated),
             inputs,
             formats={1: fformat},
         )

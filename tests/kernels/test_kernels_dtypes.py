@@ -1,6 +1,6 @@
 """The kernels of nn.rs, index.rs and control.rs across every dtype of their prototypes.
 
-tests/test_kernels_nn.py and tests/test_control_flow.py check the semantics of these kernels
+tests/kernels/test_kernels_nn.py and test_kernels_control_flow.py check the semantics of these kernels
 (layouts, pads, masks, modes, errors), mostly in float32. Here every op registered in
 crates/ge-runtime/src/kernels/{nn,index,control}.rs runs in every dtype its prototype allows that
 the CPU backend has (f64, f32, f16, bf16, int8..int64, uint8..uint64, bool), for every typed input
@@ -14,10 +14,10 @@ only exclusion is the quantization input ``offset_w`` of Conv2D and DepthwiseCon
 kernels refuse ("not supported", checked by ``test_offset_w_is_not_supported``).
 
 Each case builds a one-op graph with ``ge.es`` and runs it through a ``ge.session.Session`` in
-graph mode and in eager mode (``run`` of tests/test_kernels.py: the two must agree byte for byte);
+graph mode and in eager mode (``run`` of kernel_harness.py: the two must agree byte for byte);
 the result must match a numpy reference written here. Hypothesis draws shapes, attributes and a
 seed for the values (``derandomize=True``, a few examples: every example runs every dtype).
-bf16 is fed and read as its uint16 bits and compared as float32 values (tests/test_kernels.py).
+bf16 is fed and read as its uint16 bits and compared as float32 values (kernel_harness.py).
 
 Values: data movement, comparisons and sign tests get 0, -0, +-inf, NaN and the dtype's
 extremes besides 10**U(-3, 3) of both signs and small integers; integers the whole range (sums
@@ -38,7 +38,7 @@ in f64 and rounds once (the values drawn are exact in f32, so rounding to bf16 d
 f32, as the reference does, agrees).
 
 Float math: |got - expected| <= atol + rtol * |expected| + extra, NaN where NaN, the same
-infinities; (rtol, atol) is tests/test_kernels.py's TOL (3 ulp for f32/f64, 1 ulp for f16/bf16;
+infinities; (rtol, atol) is kernel_harness.py's TOL (3 ulp for f32/f64, 1 ulp for f16/bf16;
 the smallest normal number); the reference is computed in float64 and rounded once to the dtype.
 
 - Conv2D, DepthwiseConv2D: f32, f16 and bf16 accumulate in f32 (f16/bf16 rounded once at the

@@ -2,13 +2,13 @@
 (crates/ge-runtime/src/kernels/ ge_ops.rs once; now transformer.rs, collective.rs, norm.rs,
 elementwise.rs and shape.rs): RmsNorm, AddRmsNorm, Threshold, Concat and the HCCL
 collectives at world size 1, each compared with numpy in every dtype of its prototype, in graph
-and eager mode (tests/test_kernels.py's runner checks the two agree), plus their errors.
+and eager mode (kernel_harness.py's runner checks the two agree), plus their errors.
 
 Coverage: test_every_op_and_dtype_of_ge_ops_is_tested fails for an op registered in ge_ops.rs
 without a test, or an input dtype of its prototype that no test runs.
 
 Tolerances: RmsNorm and AddRmsNorm are computed in f64 and rounded once (as the other norms of
-tests/test_kernels_dtypes.py), so they are checked with `near` and an f64 summation slack.
+tests/kernels/test_kernels_dtypes.py), so they are checked with `near` and an f64 summation slack.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ONNX conformance, enforced: every case in the allow-list (tests/onnx_conformance.json) loads
+"""ONNX conformance, enforced: every case in the allow-list (tests/onnx/onnx_conformance.json) loads
 with ge.onnx.load and matches the expected outputs in both graph modes. The harness and the
 promotion script are tools/onnx_conformance.py (``make conformance``)."""
 

@@ -180,7 +180,7 @@ def test_dead_nodes_are_not_run():
 
 
 def test_unknown_option_is_a_warning_naming_the_closest_key():
-    # GE accepts unknown keys (with a warning in its log); tests/test_ge_options.py has the rest.
+    # GE accepts unknown keys (with a warning in its log); tests/session/test_options.py has the rest.
     with pytest.warns(UserWarning, match=r"unknown option 'ge.nope' ignored"):
         Session({"ge.nope": "1"})
     s = Session()
@@ -193,7 +193,7 @@ def test_unknown_option_is_a_warning_naming_the_closest_key():
 
 
 def test_device_options():
-    # Running on ACL (and without it) is tested in test_acl.py.
+    # Running on ACL (and without it) is tested in tests/acl/test_acl.py.
     assert Session({"ge.device": "auto"}).options["ge.device"] == "auto"
     assert Session({"ge.exec.deviceId": "0"}).options["ge.exec.deviceId"] == 0
     with pytest.raises(ValueError, match="ge.exec.deviceId must be a device number"):
