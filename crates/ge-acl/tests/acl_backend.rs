@@ -114,6 +114,13 @@ fn opts(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A session with options `kv` and `g` added as graph 1.
+fn session(kv: &[(&str, &str)], g: Graph) -> Session {
+    let s = Session::new(&opts(kv)).unwrap();
+    s.add_graph(1, g, &BTreeMap::new()).unwrap();
+    s
+}
+
 fn x(n: usize, seed: f32) -> Value {
     let v: Vec<f32> = (0..n * 3)
         .map(|i| (i as f32 * 0.37 + seed).sin() * 2.0)
@@ -164,10 +171,8 @@ fn captured_calls(d: &TestDouble) -> Vec<Vec<String>> {
 #[test]
 fn graph_mode_captures_once_and_replays_matching_the_cpu() {
     let (_t, d) = double();
-    let cpu = Session::new(&opts(&[("ge.device", "cpu")])).unwrap();
-    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
-    let npu = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-    npu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let cpu = session(&[("ge.device", "cpu")], model());
+    let npu = session(&[("ge.device", "acl")], model());
     assert!(npu.runs_on_acl(1).unwrap());
 
     let first = npu.run_graph(1, vec![x(4, 0.0)]).unwrap();
@@ -263,10 +268,8 @@ fn eviction_and_shutdown_destroy_every_graph_and_free_every_buffer() {
 #[test]
 fn eager_mode_launches_every_run_and_never_captures() {
     let (_t, d) = double();
-    let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.graphMode", "off")])).unwrap();
-    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
-    let cpu = Session::new(&BTreeMap::new()).unwrap();
-    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let s = session(&[("ge.device", "acl"), ("ge.graphMode", "off")], model());
+    let cpu = session(&[], model());
     for _ in 0..3 {
         close(
             &s.run_graph(1, vec![x(3, 0.2)]).unwrap(),
@@ -295,8 +298,7 @@ fn operators_without_an_acl_implementation_are_listed_in_one_error() {
     let y = op(&mut b, "Sin", &[Some(y)], &[]);
     b.set_output(y, 0).unwrap();
     let g = b.build_and_reset().unwrap();
-    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-    s.add_graph(1, g, &BTreeMap::new()).unwrap();
+    let s = session(&[("ge.device", "acl")], g);
     let e = s.run_graph(1, vec![x(2, 0.0)]).unwrap_err();
     let m = e.to_string();
     assert!(matches!(e, Error::Unsupported(_)), "{m}");
@@ -308,8 +310,7 @@ fn operators_without_an_acl_implementation_are_listed_in_one_error() {
 #[test]
 fn acl_error_codes_become_errors_naming_the_node() {
     let (_t, d) = double();
-    let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.graphMode", "off")])).unwrap();
-    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let s = session(&[("ge.device", "acl"), ("ge.graphMode", "off")], model());
     d.fail_next(
         "aclnnSoftmax",
         361001,
@@ -340,13 +341,11 @@ fn acl_error_codes_become_errors_naming_the_node() {
 #[test]
 fn a_failed_capture_leaves_no_graph_and_the_next_run_recovers() {
     let (_t, d) = double();
-    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let s = session(&[("ge.device", "acl")], model());
     d.fail_next("aclnnRelu", 361001, "injected: launch refused");
     assert!(s.run_graph(1, vec![x(2, 0.0)]).is_err());
     assert_eq!(d.live("capturing"), 0);
-    let cpu = Session::new(&BTreeMap::new()).unwrap();
-    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let cpu = session(&[], model());
     close(
         &s.run_graph(1, vec![x(2, 0.0)]).unwrap(),
         &cpu.run_graph(1, vec![x(2, 0.0)]).unwrap(),
@@ -357,8 +356,7 @@ fn a_failed_capture_leaves_no_graph_and_the_next_run_recovers() {
 #[test]
 fn auto_picks_acl_when_it_loads_and_device_ids_are_checked() {
     let (_t, d) = double();
-    let s = Session::new(&opts(&[("ge.device", "auto")])).unwrap();
-    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let s = session(&[("ge.device", "auto")], model());
     assert!(s.runs_on_acl(1).unwrap());
     s.add_graph(2, model(), &opts(&[("ge.device", "cpu")]))
         .unwrap();
@@ -376,8 +374,7 @@ fn auto_picks_acl_when_it_loads_and_device_ids_are_checked() {
 fn shutdown_releases_in_a_legal_order() {
     let (_t, d) = double();
     {
-        let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-        s.add_graph(1, model(), &BTreeMap::new()).unwrap();
+        let s = session(&[("ge.device", "acl")], model());
         s.run_graph(1, vec![x(2, 0.0)]).unwrap();
         d.reset();
     }
@@ -399,10 +396,8 @@ fn shutdown_releases_in_a_legal_order() {
 #[test]
 fn runs_from_several_threads_share_the_device() {
     let (_t, d) = double();
-    let s = std::sync::Arc::new(Session::new(&opts(&[("ge.device", "acl")])).unwrap());
-    s.add_graph(1, model(), &BTreeMap::new()).unwrap();
-    let cpu = Session::new(&BTreeMap::new()).unwrap();
-    cpu.add_graph(1, model(), &BTreeMap::new()).unwrap();
+    let s = std::sync::Arc::new(session(&[("ge.device", "acl")], model()));
+    let cpu = session(&[], model());
     let want: Vec<Vec<Value>> = (0..4)
         .map(|i| cpu.run_graph(1, vec![x(1 + i % 2, i as f32)]).unwrap())
         .collect();
@@ -518,10 +513,8 @@ mod random_graphs {
             let (_t, d) = double();
             let g = graph(&c);
             let ins = || vec![values(&c.a, c.seed, -1.0), values(&c.b, c.seed ^ 7, 0.5)];
-            let cpu = Session::new(&BTreeMap::new()).unwrap();
-            cpu.add_graph(1, g.clone(), &BTreeMap::new()).unwrap();
-            let npu = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-            npu.add_graph(1, g, &BTreeMap::new()).unwrap();
+            let cpu = session(&[], g.clone());
+            let npu = session(&[("ge.device", "acl")], g);
             let want = cpu.run_graph(1, ins()).unwrap();
             close(&npu.run_graph(1, ins()).unwrap(), &want);
             close(&npu.run_graph(1, ins()).unwrap(), &want); // the replay
@@ -550,10 +543,8 @@ fn values_share_device_buffers_once_they_are_dead() {
     }
     b.set_output(y, 0).unwrap();
     let g = b.build_and_reset().unwrap();
-    let cpu = Session::new(&BTreeMap::new()).unwrap();
-    cpu.add_graph(1, g.clone(), &BTreeMap::new()).unwrap();
-    let s = Session::new(&opts(&[("ge.device", "acl")])).unwrap();
-    s.add_graph(1, g, &BTreeMap::new()).unwrap();
+    let cpu = session(&[], g.clone());
+    let s = session(&[("ge.device", "acl")], g);
     let before = d.live("device_buffers");
     let xs = || vec![x(4, 0.3)];
     close(

@@ -5,7 +5,7 @@ use acl_sys::ffi;
 use acl_sys::test_double::TestDouble;
 use acl_sys::Api;
 use ge_acl::acl::ops::{self, Binary, Reduce, Unary};
-use ge_acl::acl::{Acl, Error, Tensor};
+use ge_acl::acl::{Acl, DeviceBuffer, Error, Tensor};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 struct Fixture {
@@ -36,6 +36,11 @@ fn fixture() -> (MutexGuard<'static, ()>, &'static Fixture) {
     (guard, f)
 }
 
+/// A contiguous float32 tensor of shape `dims` over `buf`.
+fn f32_tensor(api: &'static Api, dims: &[i64], buf: &DeviceBuffer) -> Tensor {
+    Tensor::contiguous(api, ffi::ACL_FLOAT, dims, buf).unwrap()
+}
+
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -58,8 +63,8 @@ fn copies_and_an_eager_launch() {
     device
         .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 2.0, -3.0, 4.0]))
         .unwrap();
-    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[4], &x).unwrap();
-    let ty = Tensor::contiguous(api, ffi::ACL_FLOAT, &[4], &y).unwrap();
+    let tx = f32_tensor(api, &[4], &x);
+    let ty = f32_tensor(api, &[4], &y);
     stream
         .launch(ops::unary(api, Unary::Relu, &tx, &ty).unwrap(), None)
         .unwrap();
@@ -102,7 +107,7 @@ fn every_bound_operator_computes() {
     device
         .copy_to_device(&b, 0, &f32_bytes(&[1.0, 0.5, 2.0, -1.0, 1.0, 3.0]))
         .unwrap();
-    let t = |buf, dims: &[i64]| Tensor::contiguous(api, ffi::ACL_FLOAT, dims, buf).unwrap();
+    let t = |buf, dims: &[i64]| f32_tensor(api, dims, buf);
     let read = |n: usize, stream: &mut ge_acl::acl::Stream| {
         stream.synchronize().unwrap();
         let mut out = vec![0u8; n * 4];
@@ -178,8 +183,8 @@ fn a_launch_without_its_workspace_is_refused_before_acl() {
     let mut stream = device.create_stream().unwrap();
     let a = device.alloc(16).unwrap();
     let o = device.alloc(16).unwrap();
-    let ta = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2, 2], &a).unwrap();
-    let to = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2, 2], &o).unwrap();
+    let ta = f32_tensor(api, &[2, 2], &a);
+    let to = f32_tensor(api, &[2, 2], &o);
     let e = ops::matmul(api, &ta, &ta, &to).unwrap();
     assert!(e.workspace_size() > 0);
     let err = stream.launch(e, None).unwrap_err();
@@ -194,8 +199,8 @@ fn capture_records_and_replay_runs() {
     let mut stream = device.create_stream().unwrap();
     let x = device.alloc(8).unwrap();
     let y = device.alloc(8).unwrap();
-    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &x).unwrap();
-    let ty = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &y).unwrap();
+    let tx = f32_tensor(api, &[2], &x);
+    let ty = f32_tensor(api, &[2], &y);
     let e = ops::unary(api, Unary::Neg, &tx, &ty).unwrap();
     let graph = {
         let mut cap = stream.capture(&mut device).unwrap();
@@ -274,7 +279,7 @@ fn error_codes_become_errors_with_the_runtime_message() {
         .contains("aclrtMalloc failed with error 207001"));
     // A first phase that fails.
     let a = device.alloc(8).unwrap();
-    let ta = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &a).unwrap();
+    let ta = f32_tensor(api, &[2], &a);
     f.double
         .fail_next("aclnnReluGetWorkspaceSize", 161002, "injected: bad shape");
     let e = ops::unary(api, Unary::Relu, &ta, &ta).err().unwrap();
@@ -298,7 +303,7 @@ fn error_codes_become_errors_with_the_runtime_message() {
     );
     // The double's own checks: a shape mismatch in the first phase.
     let b = device.alloc(12).unwrap();
-    let tb = Tensor::contiguous(api, ffi::ACL_FLOAT, &[3], &b).unwrap();
+    let tb = f32_tensor(api, &[3], &b);
     let e = ops::binary(api, Binary::Mul, &ta, &tb, &ta).err().unwrap();
     assert!(matches!(e, Error::Acl { code: 161002, .. }), "{e}");
     assert!(!e.to_string().ends_with("161002"), "carries a message: {e}");
@@ -353,7 +358,7 @@ fn without_the_capture_functions_capture_is_off_and_eager_works() {
     device
         .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 1.0]))
         .unwrap();
-    let tx = Tensor::contiguous(api, ffi::ACL_FLOAT, &[2], &x).unwrap();
+    let tx = f32_tensor(api, &[2], &x);
     stream
         .launch(ops::unary(api, Unary::Abs, &tx, &tx).unwrap(), None)
         .unwrap();

@@ -89,12 +89,44 @@ impl Drop for DeviceShared {
     }
 }
 
-/// Device memory from `aclrtMalloc`, freed (`aclrtFree`) in `Drop`. A handle: the memory is
-/// not host-addressable, so copies into it take `&self`.
-pub struct DeviceBuffer {
-    pub(super) shared: std::sync::Arc<DeviceShared>,
-    pub(super) ptr: *mut c_void,
-    pub(super) len: usize,
+/// Declares a buffer of one device: its address and length in bytes, `len`, `is_empty`, and a
+/// `Drop` that hands the address to the device's release (`Deferred::$kind`: freed at once, or
+/// after a capture that may still use it).
+macro_rules! buffer {
+    ($(#[$meta:meta])* $name:ident, $kind:ident) => {
+        $(#[$meta])*
+        pub struct $name {
+            pub(super) shared: std::sync::Arc<DeviceShared>,
+            pub(super) ptr: *mut c_void,
+            pub(super) len: usize,
+        }
+
+        impl $name {
+            pub fn len(&self) -> usize {
+                self.len
+            }
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                self.shared.release(Deferred::$kind(self.ptr));
+            }
+        }
+    };
+}
+
+buffer! {
+    /// Device memory from `aclrtMalloc`, freed (`aclrtFree`) in `Drop`. A handle: the memory is
+    /// not host-addressable, so copies into it take `&self`.
+    DeviceBuffer, Device
+}
+
+buffer! {
+    /// Pinned host memory from `aclrtMallocHost`, freed (`aclrtFreeHost`) in `Drop`.
+    HostBuffer, Host
 }
 
 // SAFETY: a device address, usable from any thread with the device's context.
@@ -108,29 +140,10 @@ impl std::fmt::Debug for DeviceBuffer {
 }
 
 impl DeviceBuffer {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     /// The device address (for tensor descriptors; not dereferenceable on the host).
     pub fn device_ptr(&self) -> *mut c_void {
         self.ptr
     }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        self.shared.release(Deferred::Device(self.ptr));
-    }
-}
-
-/// Pinned host memory from `aclrtMallocHost`, freed (`aclrtFreeHost`) in `Drop`.
-pub struct HostBuffer {
-    pub(super) shared: std::sync::Arc<DeviceShared>,
-    pub(super) ptr: *mut c_void,
-    pub(super) len: usize,
 }
 
 // SAFETY: plain host memory owned by this value.
@@ -138,12 +151,6 @@ unsafe impl Send for HostBuffer {}
 unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `len` initialised (zeroed at allocation) host bytes owned by this value.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
@@ -151,11 +158,5 @@ impl HostBuffer {
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as above, borrowed mutably through `self`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
-    }
-}
-
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        self.shared.release(Deferred::Host(self.ptr));
     }
 }

@@ -30,11 +30,52 @@ pub fn contiguous_strides(dims: &[i64]) -> Vec<i64> {
     s
 }
 
-/// An `aclTensor`: a view (dims, strides and offset in elements, dtype) of device memory.
-/// Destroyed (`aclDestroyTensor`) in `Drop`; the memory is not owned.
-pub struct Tensor {
-    api: &'static Api,
-    raw: *mut ffi::aclTensor,
+/// Declares an nnopbase object wrapper: the API that made it and its handle, destroyed with
+/// `$destroy` in `Drop`.
+macro_rules! nnopbase_object {
+    ($(#[$meta:meta])* $name:ident($raw:ident), $destroy:ident) => {
+        $(#[$meta])*
+        pub struct $name {
+            api: &'static Api,
+            raw: *mut ffi::$raw,
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                // SAFETY: our live object, destroyed once.
+                unsafe { (self.api.nnopbase.$destroy)(self.raw) };
+            }
+        }
+    };
+}
+
+/// The object an nnopbase `call` (`aclCreateTensor`, ...) returned, or its error when it
+/// returned NULL.
+fn created<T>(api: &'static Api, call: &'static str, raw: *mut T) -> Result<*mut T> {
+    if raw.is_null() {
+        return Err(Error::Acl {
+            call,
+            code: -1,
+            message: api.recent_error(),
+        });
+    }
+    Ok(raw)
+}
+
+nnopbase_object! {
+    /// An `aclTensor`: a view (dims, strides and offset in elements, dtype) of device memory.
+    /// Destroyed (`aclDestroyTensor`) in `Drop`; the memory is not owned.
+    Tensor(aclTensor), aclDestroyTensor
+}
+
+nnopbase_object! {
+    /// An `aclScalar` (a copy of the value), destroyed in `Drop`.
+    Scalar(aclScalar), aclDestroyScalar
+}
+
+nnopbase_object! {
+    /// An `aclIntArray` (a copy of the values), destroyed in `Drop`.
+    IntArray(aclIntArray), aclDestroyIntArray
 }
 
 impl Tensor {
@@ -87,13 +128,7 @@ impl Tensor {
                 buffer.device_ptr(),
             )
         };
-        if raw.is_null() {
-            return Err(Error::Acl {
-                call: "aclCreateTensor",
-                code: -1,
-                message: api.recent_error(),
-            });
-        }
+        let raw = created(api, "aclCreateTensor", raw)?;
         Ok(Tensor { api, raw })
     }
 
@@ -112,19 +147,6 @@ impl Tensor {
     }
 }
 
-impl Drop for Tensor {
-    fn drop(&mut self) {
-        // SAFETY: our live tensor, destroyed once.
-        unsafe { (self.api.nnopbase.aclDestroyTensor)(self.raw) };
-    }
-}
-
-/// An `aclScalar` (a copy of the value), destroyed in `Drop`.
-pub struct Scalar {
-    api: &'static Api,
-    raw: *mut ffi::aclScalar,
-}
-
 impl Scalar {
     pub fn f32(api: &'static Api, v: f32) -> Result<Scalar> {
         let mut v = v;
@@ -137,49 +159,17 @@ impl Scalar {
     fn make(api: &'static Api, p: *mut c_void, dtype: ffi::aclDataType) -> Result<Scalar> {
         // SAFETY: `aclScalar *aclCreateScalar(void *value, aclDataType)` copies the value.
         let raw = unsafe { (api.nnopbase.aclCreateScalar)(p, dtype) };
-        if raw.is_null() {
-            return Err(Error::Acl {
-                call: "aclCreateScalar",
-                code: -1,
-                message: api.recent_error(),
-            });
-        }
+        let raw = created(api, "aclCreateScalar", raw)?;
         Ok(Scalar { api, raw })
     }
-}
-
-impl Drop for Scalar {
-    fn drop(&mut self) {
-        // SAFETY: our live scalar, destroyed once.
-        unsafe { (self.api.nnopbase.aclDestroyScalar)(self.raw) };
-    }
-}
-
-/// An `aclIntArray` (a copy of the values), destroyed in `Drop`.
-pub struct IntArray {
-    api: &'static Api,
-    raw: *mut ffi::aclIntArray,
 }
 
 impl IntArray {
     pub fn new(api: &'static Api, values: &[i64]) -> Result<IntArray> {
         // SAFETY: `aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size)`.
         let raw = unsafe { (api.nnopbase.aclCreateIntArray)(values.as_ptr(), values.len() as u64) };
-        if raw.is_null() {
-            return Err(Error::Acl {
-                call: "aclCreateIntArray",
-                code: -1,
-                message: api.recent_error(),
-            });
-        }
+        let raw = created(api, "aclCreateIntArray", raw)?;
         Ok(IntArray { api, raw })
-    }
-}
-
-impl Drop for IntArray {
-    fn drop(&mut self) {
-        // SAFETY: our live array, destroyed once.
-        unsafe { (self.api.nnopbase.aclDestroyIntArray)(self.raw) };
     }
 }
 
