@@ -176,6 +176,14 @@ impl T {
     pub fn dims(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Vec<i64> {
         self.ok(ty, ins, attrs).1
     }
+    /// Calls an op that must fail in inference with a message containing each of `parts`.
+    pub fn rejects(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
+        has(&self.err(ty, ins, attrs), parts);
+    }
+    /// [`T::rejects`] on fresh FLOAT inputs of the given dims.
+    pub fn rejects_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs, parts: &[&str]) {
+        has(&self.err_f(ty, spec, attrs), parts);
+    }
     /// Runs `f` with a fresh FLOAT input of the given dims for each named input.
     fn with_floats<R>(&mut self, spec: FloatIns, f: impl FnOnce(&mut Self, Ins) -> R) -> R {
         let ports: Vec<[OutPort; 1]> = spec.iter().map(|(_, d)| [self.f(d)]).collect();

@@ -119,74 +119,80 @@ fn conv2d_errors() {
     let wg = t.f(&[6, 1, 3, 3]);
     let mut ag = a.clone();
     ag.push(("groups", i(4)));
-    has(
-        &t.err("Conv2D", &[("x", &[xg]), ("filter", &[wg])], &ag),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[xg]), ("filter", &[wg])],
+        &ag,
         &["6 output channels", "groups 4"],
     );
     let w_ok = t.f(&[16, 3, 3, 3]);
-    has(
-        &t.err(
-            "Conv2D",
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]),
-        ),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok])],
+        &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]),
         &["'strides' must have 4 values"],
     );
-    has(
-        &t.err(
-            "Conv2D",
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]),
-        ),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok])],
+        &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]),
         &["'strides'", ">= 1"],
     );
-    has(
-        &t.err(
-            "Conv2D",
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
-        ),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok])],
+        &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
         &["'data_format'", "NCWH"],
     );
     let small = t.f(&[1, 3, 2, 2]);
-    has(
-        &t.err("Conv2D", &[("x", &[small]), ("filter", &[w_ok])], &a),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[small]), ("filter", &[w_ok])],
+        &a,
         &["output height would be empty"],
     );
     let bias = t.f(&[8]);
-    has(
-        &t.err(
-            "Conv2D",
-            &[("x", &[x]), ("filter", &[w_ok]), ("bias", &[bias])],
-            &a,
-        ),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok]), ("bias", &[bias])],
+        &a,
         &["'bias' [8]", "16 output channels"],
     );
     let x3 = t.f(&[3, 32, 32]);
-    has(
-        &t.err("Conv2D", &[("x", &[x3]), ("filter", &[w_ok])], &a),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x3]), ("filter", &[w_ok])],
+        &a,
         &["'x' must be 4-D"],
     );
     let w_fz = t.input_fmt(FLOAT, Format::FRACTAL_Z, &[16, 3, 3, 3]);
-    has(
-        &t.err("Conv2D", &[("x", &[x]), ("filter", &[w_fz])], &a),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_fz])],
+        &a,
         &["input filter format should be NCHW, NHWC or HWCN. actual is: FRACTAL_Z"],
     );
     let w0 = t.f(&[16, 3, 0, 3]);
-    has(
-        &t.err("Conv2D", &[("x", &[x]), ("filter", &[w0])], &a),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w0])],
+        &a,
         &["kernel height 0"],
     );
     // Huge attribute values give an error, not an arithmetic overflow.
     let mut big = conv_attrs("NCHW", &[1, 1, 1, 1], &[0, 0, 0, 0]);
     big.push(("dilations", li(&[1, 1, i64::MAX, 1])));
-    has(
-        &t.err("Conv2D", &[("x", &[x]), ("filter", &[w_ok])], &big),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok])],
+        &big,
         &["output height would be empty"],
     );
     let huge_pads = conv_attrs("NCHW", &[1, 1, 1, 1], &[i64::MAX, i64::MAX, 0, 0]);
-    has(
-        &t.err("Conv2D", &[("x", &[x]), ("filter", &[w_ok])], &huge_pads),
+    t.rejects(
+        "Conv2D",
+        &[("x", &[x]), ("filter", &[w_ok])],
+        &huge_pads,
         &["output height", "too large"],
     );
 }
@@ -242,23 +248,19 @@ fn conv2d_transpose_from_input_size_or_attrs() {
     let isz = t.ints(&[1, 8, 16, 16]);
     let x = t.nchw(&[1, 12, 8, 8]);
     let w = t.input_fmt(FLOAT, Format::NCHW, &[16, 8, 3, 3]);
-    has(
-        &t.err(
-            "Conv2DTranspose",
-            &[("input_size", &[isz]), ("x", &[x]), ("filter", &[w])],
-            &attrs,
-        ),
+    t.rejects(
+        "Conv2DTranspose",
+        &[("input_size", &[isz]), ("x", &[x]), ("filter", &[w])],
+        &attrs,
         &["channel mismatch", "12 channels", "16"],
     );
     let isz = t.ints(&[1, 8, 16]);
     let x = t.nchw(&[1, 16, 8, 8]);
     let w = t.input_fmt(FLOAT, Format::NCHW, &[16, 8, 3, 3]);
-    has(
-        &t.err(
-            "Conv2DTranspose",
-            &[("input_size", &[isz]), ("x", &[x]), ("filter", &[w])],
-            &attrs,
-        ),
+    t.rejects(
+        "Conv2DTranspose",
+        &[("input_size", &[isz]), ("x", &[x]), ("filter", &[w])],
+        &attrs,
         &["input 'input_size' must hold 4 values"],
     );
 }
@@ -292,8 +294,10 @@ fn depthwise_conv2d_multiplies_channels() {
     );
     let x = t.f(&[1, 8, 8, 3]);
     let w = t.input_fmt(FLOAT, Format::HWCN, &[3, 3, 4, 1]);
-    has(
-        &t.err("DepthwiseConv2D", &[("x", &[x]), ("filter", &[w])], &attrs),
+    t.rejects(
+        "DepthwiseConv2D",
+        &[("x", &[x]), ("filter", &[w])],
+        &attrs,
         &["channel mismatch", "3 channels", "has 4"],
     );
 }
@@ -333,23 +337,19 @@ fn conv3d_shapes() {
         ),
         vec![U, U, U, U, 16]
     );
-    has(
-        &t.err_f(
-            "Conv3D",
-            &[("x", &[1, 8, 8, 8, 4]), ("filter", &[16, 3, 3, 3, 3])],
-            &attrs,
-        ),
+    t.rejects_f(
+        "Conv3D",
+        &[("x", &[1, 8, 8, 8, 4]), ("filter", &[16, 3, 3, 3, 3])],
+        &attrs,
         &["channel mismatch", "4 input channels"],
     );
-    has(
-        &t.err_f(
-            "Conv3D",
-            &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
-            &[
-                ("strides", li(&[1, 1, 1, 1, 1])),
-                ("pads", li(&[1, 1, 1, 1])),
-            ],
-        ),
+    t.rejects_f(
+        "Conv3D",
+        &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
+        &[
+            ("strides", li(&[1, 1, 1, 1, 1])),
+            ("pads", li(&[1, 1, 1, 1])),
+        ],
         &["attribute 'pads' must have 6 values"],
     );
 }
@@ -375,8 +375,10 @@ fn bias_add_checks_channels() {
     );
     let x = t.f(&[2, 4, 4, 3]);
     let bias = t.f(&[4]);
-    has(
-        &t.err("BiasAdd", &[("x", &[x]), ("bias", &[bias])], &[]),
+    t.rejects(
+        "BiasAdd",
+        &[("x", &[x]), ("bias", &[bias])],
+        &[],
         &["input 'bias' [4] has 4 values", "3 channels"],
     );
 }

@@ -68,24 +68,27 @@ fn top_k_v2() {
     let id = t.call("TopKV2", &[("x", &[xu]), ("k", &[k])], &[]).unwrap();
     assert_eq!(t.outs(id), vec![(FLOAT, vec![U, 3]), (INT32, vec![U, 3])]);
     let k20 = t.scalar_i32(20);
-    has(
-        &t.err("TopKV2", &[("x", &[x]), ("k", &[k20])], &[]),
+    t.rejects(
+        "TopKV2",
+        &[("x", &[x]), ("k", &[k20])],
+        &[],
         &["'k' is 20, more than dim 1 of x [4, 10] (10)"],
     );
     let kn = t.scalar_i32(-1);
-    has(
-        &t.err("TopKV2", &[("x", &[x]), ("k", &[kn])], &[]),
+    t.rejects(
+        "TopKV2",
+        &[("x", &[x]), ("k", &[kn])],
+        &[],
         &["'k' must be >= 0"],
     );
-    has(
-        &t.err("TopKV2", &[("x", &[x]), ("k", &[k])], &[("dim", i(2))]),
+    t.rejects(
+        "TopKV2",
+        &[("x", &[x]), ("k", &[k])],
+        &[("dim", i(2))],
         &["'dim' 2 is out of range"],
     );
     let s = t.f(&[]);
-    has(
-        &t.err("TopKV2", &[("x", &[s]), ("k", &[k])], &[]),
-        &["rank >= 1"],
-    );
+    t.rejects("TopKV2", &[("x", &[s]), ("k", &[k])], &[], &["rank >= 1"]);
 }
 
 #[test]
@@ -165,25 +168,23 @@ fn gather_elements() {
         vec![U, U]
     );
     let i3 = t.input(INT32, &[4, 2, 1]);
-    has(
-        &t.err("GatherElements", &[("x", &[x]), ("index", &[i3])], &[]),
+    t.rejects(
+        "GatherElements",
+        &[("x", &[x]), ("index", &[i3])],
+        &[],
         &["same rank (2 vs 3)"],
     );
     let i_big = t.input(INT32, &[6, 5]);
-    has(
-        &t.err(
-            "GatherElements",
-            &[("x", &[x]), ("index", &[i_big])],
-            &[("dim", i(1))],
-        ),
+    t.rejects(
+        "GatherElements",
+        &[("x", &[x]), ("index", &[i_big])],
+        &[("dim", i(1))],
         &["larger than x [4, 5] at dim 0"],
     );
-    has(
-        &t.err(
-            "GatherElements",
-            &[("x", &[x]), ("index", &[idx])],
-            &[("dim", i(2))],
-        ),
+    t.rejects(
+        "GatherElements",
+        &[("x", &[x]), ("index", &[idx])],
+        &[("dim", i(2))],
         &["'dim' 2 is out of range"],
     );
 }
@@ -238,23 +239,19 @@ fn gather_v2_axis_and_batch_dims() {
     let x = t.f(&[5, 6, 7]);
     let idx = t.input(INT32, &[2]);
     let a = t.scalar_i32(3);
-    has(
-        &t.err(
-            "GatherV2",
-            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
-            &[],
-        ),
+    t.rejects(
+        "GatherV2",
+        &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+        &[],
         &["axis 3 is out of range for rank 3"],
     );
     let x = t.f(&[4, 5, 6]);
     let idx = t.input(INT32, &[3, 2]);
     let a = t.scalar_i32(1);
-    has(
-        &t.err(
-            "GatherV2",
-            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
-            &[("batch_dims", i(1))],
-        ),
+    t.rejects(
+        "GatherV2",
+        &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+        &[("batch_dims", i(1))],
         &["batch dim 0 differs"],
     );
 
@@ -270,12 +267,10 @@ fn gather_v2_axis_and_batch_dims() {
     );
     let x = t.f(&[5, 6, 7]);
     let idx = t.input(INT32, &[4]);
-    has(
-        &t.err(
-            "GatherV2D",
-            &[("x", &[x]), ("indices", &[idx])],
-            &[("axis", i(-4))],
-        ),
+    t.rejects(
+        "GatherV2D",
+        &[("x", &[x]), ("indices", &[idx])],
+        &[("axis", i(-4))],
         &["axis -4 is out of range"],
     );
 }
@@ -303,8 +298,10 @@ fn gather_nd_shapes() {
     );
     let x = t.f(&[4, 5, 6]);
     let idx = t.input(INT32, &[2, 4]);
-    has(
-        &t.err("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+    t.rejects(
+        "GatherNd",
+        &[("x", &[x]), ("indices", &[idx])],
+        &[],
         &["last dim of indices [2, 4] is 4", "rank 3"],
     );
 }
@@ -337,12 +334,10 @@ fn scatter_nd_and_update() {
     let idx = t.input(INT32, &[2, 1]);
     let x = t.f(&[2, 6]);
     let sh = t.ints(&[4, 5]);
-    has(
-        &t.err(
-            "ScatterNd",
-            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
-            &[],
-        ),
+    t.rejects(
+        "ScatterNd",
+        &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+        &[],
         &["input 'x' [2, 6] must have shape [2, 5]"],
     );
 
@@ -371,12 +366,10 @@ fn scatter_nd_and_update() {
     let v = t.f(&[4, 5]);
     let idx = t.input(INT64, &[3, 2]);
     let u = t.f(&[3, 5]);
-    has(
-        &t.err(
-            "ScatterNdUpdate",
-            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
-            &[],
-        ),
+    t.rejects(
+        "ScatterNdUpdate",
+        &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+        &[],
         &["input 'updates' [3, 5] must have shape [3]"],
     );
 }
@@ -399,8 +392,10 @@ fn nonzero_and_where() {
     let x = t.ints(&[1, 0, 2, 0]);
     assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![2, 1]);
     assert_eq!(t.dims_f("NonZero", &[("x", &[-2])], &[]), vec![U, U]);
-    has(
-        &t.err_f("NonZero", &[("x", &[2, 3])], &[("dtype", ty(FLOAT))]),
+    t.rejects_f(
+        "NonZero",
+        &[("x", &[2, 3])],
+        &[("dtype", ty(FLOAT))],
         &["attribute 'dtype' must be DT_INT32 or DT_INT64", "DT_FLOAT"],
     );
 
@@ -459,23 +454,19 @@ fn embedding_bag_outputs() {
     let w = t.f(&[10, 4]);
     let idx = t.input(INT32, &[6]);
     let off = t.input(INT32, &[3]);
-    has(
-        &t.err(
-            "EmbeddingBag",
-            &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
-            &[("mode", s("prod"))],
-        ),
+    t.rejects(
+        "EmbeddingBag",
+        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[("mode", s("prod"))],
         &["attribute 'mode'", "\"prod\""],
     );
     let w = t.f(&[10]);
     let idx = t.input(INT32, &[6]);
     let off = t.input(INT32, &[3]);
-    has(
-        &t.err(
-            "EmbeddingBag",
-            &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
-            &[],
-        ),
+    t.rejects(
+        "EmbeddingBag",
+        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[],
         &["input 'weight' must be 2-D"],
     );
 }

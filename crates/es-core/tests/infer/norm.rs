@@ -80,20 +80,16 @@ fn batch_norm() {
     );
     has(&m, &["'offset' has 7 values"]);
     let x3 = t.f(&[2, 4, 8]);
-    has(
-        &t.err(
-            "BatchNorm",
-            &[("x", &[x3]), ("scale", &[sc]), ("offset", &[of])],
-            &[],
-        ),
+    t.rejects(
+        "BatchNorm",
+        &[("x", &[x3]), ("scale", &[sc]), ("offset", &[of])],
+        &[],
         &["4-D or 5-D"],
     );
-    has(
-        &t.err(
-            "BatchNorm",
-            &[("x", &[x]), ("scale", &[sc]), ("offset", &[of])],
-            &[("data_format", s("HWCN"))],
-        ),
+    t.rejects(
+        "BatchNorm",
+        &[("x", &[x]), ("scale", &[sc]), ("offset", &[of])],
+        &[("data_format", s("HWCN"))],
         &["'data_format'", "HWCN"],
     );
 }
@@ -285,10 +281,7 @@ fn lrn_is_4d_elementwise() {
         vec![U, 8, U, U]
     );
     let x = t.f(&[8, 5, 5]);
-    has(
-        &t.err("LRN", &[("x", &[x])], &[]),
-        &["input 'x' must be 4-D"],
-    );
+    t.rejects("LRN", &[("x", &[x])], &[], &["input 'x' must be 4-D"]);
     let m = t.err_f(
         "LRN",
         &[("x", &[1, 8, 5, 5])],

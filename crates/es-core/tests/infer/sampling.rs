@@ -49,32 +49,26 @@ fn resize_nearest_and_bilinear_v2() {
     );
     let x = t.f(&[1, 8, 8, 3]);
     let sz = t.ints(&[16, 16, 1]);
-    has(
-        &t.err(
-            "ResizeNearestNeighborV2",
-            &[("x", &[x]), ("size", &[sz])],
-            &[],
-        ),
+    t.rejects(
+        "ResizeNearestNeighborV2",
+        &[("x", &[x]), ("size", &[sz])],
+        &[],
         &["input 'size' must hold 2 values"],
     );
     let x = t.f(&[1, 8, 8, 3]);
     let sz = t.ints(&[16, 16]);
-    has(
-        &t.err(
-            "ResizeBilinearV2",
-            &[("x", &[x]), ("size", &[sz])],
-            &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
-        ),
+    t.rejects(
+        "ResizeBilinearV2",
+        &[("x", &[x]), ("size", &[sz])],
+        &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
         &["'align_corners' and 'half_pixel_centers'"],
     );
     let x = t.f(&[1, 8, 8, 3]);
     let sz = t.ints(&[16, 16]);
-    has(
-        &t.err(
-            "ResizeBilinearV2",
-            &[("x", &[x]), ("size", &[sz])],
-            &[("dtype", ty(INT32))],
-        ),
+    t.rejects(
+        "ResizeBilinearV2",
+        &[("x", &[x]), ("size", &[sz])],
+        &[("dtype", ty(INT32))],
         &["attribute 'dtype' is DT_INT32"],
     );
 }
@@ -118,23 +112,25 @@ fn resize_by_sizes_or_scales() {
     let x = t.nchw(&[1, 3, 8, 8]);
     let sc = t.floats(&[1.0, 1.0, 2.0, 2.0]);
     let sz = t.ints64(&[1, 3, 16, 16]);
-    has(
-        &t.err(
-            "Resize",
-            &[("x", &[x]), ("scales", &[sc]), ("sizes", &[sz])],
-            &[],
-        ),
+    t.rejects(
+        "Resize",
+        &[("x", &[x]), ("scales", &[sc]), ("sizes", &[sz])],
+        &[],
         &["'sizes' and 'scales' are both given"],
     );
     let x = t.nchw(&[1, 3, 8, 8]);
     let sz = t.ints64(&[1, 3, 16]);
-    has(
-        &t.err("Resize", &[("x", &[x]), ("sizes", &[sz])], &[]),
+    t.rejects(
+        "Resize",
+        &[("x", &[x]), ("sizes", &[sz])],
+        &[],
         &["input 'sizes' has 3 values", "one per dim (4)"],
     );
     let x = t.nchw(&[1, 3, 8, 8]);
-    has(
-        &t.err("Resize", &[("x", &[x])], &[("mode", s("area"))]),
+    t.rejects(
+        "Resize",
+        &[("x", &[x])],
+        &[("mode", s("area"))],
         &["attribute 'mode'", "\"area\""],
     );
 }
