@@ -14,7 +14,7 @@ import gc
 import platform
 import sys
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 
 def build_ge(n: int) -> None:
@@ -30,7 +30,8 @@ def build_ge(n: int) -> None:
     b.build_and_reset([x])
 
 
-def build_onnx(n: int) -> None:
+def onnx_chain(n: int) -> Any:
+    """The chain as an ONNX graph built with onnx.helper (also what bench_rewrite.py rewrites)."""
     from onnx import TensorProto, helper
 
     nodes = []
@@ -39,13 +40,18 @@ def build_onnx(n: int) -> None:
         nodes.append(helper.make_node("Add", [prev, "c"], [f"a{i}"], name=f"Add_{i}"))
         nodes.append(helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"Relu_{i}"))
         prev = f"r{i}"
-    graph = helper.make_graph(
+    return helper.make_graph(
         nodes, "chain",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [16])],
         [helper.make_tensor("c", TensorProto.FLOAT, [], [1.0])],
     )
-    helper.make_model(graph)
+
+
+def build_onnx(n: int) -> None:
+    from onnx import helper
+
+    helper.make_model(onnx_chain(n))
 
 
 def build_fx(n: int) -> None:

@@ -44,7 +44,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,7 +52,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 # Machine and package versions, and CPU-time counters: the same as bench_run's.
-from bench_run import busy_cpu_s, own_cpu_s, versions
+from bench_run import busy_cpu_s, own_cpu_s, run_worker, versions
 
 MODELS = ("resnet50", "googlenet", "densenet121", "shufflenet_v2", "squeezenet1_1", "vgg16", "transformer")
 RUNTIMES = ("ort", "tract", "ge")
@@ -389,23 +388,6 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
             "load_s": load_s, "first_run_s": first_s}
 
 
-def run_worker(spec: Dict[str, Any], timeout: float) -> Dict[str, Any]:
-    env = dict(os.environ)
-    n = str(spec["threads"])
-    env.update({"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n})
-    try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)],
-                           capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:g} s"}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        tail = (p.stderr.strip().splitlines() or [""])[-1]
-        why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
-        return {"error": f"crashed ({why}){': ' + tail[:120] if tail else ''}"}
-    return json.loads(lines[-1])
-
-
 # ---------------------------------------------------------------------------------------------
 # The driver
 # ---------------------------------------------------------------------------------------------
@@ -489,7 +471,7 @@ def main(argv: List[str]) -> None:
                 out = os.path.join(tmp, f"{m}_{rt}_{th}.npy")
                 spec = {"runtime": rt, "model": onnx_path, "input": in_path, "threads": th, "out": out,
                         "repeat": args.repeat, "warmup": args.warmup, "budget": args.budget}
-                r = run_worker(spec, args.timeout)
+                r = run_worker(spec, args.timeout, script=__file__)
                 if "error" not in r:
                     r["output"] = out
                 entry["runs"][f"{rt}/{th}"] = r

@@ -152,7 +152,8 @@ def fx_runner() -> Runner:
 
 
 def onnxscript_runner() -> Runner:
-    from onnx import TensorProto, helper
+    from bench_build import onnx_chain
+    from onnx import helper
     from onnxscript import ir
     from onnxscript.rewriter import pattern as orp
     from onnxscript.rewriter import rewrite
@@ -169,20 +170,7 @@ def onnxscript_runner() -> Runner:
     rule = orp.RewriteRule(target, fused, condition)
 
     def run(n: int) -> Tuple[float, int]:
-        nodes = []
-        prev = "x"
-        for i in range(n):
-            nodes.append(helper.make_node("Add", [prev, "c"], [f"a{i}"], name=f"Add_{i}"))
-            nodes.append(helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"Relu_{i}"))
-            prev = f"r{i}"
-        graph = helper.make_graph(
-            nodes,
-            "chain",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
-            [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [16])],
-            [helper.make_tensor("c", TensorProto.FLOAT, [], [1.0])],
-        )
-        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("custom", 1)])
+        proto = helper.make_model(onnx_chain(n), opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("custom", 1)])
         model = ir.serde.deserialize_model(proto)
         gc.collect()
         t0 = time.perf_counter()

@@ -460,19 +460,22 @@ def own_cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def run_worker(spec: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+def run_worker(spec: Dict[str, Any], timeout: float, script: str = __file__) -> Dict[str, Any]:
+    """Runs ``script --worker <spec>`` (this file by default; bench_models.py passes its own) in a
+    fresh process with ``spec["threads"]`` BLAS threads; its last JSON line, or an error entry."""
     env = dict(os.environ)
     n = str(spec["threads"])
     env.update({"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n})
     try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)],
+        p = subprocess.run([sys.executable, os.path.abspath(script), "--worker", json.dumps(spec)],
                            capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
+        return {"error": f"timed out after {timeout:g} s"}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
-        err = (p.stderr.strip().splitlines() or ["?"])[-1]
-        return {"error": err[:300]}
+        tail = (p.stderr.strip().splitlines() or [""])[-1]
+        why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
+        return {"error": f"crashed ({why}){': ' + tail[:120] if tail else ''}"}
     return json.loads(lines[-1])
 
 
