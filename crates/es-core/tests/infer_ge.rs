@@ -11,24 +11,32 @@ use es_core::DataType::{BF16, FLOAT, FLOAT16, INT32, INT64, INT8};
 fn rms_norm_rstd_keeps_leading_dims_as_float() {
     let mut t = T::new();
     let x = t.input(FLOAT16, &[2, 3, 4]);
-    let g = t.input(FLOAT16, &[4]);
     assert_eq!(
-        t.all("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]),
+        t.all_in(
+            "RmsNorm",
+            &[("x", Port(x)), ("gamma", Typed(FLOAT16, &[4]))],
+            &[]
+        ),
         vec![(FLOAT16, vec![2, 3, 4]), (FLOAT, vec![2, 3, 1])]
     );
-    let g2 = t.input(FLOAT16, &[3, 4]);
     assert_eq!(
-        t.all("RmsNorm", &[("x", &[x]), ("gamma", &[g2])], &[])[1],
+        t.all_in(
+            "RmsNorm",
+            &[("x", Port(x)), ("gamma", Typed(FLOAT16, &[3, 4]))],
+            &[]
+        )[1],
         (FLOAT, vec![2, 1, 1])
     );
-    let xu = t.input(BF16, &[U, 3, 4]);
-    let gb = t.input(BF16, &[U]);
     assert_eq!(
-        t.all("RmsNorm", &[("x", &[xu]), ("gamma", &[gb])], &[]),
+        t.all_in(
+            "RmsNorm",
+            &[("x", Typed(BF16, &[U, 3, 4])), ("gamma", Typed(BF16, &[U]))],
+            &[]
+        ),
         vec![(BF16, vec![U, 3, 4]), (FLOAT, vec![U, 3, 1])]
     );
     assert_eq!(
-        t.all_f("RmsNorm", &[("x", &[-2]), ("gamma", &[4])], &[])[1],
+        t.all_in("RmsNorm", &[("x", F(&[-2])), ("gamma", F(&[4]))], &[])[1],
         (FLOAT, vec![-2])
     );
 }
@@ -37,14 +45,12 @@ fn rms_norm_rstd_keeps_leading_dims_as_float() {
 fn rms_norm_rejects_a_gamma_that_does_not_fit() {
     let mut t = T::new();
     let x = t.f(&[2, 3]);
-    let g = t.f(&[4]);
-    let m = t.err("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]);
+    let m = t.err_in("RmsNorm", &[("x", Port(x)), ("gamma", F(&[4]))], &[]);
     has(
         &m,
         &["RmsNorm", "input 'gamma' [4]", "trailing dims", "[2, 3]"],
     );
-    let g = t.f(&[1, 2, 3]);
-    let m = t.err("RmsNorm", &[("x", &[x]), ("gamma", &[g])], &[]);
+    let m = t.err_in("RmsNorm", &[("x", Port(x)), ("gamma", F(&[1, 2, 3]))], &[]);
     has(&m, &["more dims than x [2, 3]"]);
     let h = t.input(FLOAT16, &[3]);
     assert!(t
@@ -67,10 +73,13 @@ fn add_rms_norm_returns_y_rstd_and_the_sum() {
             (FLOAT16, vec![2, 5, 8])
         ]
     );
-    let c = t.input(FLOAT16, &[2, 8]);
-    let m = t.err(
+    let m = t.err_in(
         "AddRmsNorm",
-        &[("x1", &[a]), ("x2", &[c]), ("gamma", &[g])],
+        &[
+            ("x1", Port(a)),
+            ("x2", Typed(FLOAT16, &[2, 8])),
+            ("gamma", Port(g)),
+        ],
         &[],
     );
     has(
@@ -132,8 +141,10 @@ fn all_gather_multiplies_and_reduce_scatter_divides_dim0() {
         t.ok("HcomAllGather", &[("x", &[x])], &g(2)),
         (INT8, vec![8, 512])
     );
-    let u = t.input(INT8, &[U, 2]);
-    assert_eq!(t.dims("HcomAllGather", &[("x", &[u])], &g(3)), vec![U, 2]);
+    assert_eq!(
+        t.dims_in("HcomAllGather", &[("x", Typed(INT8, &[U, 2]))], &g(3)),
+        vec![U, 2]
+    );
     let m = t.err("HcomAllGather", &[("x", &[x])], &g(0));
     has(&m, &["attribute 'rank_size' is 0"]);
     let y = t.f(&[8, 3]);
@@ -153,7 +164,7 @@ fn all_gather_multiplies_and_reduce_scatter_divides_dim0() {
         &m,
         &["dim 0 of input 'x' [8, 3] is not divisible by attribute 'rank_size' 3"],
     );
-    let m = t.err_f("HcomAllGather", &[("x", &[])], &g(1));
+    let m = t.err_in("HcomAllGather", &[("x", F(&[]))], &g(1));
     has(&m, &["must have at least one dim"]);
 }
 
@@ -212,10 +223,9 @@ fn dynamic_quant_scale_drops_the_last_dim() {
         &[],
     );
     has(&m, &["input 'smooth_scales' [8] must have shape [3, 8]"]);
-    let sb = t.input(BF16, &[8]);
-    let m = t.err(
+    let m = t.err_in(
         "DynamicQuant",
-        &[("x", &[x]), ("smooth_scales", &[sb])],
+        &[("x", Port(x)), ("smooth_scales", Typed(BF16, &[8]))],
         &[],
     );
     has(
@@ -238,14 +248,14 @@ fn moe_gating_top_k_softmax_puts_k_last() {
     );
     let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x])], &[("k", i(9))]);
     has(&m, &["attribute 'k' is 9; it must be in [1, 8]"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "MoeGatingTopKSoftmax",
-        &[("x", &[1, 2, 3, 4])],
+        &[("x", F(&[1, 2, 3, 4]))],
         &[("k", i(1))],
     );
     has(&m, &["must be 2-D or 3-D"]);
     assert_eq!(
-        t.dims_f("MoeGatingTopKSoftmax", &[("x", &[-2])], &[("k", i(4))]),
+        t.dims_in("MoeGatingTopKSoftmax", &[("x", F(&[-2]))], &[("k", i(4))]),
         vec![-2]
     );
 }
@@ -310,10 +320,13 @@ fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
         &[],
     );
     has(&m, &["input 'scale' is not given"]);
-    let w2 = t.input(INT8, &[4, 8, 32]);
-    let m = t.err(
+    let m = t.err_in(
         "GroupedMatmulFinalizeRouting",
-        &[("x", &[x]), ("w", &[w2]), ("scale", &[sc])],
+        &[
+            ("x", Port(x)),
+            ("w", Typed(INT8, &[4, 8, 32])),
+            ("scale", Port(sc)),
+        ],
         &[],
     );
     has(&m, &["input 'w' [4, 8, 32] must be [e, k, n] with k 16"]);

@@ -296,9 +296,8 @@ fn log_promotes_integers_to_float() {
         (BF16, BF16),
         (DataType::DOUBLE, DataType::DOUBLE),
     ] {
-        let x = t.input(dt, &[2, U]);
         assert_eq!(
-            t.ok("Log", &[("x", &[x])], &[("base", f(2.0))]),
+            t.ok_in("Log", &[("x", Typed(dt, &[2, U]))], &[("base", f(2.0))]),
             (want, vec![2, U]),
             "{dt}"
         );
@@ -309,8 +308,10 @@ fn log_promotes_integers_to_float() {
 fn is_nan_and_is_inf_give_bool() {
     let mut t = T::new();
     for ty in ["IsNan", "IsInf"] {
-        let x = t.input(FLOAT16, &[3, U]);
-        assert_eq!(t.ok(ty, &[("x", &[x])], &[]), (BOOL, vec![3, U]));
+        assert_eq!(
+            t.ok_in(ty, &[("x", Typed(FLOAT16, &[3, U]))], &[]),
+            (BOOL, vec![3, U])
+        );
         let x = t.input(INT32, &[3]);
         has(
             &t.fail(ty, &[("x", &[x])], &[]).to_string(),
@@ -335,19 +336,16 @@ fn binary_broadcast_known_unknown_and_errors() {
             (&[-2], &[3], &[-2]),
         ];
         for (a, c, out) in cases {
-            let x1 = t.input(dt, a);
-            let x2 = t.input(dt, c);
             assert_eq!(
-                t.ok(ty, &[("x1", &[x1]), ("x2", &[x2])], &[]),
+                t.ok_in(ty, &[("x1", Typed(dt, a)), ("x2", Typed(dt, c))], &[]),
                 (want, out.to_vec()),
                 "{ty} {a:?} {c:?}"
             );
         }
         let x1 = t.input(dt, &[2, 3]);
-        let x2 = t.input(dt, &[4]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x1", &[x1]), ("x2", &[x2])],
+            &[("x1", Port(x1)), ("x2", Typed(dt, &[4]))],
             &[],
             &[ty, "'x1' [2, 3]", "'x2' [4]", "cannot be broadcast"],
         );
@@ -376,17 +374,21 @@ fn comparisons_and_logical_ops_give_bool() {
         "Less",
         "LessEqual",
     ] {
-        let x1 = t.input(INT32, &[2, 3]);
-        let x2 = t.input(INT32, &[3]);
         assert_eq!(
-            t.ok(ty, &[("x1", &[x1]), ("x2", &[x2])], &[]),
+            t.ok_in(
+                ty,
+                &[("x1", Typed(INT32, &[2, 3])), ("x2", Typed(INT32, &[3]))],
+                &[]
+            ),
             (BOOL, vec![2, 3])
         );
     }
-    let x1 = t.input(BOOL, &[2, 3]);
-    let x2 = t.input(BOOL, &[1]);
     assert_eq!(
-        t.ok("LogicalAnd", &[("x1", &[x1]), ("x2", &[x2])], &[]),
+        t.ok_in(
+            "LogicalAnd",
+            &[("x1", Typed(BOOL, &[2, 3])), ("x2", Typed(BOOL, &[1]))],
+            &[]
+        ),
         (BOOL, vec![2, 3])
     );
     let x1 = t.input(FLOAT, &[2]);
@@ -409,9 +411,8 @@ fn comparisons_and_logical_ops_give_bool() {
 fn prelu() {
     let mut t = T::new();
     let x = t.f(&[2, 3, 4, 4]);
-    let w = t.f(&[3]);
     assert_eq!(
-        t.ok("PRelu", &[("x", &[x]), ("weight", &[w])], &[]),
+        t.ok_in("PRelu", &[("x", Port(x)), ("weight", F(&[3]))], &[]),
         (FLOAT, vec![2, 3, 4, 4])
     );
     let w1 = t.f(&[1]);
@@ -419,26 +420,22 @@ fn prelu() {
         t.dims("PRelu", &[("x", &[x]), ("weight", &[w1])], &[]),
         vec![2, 3, 4, 4]
     );
-    let wc = t.f(&[3, 1, 1]);
     assert_eq!(
-        t.dims("PRelu", &[("x", &[x]), ("weight", &[wc])], &[]),
+        t.dims_in("PRelu", &[("x", Port(x)), ("weight", F(&[3, 1, 1]))], &[]),
         vec![2, 3, 4, 4]
     );
     // Unknown channel count or weight size: accepted.
-    let xu = t.f(&[2, U, 4]);
     let w5 = t.f(&[5]);
     assert_eq!(
-        t.dims("PRelu", &[("x", &[xu]), ("weight", &[w5])], &[]),
+        t.dims_in("PRelu", &[("x", F(&[2, U, 4])), ("weight", Port(w5))], &[]),
         vec![2, U, 4]
     );
-    let wu = t.f(&[U]);
     assert_eq!(
-        t.dims("PRelu", &[("x", &[x]), ("weight", &[wu])], &[]),
+        t.dims_in("PRelu", &[("x", Port(x)), ("weight", F(&[U]))], &[]),
         vec![2, 3, 4, 4]
     );
-    let xr = t.f(&[-2]);
     assert_eq!(
-        t.dims("PRelu", &[("x", &[xr]), ("weight", &[w5])], &[]),
+        t.dims_in("PRelu", &[("x", F(&[-2])), ("weight", Port(w5))], &[]),
         vec![-2]
     );
     t.rejects(
@@ -456,10 +453,9 @@ fn prelu() {
         t.dims("PRelu", &[("x", &[x1]), ("weight", &[w1])], &[]),
         vec![4]
     );
-    let w4 = t.f(&[4]);
-    t.rejects(
+    t.rejects_in(
         "PRelu",
-        &[("x", &[x1]), ("weight", &[w4])],
+        &[("x", Port(x1)), ("weight", F(&[4]))],
         &[],
         &["x [4] has no channel dim (rank < 2)"],
     );
@@ -494,8 +490,10 @@ fn reductions_with_axes_input() {
             ),
             vec![2, 1, 4]
         );
-        let ax2 = t.ints(&[-1, 0]);
-        assert_eq!(t.dims(ty, &[("x", &[x]), ("axes", &[ax2])], &[]), vec![3]);
+        assert_eq!(
+            t.dims_in(ty, &[("x", Port(x)), ("axes", I32(&[-1, 0]))], &[]),
+            vec![3]
+        );
         // Empty axes: identity where noop_with_empty_axes defaults to true (and for the
         // ops without the attribute, as TensorFlow); ReduceLogSumExp reduces everything.
         let empty = t.konst(Tensor::from_values::<i32>(&[], vec![0]).unwrap());
@@ -528,20 +526,20 @@ fn reductions_with_axes_input() {
             t.dims(ty, &[("x", &[xu]), ("axes", &[dyn_ax])], &[]),
             vec![-2]
         );
-        let xr = t.input(dt, &[-2]);
-        assert_eq!(t.dims(ty, &[("x", &[xr]), ("axes", &[ax])], &[]), vec![-2]);
+        assert_eq!(
+            t.dims_in(ty, &[("x", Typed(dt, &[-2])), ("axes", Port(ax))], &[]),
+            vec![-2]
+        );
         // Errors.
-        let bad = t.ints(&[3]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x", &[x]), ("axes", &[bad])],
+            &[("x", Port(x)), ("axes", I32(&[3]))],
             &[],
             &[ty, "'axes' value 3 is out of range for rank 3"],
         );
-        let ax2d = t.input(INT32, &[1, 1]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x", &[x]), ("axes", &[ax2d])],
+            &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
             &[],
             &["'axes' must be 1-D"],
         );
@@ -584,11 +582,11 @@ fn reductions_with_axes_attribute() {
             Vec::<i64>::new()
         );
         assert_eq!(
-            t.dims_f(ty, &[("x", &[U, U])], &[("axes", li(&[-1]))]),
+            t.dims_in(ty, &[("x", F(&[U, U]))], &[("axes", li(&[-1]))]),
             vec![U]
         );
         assert_eq!(
-            t.dims_f(ty, &[("x", &[-2])], &[("axes", li(&[0]))]),
+            t.dims_in(ty, &[("x", F(&[-2]))], &[("axes", li(&[0]))]),
             vec![-2]
         );
         t.rejects(
@@ -648,25 +646,21 @@ fn arg_max_v2_and_arg_min() {
                 .to_string(),
             &["attribute 'dtype' must be Type"],
         );
-        let neg = t.ints(&[-1]);
         assert_eq!(
-            t.dims(ty, &[("x", &[x]), ("dimension", &[neg])], &[]),
+            t.dims_in(ty, &[("x", Port(x)), ("dimension", I32(&[-1]))], &[]),
             vec![2, 3]
         );
         // Unknown axis: rank - 1 unknown dims; unknown dims and rank propagate.
-        let dyn_d = t.input(INT32, &[]);
         assert_eq!(
-            t.dims(ty, &[("x", &[x]), ("dimension", &[dyn_d])], &[]),
+            t.dims_in(ty, &[("x", Port(x)), ("dimension", Typed(INT32, &[]))], &[]),
             vec![U, U]
         );
-        let xu = t.f(&[U, 3, U]);
         assert_eq!(
-            t.dims(ty, &[("x", &[xu]), ("dimension", &[d])], &[]),
+            t.dims_in(ty, &[("x", F(&[U, 3, U])), ("dimension", Port(d))], &[]),
             vec![U, U]
         );
-        let xr = t.f(&[-2]);
         assert_eq!(
-            t.ok(ty, &[("x", &[xr]), ("dimension", &[d])], &[]),
+            t.ok_in(ty, &[("x", F(&[-2])), ("dimension", Port(d))], &[]),
             (INT64, vec![-2])
         );
         // Errors.
@@ -677,10 +671,9 @@ fn arg_max_v2_and_arg_min() {
             &[],
             &["input 'dimension' 3 is out of range for rank 3"],
         );
-        let d2 = t.ints(&[0, 1]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x", &[x]), ("dimension", &[d2])],
+            &[("x", Port(x)), ("dimension", I32(&[0, 1]))],
             &[],
             &["input 'dimension' must be a scalar (one element)", "[2]"],
         );
@@ -690,10 +683,9 @@ fn arg_max_v2_and_arg_min() {
             &[("dtype", common::ty(FLOAT))],
             &["attribute 'dtype' must be DT_INT32 or DT_INT64, got DT_FLOAT"],
         );
-        let xs = t.f(&[]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x", &[xs]), ("dimension", &[d])],
+            &[("x", F(&[])), ("dimension", Port(d))],
             &[],
             &["x must have rank >= 1"],
         );
@@ -709,7 +701,7 @@ fn arg_max_d() {
         (INT32, vec![2, 3])
     );
     assert_eq!(
-        t.ok_f("ArgMaxD", &[("x", &[U, 5])], &[("dimension", i(0))]),
+        t.ok_in("ArgMaxD", &[("x", F(&[U, 5]))], &[("dimension", i(0))]),
         (INT32, vec![5])
     );
     t.rejects(
@@ -738,10 +730,8 @@ fn cumulative_ops() {
             ),
             (FLOAT, vec![2, 3])
         );
-        let dyn_a = t.input(INT64, &[1]);
-        let xu = t.f(&[U, 3]);
         assert_eq!(
-            t.dims(ty, &[("x", &[xu]), ("axis", &[dyn_a])], &[]),
+            t.dims_in(ty, &[("x", F(&[U, 3])), ("axis", Typed(INT64, &[1]))], &[]),
             vec![U, 3]
         );
         let xr = t.f(&[-2]);
@@ -753,10 +743,9 @@ fn cumulative_ops() {
             &[],
             &[ty, "input 'axis' 9 is out of range for rank 2"],
         );
-        let a2 = t.ints(&[0, 1]);
-        t.rejects(
+        t.rejects_in(
             ty,
-            &[("x", &[x]), ("axis", &[a2])],
+            &[("x", Port(x)), ("axis", I32(&[0, 1]))],
             &[],
             &["input 'axis' must be a scalar (one element)"],
         );

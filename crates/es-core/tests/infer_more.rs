@@ -32,38 +32,44 @@ fn every_added_operator_is_built_in_and_round_trips() {
 fn grid_sampler_2d() {
     let mut t = T::new();
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "GridSampler2D",
-            &[("x", &[2, 3, 8, 9]), ("grid", &[2, 4, 5, 2])],
+            &[("x", F(&[2, 3, 8, 9])), ("grid", F(&[2, 4, 5, 2]))],
             &[]
         ),
         (FLOAT, vec![2, 3, 4, 5])
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "GridSampler2D",
-            &[("x", &[U, 3, U, U]), ("grid", &[2, U, 5, 2])],
+            &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))],
             &[]
         ),
         vec![2, 3, U, 5]
     );
     assert_eq!(
-        t.dims_f("GridSampler2D", &[("x", &[-2]), ("grid", &[-2])], &[]),
+        t.dims_in("GridSampler2D", &[("x", F(&[-2])), ("grid", F(&[-2]))], &[]),
         vec![U, U, U, U]
     );
-    let m = t.err_f(
+    let m = t.err_in(
         "GridSampler2D",
-        &[("x", &[2, 3, 8, 9]), ("grid", &[2, 4, 5, 3])],
+        &[("x", F(&[2, 3, 8, 9])), ("grid", F(&[2, 4, 5, 3]))],
         &[],
     );
     has(&m, &["grid", "must be 2", "got 3"]);
     let x = t.f(&[2, 3, 8, 9]);
-    let g = t.f(&[3, 4, 5, 2]);
-    let m = t.err("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]);
+    let m = t.err_in(
+        "GridSampler2D",
+        &[("x", Port(x)), ("grid", F(&[3, 4, 5, 2]))],
+        &[],
+    );
     has(&m, &["'x'", "'grid'"]);
     let x = t.f(&[2, 3, 8]);
-    let g = t.f(&[2, 4, 5, 2]);
-    let m = t.err("GridSampler2D", &[("x", &[x]), ("grid", &[g])], &[]);
+    let m = t.err_in(
+        "GridSampler2D",
+        &[("x", Port(x)), ("grid", F(&[2, 4, 5, 2]))],
+        &[],
+    );
     has(&m, &["'x' must be 4-D"]);
 }
 
@@ -71,38 +77,38 @@ fn grid_sampler_2d() {
 fn grid_sampler_3d() {
     let mut t = T::new();
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "GridSampler3D",
-            &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 3])],
+            &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
             &[]
         ),
         (FLOAT, vec![2, 3, 4, 5, 6])
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "GridSampler3D",
-            &[("x", &[2, 6, 7, 8, 3]), ("grid", &[2, 4, 5, 6, 3])],
+            &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))],
             &[("data_format", s("NDHWC"))]
         ),
         vec![2, 4, 5, 6, 3]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "GridSampler3D",
-            &[("x", &[U, 3, U, U, U]), ("grid", &[U, 4, U, 6, 3])],
+            &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))],
             &[]
         ),
         vec![U, 3, 4, U, 6]
     );
-    let m = t.err_f(
+    let m = t.err_in(
         "GridSampler3D",
-        &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 2])],
+        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 2]))],
         &[],
     );
     has(&m, &["grid", "must be 3", "got 2"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "GridSampler3D",
-        &[("x", &[2, 3, 6, 7, 8]), ("grid", &[2, 4, 5, 6, 3])],
+        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
         &[("data_format", s("NCHW"))],
     );
     has(&m, &["data_format", "NCHW"]);
@@ -127,9 +133,9 @@ fn non_max_suppression_v6() {
         (INT32, vec![U, 3])
     );
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "NonMaxSuppressionV6",
-            &[("boxes", &[U, U, 4]), ("scores", &[-2])],
+            &[("boxes", F(&[U, U, 4])), ("scores", F(&[-2]))],
             &[]
         ),
         (INT32, vec![U, 3])
@@ -150,9 +156,9 @@ fn non_max_suppression_v6() {
         &[],
     );
     has(&m, &["boxes", "must be 4", "got 5"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "NonMaxSuppressionV6",
-        &[("boxes", &[1, 6, 4]), ("scores", &[1, 2, 6])],
+        &[("boxes", F(&[1, 6, 4])), ("scores", F(&[1, 2, 6]))],
         &[("center_point_box", i(2))],
     );
     has(&m, &["center_point_box", "0 or 1", "got 2"]);
@@ -163,9 +169,9 @@ fn bitcast() {
     let mut t = T::new();
     // keep_dim: the last dim is rescaled (ONNX BitCast).
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "Bitcast",
-            &[("x", &[2, 3])],
+            &[("x", F(&[2, 3]))],
             &[("type", ty(UINT8)), ("keep_dim", b(true))]
         ),
         (UINT8, vec![2, 12])
@@ -181,7 +187,7 @@ fn bitcast() {
     );
     // TensorFlow semantics: append or remove a dim.
     assert_eq!(
-        t.ok_f("Bitcast", &[("x", &[2, 3])], &[("type", ty(FLOAT16))]),
+        t.ok_in("Bitcast", &[("x", F(&[2, 3]))], &[("type", ty(FLOAT16))]),
         (FLOAT16, vec![2, 3, 2])
     );
     let x = t.input(INT8, &[5, 4]);
@@ -190,14 +196,14 @@ fn bitcast() {
         (INT32, vec![5])
     );
     assert_eq!(
-        t.ok_f("Bitcast", &[("x", &[2, 3])], &[("type", ty(INT32))]),
+        t.ok_in("Bitcast", &[("x", F(&[2, 3]))], &[("type", ty(INT32))]),
         (INT32, vec![2, 3])
     );
     // Unknown dims and ranks.
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "Bitcast",
-            &[("x", &[2, U])],
+            &[("x", F(&[2, U]))],
             &[("type", ty(UINT8)), ("keep_dim", b(true))]
         ),
         vec![2, U]
@@ -208,12 +214,15 @@ fn bitcast() {
         vec![3]
     );
     assert_eq!(
-        t.dims_f("Bitcast", &[("x", &[-2])], &[("type", ty(UINT8))]),
+        t.dims_in("Bitcast", &[("x", F(&[-2]))], &[("type", ty(UINT8))]),
         vec![-2]
     );
     // Errors.
-    let x = t.input(INT8, &[5, 3]);
-    let m = t.err("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]);
+    let m = t.err_in(
+        "Bitcast",
+        &[("x", Typed(INT8, &[5, 3]))],
+        &[("type", ty(INT32))],
+    );
     has(&m, &["last dim must be 4", "got 3"]);
     let x = t.input(INT8, &[5, 3]);
     let m = t.err(
@@ -222,7 +231,11 @@ fn bitcast() {
         &[("type", ty(INT32)), ("keep_dim", b(true))],
     );
     has(&m, &["not a multiple"]);
-    let m = t.err_f("Bitcast", &[("x", &[2])], &[("type", ty(DataType::BF16))]);
+    let m = t.err_in(
+        "Bitcast",
+        &[("x", F(&[2]))],
+        &[("type", ty(DataType::BF16))],
+    );
     has(&m, &["'type'", "does not allow"]);
 }
 
@@ -230,24 +243,38 @@ fn bitcast() {
 fn shifts() {
     for op in ["LeftShift", "RightShift"] {
         let mut t = T::new();
-        let x = t.input(INT32, &[2, 1, 4]);
-        let y = t.input(INT32, &[3, 1]);
         assert_eq!(
-            t.ok(op, &[("x", &[x]), ("y", &[y])], &[]),
+            t.ok_in(
+                op,
+                &[
+                    ("x", Typed(INT32, &[2, 1, 4])),
+                    ("y", Typed(INT32, &[3, 1]))
+                ],
+                &[]
+            ),
             (INT32, vec![2, 3, 4])
         );
-        let x = t.input(UINT8, &[U, 4]);
-        let y = t.input(UINT8, &[]);
         assert_eq!(
-            t.ok(op, &[("x", &[x]), ("y", &[y])], &[]),
+            t.ok_in(
+                op,
+                &[("x", Typed(UINT8, &[U, 4])), ("y", Typed(UINT8, &[]))],
+                &[]
+            ),
             (UINT8, vec![U, 4])
         );
-        let x = t.input(INT64, &[-2]);
-        let y = t.input(INT64, &[3]);
-        assert_eq!(t.dims(op, &[("x", &[x]), ("y", &[y])], &[]), vec![-2]);
-        let x = t.input(INT32, &[2, 4]);
-        let y = t.input(INT32, &[3]);
-        let m = t.err(op, &[("x", &[x]), ("y", &[y])], &[]);
+        assert_eq!(
+            t.dims_in(
+                op,
+                &[("x", Typed(INT64, &[-2])), ("y", Typed(INT64, &[3]))],
+                &[]
+            ),
+            vec![-2]
+        );
+        let m = t.err_in(
+            op,
+            &[("x", Typed(INT32, &[2, 4])), ("y", Typed(INT32, &[3]))],
+            &[],
+        );
         has(&m, &["cannot be broadcast"]);
     }
     // Float inputs are rejected by the prototype.
@@ -271,48 +298,43 @@ fn roi_attrs(ph: i64, pw: i64) -> Vec<(&'static str, AttrValue)> {
 fn roi_align() {
     let mut t = T::new();
     let f = t.nchw(&[2, 16, 32, 32]);
-    let r = t.f(&[10, 5]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ROIAlign",
-            &[("features", &[f]), ("rois", &[r])],
+            &[("features", Port(f)), ("rois", F(&[10, 5]))],
             &roi_attrs(7, 6)
         ),
         (FLOAT, vec![10, 16, 7, 6])
     );
     let f = t.input_fmt(FLOAT16, Format::NHWC, &[2, 32, 32, 16]);
-    let r = t.input(FLOAT16, &[10, 5]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ROIAlign",
-            &[("features", &[f]), ("rois", &[r])],
+            &[("features", Port(f)), ("rois", Typed(FLOAT16, &[10, 5]))],
             &roi_attrs(7, 7)
         ),
         (FLOAT16, vec![10, 7, 7, 16])
     );
     let f = t.nchw(&[U, U, U, U]);
-    let r = t.f(&[U, 5]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "ROIAlign",
-            &[("features", &[f]), ("rois", &[r])],
+            &[("features", Port(f)), ("rois", F(&[U, 5]))],
             &roi_attrs(2, 3)
         ),
         vec![U, U, 2, 3]
     );
     let f = t.nchw(&[2, 16, 32, 32]);
-    let r = t.f(&[10, 4]);
-    let m = t.err(
+    let m = t.err_in(
         "ROIAlign",
-        &[("features", &[f]), ("rois", &[r])],
+        &[("features", Port(f)), ("rois", F(&[10, 4]))],
         &roi_attrs(7, 7),
     );
     has(&m, &["rois", "must be 5", "got 4"]);
     let f = t.nchw(&[2, 16, 32, 32]);
-    let r = t.f(&[10, 5]);
-    let m = t.err(
+    let m = t.err_in(
         "ROIAlign",
-        &[("features", &[f]), ("rois", &[r])],
+        &[("features", Port(f)), ("rois", F(&[10, 5]))],
         &roi_attrs(0, 7),
     );
     has(&m, &["pooled_height", ">= 1", "got 0"]);
@@ -335,14 +357,13 @@ fn roi_align() {
 fn unique_with_counts_and_sorting() {
     let mut t = T::new();
     assert_eq!(
-        t.all_f("UniqueWithCountsAndSorting", &[("x", &[3, 4])], &[]),
+        t.all_in("UniqueWithCountsAndSorting", &[("x", F(&[3, 4]))], &[]),
         vec![(FLOAT, vec![U]), (INT64, vec![0]), (INT64, vec![0])]
     );
-    let x = t.input(INT32, &[3, 4]);
     assert_eq!(
-        t.all(
+        t.all_in(
             "UniqueWithCountsAndSorting",
-            &[("x", &[x])],
+            &[("x", Typed(INT32, &[3, 4]))],
             &[
                 ("return_inverse", b(true)),
                 ("return_counts", b(true)),
@@ -361,29 +382,29 @@ fn unique_with_counts_and_sorting() {
         vec![(DOUBLE, vec![U]), (INT64, vec![U, 2]), (INT64, vec![0])]
     );
     assert_eq!(
-        t.all_f(
+        t.all_in(
             "UniqueWithCountsAndSorting",
-            &[("x", &[-2])],
+            &[("x", F(&[-2]))],
             &[("return_inverse", b(true)), ("return_counts", b(true))]
         ),
         vec![(FLOAT, vec![U]), (INT64, vec![-2]), (INT64, vec![U])]
     );
     // A scalar has one unique element; an empty tensor none.
     assert_eq!(
-        t.all_f(
+        t.all_in(
             "UniqueWithCountsAndSorting",
-            &[("x", &[])],
+            &[("x", F(&[]))],
             &[("return_counts", b(true))]
         ),
         vec![(FLOAT, vec![1]), (INT64, vec![0]), (INT64, vec![1])]
     );
     assert_eq!(
-        t.dims_f("UniqueWithCountsAndSorting", &[("x", &[2, 0])], &[]),
+        t.dims_in("UniqueWithCountsAndSorting", &[("x", F(&[2, 0]))], &[]),
         vec![0]
     );
-    let m = t.err_f(
+    let m = t.err_in(
         "UniqueWithCountsAndSorting",
-        &[("x", &[3])],
+        &[("x", F(&[3]))],
         &[("out_idx", ty(FLOAT))],
     );
     has(&m, &["out_idx", "DT_INT32 or DT_INT64"]);
@@ -404,15 +425,14 @@ fn deformable_conv2d() {
     let x = t.nchw(&[1, 4, 8, 8]);
     let w = t.nchw(&[6, 4, 3, 3]);
     let o = t.nchw(&[1, 27, 8, 8]);
-    let bias = t.f(&[6]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "DeformableConv2D",
             &[
-                ("x", &[x]),
-                ("filter", &[w]),
-                ("offsets", &[o]),
-                ("bias", &[bias])
+                ("x", Port(x)),
+                ("filter", Port(w)),
+                ("offsets", Port(o)),
+                ("bias", F(&[6]))
             ],
             &dcn_attrs("NCHW")
         ),
@@ -494,7 +514,7 @@ fn deformable_conv2d() {
 fn matrix_determinant() {
     let mut t = T::new();
     assert_eq!(
-        t.ok_f("MatrixDeterminant", &[("x", &[2, 5, 3, 3])], &[]),
+        t.ok_in("MatrixDeterminant", &[("x", F(&[2, 5, 3, 3]))], &[]),
         (FLOAT, vec![2, 5])
     );
     let x = t.input(DOUBLE, &[4, 4]);
@@ -503,17 +523,17 @@ fn matrix_determinant() {
         (DOUBLE, vec![])
     );
     assert_eq!(
-        t.dims_f("MatrixDeterminant", &[("x", &[U, 3, U])], &[]),
+        t.dims_in("MatrixDeterminant", &[("x", F(&[U, 3, U]))], &[]),
         vec![U]
     );
     assert_eq!(
-        t.dims_f("MatrixDeterminant", &[("x", &[-2])], &[]),
+        t.dims_in("MatrixDeterminant", &[("x", F(&[-2]))], &[]),
         vec![-2]
     );
     let x = t.f(&[2, 3, 4]);
     let m = t.err("MatrixDeterminant", &[("x", &[x])], &[]);
     has(&m, &["square", "3 x 4"]);
-    let m = t.err_f("MatrixDeterminant", &[("x", &[3])], &[]);
+    let m = t.err_in("MatrixDeterminant", &[("x", F(&[3]))], &[]);
     has(&m, &["rank >= 2"]);
     let x = t.input(INT32, &[3, 3]);
     assert!(t.call("MatrixDeterminant", &[("x", &[x])], &[]).is_err());

@@ -43,8 +43,20 @@ pub fn ty(v: DataType) -> AttrValue {
 
 pub type Ins<'a> = &'a [(&'a str, &'a [OutPort])];
 pub type Attrs<'a> = &'a [(&'a str, AttrValue)];
-/// Inputs given by name and dims: each a fresh FLOAT input (the `*_f` calls).
-pub type FloatIns<'a> = &'a [(&'a str, &'a [i64])];
+/// One input of an op call made by the `*_in` calls: a fresh graph input (FLOAT, or of a
+/// dtype) of the given dims, a 1-D int32 / int64 constant, or a port made before.
+#[derive(Clone, Copy)]
+pub enum In<'a> {
+    F(&'a [i64]),
+    Typed(DataType, &'a [i64]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    Port(OutPort),
+}
+#[allow(unused_imports)] // each test file uses part of it
+pub use In::{Port, Typed, F, I32, I64};
+/// Inputs by name, for the `*_in` calls.
+pub type InSpec<'a, 'b> = &'b [(&'b str, In<'a>)];
 
 /// A builder with helpers to make inputs and call operators by input name.
 pub struct T {
@@ -180,13 +192,9 @@ impl T {
     pub fn rejects(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
         has(&self.err(ty, ins, attrs), parts);
     }
-    /// [`T::rejects`] on fresh FLOAT inputs of the given dims.
-    pub fn rejects_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs, parts: &[&str]) {
-        has(&self.err_f(ty, spec, attrs), parts);
-    }
-    /// Runs `f` with a fresh FLOAT input of the given dims for each named input.
-    fn with_floats<R>(&mut self, spec: FloatIns, f: impl FnOnce(&mut Self, Ins) -> R) -> R {
-        let ports: Vec<[OutPort; 1]> = spec.iter().map(|(_, d)| [self.f(d)]).collect();
+    /// Runs `f` with the inputs `spec` describes made (see [`In`]).
+    fn with_inputs<R>(&mut self, spec: InSpec, f: impl FnOnce(&mut Self, Ins) -> R) -> R {
+        let ports: Vec<[OutPort; 1]> = spec.iter().map(|(_, d)| [self.make(d)]).collect();
         let ins: Vec<(&str, &[OutPort])> = spec
             .iter()
             .zip(&ports)
@@ -194,21 +202,36 @@ impl T {
             .collect();
         f(self, &ins)
     }
-    /// [`T::all`] on fresh FLOAT inputs of the given dims.
-    pub fn all_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> Vec<(DataType, Vec<i64>)> {
-        self.with_floats(spec, |t, ins| t.all(ty, ins, attrs))
+    /// The port an [`In`] stands for, made now.
+    fn make(&mut self, d: &In) -> OutPort {
+        match *d {
+            In::F(dims) => self.f(dims),
+            In::Typed(dt, dims) => self.input(dt, dims),
+            In::I32(v) => self.ints(v),
+            In::I64(v) => self.ints64(v),
+            In::Port(p) => p,
+        }
     }
-    /// [`T::ok`] on fresh FLOAT inputs of the given dims.
-    pub fn ok_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> (DataType, Vec<i64>) {
-        self.with_floats(spec, |t, ins| t.ok(ty, ins, attrs))
+    /// [`T::all`] on inputs given by [`In`].
+    pub fn all_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs) -> Vec<(DataType, Vec<i64>)> {
+        self.with_inputs(spec, |t, ins| t.all(ty, ins, attrs))
     }
-    /// [`T::dims`] on fresh FLOAT inputs of the given dims.
-    pub fn dims_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> Vec<i64> {
-        self.with_floats(spec, |t, ins| t.dims(ty, ins, attrs))
+    /// [`T::ok`] on inputs given by [`In`].
+    pub fn ok_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs) -> (DataType, Vec<i64>) {
+        self.with_inputs(spec, |t, ins| t.ok(ty, ins, attrs))
     }
-    /// [`T::err`] on fresh FLOAT inputs of the given dims.
-    pub fn err_f(&mut self, ty: &str, spec: FloatIns, attrs: Attrs) -> String {
-        self.with_floats(spec, |t, ins| t.err(ty, ins, attrs))
+    /// [`T::dims`] on inputs given by [`In`].
+    pub fn dims_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs) -> Vec<i64> {
+        self.with_inputs(spec, |t, ins| t.dims(ty, ins, attrs))
+    }
+    /// [`T::err`] on inputs given by [`In`].
+    pub fn err_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs) -> String {
+        self.with_inputs(spec, |t, ins| t.err(ty, ins, attrs))
+    }
+    /// Calls an op on inputs given by [`In`] that must fail in inference with a message
+    /// containing each of `parts`.
+    pub fn rejects_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs, parts: &[&str]) {
+        has(&self.err_in(ty, spec, attrs), parts);
     }
     /// Calls an op that must fail; returns the error. The graph must not change.
     pub fn fail(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Error {

@@ -83,15 +83,14 @@ fn conv2d_unknown() {
         t.dims("Conv2D", &[("x", &[x]), ("filter", &[w])], &a),
         vec![U, 16, U, 30]
     );
-    let xr = t.f(&[-2]);
     assert_eq!(
-        t.dims("Conv2D", &[("x", &[xr]), ("filter", &[w])], &a),
+        t.dims_in("Conv2D", &[("x", F(&[-2])), ("filter", Port(w))], &a),
         vec![U, 16, U, U]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "Conv2D",
-            &[("x", &[1, 3, 32, 32]), ("filter", &[U, U, 3, U])],
+            &[("x", F(&[1, 3, 32, 32])), ("filter", F(&[U, U, 3, U]))],
             &a
         ),
         vec![1, U, 30, U]
@@ -144,24 +143,21 @@ fn conv2d_errors() {
         &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
         &["'data_format'", "NCWH"],
     );
-    let small = t.f(&[1, 3, 2, 2]);
-    t.rejects(
+    t.rejects_in(
         "Conv2D",
-        &[("x", &[small]), ("filter", &[w_ok])],
+        &[("x", F(&[1, 3, 2, 2])), ("filter", Port(w_ok))],
         &a,
         &["output height would be empty"],
     );
-    let bias = t.f(&[8]);
-    t.rejects(
+    t.rejects_in(
         "Conv2D",
-        &[("x", &[x]), ("filter", &[w_ok]), ("bias", &[bias])],
+        &[("x", Port(x)), ("filter", Port(w_ok)), ("bias", F(&[8]))],
         &a,
         &["'bias' [8]", "16 output channels"],
     );
-    let x3 = t.f(&[3, 32, 32]);
-    t.rejects(
+    t.rejects_in(
         "Conv2D",
-        &[("x", &[x3]), ("filter", &[w_ok])],
+        &[("x", F(&[3, 32, 32])), ("filter", Port(w_ok))],
         &a,
         &["'x' must be 4-D"],
     );
@@ -172,10 +168,9 @@ fn conv2d_errors() {
         &a,
         &["input filter format should be NCHW, NHWC or HWCN. actual is: FRACTAL_Z"],
     );
-    let w0 = t.f(&[16, 3, 0, 3]);
-    t.rejects(
+    t.rejects_in(
         "Conv2D",
-        &[("x", &[x]), ("filter", &[w0])],
+        &[("x", Port(x)), ("filter", F(&[16, 3, 0, 3]))],
         &a,
         &["kernel height 0"],
     );
@@ -310,9 +305,9 @@ fn conv3d_shapes() {
         ("pads", li(&[1, 1, 1, 1, 1, 1])),
     ];
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "Conv3D",
-            &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
+            &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))],
             &attrs
         ),
         (FLOAT, vec![1, 8, 8, 8, 16])
@@ -330,22 +325,22 @@ fn conv3d_shapes() {
         vec![2, 8, 4, 4, 4]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "Conv3D",
-            &[("x", &[-2]), ("filter", &[16, 3, 3, 3, 3])],
+            &[("x", F(&[-2])), ("filter", F(&[16, 3, 3, 3, 3]))],
             &attrs
         ),
         vec![U, U, U, U, 16]
     );
-    t.rejects_f(
+    t.rejects_in(
         "Conv3D",
-        &[("x", &[1, 8, 8, 8, 4]), ("filter", &[16, 3, 3, 3, 3])],
+        &[("x", F(&[1, 8, 8, 8, 4])), ("filter", F(&[16, 3, 3, 3, 3]))],
         &attrs,
         &["channel mismatch", "4 input channels"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "Conv3D",
-        &[("x", &[1, 8, 8, 8, 3]), ("filter", &[16, 3, 3, 3, 3])],
+        &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))],
         &[
             ("strides", li(&[1, 1, 1, 1, 1])),
             ("pads", li(&[1, 1, 1, 1])),
@@ -358,26 +353,28 @@ fn conv3d_shapes() {
 fn bias_add_checks_channels() {
     let mut t = T::new();
     assert_eq!(
-        t.dims_f("BiasAdd", &[("x", &[2, 4, 4, 3]), ("bias", &[3])], &[]),
+        t.dims_in(
+            "BiasAdd",
+            &[("x", F(&[2, 4, 4, 3])), ("bias", F(&[3]))],
+            &[]
+        ),
         vec![2, 4, 4, 3]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "BiasAdd",
-            &[("x", &[2, 3, 4, 4]), ("bias", &[3])],
+            &[("x", F(&[2, 3, 4, 4])), ("bias", F(&[3]))],
             &[("data_format", s("NCHW"))]
         ),
         vec![2, 3, 4, 4]
     );
     assert_eq!(
-        t.dims_f("BiasAdd", &[("x", &[-2]), ("bias", &[3])], &[]),
+        t.dims_in("BiasAdd", &[("x", F(&[-2])), ("bias", F(&[3]))], &[]),
         vec![-2]
     );
-    let x = t.f(&[2, 4, 4, 3]);
-    let bias = t.f(&[4]);
-    t.rejects(
+    t.rejects_in(
         "BiasAdd",
-        &[("x", &[x]), ("bias", &[bias])],
+        &[("x", F(&[2, 4, 4, 3])), ("bias", F(&[4]))],
         &[],
         &["input 'bias' [4] has 4 values", "3 channels"],
     );

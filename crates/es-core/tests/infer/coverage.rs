@@ -131,8 +131,11 @@ fn nn_operators_have_rules() {
     // An operator without a rule gets an unknown-rank output; each of these has a known rank
     // for a known-rank input.
     let mut t = T::new();
-    assert_eq!(t.dims_f("Rank", &[("x", &[2, 3])], &[]), Vec::<i64>::new());
-    assert_eq!(t.dims_f("Where", &[("x", &[2, 3])], &[]), vec![U, 2]);
+    assert_eq!(
+        t.dims_in("Rank", &[("x", F(&[2, 3]))], &[]),
+        Vec::<i64>::new()
+    );
+    assert_eq!(t.dims_in("Where", &[("x", F(&[2, 3]))], &[]), vec![U, 2]);
 }
 
 /// Required attributes that make a call valid whatever the input shapes.

@@ -10,14 +10,16 @@ fn binary_broadcast_known() {
     for ty in BINARY {
         let mut t = T::new();
         assert_eq!(
-            t.ok_f(ty, &[("x1", &[2, 1, 3]), ("x2", &[4, 1])], &[]),
+            t.ok_in(ty, &[("x1", F(&[2, 1, 3])), ("x2", F(&[4, 1]))], &[]),
             (FLOAT, vec![2, 4, 3]),
             "{ty}"
         );
-        let a = t.input(INT32, &[]);
-        let c = t.input(INT32, &[5]);
         assert_eq!(
-            t.ok(ty, &[("x1", &[a]), ("x2", &[c])], &[]),
+            t.ok_in(
+                ty,
+                &[("x1", Typed(INT32, &[])), ("x2", Typed(INT32, &[5]))],
+                &[]
+            ),
             (INT32, vec![5]),
             "{ty}"
         );
@@ -29,20 +31,18 @@ fn binary_broadcast_unknown() {
     for ty in BINARY {
         let mut t = T::new();
         assert_eq!(
-            t.dims_f(ty, &[("x1", &[U, 3]), ("x2", &[1, 3])], &[]),
+            t.dims_in(ty, &[("x1", F(&[U, 3])), ("x2", F(&[1, 3]))], &[]),
             vec![U, 3],
             "{ty}"
         );
-        let a = t.f(&[U, 1]);
         let c = t.f(&[5, 4]);
         assert_eq!(
-            t.dims(ty, &[("x1", &[a]), ("x2", &[c])], &[]),
+            t.dims_in(ty, &[("x1", F(&[U, 1])), ("x2", Port(c))], &[]),
             vec![5, 4],
             "{ty}"
         );
-        let a = t.f(&[-2]);
         assert_eq!(
-            t.dims(ty, &[("x1", &[a]), ("x2", &[c])], &[]),
+            t.dims_in(ty, &[("x1", F(&[-2])), ("x2", Port(c))], &[]),
             vec![-2],
             "{ty}"
         );
@@ -53,7 +53,7 @@ fn binary_broadcast_unknown() {
 fn binary_broadcast_mismatch() {
     for ty in BINARY {
         let mut t = T::new();
-        let m = t.err_f(ty, &[("x1", &[2, 3]), ("x2", &[4, 3])], &[]);
+        let m = t.err_in(ty, &[("x1", F(&[2, 3])), ("x2", F(&[4, 3]))], &[]);
         has(
             &m,
             &[
@@ -85,21 +85,29 @@ fn unary_keeps_shape_and_dtype() {
         let x = t.input(FLOAT16, &[2, 3]);
         assert_eq!(t.ok(ty, &[("x", &[x])], &[]), (FLOAT16, vec![2, 3]), "{ty}");
         assert_eq!(
-            t.ok_f(ty, &[("x", &[U, 3, U])], &[]),
+            t.ok_in(ty, &[("x", F(&[U, 3, U]))], &[]),
             (FLOAT, vec![U, 3, U]),
             "{ty}"
         );
-        assert_eq!(t.ok_f(ty, &[("x", &[-2])], &[]), (FLOAT, vec![-2]), "{ty}");
+        assert_eq!(
+            t.ok_in(ty, &[("x", F(&[-2]))], &[]),
+            (FLOAT, vec![-2]),
+            "{ty}"
+        );
     }
 }
 
 #[test]
 fn logical_not() {
     let mut t = T::new();
-    let x = t.input(BOOL, &[4]);
-    assert_eq!(t.ok("LogicalNot", &[("x", &[x])], &[]), (BOOL, vec![4]));
-    let x = t.input(BOOL, &[U, 2]);
-    assert_eq!(t.ok("LogicalNot", &[("x", &[x])], &[]), (BOOL, vec![U, 2]));
+    assert_eq!(
+        t.ok_in("LogicalNot", &[("x", Typed(BOOL, &[4]))], &[]),
+        (BOOL, vec![4])
+    );
+    assert_eq!(
+        t.ok_in("LogicalNot", &[("x", Typed(BOOL, &[U, 2]))], &[]),
+        (BOOL, vec![U, 2])
+    );
     // A float input is rejected by the prototype's dtype check.
     let x = t.f(&[4]);
     let e = t.call("LogicalNot", &[("x", &[x])], &[]).unwrap_err();

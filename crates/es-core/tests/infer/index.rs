@@ -17,26 +17,27 @@ fn masked_fill() {
         ),
         (FLOAT, vec![2, 3])
     );
-    let xu = t.f(&[U, 3]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "MaskedFill",
-            &[("x", &[xu]), ("mask", &[mask]), ("value", &[v])],
+            &[("x", F(&[U, 3])), ("mask", Port(mask)), ("value", Port(v))],
             &[]
         ),
         vec![U, 3]
     );
-    let bad = t.input(BOOL, &[4]);
-    let m = t.err(
+    let m = t.err_in(
         "MaskedFill",
-        &[("x", &[x]), ("mask", &[bad]), ("value", &[v])],
+        &[
+            ("x", Port(x)),
+            ("mask", Typed(BOOL, &[4])),
+            ("value", Port(v)),
+        ],
         &[],
     );
     has(&m, &["'x' [2, 3]", "'mask' [4]"]);
-    let v2 = t.f(&[2]);
-    let m = t.err(
+    let m = t.err_in(
         "MaskedFill",
-        &[("x", &[x]), ("mask", &[mask]), ("value", &[v2])],
+        &[("x", Port(x)), ("mask", Port(mask)), ("value", F(&[2]))],
         &[],
     );
     has(&m, &["'value'", "scalar", "[2]"]);
@@ -87,8 +88,12 @@ fn top_k_v2() {
         &[("dim", i(2))],
         &["'dim' 2 is out of range"],
     );
-    let s = t.f(&[]);
-    t.rejects("TopKV2", &[("x", &[s]), ("k", &[k])], &[], &["rank >= 1"]);
+    t.rejects_in(
+        "TopKV2",
+        &[("x", F(&[])), ("k", Port(k))],
+        &[],
+        &["rank >= 1"],
+    );
 }
 
 #[test]
@@ -153,31 +158,31 @@ fn gather_elements() {
         ),
         (FLOAT, vec![4, 2])
     );
-    let iu = t.input(INT64, &[U, 7]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "GatherElements",
-            &[("x", &[x]), ("index", &[iu])],
+            &[("x", Port(x)), ("index", Typed(INT64, &[U, 7]))],
             &[("dim", i(-1))]
         ),
         vec![U, 7]
     );
-    let ir = t.input(INT64, &[-2]);
     assert_eq!(
-        t.dims("GatherElements", &[("x", &[x]), ("index", &[ir])], &[]),
+        t.dims_in(
+            "GatherElements",
+            &[("x", Port(x)), ("index", Typed(INT64, &[-2]))],
+            &[]
+        ),
         vec![U, U]
     );
-    let i3 = t.input(INT32, &[4, 2, 1]);
-    t.rejects(
+    t.rejects_in(
         "GatherElements",
-        &[("x", &[x]), ("index", &[i3])],
+        &[("x", Port(x)), ("index", Typed(INT32, &[4, 2, 1]))],
         &[],
         &["same rank (2 vs 3)"],
     );
-    let i_big = t.input(INT32, &[6, 5]);
-    t.rejects(
+    t.rejects_in(
         "GatherElements",
-        &[("x", &[x]), ("index", &[i_big])],
+        &[("x", Port(x)), ("index", Typed(INT32, &[6, 5]))],
         &[("dim", i(1))],
         &["larger than x [4, 5] at dim 0"],
     );
@@ -203,24 +208,26 @@ fn gather_v2_axis_and_batch_dims() {
         ),
         vec![5, 2, 3, 7]
     );
-    let x = t.f(&[4, 5, 6]);
-    let idx = t.input(INT64, &[4, 2]);
-    let a = t.ints(&[-2]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "GatherV2",
-            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[
+                ("x", F(&[4, 5, 6])),
+                ("indices", Typed(INT64, &[4, 2])),
+                ("axis", I32(&[-2]))
+            ],
             &[("batch_dims", i(1))]
         ),
         vec![4, 2, 6]
     );
-    let x = t.f(&[5, 6, 7]);
-    let idx = t.input(INT32, &[2, 3]);
-    let a = t.input(INT32, &[]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "GatherV2",
-            &[("x", &[x]), ("indices", &[idx]), ("axis", &[a])],
+            &[
+                ("x", F(&[5, 6, 7])),
+                ("indices", Typed(INT32, &[2, 3])),
+                ("axis", Typed(INT32, &[]))
+            ],
             &[]
         ),
         vec![U, U, U, U]
@@ -256,20 +263,17 @@ fn gather_v2_axis_and_batch_dims() {
     );
 
     let x = t.f(&[5, 6, 7]);
-    let idx = t.input(INT32, &[4]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "GatherV2D",
-            &[("x", &[x]), ("indices", &[idx])],
+            &[("x", Port(x)), ("indices", Typed(INT32, &[4]))],
             &[("axis", i(-1))]
         ),
         vec![5, 6, 4]
     );
-    let x = t.f(&[5, 6, 7]);
-    let idx = t.input(INT32, &[4]);
-    t.rejects(
+    t.rejects_in(
         "GatherV2D",
-        &[("x", &[x]), ("indices", &[idx])],
+        &[("x", F(&[5, 6, 7])), ("indices", Typed(INT32, &[4]))],
         &[("axis", i(-4))],
         &["axis -4 is out of range"],
     );
@@ -278,29 +282,33 @@ fn gather_v2_axis_and_batch_dims() {
 #[test]
 fn gather_nd_shapes() {
     let mut t = T::new();
-    let x = t.f(&[4, 5, 6]);
-    let idx = t.input(INT32, &[2, 2]);
     assert_eq!(
-        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        t.dims_in(
+            "GatherNd",
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, 2]))],
+            &[]
+        ),
         vec![2, 6]
     );
-    let x = t.f(&[4, 5, 6]);
-    let idx = t.input(INT64, &[3, 7, 3]);
     assert_eq!(
-        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        t.dims_in(
+            "GatherNd",
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT64, &[3, 7, 3]))],
+            &[]
+        ),
         vec![3, 7]
     );
-    let x = t.f(&[4, 5, 6]);
-    let idx = t.input(INT32, &[2, U]);
     assert_eq!(
-        t.dims("GatherNd", &[("x", &[x]), ("indices", &[idx])], &[]),
+        t.dims_in(
+            "GatherNd",
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, U]))],
+            &[]
+        ),
         vec![-2]
     );
-    let x = t.f(&[4, 5, 6]);
-    let idx = t.input(INT32, &[2, 4]);
-    t.rejects(
+    t.rejects_in(
         "GatherNd",
-        &[("x", &[x]), ("indices", &[idx])],
+        &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, 4]))],
         &[],
         &["last dim of indices [2, 4] is 4", "rank 3"],
     );
@@ -309,66 +317,73 @@ fn gather_nd_shapes() {
 #[test]
 fn scatter_nd_and_update() {
     let mut t = T::new();
-    let idx = t.input(INT32, &[2, 1]);
-    let x = t.f(&[2, 5]);
-    let sh = t.ints(&[4, 5]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ScatterNd",
-            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+            &[
+                ("indices", Typed(INT32, &[2, 1])),
+                ("x", F(&[2, 5])),
+                ("shape", I32(&[4, 5]))
+            ],
             &[]
         ),
         (FLOAT, vec![4, 5])
     );
-    let idx = t.input(INT32, &[2, 1]);
-    let x = t.f(&[2, 5]);
-    let sh = t.input(INT32, &[2]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "ScatterNd",
-            &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+            &[
+                ("indices", Typed(INT32, &[2, 1])),
+                ("x", F(&[2, 5])),
+                ("shape", Typed(INT32, &[2]))
+            ],
             &[]
         ),
         vec![U, U]
     );
-    let idx = t.input(INT32, &[2, 1]);
-    let x = t.f(&[2, 6]);
-    let sh = t.ints(&[4, 5]);
-    t.rejects(
+    t.rejects_in(
         "ScatterNd",
-        &[("indices", &[idx]), ("x", &[x]), ("shape", &[sh])],
+        &[
+            ("indices", Typed(INT32, &[2, 1])),
+            ("x", F(&[2, 6])),
+            ("shape", I32(&[4, 5])),
+        ],
         &[],
         &["input 'x' [2, 6] must have shape [2, 5]"],
     );
 
     let v = t.f(&[4, 5]);
-    let idx = t.input(INT64, &[3, 1]);
-    let u = t.f(&[3, 5]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ScatterNdUpdate",
-            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+            &[
+                ("var", Port(v)),
+                ("indices", Typed(INT64, &[3, 1])),
+                ("updates", F(&[3, 5]))
+            ],
             &[]
         ),
         (FLOAT, vec![4, 5])
     );
-    let v = t.f(&[U, 5]);
-    let idx = t.input(INT64, &[-2]);
-    let u = t.f(&[3, 5]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "ScatterNdUpdate",
-            &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+            &[
+                ("var", F(&[U, 5])),
+                ("indices", Typed(INT64, &[-2])),
+                ("updates", F(&[3, 5]))
+            ],
             &[]
         ),
         vec![U, 5]
     );
-    let v = t.f(&[4, 5]);
-    let idx = t.input(INT64, &[3, 2]);
-    let u = t.f(&[3, 5]);
-    t.rejects(
+    t.rejects_in(
         "ScatterNdUpdate",
-        &[("var", &[v]), ("indices", &[idx]), ("updates", &[u])],
+        &[
+            ("var", F(&[4, 5])),
+            ("indices", Typed(INT64, &[3, 2])),
+            ("updates", F(&[3, 5])),
+        ],
         &[],
         &["input 'updates' [3, 5] must have shape [3]"],
     );
@@ -378,23 +393,23 @@ fn scatter_nd_and_update() {
 fn nonzero_and_where() {
     let mut t = T::new();
     assert_eq!(
-        t.ok_f("NonZero", &[("x", &[2, 3])], &[]),
+        t.ok_in("NonZero", &[("x", F(&[2, 3]))], &[]),
         (INT64, vec![U, 2])
     );
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "NonZero",
-            &[("x", &[2, 3, 4])],
+            &[("x", F(&[2, 3, 4]))],
             &[("transpose", b(true)), ("dtype", ty(INT32))]
         ),
         (INT32, vec![3, U])
     );
     let x = t.ints(&[1, 0, 2, 0]);
     assert_eq!(t.dims("NonZero", &[("x", &[x])], &[]), vec![2, 1]);
-    assert_eq!(t.dims_f("NonZero", &[("x", &[-2])], &[]), vec![U, U]);
-    t.rejects_f(
+    assert_eq!(t.dims_in("NonZero", &[("x", F(&[-2]))], &[]), vec![U, U]);
+    t.rejects_in(
         "NonZero",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("dtype", ty(FLOAT))],
         &["attribute 'dtype' must be DT_INT32 or DT_INT64", "DT_FLOAT"],
     );
@@ -403,7 +418,7 @@ fn nonzero_and_where() {
     assert_eq!(t.ok("Where", &[("x", &[x])], &[]), (INT64, vec![U, 4]));
     let x = t.ints(&[0, 0, 3]);
     assert_eq!(t.dims("Where", &[("x", &[x])], &[]), vec![1, 1]);
-    assert_eq!(t.dims_f("Where", &[("x", &[-2])], &[]), vec![U, U]);
+    assert_eq!(t.dims_in("Where", &[("x", F(&[-2]))], &[]), vec![U, U]);
 }
 
 #[test]
@@ -422,50 +437,52 @@ fn embedding_bag_outputs() {
             (INT64, vec![3, 4])
         ]
     );
-    let w = t.f(&[10, 4]);
-    let idx = t.input(INT32, &[6]);
-    let off = t.input(INT32, &[3]);
-    let outs = t.all(
+    let outs = t.all_in(
         "EmbeddingBag",
-        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[
+            ("weight", F(&[10, 4])),
+            ("indices", Typed(INT32, &[6])),
+            ("offsets", Typed(INT32, &[3])),
+        ],
         &[("include_last_offset", b(true))],
     );
     assert_eq!(outs[0], (FLOAT, vec![2, 4]));
     assert_eq!(outs[3], (INT32, vec![2]));
-    let w = t.f(&[10, 4]);
-    let idx = t.input(INT32, &[5, 3]);
-    let outs = t.all(
+    let outs = t.all_in(
         "EmbeddingBag",
-        &[("weight", &[w]), ("indices", &[idx])],
+        &[("weight", F(&[10, 4])), ("indices", Typed(INT32, &[5, 3]))],
         &[],
     );
     assert_eq!(outs[0].1, vec![5, 4]);
     assert_eq!(outs[1].1, vec![15]);
-    let w = t.f(&[U, U]);
-    let idx = t.input(INT32, &[U]);
-    let off = t.input(INT32, &[U]);
-    let outs = t.all(
+    let outs = t.all_in(
         "EmbeddingBag",
-        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[
+            ("weight", F(&[U, U])),
+            ("indices", Typed(INT32, &[U])),
+            ("offsets", Typed(INT32, &[U])),
+        ],
         &[],
     );
     assert_eq!(outs[0].1, vec![U, U]);
     assert_eq!(outs[1].1, vec![U]);
-    let w = t.f(&[10, 4]);
-    let idx = t.input(INT32, &[6]);
-    let off = t.input(INT32, &[3]);
-    t.rejects(
+    t.rejects_in(
         "EmbeddingBag",
-        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[
+            ("weight", F(&[10, 4])),
+            ("indices", Typed(INT32, &[6])),
+            ("offsets", Typed(INT32, &[3])),
+        ],
         &[("mode", s("prod"))],
         &["attribute 'mode'", "\"prod\""],
     );
-    let w = t.f(&[10]);
-    let idx = t.input(INT32, &[6]);
-    let off = t.input(INT32, &[3]);
-    t.rejects(
+    t.rejects_in(
         "EmbeddingBag",
-        &[("weight", &[w]), ("indices", &[idx]), ("offsets", &[off])],
+        &[
+            ("weight", F(&[10])),
+            ("indices", Typed(INT32, &[6])),
+            ("offsets", Typed(INT32, &[3])),
+        ],
         &[],
         &["input 'weight' must be 2-D"],
     );

@@ -247,9 +247,9 @@ fn einsum_equations() {
         vec![5, 2, 4]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "Einsum",
-            &[("x", &[2, 3, 4])],
+            &[("x", F(&[2, 3, 4]))],
             &[("equation", s("bij -> jb"))]
         ),
         vec![4, 2]
@@ -261,7 +261,11 @@ fn einsum_equations() {
         vec![U, U]
     );
     assert_eq!(
-        t.dims_f("Einsum", &[("x", &[-2])], &[("equation", s("...i->...i"))]),
+        t.dims_in(
+            "Einsum",
+            &[("x", F(&[-2]))],
+            &[("equation", s("...i->...i"))]
+        ),
         vec![-2]
     );
     let a = t.f(&[2, 3]);
@@ -272,15 +276,15 @@ fn einsum_equations() {
         &[("equation", s("ij,jk->ik"))],
         &["label 'j'", "size 3 and 4"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "Einsum",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("equation", s("ij,jk->ik"))],
         &["has 2 operands", "1 tensors"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "Einsum",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("equation", s("ij->iz"))],
         &["output label 'z'"],
     );

@@ -79,10 +79,13 @@ fn batch_norm() {
         &[],
     );
     has(&m, &["'offset' has 7 values"]);
-    let x3 = t.f(&[2, 4, 8]);
-    t.rejects(
+    t.rejects_in(
         "BatchNorm",
-        &[("x", &[x3]), ("scale", &[sc]), ("offset", &[of])],
+        &[
+            ("x", F(&[2, 4, 8])),
+            ("scale", Port(sc)),
+            ("offset", Port(of)),
+        ],
         &[],
         &["4-D or 5-D"],
     );
@@ -97,9 +100,8 @@ fn batch_norm() {
 #[test]
 fn softmax_keeps_shape() {
     let mut t = T::new();
-    let x = t.input(FLOAT16, &[2, 3]);
     assert_eq!(
-        t.ok("SoftmaxV2", &[("x", &[x])], &[]),
+        t.ok_in("SoftmaxV2", &[("x", Typed(FLOAT16, &[2, 3]))], &[]),
         (FLOAT16, vec![2, 3])
     );
     let x = t.input(FLOAT16, &[2, 3]);
@@ -108,22 +110,22 @@ fn softmax_keeps_shape() {
         (FLOAT, vec![2, 3])
     );
     assert_eq!(
-        t.ok_f(
+        t.ok_in(
             "LogSoftmaxV2",
-            &[("logits", &[U, 3])],
+            &[("logits", F(&[U, 3]))],
             &[("axes", li(&[0, 1]))]
         ),
         (FLOAT, vec![U, 3])
     );
     assert_eq!(
-        t.dims_f("SoftmaxV2", &[("x", &[-2])], &[("axes", li(&[5]))]),
+        t.dims_in("SoftmaxV2", &[("x", F(&[-2]))], &[("axes", li(&[5]))]),
         vec![-2]
     );
-    let m = t.err_f("SoftmaxV2", &[("x", &[2, 3])], &[("axes", li(&[2]))]);
+    let m = t.err_in("SoftmaxV2", &[("x", F(&[2, 3]))], &[("axes", li(&[2]))]);
     has(&m, &["SoftmaxV2", "attribute 'axes' value 2", "rank 2"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "LogSoftmaxV2",
-        &[("logits", &[2, 3])],
+        &[("logits", F(&[2, 3]))],
         &[("axes", li(&[0, -2]))],
     );
     has(&m, &["'axes'", "repeats"]);
@@ -150,30 +152,32 @@ fn layer_norm_stats_keep_leading_dims() {
     );
     // defaults: normalize everything, gamma has x's shape
     let x = t.input(FLOAT16, &[U, 3, 4]);
-    let g = t.input(FLOAT16, &[U, 3, 4]);
-    let be = t.input(FLOAT16, &[2, 3, 4]);
-    let outs = t.all(
+    let outs = t.all_in(
         "LayerNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[
+            ("x", Port(x)),
+            ("gamma", Typed(FLOAT16, &[U, 3, 4])),
+            ("beta", Typed(FLOAT16, &[2, 3, 4])),
+        ],
         &[],
     );
     assert_eq!(outs[0], (FLOAT16, vec![U, 3, 4]));
     assert_eq!(outs[1], (FLOAT16, vec![1, 1, 1]));
-    let outs = t.all_f(
+    let outs = t.all_in(
         "LayerNorm",
-        &[("x", &[-2]), ("gamma", &[4]), ("beta", &[4])],
+        &[("x", F(&[-2])), ("gamma", F(&[4])), ("beta", F(&[4]))],
         &[],
     );
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
-    let m = t.err_f(
+    let m = t.err_in(
         "LayerNorm",
-        &[("x", &[2, 3, 4]), ("gamma", &[5]), ("beta", &[4])],
+        &[("x", F(&[2, 3, 4])), ("gamma", F(&[5])), ("beta", F(&[4]))],
         &[("begin_norm_axis", i(-1)), ("begin_params_axis", i(-1))],
     );
     has(&m, &["input 'gamma' [5]", "[4]"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "LayerNorm",
-        &[("x", &[2, 3]), ("gamma", &[3]), ("beta", &[3])],
+        &[("x", F(&[2, 3])), ("gamma", F(&[3])), ("beta", F(&[3]))],
         &[("begin_norm_axis", i(2))],
     );
     has(&m, &["begin_norm_axis", "out of range"]);
@@ -195,30 +199,37 @@ fn instance_norm_reduces_spatial_dims() {
             (FLOAT, vec![2, 3, 1, 1])
         ]
     );
-    let outs = t.all_f(
+    let outs = t.all_in(
         "InstanceNorm",
-        &[("x", &[2, U, 4, 4, 3]), ("gamma", &[3]), ("beta", &[3])],
+        &[
+            ("x", F(&[2, U, 4, 4, 3])),
+            ("gamma", F(&[3])),
+            ("beta", F(&[3])),
+        ],
         &[],
     );
     assert_eq!(outs[1], (FLOAT, vec![2, 1, 1, 1, 3]));
-    let outs = t.all_f(
+    let outs = t.all_in(
         "InstanceNorm",
-        &[("x", &[-2]), ("gamma", &[3]), ("beta", &[3])],
+        &[("x", F(&[-2])), ("gamma", F(&[3])), ("beta", F(&[3]))],
         &[],
     );
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
     let x = t.f(&[2, 3, 4]);
-    let g = t.f(&[3]);
     let be = t.f(&[3]);
-    let m = t.err(
+    let m = t.err_in(
         "InstanceNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", Port(x)), ("gamma", F(&[3])), ("beta", Port(be))],
         &[],
     );
     has(&m, &["input 'x' must be 4-D or 5-D", "rank 3"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "InstanceNorm",
-        &[("x", &[2, 3, 4, 5]), ("gamma", &[4]), ("beta", &[3])],
+        &[
+            ("x", F(&[2, 3, 4, 5])),
+            ("gamma", F(&[4])),
+            ("beta", F(&[3])),
+        ],
         &[("data_format", s("NCHW"))],
     );
     has(&m, &["input 'gamma' [4]", "3 channels"]);
@@ -244,25 +255,31 @@ fn group_norm_stats_are_per_group() {
             (FLOAT, vec![2, 3])
         ]
     );
-    let outs = t.all_f(
+    let outs = t.all_in(
         "GroupNorm",
-        &[("x", &[U, U, U, 6]), ("gamma", &[6]), ("beta", &[6])],
+        &[
+            ("x", F(&[U, U, U, 6])),
+            ("gamma", F(&[6])),
+            ("beta", F(&[6])),
+        ],
         &[("num_groups", i(2))],
     );
     assert_eq!(outs[0].1, vec![U, U, U, 6]);
     assert_eq!(outs[2].1, vec![U, 2]);
-    let m = t.err_f(
+    let m = t.err_in(
         "GroupNorm",
-        &[("x", &[2, 6, 4, 4]), ("gamma", &[6]), ("beta", &[6])],
+        &[
+            ("x", F(&[2, 6, 4, 4])),
+            ("gamma", F(&[6])),
+            ("beta", F(&[6])),
+        ],
         &[("num_groups", i(4)), ("data_format", s("NCHW"))],
     );
     has(&m, &["6 channels", "num_groups 4"]);
-    let x = t.f(&[2, 6]);
-    let g = t.f(&[6]);
     let be = t.f(&[6]);
-    let m = t.err(
+    let m = t.err_in(
         "GroupNorm",
-        &[("x", &[x]), ("gamma", &[g]), ("beta", &[be])],
+        &[("x", F(&[2, 6])), ("gamma", F(&[6])), ("beta", Port(be))],
         &[("num_groups", i(0))],
     );
     has(&m, &["'num_groups' must be >= 1"]);
@@ -277,14 +294,14 @@ fn lrn_is_4d_elementwise() {
         (FLOAT16, vec![1, 8, 5, 5])
     );
     assert_eq!(
-        t.dims_f("LRN", &[("x", &[U, 8, U, U])], &[]),
+        t.dims_in("LRN", &[("x", F(&[U, 8, U, U]))], &[]),
         vec![U, 8, U, U]
     );
     let x = t.f(&[8, 5, 5]);
     t.rejects("LRN", &[("x", &[x])], &[], &["input 'x' must be 4-D"]);
-    let m = t.err_f(
+    let m = t.err_in(
         "LRN",
-        &[("x", &[1, 8, 5, 5])],
+        &[("x", F(&[1, 8, 5, 5]))],
         &[("norm_region", s("ACROSS"))],
     );
     has(&m, &["'norm_region'", "\"ACROSS\""]);

@@ -39,12 +39,12 @@ fn max_and_avg_pool_same_and_valid() {
         ];
         assert_eq!(t.dims(ty, &[("x", &[x])], &nchw), vec![2, 3, 4, 5], "{ty}");
         assert_eq!(
-            t.dims_f(ty, &[("x", &[U, U, 32, 3])], &same),
+            t.dims_in(ty, &[("x", F(&[U, U, 32, 3]))], &same),
             vec![U, U, 16, 3],
             "{ty}"
         );
         assert_eq!(
-            t.dims_f(ty, &[("x", &[-2])], &same),
+            t.dims_in(ty, &[("x", F(&[-2]))], &same),
             vec![U, U, U, U],
             "{ty}"
         );
@@ -72,9 +72,9 @@ fn max_and_avg_pool_same_and_valid() {
             &bad,
             &["attribute 'ksize' must have 4 values"],
         );
-        t.rejects_f(
+        t.rejects_in(
             ty,
-            &[("x", &[1, 2, 2, 3])],
+            &[("x", F(&[1, 2, 2, 3]))],
             &valid,
             &["output height would be empty", "window 3"],
         );
@@ -94,12 +94,12 @@ fn pool_v2_calculated_ceil_global() {
             ]
         };
         assert_eq!(
-            t.dims_f(ty, &[("x", &[1, 3, 8, 8])], &base(&[1, 1, 1, 1], false)),
+            t.dims_in(ty, &[("x", F(&[1, 3, 8, 8]))], &base(&[1, 1, 1, 1], false)),
             vec![1, 3, 4, 4],
             "{ty}"
         );
         assert_eq!(
-            t.dims_f(ty, &[("x", &[1, 3, 8, 8])], &base(&[1, 1, 1, 1], true)),
+            t.dims_in(ty, &[("x", F(&[1, 3, 8, 8]))], &base(&[1, 1, 1, 1], true)),
             vec![1, 3, 5, 5],
             "{ty}"
         );
@@ -132,7 +132,7 @@ fn pool_v2_calculated_ceil_global() {
         ];
         assert_eq!(t.dims(ty, &[("x", &[x])], &nhwc), vec![1, 5, 5, 3], "{ty}");
         assert_eq!(
-            t.dims_f(ty, &[("x", &[U, 3, U, 8])], &base(&[1, 1, 1, 1], false)),
+            t.dims_in(ty, &[("x", F(&[U, 3, U, 8]))], &base(&[1, 1, 1, 1], false)),
             vec![U, 3, U, 4],
             "{ty}"
         );
@@ -140,17 +140,17 @@ fn pool_v2_calculated_ceil_global() {
         let mut bad = base(&[0, 0, 0, 0], false);
         bad.push(("padding_mode", s("FULL")));
         t.rejects(ty, &[("x", &[x])], &bad, &["'padding_mode'", "\"FULL\""]);
-        t.rejects_f(
+        t.rejects_in(
             ty,
-            &[("x", &[1, 3, 8, 8])],
+            &[("x", F(&[1, 3, 8, 8]))],
             &base(&[1, -1, 0, 0], false),
             &["attribute 'pads'", "negative value -1"],
         );
     }
     let mut t = T::new();
-    let m = t.err_f(
+    let m = t.err_in(
         "AvgPoolV2",
-        &[("x", &[1, 3, 8, 8])],
+        &[("x", F(&[1, 3, 8, 8]))],
         &[
             ("ksize", li(&[1, 1, 3, 3])),
             ("strides", li(&[1, 1, 1, 1])),
@@ -164,16 +164,16 @@ fn pool_v2_calculated_ceil_global() {
 fn global_average_pool_and_caffe_pooling() {
     let mut t = T::new();
     assert_eq!(
-        t.dims_f("GlobalAveragePool", &[("x", &[2, 3, 5, 7])], &[]),
+        t.dims_in("GlobalAveragePool", &[("x", F(&[2, 3, 5, 7]))], &[]),
         vec![2, 3, 1, 1]
     );
     assert_eq!(
-        t.dims_f("GlobalAveragePool", &[("x", &[U, 3, U, U, U])], &[]),
+        t.dims_in("GlobalAveragePool", &[("x", F(&[U, 3, U, U, U]))], &[]),
         vec![U, 3, 1, 1, 1]
     );
-    t.rejects_f(
+    t.rejects_in(
         "GlobalAveragePool",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[],
         &["rank >= 3", "rank 2"],
     );
@@ -186,25 +186,24 @@ fn global_average_pool_and_caffe_pooling() {
         ]
     };
     assert_eq!(
-        t.dims_f("Pooling", &[("x", &[1, 3, 8, 8])], &p(0)),
+        t.dims_in("Pooling", &[("x", F(&[1, 3, 8, 8]))], &p(0)),
         vec![1, 3, 4, 4]
     );
     assert_eq!(
-        t.dims_f("Pooling", &[("x", &[1, 3, 8, 8])], &p(1)),
+        t.dims_in("Pooling", &[("x", F(&[1, 3, 8, 8]))], &p(1)),
         vec![1, 3, 3, 3]
     );
-    let x = t.input(INT8, &[1, 3, 8, 8]);
     assert_eq!(
-        t.ok("Pooling", &[("x", &[x])], &p(1)),
+        t.ok_in("Pooling", &[("x", Typed(INT8, &[1, 3, 8, 8]))], &p(1)),
         (INT32, vec![1, 3, 3, 3])
     );
     let x = t.f(&[U, 3, 8, U]);
     let mut g = p(0);
     g.push(("global_pooling", b(true)));
     assert_eq!(t.dims("Pooling", &[("x", &[x])], &g), vec![U, 3, 1, 1]);
-    t.rejects_f(
+    t.rejects_in(
         "Pooling",
-        &[("x", &[1, 3, 8, 8])],
+        &[("x", F(&[1, 3, 8, 8]))],
         &p(2),
         &["'ceil_mode' must be 0 (ceil) or 1 (floor)"],
     );

@@ -19,9 +19,12 @@ fn reduce_sum() {
         ),
         vec![2, 1, 4]
     );
-    let ax2 = t.ints64(&[-1, 0, 2]);
     assert_eq!(
-        t.dims("ReduceSum", &[("x", &[x]), ("axes", &[ax2])], &[]),
+        t.dims_in(
+            "ReduceSum",
+            &[("x", Port(x)), ("axes", I64(&[-1, 0, 2]))],
+            &[]
+        ),
         vec![3]
     );
     let sc = t.scalar_i32(0);
@@ -63,23 +66,20 @@ fn reduce_sum() {
         t.dims("ReduceSum", &[("x", &[xu]), ("axes", &[dyn_ax])], &[]),
         vec![-2]
     );
-    let xr = t.f(&[-2]);
     assert_eq!(
-        t.dims("ReduceSum", &[("x", &[xr]), ("axes", &[ax])], &[]),
+        t.dims_in("ReduceSum", &[("x", F(&[-2])), ("axes", Port(ax))], &[]),
         vec![-2]
     );
     // Errors.
-    let bad = t.ints(&[3]);
-    t.rejects(
+    t.rejects_in(
         "ReduceSum",
-        &[("x", &[x]), ("axes", &[bad])],
+        &[("x", Port(x)), ("axes", I32(&[3]))],
         &[],
         &["'axes' value 3 is out of range for rank 3"],
     );
-    let ax2d = t.input(INT32, &[1, 1]);
-    t.rejects(
+    t.rejects_in(
         "ReduceSum",
-        &[("x", &[x]), ("axes", &[ax2d])],
+        &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
         &[],
         &["'axes' must be 1-D"],
     );
@@ -106,7 +106,7 @@ fn reduce_sum_d() {
         Vec::<i64>::new()
     );
     assert_eq!(
-        t.dims_f("ReduceSumD", &[("x", &[U, U])], &[("axes", li(&[-1]))]),
+        t.dims_in("ReduceSumD", &[("x", F(&[U, U]))], &[("axes", li(&[-1]))]),
         vec![U]
     );
     t.rejects(

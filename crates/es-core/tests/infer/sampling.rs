@@ -5,69 +5,65 @@ use super::*;
 #[test]
 fn resize_nearest_and_bilinear_v2() {
     let mut t = T::new();
-    let x = t.f(&[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 12]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ResizeNearestNeighborV2",
-            &[("x", &[x]), ("size", &[sz])],
+            &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 12]))],
             &[]
         ),
         (FLOAT, vec![1, 16, 12, 3])
     );
     let x = t.nchw(&[1, 3, 8, 8]);
-    let sz = t.ints(&[4, 4]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "ResizeNearestNeighborV2",
-            &[("x", &[x]), ("size", &[sz])],
+            &[("x", Port(x)), ("size", I32(&[4, 4]))],
             &[]
         ),
         vec![1, 3, 4, 4]
     );
-    let x = t.input(UINT8, &[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 16]);
     assert_eq!(
-        t.ok("ResizeBilinearV2", &[("x", &[x]), ("size", &[sz])], &[]),
+        t.ok_in(
+            "ResizeBilinearV2",
+            &[("x", Typed(UINT8, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
+            &[]
+        ),
         (FLOAT, vec![1, 16, 16, 3])
     );
-    let x = t.input(FLOAT16, &[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 16]);
     assert_eq!(
-        t.ok(
+        t.ok_in(
             "ResizeBilinearV2",
-            &[("x", &[x]), ("size", &[sz])],
+            &[
+                ("x", Typed(FLOAT16, &[1, 8, 8, 3])),
+                ("size", I32(&[16, 16]))
+            ],
             &[("dtype", ty(FLOAT16))]
         ),
         (FLOAT16, vec![1, 16, 16, 3])
     );
-    let x = t.f(&[U, 8, 8, 3]);
-    let sz = t.input(INT32, &[2]);
     assert_eq!(
-        t.dims("ResizeBilinearV2", &[("x", &[x]), ("size", &[sz])], &[]),
+        t.dims_in(
+            "ResizeBilinearV2",
+            &[("x", F(&[U, 8, 8, 3])), ("size", Typed(INT32, &[2]))],
+            &[]
+        ),
         vec![U, U, U, 3]
     );
-    let x = t.f(&[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 16, 1]);
-    t.rejects(
+    t.rejects_in(
         "ResizeNearestNeighborV2",
-        &[("x", &[x]), ("size", &[sz])],
+        &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16, 1]))],
         &[],
         &["input 'size' must hold 2 values"],
     );
-    let x = t.f(&[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 16]);
-    t.rejects(
+    t.rejects_in(
         "ResizeBilinearV2",
-        &[("x", &[x]), ("size", &[sz])],
+        &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
         &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
         &["'align_corners' and 'half_pixel_centers'"],
     );
-    let x = t.f(&[1, 8, 8, 3]);
-    let sz = t.ints(&[16, 16]);
-    t.rejects(
+    t.rejects_in(
         "ResizeBilinearV2",
-        &[("x", &[x]), ("size", &[sz])],
+        &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
         &[("dtype", ty(INT32))],
         &["attribute 'dtype' is DT_INT32"],
     );
@@ -77,9 +73,12 @@ fn resize_nearest_and_bilinear_v2() {
 fn resize_by_sizes_or_scales() {
     let mut t = T::new();
     let x = t.nchw(&[1, 3, 8, 8]);
-    let sz = t.ints64(&[1, 3, 16, 12]);
     assert_eq!(
-        t.dims("Resize", &[("x", &[x]), ("sizes", &[sz])], &[]),
+        t.dims_in(
+            "Resize",
+            &[("x", Port(x)), ("sizes", I64(&[1, 3, 16, 12]))],
+            &[]
+        ),
         vec![1, 3, 16, 12]
     );
     let x = t.nchw(&[1, 3, 8, U]);
@@ -100,29 +99,34 @@ fn resize_by_sizes_or_scales() {
     );
     let x = t.nchw(&[1, 3, 8, 8]);
     let sc = t.floats(&[]);
-    let sz = t.input(INT64, &[4]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "Resize",
-            &[("x", &[x]), ("scales", &[sc]), ("sizes", &[sz])],
+            &[
+                ("x", Port(x)),
+                ("scales", Port(sc)),
+                ("sizes", Typed(INT64, &[4]))
+            ],
             &[]
         ),
         vec![U, U, U, U]
     );
     let x = t.nchw(&[1, 3, 8, 8]);
     let sc = t.floats(&[1.0, 1.0, 2.0, 2.0]);
-    let sz = t.ints64(&[1, 3, 16, 16]);
-    t.rejects(
+    t.rejects_in(
         "Resize",
-        &[("x", &[x]), ("scales", &[sc]), ("sizes", &[sz])],
+        &[
+            ("x", Port(x)),
+            ("scales", Port(sc)),
+            ("sizes", I64(&[1, 3, 16, 16])),
+        ],
         &[],
         &["'sizes' and 'scales' are both given"],
     );
     let x = t.nchw(&[1, 3, 8, 8]);
-    let sz = t.ints64(&[1, 3, 16]);
-    t.rejects(
+    t.rejects_in(
         "Resize",
-        &[("x", &[x]), ("sizes", &[sz])],
+        &[("x", Port(x)), ("sizes", I64(&[1, 3, 16]))],
         &[],
         &["input 'sizes' has 3 values", "one per dim (4)"],
     );

@@ -7,27 +7,23 @@ use super::*;
 fn reshape_const_shape() {
     let mut t = T::new();
     let x = t.f(&[2, 3, 4]);
-    let s = t.ints(&[3, -1]);
     assert_eq!(
-        t.ok("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        t.ok_in("Reshape", &[("x", Port(x)), ("shape", I32(&[3, -1]))], &[]),
         (FLOAT, vec![3, 8])
     );
-    let s = t.ints64(&[0, -1]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        t.dims_in("Reshape", &[("x", Port(x)), ("shape", I64(&[0, -1]))], &[]),
         vec![2, 12]
     );
-    let s = t.ints(&[24]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        t.dims_in("Reshape", &[("x", Port(x)), ("shape", I32(&[24]))], &[]),
         vec![24]
     );
     // Caffe-style partial reshape of dims [1, 2).
-    let s = t.ints(&[3, 1]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "Reshape",
-            &[("x", &[x]), ("shape", &[s])],
+            &[("x", Port(x)), ("shape", I32(&[3, 1]))],
             &[("axis", i(1)), ("num_axes", i(1))]
         ),
         vec![2, 3, 1, 4]
@@ -46,36 +42,45 @@ fn reshape_const_shape() {
 fn reshape_unknown() {
     let mut t = T::new();
     let x = t.f(&[U, 3, 4]);
-    let s = t.ints(&[-1, 12]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        t.dims_in("Reshape", &[("x", Port(x)), ("shape", I32(&[-1, 12]))], &[]),
         vec![U, 12]
     );
-    let s = t.ints(&[0, 0, 2, 2]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[s])], &[]),
+        t.dims_in(
+            "Reshape",
+            &[("x", Port(x)), ("shape", I32(&[0, 0, 2, 2]))],
+            &[]
+        ),
         vec![U, 3, 2, 2]
     );
-    let xr = t.f(&[-2]);
-    let s = t.ints(&[0, 6]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[xr]), ("shape", &[s])], &[]),
+        t.dims_in("Reshape", &[("x", F(&[-2])), ("shape", I32(&[0, 6]))], &[]),
         vec![U, 6]
     );
-    let dyn_shape = t.input(INT32, &[3]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[dyn_shape])], &[]),
+        t.dims_in(
+            "Reshape",
+            &[("x", Port(x)), ("shape", Typed(INT32, &[3]))],
+            &[]
+        ),
         vec![U, U, U]
     );
     // An absurd shape length is reported as unknown rank, not allocated.
-    let huge = t.input(INT64, &[1 << 40]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[huge])], &[]),
+        t.dims_in(
+            "Reshape",
+            &[("x", Port(x)), ("shape", Typed(INT64, &[1 << 40]))],
+            &[]
+        ),
         vec![-2]
     );
-    let dyn_shape = t.input(INT64, &[U]);
     assert_eq!(
-        t.dims("Reshape", &[("x", &[x]), ("shape", &[dyn_shape])], &[]),
+        t.dims_in(
+            "Reshape",
+            &[("x", Port(x)), ("shape", Typed(INT64, &[U]))],
+            &[]
+        ),
         vec![-2]
     );
 }
@@ -84,51 +89,44 @@ fn reshape_unknown() {
 fn reshape_errors() {
     let mut t = T::new();
     let x = t.f(&[2, 3, 4]);
-    let s = t.ints(&[5, 5]);
-    let m = t.err("Reshape", &[("x", &[x]), ("shape", &[s])], &[]);
+    let m = t.err_in("Reshape", &[("x", Port(x)), ("shape", I32(&[5, 5]))], &[]);
     has(
         &m,
         &["Reshape 'Reshape_0'", "element count mismatch", "24", "25"],
     );
-    let s = t.ints(&[-1, -1]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s])],
+        &[("x", Port(x)), ("shape", I32(&[-1, -1]))],
         &[],
         &["more than one -1"],
     );
-    let s = t.ints(&[-3, 8]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s])],
+        &[("x", Port(x)), ("shape", I32(&[-3, 8]))],
         &[],
         &["invalid value -3"],
     );
-    let s = t.ints(&[-1, 5]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s])],
+        &[("x", Port(x)), ("shape", I32(&[-1, 5]))],
         &[],
         &["not a multiple of 5"],
     );
-    let s = t.ints(&[0, 0, 0, 0]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s])],
+        &[("x", Port(x)), ("shape", I32(&[0, 0, 0, 0]))],
         &[],
         &["0 (copy) at index 3"],
     );
-    let s2 = t.input(INT32, &[2, 2]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s2])],
+        &[("x", Port(x)), ("shape", Typed(INT32, &[2, 2]))],
         &[],
         &["'shape' must be 1-D"],
     );
-    let s = t.ints(&[4]);
-    t.rejects(
+    t.rejects_in(
         "Reshape",
-        &[("x", &[x]), ("shape", &[s])],
+        &[("x", Port(x)), ("shape", I32(&[4]))],
         &[("axis", i(4))],
         &["'axis' 4"],
     );
@@ -143,14 +141,16 @@ fn transpose() {
         t.ok("Transpose", &[("x", &[x]), ("perm", &[p])], &[]),
         (FLOAT, vec![3, 2, 4])
     );
-    let p2 = t.ints64(&[2, 0, 1]);
     assert_eq!(
-        t.dims("Transpose", &[("x", &[x]), ("perm", &[p2])], &[]),
+        t.dims_in(
+            "Transpose",
+            &[("x", Port(x)), ("perm", I64(&[2, 0, 1]))],
+            &[]
+        ),
         vec![4, 2, 3]
     );
-    let xu = t.f(&[U, 3, 4]);
     assert_eq!(
-        t.dims("Transpose", &[("x", &[xu]), ("perm", &[p])], &[]),
+        t.dims_in("Transpose", &[("x", F(&[U, 3, 4])), ("perm", Port(p))], &[]),
         vec![3, U, 4]
     );
     let xr = t.f(&[-2]);
@@ -167,24 +167,21 @@ fn transpose() {
         t.dims("Transpose", &[("x", &[xr]), ("perm", &[dp])], &[]),
         vec![U, U, U]
     );
-    let p = t.ints(&[1, 0]);
-    t.rejects(
+    t.rejects_in(
         "Transpose",
-        &[("x", &[x]), ("perm", &[p])],
+        &[("x", Port(x)), ("perm", I32(&[1, 0]))],
         &[],
         &["'perm'", "2 values", "rank 3"],
     );
-    let p = t.ints(&[0, 0, 1]);
-    t.rejects(
+    t.rejects_in(
         "Transpose",
-        &[("x", &[x]), ("perm", &[p])],
+        &[("x", Port(x)), ("perm", I32(&[0, 0, 1]))],
         &[],
         &["not a permutation"],
     );
-    let p = t.ints(&[0, 1, 3]);
-    t.rejects(
+    t.rejects_in(
         "Transpose",
-        &[("x", &[x]), ("perm", &[p])],
+        &[("x", Port(x)), ("perm", I32(&[0, 1, 3]))],
         &[],
         &["perm value 3 is out of range for rank 3"],
     );
@@ -207,11 +204,11 @@ fn unsqueeze() {
         vec![2, 1, 3]
     );
     assert_eq!(
-        t.dims_f("Unsqueeze", &[("x", &[U, 3])], &[("axes", li(&[0]))]),
+        t.dims_in("Unsqueeze", &[("x", F(&[U, 3]))], &[("axes", li(&[0]))]),
         vec![1, U, 3]
     );
     assert_eq!(
-        t.dims_f("Unsqueeze", &[("x", &[-2])], &[("axes", li(&[0]))]),
+        t.dims_in("Unsqueeze", &[("x", F(&[-2]))], &[("axes", li(&[0]))]),
         vec![-2]
     );
     t.rejects(
@@ -558,32 +555,35 @@ fn broadcast_to() {
         t.ok("BroadcastTo", &[("x", &[x]), ("shape", &[s])], &[]),
         (FLOAT, vec![2, 3, 4])
     );
-    let xu = t.f(&[U, 1]);
     assert_eq!(
-        t.dims("BroadcastTo", &[("x", &[xu]), ("shape", &[s])], &[]),
+        t.dims_in("BroadcastTo", &[("x", F(&[U, 1])), ("shape", Port(s))], &[]),
         vec![2, 3, 4]
     );
-    let ds = t.input(INT64, &[3]);
     assert_eq!(
-        t.dims("BroadcastTo", &[("x", &[x]), ("shape", &[ds])], &[]),
+        t.dims_in(
+            "BroadcastTo",
+            &[("x", Port(x)), ("shape", Typed(INT64, &[3]))],
+            &[]
+        ),
         vec![U, 3, U]
     );
-    let du = t.input(INT64, &[U]);
     assert_eq!(
-        t.dims("BroadcastTo", &[("x", &[x]), ("shape", &[du])], &[]),
+        t.dims_in(
+            "BroadcastTo",
+            &[("x", Port(x)), ("shape", Typed(INT64, &[U]))],
+            &[]
+        ),
         vec![-2]
     );
-    let bad = t.f(&[3, 2]);
-    t.rejects(
+    t.rejects_in(
         "BroadcastTo",
-        &[("x", &[bad]), ("shape", &[s])],
+        &[("x", F(&[3, 2])), ("shape", Port(s))],
         &[],
         &["x [3, 2] cannot be broadcast to [2, 3, 4]"],
     );
-    let big = t.f(&[1, 1, 1, 1]);
-    t.rejects(
+    t.rejects_in(
         "BroadcastTo",
-        &[("x", &[big]), ("shape", &[s])],
+        &[("x", F(&[1, 1, 1, 1])), ("shape", Port(s))],
         &[],
         &["rank 4"],
     );
@@ -598,9 +598,12 @@ fn tile() {
         t.ok("Tile", &[("x", &[x]), ("multiples", &[m])], &[]),
         (FLOAT, vec![4, 3])
     );
-    let m3 = t.ints64(&[2, 1, 3]);
     assert_eq!(
-        t.dims("Tile", &[("x", &[x]), ("multiples", &[m3])], &[]),
+        t.dims_in(
+            "Tile",
+            &[("x", Port(x)), ("multiples", I64(&[2, 1, 3]))],
+            &[]
+        ),
         vec![2, 2, 9]
     );
     let xu = t.f(&[U, 3]);
@@ -608,27 +611,27 @@ fn tile() {
         t.dims("Tile", &[("x", &[xu]), ("multiples", &[m])], &[]),
         vec![U, 3]
     );
-    let m0 = t.ints(&[0, 2]);
     assert_eq!(
-        t.dims("Tile", &[("x", &[xu]), ("multiples", &[m0])], &[]),
+        t.dims_in("Tile", &[("x", Port(xu)), ("multiples", I32(&[0, 2]))], &[]),
         vec![0, 6]
     );
-    let dm = t.input(INT32, &[2]);
     assert_eq!(
-        t.dims("Tile", &[("x", &[x]), ("multiples", &[dm])], &[]),
+        t.dims_in(
+            "Tile",
+            &[("x", Port(x)), ("multiples", Typed(INT32, &[2]))],
+            &[]
+        ),
         vec![U, U]
     );
-    let x3 = t.f(&[1, 2, 3]);
-    t.rejects(
+    t.rejects_in(
         "Tile",
-        &[("x", &[x3]), ("multiples", &[m])],
+        &[("x", F(&[1, 2, 3])), ("multiples", Port(m))],
         &[],
         &["2 values, fewer than the rank 3"],
     );
-    let neg = t.ints(&[1, -2]);
-    t.rejects(
+    t.rejects_in(
         "Tile",
-        &[("x", &[x]), ("multiples", &[neg])],
+        &[("x", Port(x)), ("multiples", I32(&[1, -2]))],
         &[],
         &["negative value -2"],
     );
@@ -637,61 +640,61 @@ fn tile() {
 #[test]
 fn pad_v3_from_constant_paddings() {
     let mut t = T::new();
-    let x = t.f(&[2, 3]);
-    let p = t.ints(&[1, 1, 2, 0]);
     assert_eq!(
-        t.ok("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        t.ok_in(
+            "PadV3",
+            &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2, 0]))],
+            &[]
+        ),
         (FLOAT, vec![4, 5])
     );
-    let x = t.f(&[2, 3]);
-    let p = t.ints64(&[1, 2, 1, 0]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "PadV3",
-            &[("x", &[x]), ("paddings", &[p])],
+            &[("x", F(&[2, 3])), ("paddings", I64(&[1, 2, 1, 0]))],
             &[("paddings_contiguous", b(false)), ("mode", s("reflect"))]
         ),
         vec![4, 5]
     );
-    let x = t.f(&[U, 3]);
-    let p = t.ints(&[1, 1, -1, 0]);
     assert_eq!(
-        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        t.dims_in(
+            "PadV3",
+            &[("x", F(&[U, 3])), ("paddings", I32(&[1, 1, -1, 0]))],
+            &[]
+        ),
         vec![U, 2]
     );
-    let x = t.f(&[2, 3]);
-    let p = t.input(INT32, &[4]);
     assert_eq!(
-        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        t.dims_in(
+            "PadV3",
+            &[("x", F(&[2, 3])), ("paddings", Typed(INT32, &[4]))],
+            &[]
+        ),
         vec![U, U]
     );
-    let x = t.f(&[-2]);
-    let p = t.input(INT32, &[6]);
     assert_eq!(
-        t.dims("PadV3", &[("x", &[x]), ("paddings", &[p])], &[]),
+        t.dims_in(
+            "PadV3",
+            &[("x", F(&[-2])), ("paddings", Typed(INT32, &[6]))],
+            &[]
+        ),
         vec![U, U, U]
     );
-    let x = t.f(&[2, 3]);
-    let p = t.ints(&[1, 1, 2]);
-    t.rejects(
+    t.rejects_in(
         "PadV3",
-        &[("x", &[x]), ("paddings", &[p])],
+        &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2]))],
         &[],
         &["input 'paddings'", "3 values", "2 * rank = 4"],
     );
-    let x = t.f(&[2, 3]);
-    let p = t.ints(&[0, 0, -2, -2]);
-    t.rejects(
+    t.rejects_in(
         "PadV3",
-        &[("x", &[x]), ("paddings", &[p])],
+        &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, -2, -2]))],
         &[],
         &["negative size -1"],
     );
-    let x = t.f(&[2, 3]);
-    let p = t.ints(&[0, 0, 0, 0]);
-    t.rejects(
+    t.rejects_in(
         "PadV3",
-        &[("x", &[x]), ("paddings", &[p])],
+        &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, 0, 0]))],
         &[("mode", s("wrap"))],
         &["attribute 'mode'", "\"wrap\""],
     );
@@ -706,10 +709,12 @@ fn pad_and_pad_d() {
         t.dims("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
         vec![4, 5]
     );
-    let x = t.f(&[-2]);
-    let p = t.input(INT32, &[3, 2]);
     assert_eq!(
-        t.dims("Pad", &[("x", &[x]), ("paddings", &[p])], &[]),
+        t.dims_in(
+            "Pad",
+            &[("x", F(&[-2])), ("paddings", Typed(INT32, &[3, 2]))],
+            &[]
+        ),
         vec![U, U, U]
     );
     let x = t.f(&[2, 3]);
@@ -721,32 +726,31 @@ fn pad_and_pad_d() {
         &["input 'paddings' has 3 rows", "rank 2"],
     );
     let x = t.f(&[2, 3]);
-    let p = t.input(INT32, &[2, 3]);
-    t.rejects(
+    t.rejects_in(
         "Pad",
-        &[("x", &[x]), ("paddings", &[p])],
+        &[("x", Port(x)), ("paddings", Typed(INT32, &[2, 3]))],
         &[],
         &["shape [rank, 2]", "[2, 3]"],
     );
 
     let pd = |v: Vec<Vec<i64>>| AttrValue::ListListInt(v);
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "PadD",
-            &[("x", &[2, U])],
+            &[("x", F(&[2, U]))],
             &[("paddings", pd(vec![vec![1, 2], vec![3, 4]]))]
         ),
         vec![5, U]
     );
-    t.rejects_f(
+    t.rejects_in(
         "PadD",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
         &["attribute 'paddings'", "negative pad"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "PadD",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
         &["[begin, end] pairs"],
     );
@@ -756,67 +760,74 @@ fn pad_and_pad_d() {
 fn slice_from_constants() {
     let mut t = T::new();
     let x = t.f(&[4, 5, 6]);
-    let o = t.ints(&[1, 0, -4]);
-    let z = t.ints(&[2, -1, 3]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "Slice",
-            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[
+                ("x", Port(x)),
+                ("offsets", I32(&[1, 0, -4])),
+                ("size", I32(&[2, -1, 3]))
+            ],
             &[]
         ),
         vec![2, 5, 3]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "SliceD",
-            &[("x", &[4, 5, 6])],
+            &[("x", F(&[4, 5, 6]))],
             &[("offsets", li(&[1, 2, 0])), ("size", li(&[-1, 2, 6]))]
         ),
         vec![3, 2, 6]
     );
-    let x = t.f(&[U, 5, 6]);
-    let o = t.input(INT32, &[3]);
-    let z = t.ints(&[2, -1, 3]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "Slice",
-            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[
+                ("x", F(&[U, 5, 6])),
+                ("offsets", Typed(INT32, &[3])),
+                ("size", I32(&[2, -1, 3]))
+            ],
             &[]
         ),
         vec![2, U, 3]
     );
-    let x = t.f(&[-2]);
-    let o = t.input(INT32, &[2]);
-    let z = t.input(INT32, &[2]);
     assert_eq!(
-        t.dims(
+        t.dims_in(
             "Slice",
-            &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+            &[
+                ("x", F(&[-2])),
+                ("offsets", Typed(INT32, &[2])),
+                ("size", Typed(INT32, &[2]))
+            ],
             &[]
         ),
         vec![U, U]
     );
-    let x = t.f(&[4, 5]);
-    let o = t.ints(&[3, 0]);
-    let z = t.ints(&[2, 5]);
-    t.rejects(
+    t.rejects_in(
         "Slice",
-        &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+        &[
+            ("x", F(&[4, 5])),
+            ("offsets", I32(&[3, 0])),
+            ("size", I32(&[2, 5])),
+        ],
         &[],
         &["slice [3, 3 + 2) exceeds dim 0", "(4)"],
     );
     let x = t.f(&[4, 5]);
-    let o = t.ints(&[0, 0, 0]);
-    let z = t.ints(&[1, 1, 1]);
-    t.rejects(
+    t.rejects_in(
         "Slice",
-        &[("x", &[x]), ("offsets", &[o]), ("size", &[z])],
+        &[
+            ("x", Port(x)),
+            ("offsets", I32(&[0, 0, 0])),
+            ("size", I32(&[1, 1, 1])),
+        ],
         &[],
         &["input 'offsets' has 3 values", "rank 2"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "SliceD",
-        &[("x", &[4, 5])],
+        &[("x", F(&[4, 5]))],
         &[("offsets", li(&[0, 0])), ("size", li(&[1, -3]))],
         &["attribute 'size'", "invalid size -3"],
     );
@@ -947,7 +958,7 @@ fn strided_slice_d_uses_attributes() {
     ];
     assert_eq!(t.dims("StridedSliceD", &[("x", &[x])], &attrs), vec![2, 5]);
     assert_eq!(
-        t.dims_f("StridedSliceD", &[("x", &[U, 9])], &attrs),
+        t.dims_in("StridedSliceD", &[("x", F(&[U, 9]))], &attrs),
         vec![U, 5]
     );
     let x = t.f(&[8, 9]);
@@ -967,29 +978,29 @@ fn strided_slice_d_uses_attributes() {
 #[test]
 fn expand_two_way_broadcast() {
     let mut t = T::new();
-    let x = t.f(&[3, 1]);
-    let sh = t.ints64(&[2, 1, 4]);
     assert_eq!(
-        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        t.dims_in(
+            "Expand",
+            &[("x", F(&[3, 1])), ("shape", I64(&[2, 1, 4]))],
+            &[]
+        ),
         vec![2, 3, 4]
     );
-    let x = t.f(&[3, 1]);
-    let sh = t.input(INT64, &[3]);
     assert_eq!(
-        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        t.dims_in(
+            "Expand",
+            &[("x", F(&[3, 1])), ("shape", Typed(INT64, &[3]))],
+            &[]
+        ),
         vec![U, 3, U]
     );
-    let x = t.f(&[-2]);
-    let sh = t.ints(&[2, 3]);
     assert_eq!(
-        t.dims("Expand", &[("x", &[x]), ("shape", &[sh])], &[]),
+        t.dims_in("Expand", &[("x", F(&[-2])), ("shape", I32(&[2, 3]))], &[]),
         vec![-2]
     );
-    let x = t.f(&[3]);
-    let sh = t.ints(&[4]);
-    t.rejects(
+    t.rejects_in(
         "Expand",
-        &[("x", &[x]), ("shape", &[sh])],
+        &[("x", F(&[3])), ("shape", I32(&[4]))],
         &[],
         &["x [3] cannot be expanded to input 'shape' [4]"],
     );
@@ -998,9 +1009,9 @@ fn expand_two_way_broadcast() {
         t.ok("ExpandD", &[("x", &[x])], &[("shape", li(&[4, 1]))]),
         (BOOL, vec![4, 5])
     );
-    t.rejects_f(
+    t.rejects_in(
         "ExpandD",
-        &[("x", &[2, 5])],
+        &[("x", F(&[2, 5]))],
         &[("shape", li(&[3, 5]))],
         &["attribute 'shape' [3, 5]"],
     );
@@ -1016,16 +1027,19 @@ fn flatten_and_flatten_v2() {
         (3, vec![24, 1]),
     ] {
         assert_eq!(
-            t.dims_f("Flatten", &[("x", &[2, 3, 4])], &[("axis", i(axis))]),
+            t.dims_in("Flatten", &[("x", F(&[2, 3, 4]))], &[("axis", i(axis))]),
             want,
             "axis {axis}"
         );
     }
-    assert_eq!(t.dims_f("Flatten", &[("x", &[U, 3, 4])], &[]), vec![U, 12]);
-    assert_eq!(t.dims_f("Flatten", &[("x", &[-2])], &[]), vec![U, U]);
-    t.rejects_f(
+    assert_eq!(
+        t.dims_in("Flatten", &[("x", F(&[U, 3, 4]))], &[]),
+        vec![U, 12]
+    );
+    assert_eq!(t.dims_in("Flatten", &[("x", F(&[-2]))], &[]), vec![U, U]);
+    t.rejects_in(
         "Flatten",
-        &[("x", &[2, 3, 4])],
+        &[("x", F(&[2, 3, 4]))],
         &[("axis", i(4))],
         &["attribute 'axis' 4 is out of range [-3, 3]"],
     );
@@ -1033,16 +1047,16 @@ fn flatten_and_flatten_v2() {
     let x = t.f(&[2, 3, 4, 5]);
     assert_eq!(t.dims("FlattenV2", &[("x", &[x])], &[]), vec![2, 60]);
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "FlattenV2",
-            &[("x", &[2, 3, U, 5])],
+            &[("x", F(&[2, 3, U, 5]))],
             &[("axis", i(0)), ("end_axis", i(1))]
         ),
         vec![6, U, 5]
     );
-    t.rejects_f(
+    t.rejects_in(
         "FlattenV2",
-        &[("x", &[2, 3, 4, 5])],
+        &[("x", F(&[2, 3, 4, 5]))],
         &[("axis", i(2)), ("end_axis", i(1))],
         &["comes after 'end_axis'"],
     );
@@ -1052,25 +1066,25 @@ fn flatten_and_flatten_v2() {
 fn space_to_depth_and_back() {
     let mut t = T::new();
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "SpaceToDepth",
-            &[("x", &[1, 4, 6, 3])],
+            &[("x", F(&[1, 4, 6, 3]))],
             &[("block_size", i(2))]
         ),
         vec![1, 2, 3, 12]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "SpaceToDepth",
-            &[("x", &[1, 3, 4, 6])],
+            &[("x", F(&[1, 3, 4, 6]))],
             &[("block_size", i(2)), ("data_format", s("NCHW"))]
         ),
         vec![1, 12, 2, 3]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "SpaceToDepth",
-            &[("x", &[U, U, 6, 3])],
+            &[("x", F(&[U, U, 6, 3]))],
             &[("block_size", i(3))]
         ),
         vec![U, U, 2, 27]
@@ -1082,9 +1096,9 @@ fn space_to_depth_and_back() {
         &[("block_size", i(2))],
         &["height of x [1, 5, 6, 3] is 5", "block_size 2"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "SpaceToDepth",
-        &[("x", &[1, 4, 6, 3])],
+        &[("x", F(&[1, 4, 6, 3]))],
         &[("block_size", i(1))],
         &["'block_size' must be >= 2"],
     );
@@ -1095,9 +1109,9 @@ fn space_to_depth_and_back() {
         vec![1, 4, 6, 3]
     );
     assert_eq!(
-        t.dims_f(
+        t.dims_in(
             "DepthToSpace",
-            &[("x", &[-2])],
+            &[("x", F(&[-2]))],
             &[("block_size", i(2)), ("mode", s("CRD"))]
         ),
         vec![U, U, U, U]
@@ -1109,9 +1123,9 @@ fn space_to_depth_and_back() {
         &[("block_size", i(2))],
         &["channels of x [1, 2, 3, 10] are 10", "block_size^2 = 4"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "DepthToSpace",
-        &[("x", &[1, 2, 3, 12])],
+        &[("x", F(&[1, 2, 3, 12]))],
         &[("block_size", i(2)), ("mode", s("RDC"))],
         &["attribute 'mode'", "\"RDC\""],
     );
@@ -1120,31 +1134,31 @@ fn space_to_depth_and_back() {
 #[test]
 fn reverse_v2_checks_axes() {
     let mut t = T::new();
-    let x = t.f(&[2, 3]);
-    let a = t.ints(&[1, -2]);
     assert_eq!(
-        t.dims("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        t.dims_in(
+            "ReverseV2",
+            &[("x", F(&[2, 3])), ("axis", I32(&[1, -2]))],
+            &[]
+        ),
         vec![2, 3]
     );
-    let x = t.f(&[U, 3]);
-    let a = t.input(INT32, &[1]);
     assert_eq!(
-        t.dims("ReverseV2", &[("x", &[x]), ("axis", &[a])], &[]),
+        t.dims_in(
+            "ReverseV2",
+            &[("x", F(&[U, 3])), ("axis", Typed(INT32, &[1]))],
+            &[]
+        ),
         vec![U, 3]
     );
-    let x = t.f(&[2, 3]);
-    let a = t.ints(&[2]);
-    t.rejects(
+    t.rejects_in(
         "ReverseV2",
-        &[("x", &[x]), ("axis", &[a])],
+        &[("x", F(&[2, 3])), ("axis", I32(&[2]))],
         &[],
         &["input 'axis' value 2 is out of range for rank 2"],
     );
-    let x = t.f(&[2, 3]);
-    let a = t.ints(&[1, -1]);
-    t.rejects(
+    t.rejects_in(
         "ReverseV2",
-        &[("x", &[x]), ("axis", &[a])],
+        &[("x", F(&[2, 3])), ("axis", I32(&[1, -1]))],
         &[],
         &["repeats dim 1"],
     );
@@ -1174,9 +1188,9 @@ fn unpack_outputs_count_from_num() {
         &[("num", i(2))],
         &["dim 0 of x [3, 4] is 3", "'num' is 2"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "Unpack",
-        &[("x", &[3, 4])],
+        &[("x", F(&[3, 4]))],
         &[("num", i(3)), ("axis", i(2))],
         &["attribute 'axis' 2 is out of range"],
     );
@@ -1192,26 +1206,27 @@ fn triangles_keep_shape() {
             (INT32, vec![2, 3, 4]),
             "{ty}"
         );
-        assert_eq!(t.dims_f(ty, &[("x", &[U, U])], &[]), vec![U, U], "{ty}");
-        t.rejects_f(ty, &[("x", &[4])], &[], &["rank >= 2", "rank 1"]);
+        assert_eq!(t.dims_in(ty, &[("x", F(&[U, U]))], &[]), vec![U, U], "{ty}");
+        t.rejects_in(ty, &[("x", F(&[4]))], &[], &["rank >= 2", "rank 1"]);
     }
-    let x = t.f(&[3, 3]);
-    let k = t.ints64(&[1]);
     assert_eq!(
-        t.dims("Trilu", &[("x", &[x]), ("k", &[k])], &[("upper", i(1))]),
+        t.dims_in(
+            "Trilu",
+            &[("x", F(&[3, 3])), ("k", I64(&[1]))],
+            &[("upper", i(1))]
+        ),
         vec![3, 3]
     );
     let x = t.f(&[3, 3]);
-    let k = t.ints64(&[1, 2]);
-    t.rejects(
+    t.rejects_in(
         "Trilu",
-        &[("x", &[x]), ("k", &[k])],
+        &[("x", Port(x)), ("k", I64(&[1, 2]))],
         &[],
         &["input 'k' must be a scalar (one element)"],
     );
-    t.rejects_f(
+    t.rejects_in(
         "Trilu",
-        &[("x", &[3, 3])],
+        &[("x", F(&[3, 3]))],
         &[("upper", i(2))],
         &["'upper' must be 0 or 1"],
     );

@@ -77,32 +77,35 @@ fn fill() {
         (FLOAT, vec![2, 3])
     );
     let vi = t.b.create_const(Tensor::scalar(7i64), None).unwrap();
-    let d64 = t.ints64(&[4]);
     assert_eq!(
-        t.ok("Fill", &[("dims", &[d64]), ("value", &[vi])], &[]),
+        t.ok_in("Fill", &[("dims", I64(&[4])), ("value", Port(vi))], &[]),
         (INT64, vec![4])
     );
-    let dd = t.input(INT32, &[3]);
     assert_eq!(
-        t.dims("Fill", &[("dims", &[dd]), ("value", &[v])], &[]),
+        t.dims_in(
+            "Fill",
+            &[("dims", Typed(INT32, &[3])), ("value", Port(v))],
+            &[]
+        ),
         vec![U, U, U]
     );
-    let du = t.input(INT32, &[U]);
     assert_eq!(
-        t.dims("Fill", &[("dims", &[du]), ("value", &[v])], &[]),
+        t.dims_in(
+            "Fill",
+            &[("dims", Typed(INT32, &[U])), ("value", Port(v))],
+            &[]
+        ),
         vec![-2]
     );
-    let neg = t.ints(&[2, -1]);
-    t.rejects(
+    t.rejects_in(
         "Fill",
-        &[("dims", &[neg]), ("value", &[v])],
+        &[("dims", I32(&[2, -1])), ("value", Port(v))],
         &[],
         &["negative dim -1"],
     );
-    let v2 = t.f(&[2]);
-    t.rejects(
+    t.rejects_in(
         "Fill",
-        &[("dims", &[d]), ("value", &[v2])],
+        &[("dims", Port(d)), ("value", F(&[2]))],
         &[],
         &["'value'", "scalar"],
     );
@@ -117,8 +120,8 @@ fn shape_op() {
         t.ok("Shape", &[("x", &[x])], &[("dtype", i(INT64 as i64))]),
         (INT64, vec![3])
     );
-    assert_eq!(t.ok_f("Shape", &[("x", &[])], &[]), (INT32, vec![0]));
-    assert_eq!(t.ok_f("Shape", &[("x", &[-2])], &[]), (INT32, vec![U]));
+    assert_eq!(t.ok_in("Shape", &[("x", F(&[]))], &[]), (INT32, vec![0]));
+    assert_eq!(t.ok_in("Shape", &[("x", F(&[-2]))], &[]), (INT32, vec![U]));
     t.rejects(
         "Shape",
         &[("x", &[x])],
@@ -130,14 +133,14 @@ fn shape_op() {
 #[test]
 fn size_and_rank_are_scalars() {
     let mut t = T::new();
-    assert_eq!(t.ok_f("Size", &[("x", &[2, 3])], &[]), (INT32, vec![]));
+    assert_eq!(t.ok_in("Size", &[("x", F(&[2, 3]))], &[]), (INT32, vec![]));
     assert_eq!(
-        t.ok_f("Size", &[("x", &[-2])], &[("dtype", i(9))]),
+        t.ok_in("Size", &[("x", F(&[-2]))], &[("dtype", i(9))]),
         (INT64, vec![])
     );
-    t.rejects_f(
+    t.rejects_in(
         "Size",
-        &[("x", &[2, 3])],
+        &[("x", F(&[2, 3]))],
         &[("dtype", i(1))],
         &[
             "attribute 'dtype' must be DT_INT32 (3) or DT_INT64 (9)",
@@ -146,5 +149,5 @@ fn size_and_rank_are_scalars() {
     );
     let x = t.input(BOOL, &[2, U, 4]);
     assert_eq!(t.ok("Rank", &[("x", &[x])], &[]), (INT32, vec![]));
-    assert_eq!(t.ok_f("Rank", &[("x", &[-2])], &[]), (INT32, vec![]));
+    assert_eq!(t.ok_in("Rank", &[("x", F(&[-2]))], &[]), (INT32, vec![]));
 }
