@@ -199,9 +199,10 @@ impl AttrValue {
     /// `{"dtype": "DT_FLOAT", "shape": [..], "values": [..]}`.
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::{json, Value};
-        fn f(v: f32) -> Value {
+        /// A float as JSON: a number, or "inf" / "-inf" / "nan".
+        fn f64v(v: f64) -> Value {
             if v.is_finite() {
-                json!(v as f64)
+                json!(v)
             } else if v.is_nan() {
                 json!("nan")
             } else if v > 0.0 {
@@ -209,6 +210,9 @@ impl AttrValue {
             } else {
                 json!("-inf")
             }
+        }
+        fn f(v: f32) -> Value {
+            f64v(f64::from(v))
         }
         match self {
             AttrValue::Int(v) => json!(v),
@@ -223,17 +227,6 @@ impl AttrValue {
             AttrValue::ListListInt(v) => json!(v),
             AttrValue::ListString(v) => json!(v),
             AttrValue::Tensor(t) => {
-                fn f64v(v: f64) -> Value {
-                    if v.is_finite() {
-                        json!(v)
-                    } else if v.is_nan() {
-                        json!("nan")
-                    } else if v > 0.0 {
-                        json!("inf")
-                    } else {
-                        json!("-inf")
-                    }
-                }
                 let dt = t.desc.dtype;
                 let values: Value = if dt == DataType::DOUBLE {
                     Value::Array(

@@ -623,10 +623,7 @@ fn adapt_node(
             if let Some(src) = slot.source {
                 // Row 7: the target has the optional input, the graph's version does not, yet
                 // the node has it connected: the node does not match its recorded version.
-                let from = g
-                    .node(src.node)
-                    .map(|p| p.name.to_string())
-                    .unwrap_or_else(|_| "?".to_string());
+                let from = node_name_or_unknown(g, src.node);
                 return Err(refuse(format!(
                     "input '{}' is connected (to output {} of '{from}') but library {va}, which \
                      the graph was built against, does not have it (only target library {vb} \
@@ -653,10 +650,7 @@ fn adapt_node(
             if let Some(src) = slot.source {
                 // Row 5: the graph's version has the optional input, the target does not, and
                 // the node has it connected: the graph uses a feature the target lacks.
-                let from = g
-                    .node(src.node)
-                    .map(|p| p.name.to_string())
-                    .unwrap_or_else(|_| "?".to_string());
+                let from = node_name_or_unknown(g, src.node);
                 return Err(refuse(format!(
                     "optional input '{}' is connected (to output {} of '{from}') but library {vb} \
                      does not have it (graph built against {va})",
@@ -748,4 +742,11 @@ fn adapt_node(
         }
     }
     Ok(changes)
+}
+
+/// A node's name for a message, `?` when the id is stale.
+fn node_name_or_unknown(g: &Graph, id: NodeId) -> String {
+    g.node(id)
+        .map(|p| p.name.to_string())
+        .unwrap_or_else(|_| "?".to_string())
 }

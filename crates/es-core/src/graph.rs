@@ -363,6 +363,18 @@ impl Graph {
         Ok(id)
     }
 
+    /// Clears an input's source (its producer is being removed); a stale port is ignored.
+    fn unhook_input(&mut self, c: InPort) {
+        if let Some(slot) = self
+            .nodes
+            .get_mut(c.node)
+            .and_then(|n| n.inputs.get_mut(c.index as usize))
+        {
+            slot.source = None;
+            slot.consumer_pos = 0;
+        }
+    }
+
     fn check_out(&self, p: OutPort) -> Result<()> {
         let n = self.node(p.node)?;
         check_slot(n, "output", n.outputs.len(), p.index)
@@ -483,14 +495,7 @@ impl Graph {
         self.by_name.remove(&node.name);
         for out in &node.outputs {
             for c in &out.consumers {
-                if let Some(slot) = self
-                    .nodes
-                    .get_mut(c.node)
-                    .and_then(|n| n.inputs.get_mut(c.index as usize))
-                {
-                    slot.source = None;
-                    slot.consumer_pos = 0;
-                }
+                self.unhook_input(*c);
             }
         }
         for c in &node.in_control {
@@ -552,14 +557,7 @@ impl Graph {
             self.by_name.remove(&node.name);
             for out in &node.outputs {
                 for c in out.consumers.iter().filter(|c| !set.contains(&c.node)) {
-                    if let Some(slot) = self
-                        .nodes
-                        .get_mut(c.node)
-                        .and_then(|n| n.inputs.get_mut(c.index as usize))
-                    {
-                        slot.source = None;
-                        slot.consumer_pos = 0;
-                    }
+                    self.unhook_input(*c);
                 }
             }
             neighbours.extend(

@@ -121,6 +121,18 @@ impl<'a> Parser<'a> {
     fn here(&self) -> (usize, usize) {
         self.peek().map_or(self.eof, |t| (t.line, t.col))
     }
+    /// Type expressions nest at most [`MAX_DEPTH`] deep (an error here, never a stack overflow).
+    fn check_depth(&self, depth: usize, ctx: &str) -> Result<()> {
+        if depth > MAX_DEPTH {
+            let (line, col) = self.here();
+            return Err(at(
+                line,
+                col,
+                format!("type expression nested too deeply in {ctx}"),
+            ));
+        }
+        Ok(())
+    }
     /// "expected <what>, found <token>" at the current token (or its own message when the
     /// token is malformed).
     fn expected(&self, what: &str) -> Error {
@@ -437,13 +449,7 @@ impl<'a> Parser<'a> {
     /// A type expression (no type variables): its dtypes, de-duplicated in order.
     fn type_expr(&mut self, depth: usize, ctx: &str) -> Result<Vec<DataType>> {
         let (line, col) = self.here();
-        if depth > MAX_DEPTH {
-            return Err(at(
-                line,
-                col,
-                format!("type expression nested too deeply in {ctx}"),
-            ));
-        }
+        self.check_depth(depth, ctx)?;
         let what = format!(
             "a type (TensorType({{...}}), TensorType::<Set>(), DT_<TYPE> or \"<type variable>\") in {ctx}"
         );
@@ -522,13 +528,7 @@ impl<'a> Parser<'a> {
     /// `{ <type>, <type>, ... }`; the cursor is on `{`.
     fn type_braces(&mut self, depth: usize, ctx: &str) -> Result<Vec<DataType>> {
         let (line, col) = self.here();
-        if depth > MAX_DEPTH {
-            return Err(at(
-                line,
-                col,
-                format!("type expression nested too deeply in {ctx}"),
-            ));
-        }
+        self.check_depth(depth, ctx)?;
         self.bump();
         let mut out = Vec::new();
         while !self.is_sym("}") {
