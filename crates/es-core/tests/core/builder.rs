@@ -155,16 +155,7 @@ fn builder_auto_names_and_collisions() {
     a.name = Some("Add_0".into());
     let e = err_text(b.add_op("Relu", a));
     assert!(e.contains("Add_0"), "{e}");
-    assert!(b
-        .create_input(
-            1,
-            Some("Relu_0".into()),
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::scalar()
-        )
-        .is_err());
+    assert!(scalar_input(&mut b, 1, Some("Relu_0".into()), "Data").is_err());
     assert!(b
         .create_const(Tensor::scalar(1i32), Some("input_0".into()))
         .is_err());
@@ -189,36 +180,9 @@ fn builder_auto_names_and_collisions() {
 fn builder_create_input_checks() {
     let mut b = GraphBuilder::new("g");
     data(&mut b, 0, &[2]);
-    assert!(b
-        .create_input(
-            -1,
-            None,
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::scalar()
-        )
-        .is_err());
-    assert!(b
-        .create_input(
-            0,
-            Some("other".into()),
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::scalar()
-        )
-        .is_err());
-    assert!(b
-        .create_input(
-            1,
-            None,
-            "Relu",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::scalar()
-        )
-        .is_err());
+    assert!(scalar_input(&mut b, -1, None, "Data").is_err());
+    assert!(scalar_input(&mut b, 0, Some("other".into()), "Data").is_err());
+    assert!(scalar_input(&mut b, 1, None, "Relu").is_err());
     assert!(b
         .create_input(
             1,

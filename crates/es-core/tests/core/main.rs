@@ -303,3 +303,20 @@ fn chain() -> (Graph, NodeId, NodeId, NodeId) {
     g.set_output(1, out0(c)).unwrap();
     (g, a, b, c)
 }
+
+/// A FLOAT scalar graph input of type `op_type` (the builder's checks under test).
+fn scalar_input(
+    b: &mut GraphBuilder,
+    index: i64,
+    name: Option<String>,
+    op_type: &str,
+) -> es_core::Result<OutPort> {
+    b.create_input(
+        index,
+        name,
+        op_type,
+        DataType::FLOAT,
+        Format::ND,
+        Shape::scalar(),
+    )
+}
