@@ -531,21 +531,21 @@ fn reductions_with_axes_input() {
             vec![-2]
         );
         // Errors.
-        let cases: &[(InSpec, Attrs, &[&str])] = &[
-            (
-                &[("x", Port(x)), ("axes", I32(&[3]))],
-                &[],
-                &[ty, "'axes' value 3 is out of range for rank 3"],
-            ),
-            (
-                &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
-                &[],
-                &["'axes' must be 1-D"],
-            ),
-        ];
-        for &(ins, attrs, parts) in cases {
-            t.rejects_in(ty, ins, attrs, parts);
-        }
+        t.rejects_each_in(
+            ty,
+            &[
+                (
+                    &[("x", Port(x)), ("axes", I32(&[3]))],
+                    &[],
+                    &[ty, "'axes' value 3 is out of range for rank 3"],
+                ),
+                (
+                    &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
+                    &[],
+                    &["'axes' must be 1-D"],
+                ),
+            ],
+        );
     }
 }
 

@@ -192,6 +192,18 @@ impl T {
     pub fn rejects(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
         has(&self.err(ty, ins, attrs), parts);
     }
+    /// [`T::rejects`] for each case: (inputs, attributes, parts of the expected message).
+    pub fn rejects_each(&mut self, ty: &str, cases: &[(Ins, Attrs, &[&str])]) {
+        for &(ins, attrs, parts) in cases {
+            self.rejects(ty, ins, attrs, parts);
+        }
+    }
+    /// [`T::rejects_in`] for each case: (inputs, attributes, parts of the expected message).
+    pub fn rejects_each_in(&mut self, ty: &str, cases: &[(InSpec, Attrs, &[&str])]) {
+        for &(spec, attrs, parts) in cases {
+            self.rejects_in(ty, spec, attrs, parts);
+        }
+    }
     /// Runs `f` with the inputs `spec` describes made (see [`In`]).
     fn with_inputs<R>(&mut self, spec: InSpec, f: impl FnOnce(&mut Self, Ins) -> R) -> R {
         let ports: Vec<[OutPort; 1]> = spec.iter().map(|(_, d)| [self.make(d)]).collect();

@@ -125,46 +125,46 @@ fn conv2d_errors() {
         &["6 output channels", "groups 4"],
     );
     let w_ok = t.f(&[16, 3, 3, 3]);
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]),
-            &["'strides' must have 4 values"],
-        ),
-        (
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]),
-            &["'strides'", ">= 1"],
-        ),
-        (
-            &[("x", &[x]), ("filter", &[w_ok])],
-            &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
-            &["'data_format'", "NCWH"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("Conv2D", ins, attrs, parts);
-    }
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[1, 3, 2, 2])), ("filter", Port(w_ok))],
-            &a,
-            &["output height would be empty"],
-        ),
-        (
-            &[("x", Port(x)), ("filter", Port(w_ok)), ("bias", F(&[8]))],
-            &a,
-            &["'bias' [8]", "16 output channels"],
-        ),
-        (
-            &[("x", F(&[3, 32, 32])), ("filter", Port(w_ok))],
-            &a,
-            &["'x' must be 4-D"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Conv2D", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "Conv2D",
+        &[
+            (
+                &[("x", &[x]), ("filter", &[w_ok])],
+                &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]),
+                &["'strides' must have 4 values"],
+            ),
+            (
+                &[("x", &[x]), ("filter", &[w_ok])],
+                &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]),
+                &["'strides'", ">= 1"],
+            ),
+            (
+                &[("x", &[x]), ("filter", &[w_ok])],
+                &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
+                &["'data_format'", "NCWH"],
+            ),
+        ],
+    );
+    t.rejects_each_in(
+        "Conv2D",
+        &[
+            (
+                &[("x", F(&[1, 3, 2, 2])), ("filter", Port(w_ok))],
+                &a,
+                &["output height would be empty"],
+            ),
+            (
+                &[("x", Port(x)), ("filter", Port(w_ok)), ("bias", F(&[8]))],
+                &a,
+                &["'bias' [8]", "16 output channels"],
+            ),
+            (
+                &[("x", F(&[3, 32, 32])), ("filter", Port(w_ok))],
+                &a,
+                &["'x' must be 4-D"],
+            ),
+        ],
+    );
     let w_fz = t.input_fmt(FLOAT, Format::FRACTAL_Z, &[16, 3, 3, 3]);
     t.rejects(
         "Conv2D",
@@ -336,24 +336,24 @@ fn conv3d_shapes() {
         ),
         vec![U, U, U, U, 16]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[1, 8, 8, 8, 4])), ("filter", F(&[16, 3, 3, 3, 3]))],
-            &attrs,
-            &["channel mismatch", "4 input channels"],
-        ),
-        (
-            &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))],
-            &[
-                ("strides", li(&[1, 1, 1, 1, 1])),
-                ("pads", li(&[1, 1, 1, 1])),
-            ],
-            &["attribute 'pads' must have 6 values"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Conv3D", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Conv3D",
+        &[
+            (
+                &[("x", F(&[1, 8, 8, 8, 4])), ("filter", F(&[16, 3, 3, 3, 3]))],
+                &attrs,
+                &["channel mismatch", "4 input channels"],
+            ),
+            (
+                &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))],
+                &[
+                    ("strides", li(&[1, 1, 1, 1, 1])),
+                    ("pads", li(&[1, 1, 1, 1])),
+                ],
+                &["attribute 'pads' must have 6 values"],
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -76,17 +76,17 @@ fn top_k_v2() {
         &["'k' is 20, more than dim 1 of x [4, 10] (10)"],
     );
     let kn = t.scalar_i32(-1);
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (&[("x", &[x]), ("k", &[kn])], &[], &["'k' must be >= 0"]),
-        (
-            &[("x", &[x]), ("k", &[k])],
-            &[("dim", i(2))],
-            &["'dim' 2 is out of range"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("TopKV2", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "TopKV2",
+        &[
+            (&[("x", &[x]), ("k", &[kn])], &[], &["'k' must be >= 0"]),
+            (
+                &[("x", &[x]), ("k", &[k])],
+                &[("dim", i(2))],
+                &["'dim' 2 is out of range"],
+            ),
+        ],
+    );
     t.rejects_in(
         "TopKV2",
         &[("x", F(&[])), ("k", Port(k))],
@@ -173,21 +173,21 @@ fn gather_elements() {
         ),
         vec![U, U]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", Port(x)), ("index", Typed(INT32, &[4, 2, 1]))],
-            &[],
-            &["same rank (2 vs 3)"],
-        ),
-        (
-            &[("x", Port(x)), ("index", Typed(INT32, &[6, 5]))],
-            &[("dim", i(1))],
-            &["larger than x [4, 5] at dim 0"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("GatherElements", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "GatherElements",
+        &[
+            (
+                &[("x", Port(x)), ("index", Typed(INT32, &[4, 2, 1]))],
+                &[],
+                &["same rank (2 vs 3)"],
+            ),
+            (
+                &[("x", Port(x)), ("index", Typed(INT32, &[6, 5]))],
+                &[("dim", i(1))],
+                &["larger than x [4, 5] at dim 0"],
+            ),
+        ],
+    );
     t.rejects(
         "GatherElements",
         &[("x", &[x]), ("index", &[idx])],
@@ -468,27 +468,27 @@ fn embedding_bag_outputs() {
     );
     assert_eq!(outs[0].1, vec![U, U]);
     assert_eq!(outs[1].1, vec![U]);
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[
-                ("weight", F(&[10, 4])),
-                ("indices", Typed(INT32, &[6])),
-                ("offsets", Typed(INT32, &[3])),
-            ],
-            &[("mode", s("prod"))],
-            &["attribute 'mode'", "\"prod\""],
-        ),
-        (
-            &[
-                ("weight", F(&[10])),
-                ("indices", Typed(INT32, &[6])),
-                ("offsets", Typed(INT32, &[3])),
-            ],
-            &[],
-            &["input 'weight' must be 2-D"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("EmbeddingBag", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "EmbeddingBag",
+        &[
+            (
+                &[
+                    ("weight", F(&[10, 4])),
+                    ("indices", Typed(INT32, &[6])),
+                    ("offsets", Typed(INT32, &[3])),
+                ],
+                &[("mode", s("prod"))],
+                &["attribute 'mode'", "\"prod\""],
+            ),
+            (
+                &[
+                    ("weight", F(&[10])),
+                    ("indices", Typed(INT32, &[6])),
+                    ("offsets", Typed(INT32, &[3])),
+                ],
+                &[],
+                &["input 'weight' must be 2-D"],
+            ),
+        ],
+    );
 }

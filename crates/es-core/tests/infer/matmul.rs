@@ -276,19 +276,19 @@ fn einsum_equations() {
         &[("equation", s("ij,jk->ik"))],
         &["label 'j'", "size 3 and 4"],
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[2, 3]))],
-            &[("equation", s("ij,jk->ik"))],
-            &["has 2 operands", "1 tensors"],
-        ),
-        (
-            &[("x", F(&[2, 3]))],
-            &[("equation", s("ij->iz"))],
-            &["output label 'z'"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Einsum", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Einsum",
+        &[
+            (
+                &[("x", F(&[2, 3]))],
+                &[("equation", s("ij,jk->ik"))],
+                &["has 2 operands", "1 tensors"],
+            ),
+            (
+                &[("x", F(&[2, 3]))],
+                &[("equation", s("ij->iz"))],
+                &["output label 'z'"],
+            ),
+        ],
+    );
 }

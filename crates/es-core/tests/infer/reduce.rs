@@ -71,21 +71,21 @@ fn reduce_sum() {
         vec![-2]
     );
     // Errors.
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", Port(x)), ("axes", I32(&[3]))],
-            &[],
-            &["'axes' value 3 is out of range for rank 3"],
-        ),
-        (
-            &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
-            &[],
-            &["'axes' must be 1-D"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("ReduceSum", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "ReduceSum",
+        &[
+            (
+                &[("x", Port(x)), ("axes", I32(&[3]))],
+                &[],
+                &["'axes' value 3 is out of range for rank 3"],
+            ),
+            (
+                &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
+                &[],
+                &["'axes' must be 1-D"],
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -55,21 +55,21 @@ fn resize_nearest_and_bilinear_v2() {
         &[],
         &["input 'size' must hold 2 values"],
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-            &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
-            &["'align_corners' and 'half_pixel_centers'"],
-        ),
-        (
-            &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-            &[("dtype", ty(INT32))],
-            &["attribute 'dtype' is DT_INT32"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("ResizeBilinearV2", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "ResizeBilinearV2",
+        &[
+            (
+                &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
+                &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
+                &["'align_corners' and 'half_pixel_centers'"],
+            ),
+            (
+                &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
+                &[("dtype", ty(INT32))],
+                &["attribute 'dtype' is DT_INT32"],
+            ),
+        ],
+    );
 }
 
 #[test]

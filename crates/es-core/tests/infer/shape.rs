@@ -94,41 +94,41 @@ fn reshape_errors() {
         &m,
         &["Reshape 'Reshape_0'", "element count mismatch", "24", "25"],
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", Port(x)), ("shape", I32(&[-1, -1]))],
-            &[],
-            &["more than one -1"],
-        ),
-        (
-            &[("x", Port(x)), ("shape", I32(&[-3, 8]))],
-            &[],
-            &["invalid value -3"],
-        ),
-        (
-            &[("x", Port(x)), ("shape", I32(&[-1, 5]))],
-            &[],
-            &["not a multiple of 5"],
-        ),
-        (
-            &[("x", Port(x)), ("shape", I32(&[0, 0, 0, 0]))],
-            &[],
-            &["0 (copy) at index 3"],
-        ),
-        (
-            &[("x", Port(x)), ("shape", Typed(INT32, &[2, 2]))],
-            &[],
-            &["'shape' must be 1-D"],
-        ),
-        (
-            &[("x", Port(x)), ("shape", I32(&[4]))],
-            &[("axis", i(4))],
-            &["'axis' 4"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Reshape", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Reshape",
+        &[
+            (
+                &[("x", Port(x)), ("shape", I32(&[-1, -1]))],
+                &[],
+                &["more than one -1"],
+            ),
+            (
+                &[("x", Port(x)), ("shape", I32(&[-3, 8]))],
+                &[],
+                &["invalid value -3"],
+            ),
+            (
+                &[("x", Port(x)), ("shape", I32(&[-1, 5]))],
+                &[],
+                &["not a multiple of 5"],
+            ),
+            (
+                &[("x", Port(x)), ("shape", I32(&[0, 0, 0, 0]))],
+                &[],
+                &["0 (copy) at index 3"],
+            ),
+            (
+                &[("x", Port(x)), ("shape", Typed(INT32, &[2, 2]))],
+                &[],
+                &["'shape' must be 1-D"],
+            ),
+            (
+                &[("x", Port(x)), ("shape", I32(&[4]))],
+                &[("axis", i(4))],
+                &["'axis' 4"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -166,26 +166,26 @@ fn transpose() {
         t.dims("Transpose", &[("x", &[xr]), ("perm", &[dp])], &[]),
         vec![U, U, U]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", Port(x)), ("perm", I32(&[1, 0]))],
-            &[],
-            &["'perm'", "2 values", "rank 3"],
-        ),
-        (
-            &[("x", Port(x)), ("perm", I32(&[0, 0, 1]))],
-            &[],
-            &["not a permutation"],
-        ),
-        (
-            &[("x", Port(x)), ("perm", I32(&[0, 1, 3]))],
-            &[],
-            &["perm value 3 is out of range for rank 3"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Transpose", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Transpose",
+        &[
+            (
+                &[("x", Port(x)), ("perm", I32(&[1, 0]))],
+                &[],
+                &["'perm'", "2 values", "rank 3"],
+            ),
+            (
+                &[("x", Port(x)), ("perm", I32(&[0, 0, 1]))],
+                &[],
+                &["not a permutation"],
+            ),
+            (
+                &[("x", Port(x)), ("perm", I32(&[0, 1, 3]))],
+                &[],
+                &["perm value 3 is out of range for rank 3"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -212,17 +212,17 @@ fn unsqueeze() {
         t.dims_in("Unsqueeze", &[("x", F(&[-2]))], &[("axes", li(&[0]))]),
         vec![-2]
     );
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (
-            &[("x", &[x])],
-            &[("axes", li(&[5]))],
-            &["'axes' value 5 is out of range for rank 3"],
-        ),
-        (&[("x", &[x])], &[("axes", li(&[0, -4]))], &["repeated"]),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("Unsqueeze", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "Unsqueeze",
+        &[
+            (
+                &[("x", &[x])],
+                &[("axes", li(&[5]))],
+                &["'axes' value 5 is out of range for rank 3"],
+            ),
+            (&[("x", &[x])], &[("axes", li(&[0, -4]))], &["repeated"]),
+        ],
+    );
 }
 
 #[test]
@@ -359,21 +359,21 @@ fn concat_d() {
         t.dims("ConcatD", &[("x", &[c, u])], &[("concat_dim", i(-1))]),
         vec![4, 6]
     );
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (
-            &[("x", &[a, c])],
-            &[("concat_dim", i(1))],
-            &["differ at dim 0 (2 vs 4)"],
-        ),
-        (
-            &[("x", &[a, c])],
-            &[("concat_dim", i(-3))],
-            &["out of range"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("ConcatD", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "ConcatD",
+        &[
+            (
+                &[("x", &[a, c])],
+                &[("concat_dim", i(1))],
+                &["differ at dim 0 (2 vs 4)"],
+            ),
+            (
+                &[("x", &[a, c])],
+                &[("concat_dim", i(-3))],
+                &["out of range"],
+            ),
+        ],
+    );
     let s0 = t.f(&[]);
     t.rejects(
         "ConcatD",
@@ -404,21 +404,21 @@ fn pack() {
     let r = t.f(&[-2]);
     assert_eq!(t.dims("Pack", &[("x", &[r, r])], &[]), vec![-2]);
     let y = t.f(&[2, 4]);
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (
-            &[("x", &[x, y])],
-            &[],
-            &["same shape", "x0 [2, 3] vs x1 [2, 4]"],
-        ),
-        (
-            &[("x", &[x, x])],
-            &[("axis", i(3))],
-            &["'axis' 3 is out of range for rank 3"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("Pack", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "Pack",
+        &[
+            (
+                &[("x", &[x, y])],
+                &[],
+                &["same shape", "x0 [2, 3] vs x1 [2, 4]"],
+            ),
+            (
+                &[("x", &[x, x])],
+                &[("axis", i(3))],
+                &["'axis' 3 is out of range for rank 3"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -483,21 +483,21 @@ fn split_and_split_d() {
         &[("num_split", i(5))],
         &["num_split 5"],
     );
-    let cases: &[(Ins, Attrs, &[&str])] = &[
-        (
-            &[("x", &[x])],
-            &[("split_dim", i(2)), ("num_split", i(2))],
-            &["split_dim 2 is out of range for rank 2"],
-        ),
-        (
-            &[("x", &[x])],
-            &[("split_dim", i(0)), ("num_split", i(0))],
-            &["'num_split' must be >= 1"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects("SplitD", ins, attrs, parts);
-    }
+    t.rejects_each(
+        "SplitD",
+        &[
+            (
+                &[("x", &[x])],
+                &[("split_dim", i(2)), ("num_split", i(2))],
+                &["split_dim 2 is out of range for rank 2"],
+            ),
+            (
+                &[("x", &[x])],
+                &[("split_dim", i(0)), ("num_split", i(0))],
+                &["'num_split' must be >= 1"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -584,21 +584,21 @@ fn broadcast_to() {
         ),
         vec![-2]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[3, 2])), ("shape", Port(s))],
-            &[],
-            &["x [3, 2] cannot be broadcast to [2, 3, 4]"],
-        ),
-        (
-            &[("x", F(&[1, 1, 1, 1])), ("shape", Port(s))],
-            &[],
-            &["rank 4"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("BroadcastTo", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "BroadcastTo",
+        &[
+            (
+                &[("x", F(&[3, 2])), ("shape", Port(s))],
+                &[],
+                &["x [3, 2] cannot be broadcast to [2, 3, 4]"],
+            ),
+            (
+                &[("x", F(&[1, 1, 1, 1])), ("shape", Port(s))],
+                &[],
+                &["rank 4"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -635,21 +635,21 @@ fn tile() {
         ),
         vec![U, U]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[1, 2, 3])), ("multiples", Port(m))],
-            &[],
-            &["2 values, fewer than the rank 3"],
-        ),
-        (
-            &[("x", Port(x)), ("multiples", I32(&[1, -2]))],
-            &[],
-            &["negative value -2"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Tile", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Tile",
+        &[
+            (
+                &[("x", F(&[1, 2, 3])), ("multiples", Port(m))],
+                &[],
+                &["2 values, fewer than the rank 3"],
+            ),
+            (
+                &[("x", Port(x)), ("multiples", I32(&[1, -2]))],
+                &[],
+                &["negative value -2"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -695,26 +695,26 @@ fn pad_v3_from_constant_paddings() {
         ),
         vec![U, U, U]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2]))],
-            &[],
-            &["input 'paddings'", "3 values", "2 * rank = 4"],
-        ),
-        (
-            &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, -2, -2]))],
-            &[],
-            &["negative size -1"],
-        ),
-        (
-            &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, 0, 0]))],
-            &[("mode", s("wrap"))],
-            &["attribute 'mode'", "\"wrap\""],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("PadV3", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "PadV3",
+        &[
+            (
+                &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2]))],
+                &[],
+                &["input 'paddings'", "3 values", "2 * rank = 4"],
+            ),
+            (
+                &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, -2, -2]))],
+                &[],
+                &["negative size -1"],
+            ),
+            (
+                &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, 0, 0]))],
+                &[("mode", s("wrap"))],
+                &["attribute 'mode'", "\"wrap\""],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -759,21 +759,21 @@ fn pad_and_pad_d() {
         ),
         vec![5, U]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[2, 3]))],
-            &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
-            &["attribute 'paddings'", "negative pad"],
-        ),
-        (
-            &[("x", F(&[2, 3]))],
-            &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
-            &["[begin, end] pairs"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("PadD", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "PadD",
+        &[
+            (
+                &[("x", F(&[2, 3]))],
+                &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
+                &["attribute 'paddings'", "negative pad"],
+            ),
+            (
+                &[("x", F(&[2, 3]))],
+                &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
+                &["[begin, end] pairs"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -1170,21 +1170,21 @@ fn reverse_v2_checks_axes() {
         ),
         vec![U, 3]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", F(&[2, 3])), ("axis", I32(&[2]))],
-            &[],
-            &["input 'axis' value 2 is out of range for rank 2"],
-        ),
-        (
-            &[("x", F(&[2, 3])), ("axis", I32(&[1, -1]))],
-            &[],
-            &["repeats dim 1"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("ReverseV2", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "ReverseV2",
+        &[
+            (
+                &[("x", F(&[2, 3])), ("axis", I32(&[2]))],
+                &[],
+                &["input 'axis' value 2 is out of range for rank 2"],
+            ),
+            (
+                &[("x", F(&[2, 3])), ("axis", I32(&[1, -1]))],
+                &[],
+                &["repeats dim 1"],
+            ),
+        ],
+    );
 }
 
 #[test]
@@ -1241,19 +1241,19 @@ fn triangles_keep_shape() {
         vec![3, 3]
     );
     let x = t.f(&[3, 3]);
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("x", Port(x)), ("k", I64(&[1, 2]))],
-            &[],
-            &["input 'k' must be a scalar (one element)"],
-        ),
-        (
-            &[("x", F(&[3, 3]))],
-            &[("upper", i(2))],
-            &["'upper' must be 0 or 1"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Trilu", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Trilu",
+        &[
+            (
+                &[("x", Port(x)), ("k", I64(&[1, 2]))],
+                &[],
+                &["input 'k' must be a scalar (one element)"],
+            ),
+            (
+                &[("x", F(&[3, 3]))],
+                &[("upper", i(2))],
+                &["'upper' must be 0 or 1"],
+            ),
+        ],
+    );
 }

@@ -97,21 +97,21 @@ fn fill() {
         ),
         vec![-2]
     );
-    let cases: &[(InSpec, Attrs, &[&str])] = &[
-        (
-            &[("dims", I32(&[2, -1])), ("value", Port(v))],
-            &[],
-            &["negative dim -1"],
-        ),
-        (
-            &[("dims", Port(d)), ("value", F(&[2]))],
-            &[],
-            &["'value'", "scalar"],
-        ),
-    ];
-    for &(ins, attrs, parts) in cases {
-        t.rejects_in("Fill", ins, attrs, parts);
-    }
+    t.rejects_each_in(
+        "Fill",
+        &[
+            (
+                &[("dims", I32(&[2, -1])), ("value", Port(v))],
+                &[],
+                &["negative dim -1"],
+            ),
+            (
+                &[("dims", Port(d)), ("value", F(&[2]))],
+                &[],
+                &["'value'", "scalar"],
+            ),
+        ],
+    );
 }
 
 #[test]
