@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::plan::{self, CompileReport, Plan, Prepared, Signature};
-use crate::session::Options;
+use crate::options::Options;
 use crate::value::Value;
 use std::sync::{Arc, RwLock};
 

@@ -36,6 +36,7 @@ pub mod fuse;
 pub mod kernels;
 pub mod om;
 pub mod optimize;
+pub mod options;
 pub mod par;
 pub mod plan;
 pub mod session;
