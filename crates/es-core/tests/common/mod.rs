@@ -1,6 +1,6 @@
-//! The test harness shared by the inference-rule tests (`infer/`, `infer_more.rs`, ...):
-//! a builder over the built-in library, input/constant makers, and op calls that return the
-//! inferred descriptions or the error text.
+//! The test harness shared by the inference-rule tests (`infer/`) and the other tests that call
+//! operators: a builder over the built-in library, input/constant makers, and op calls that
+//! return the inferred descriptions or the error text.
 
 #![allow(dead_code)] // each test file uses part of it
 

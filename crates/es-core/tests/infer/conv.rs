@@ -386,3 +386,103 @@ fn bias_add_checks_channels() {
         &["input 'bias' [4] has 4 values", "3 channels"],
     );
 }
+
+fn dcn_attrs(fmt: &str) -> Vec<(&'static str, AttrValue)> {
+    vec![
+        ("strides", li(&[1, 1, 1, 1])),
+        ("pads", li(&[1, 1, 1, 1])),
+        ("data_format", s(fmt)),
+    ]
+}
+
+#[test]
+fn deformable_conv2d() {
+    let mut t = T::new();
+    // NCHW: x [1, 4, 8, 8], filter [6, 4, 3, 3], offsets [1, 27, 8, 8] (modulated).
+    let x = t.nchw(&[1, 4, 8, 8]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[1, 27, 8, 8]);
+    assert_eq!(
+        t.ok_in(
+            "DeformableConv2D",
+            &[
+                ("x", Port(x)),
+                ("filter", Port(w)),
+                ("offsets", Port(o)),
+                ("bias", F(&[6]))
+            ],
+            &dcn_attrs("NCHW")
+        ),
+        (FLOAT, vec![1, 6, 8, 8])
+    );
+    // NHWC, stride 2, not modulated, 2 deformable groups: offsets [1, 4, 4, 2*9*2].
+    let x = t.input_fmt(FLOAT, Format::NHWC, &[1, 8, 8, 4]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.input_fmt(FLOAT, Format::NHWC, &[1, 4, 4, 36]);
+    assert_eq!(
+        t.dims(
+            "DeformableConv2D",
+            &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+            &[
+                ("strides", li(&[1, 2, 2, 1])),
+                ("pads", li(&[1, 1, 1, 1])),
+                ("deformable_groups", i(2)),
+                ("modulated", b(false))
+            ]
+        ),
+        vec![1, 4, 4, 6]
+    );
+    // Unknown dims: spatial sizes come from offsets when x's are unknown.
+    let x = t.nchw(&[U, 4, U, U]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[U, 27, 5, U]);
+    assert_eq!(
+        t.dims(
+            "DeformableConv2D",
+            &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+            &dcn_attrs("NCHW")
+        ),
+        vec![U, 6, 5, U]
+    );
+    // Errors: channels, offsets channels, offsets spatial size, attribute lengths.
+    let x = t.nchw(&[1, 5, 8, 8]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[1, 27, 8, 8]);
+    let m = t.err(
+        "DeformableConv2D",
+        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+        &dcn_attrs("NCHW"),
+    );
+    has(&m, &["channel mismatch", "5 input channels"]);
+    let x = t.nchw(&[1, 4, 8, 8]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[1, 18, 8, 8]);
+    let m = t.err(
+        "DeformableConv2D",
+        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+        &dcn_attrs("NCHW"),
+    );
+    has(&m, &["offsets", "must be 27", "got 18"]);
+    let x = t.nchw(&[1, 4, 8, 8]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[1, 27, 7, 8]);
+    let m = t.err(
+        "DeformableConv2D",
+        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+        &dcn_attrs("NCHW"),
+    );
+    has(&m, &["offsets", "spatial size 8 x 8"]);
+    let x = t.nchw(&[1, 4, 8, 8]);
+    let w = t.nchw(&[6, 4, 3, 3]);
+    let o = t.nchw(&[1, 27, 8, 8]);
+    let m = t.err(
+        "DeformableConv2D",
+        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
+        &[
+            ("strides", li(&[1, 1])),
+            ("pads", li(&[1, 1, 1, 1])),
+            ("data_format", s("NCHW")),
+        ],
+    );
+    has(&m, &["strides", "4 values"]);
+}

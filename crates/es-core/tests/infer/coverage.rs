@@ -2,6 +2,7 @@
 //! and never fails on inputs of unknown rank.
 
 use super::*;
+use std::collections::BTreeSet;
 
 const ALL_OPS: &[&str] = &[
     "Data",
@@ -213,4 +214,113 @@ fn unknown_rank_inputs_never_fail() {
             );
         }
     }
+}
+
+/// The math operators (every name of the tests' tables).
+fn math_names() -> Vec<String> {
+    super::elementwise::MATH_UNARY
+        .iter()
+        .chain(super::elementwise::MATH_BINARY)
+        .chain(super::reduce::REDUCE_AXES_INPUT)
+        .chain(super::reduce::REDUCE_AXES_ATTR)
+        .chain(OTHERS)
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Operators with their own test functions below.
+const OTHERS: &[&str] = &[
+    "PRelu",
+    "ArgMaxV2",
+    "ArgMin",
+    "ArgMaxD",
+    "Cumsum",
+    "CumsumD",
+    "Cumprod",
+    "ClipByValue",
+    "Select",
+    "SelectV2",
+    "Range",
+    "OneHot",
+    "OneHotD",
+    "Addcmul",
+];
+
+#[test]
+fn every_math_operator_is_built_in_and_round_trips() {
+    let names = math_names();
+    assert_eq!(names.len(), 80);
+    let unique: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(unique.len(), names.len(), "an operator is listed twice");
+    assert_built_in_and_round_trip(&names, false);
+}
+
+#[test]
+fn prototypes_match_ge_names() {
+    let t = T::new();
+    let names = |ty: &str| -> (Vec<String>, Vec<String>, Vec<String>) {
+        let p = t.proto(ty);
+        (
+            p.inputs.iter().map(|d| d.name.clone()).collect(),
+            p.outputs.iter().map(|d| d.name.clone()).collect(),
+            p.attrs.iter().map(|a| a.name.clone()).collect(),
+        )
+    };
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        names("SelectV2"),
+        (v(&["condition", "then", "else"]), v(&["result"]), v(&[]))
+    );
+    assert_eq!(
+        names("HardSigmoid"),
+        (v(&["input_x"]), v(&["output_y"]), v(&["alpha", "beta"]))
+    );
+    assert_eq!(
+        names("ArgMaxV2"),
+        (v(&["x", "dimension"]), v(&["y"]), v(&["dtype"]))
+    );
+    assert_eq!(
+        names("OneHot"),
+        (
+            v(&["x", "depth", "on_value", "off_value"]),
+            v(&["y"]),
+            v(&["axis"])
+        )
+    );
+    assert_eq!(
+        names("ReduceMeanD"),
+        (
+            v(&["x"]),
+            v(&["y"]),
+            v(&["axes", "keep_dims", "noop_with_empty_axes"])
+        )
+    );
+    assert_eq!(
+        names("Addcmul"),
+        (v(&["input_data", "x1", "x2", "value"]), v(&["y"]), v(&[]))
+    );
+    let argmax = t.proto("ArgMaxV2");
+    assert_eq!(
+        argmax.attr("dtype").unwrap().default,
+        Some(AttrValue::Type(INT64))
+    );
+    assert!(t.proto("Equal").commutative && !t.proto("Pow").commutative);
+}
+
+const MORE_OPS: &[&str] = &[
+    "GridSampler2D",
+    "GridSampler3D",
+    "NonMaxSuppressionV6",
+    "Bitcast",
+    "LeftShift",
+    "RightShift",
+    "ROIAlign",
+    "UniqueWithCountsAndSorting",
+    "DeformableConv2D",
+    "MatrixDeterminant",
+];
+
+#[test]
+fn every_added_operator_is_built_in_and_round_trips() {
+    assert_built_in_and_round_trip(MORE_OPS, true);
 }

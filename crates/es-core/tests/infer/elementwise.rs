@@ -202,3 +202,627 @@ fn identity_n() {
     .unwrap_err();
     has(&e.to_string(), &["1 inputs 'x' but 2 outputs 'y'"]);
 }
+
+// ------------------------------------------------------------------------------ the fragment
+
+pub(crate) const MATH_UNARY: &[&str] = &[
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Cos",
+    "Cosh",
+    "Sin",
+    "Sinh",
+    "Tan",
+    "Tanh",
+    "Ceil",
+    "Floor",
+    "Round",
+    "Sign",
+    "Reciprocal",
+    "Log",
+    "Log1p",
+    "Erf",
+    "Softplus",
+    "Softsign",
+    "Elu",
+    "Selu",
+    "LeakyRelu",
+    "HardSigmoid",
+    "Gelu",
+    "Mish",
+    "Swish",
+    "IsNan",
+    "IsInf",
+    "Square",
+    "Rsqrt",
+    "Invert",
+    "Expm1",
+    "Fills",
+];
+
+pub(crate) const MATH_BINARY: &[&str] = &[
+    "Pow",
+    "FloorDiv",
+    "FloorMod",
+    "Mod",
+    "Equal",
+    "NotEqual",
+    "Greater",
+    "GreaterEqual",
+    "Less",
+    "LessEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "SquaredDifference",
+    "Atan2",
+    "DivNoNan",
+];
+
+// ------------------------------------------------------------------------------ element-wise
+
+/// Attributes an op needs that have no default.
+fn required_attrs(ty: &str) -> Vec<(&'static str, AttrValue)> {
+    match ty {
+        "Fills" => vec![("value", f(1.5))],
+        _ => vec![],
+    }
+}
+
+#[test]
+fn unary_known_unknown_and_bad_dtype() {
+    for &ty in MATH_UNARY {
+        let mut t = T::new();
+        let p = t.proto(ty);
+        let xn = p.inputs[0].name.clone();
+        let attrs = required_attrs(ty);
+        let dt = pick(&p, &xn);
+        let want = fixed_out(&p).unwrap_or(dt);
+        for dims in [&[2i64, 3, 4][..], &[], &[U, 3], &[-2]] {
+            let x = t.input(dt, dims);
+            assert_eq!(
+                t.ok(ty, &[(&xn, &[x])], &attrs),
+                (want, dims.to_vec()),
+                "{ty} {dims:?}"
+            );
+        }
+        let bad = reject(&p, &xn);
+        let x = t.input(bad, &[2]);
+        let e = t.fail(ty, &[(&xn, &[x])], &attrs).to_string();
+        has(&e, &[ty, &format!("input '{xn}'"), "expected one of"]);
+    }
+}
+
+#[test]
+fn unary_attributes_are_checked() {
+    let mut t = T::new();
+    let x = t.f(&[4]);
+    assert_eq!(
+        t.dims("Round", &[("x", &[x])], &[("decimals", i(2))]),
+        vec![4]
+    );
+    assert_eq!(
+        t.dims(
+            "Elu",
+            &[("x", &[x])],
+            &[("alpha", f(0.5)), ("input_scale", f(2.0))]
+        ),
+        vec![4]
+    );
+    assert_eq!(
+        t.dims("LeakyRelu", &[("x", &[x])], &[("negative_slope", f(0.1))]),
+        vec![4]
+    );
+    assert_eq!(
+        t.dims("Swish", &[("x", &[x])], &[("scale", f(2.0))]),
+        vec![4]
+    );
+    // Fills needs its value; a wrong attribute type is rejected.
+    let e = t.fail("Fills", &[("x", &[x])], &[]).to_string();
+    has(&e, &["required attribute 'value'"]);
+    let e = t
+        .fail("Round", &[("x", &[x])], &[("decimals", f(1.0))])
+        .to_string();
+    has(&e, &["attribute 'decimals' must be Int"]);
+}
+
+#[test]
+fn log_promotes_integers_to_float() {
+    let mut t = T::new();
+    for (dt, want) in [
+        (INT32, FLOAT),
+        (UINT8, FLOAT),
+        (BOOL, FLOAT),
+        (FLOAT16, FLOAT16),
+        (BF16, BF16),
+        (DataType::DOUBLE, DataType::DOUBLE),
+    ] {
+        assert_eq!(
+            t.ok_in("Log", &[("x", Typed(dt, &[2, U]))], &[("base", f(2.0))]),
+            (want, vec![2, U]),
+            "{dt}"
+        );
+    }
+}
+
+#[test]
+fn is_nan_and_is_inf_give_bool() {
+    let mut t = T::new();
+    for ty in ["IsNan", "IsInf"] {
+        assert_eq!(
+            t.ok_in(ty, &[("x", Typed(FLOAT16, &[3, U]))], &[]),
+            (BOOL, vec![3, U])
+        );
+        let x = t.input(INT32, &[3]);
+        has(
+            &t.fail(ty, &[("x", &[x])], &[]).to_string(),
+            &["input 'x' has dtype DT_INT32"],
+        );
+    }
+}
+
+#[test]
+fn binary_broadcast_known_unknown_and_errors() {
+    for &ty in MATH_BINARY {
+        let mut t = T::new();
+        let p = t.proto(ty);
+        let dt = pick(&p, "x1");
+        let want = fixed_out(&p).unwrap_or(dt);
+        let cases: &[(&[i64], &[i64], &[i64])] = &[
+            (&[2, 1, 4], &[3, 1], &[2, 3, 4]),
+            (&[], &[5], &[5]),
+            (&[U, 3], &[3], &[U, 3]),
+            (&[1, U], &[4, 1], &[4, U]),
+            (&[U, 3], &[2, 1], &[2, 3]),
+            (&[-2], &[3], &[-2]),
+        ];
+        for (a, c, out) in cases {
+            assert_eq!(
+                t.ok_in(ty, &[("x1", Typed(dt, a)), ("x2", Typed(dt, c))], &[]),
+                (want, out.to_vec()),
+                "{ty} {a:?} {c:?}"
+            );
+        }
+        let x1 = t.input(dt, &[2, 3]);
+        t.rejects_in(
+            ty,
+            &[("x1", Port(x1)), ("x2", Typed(dt, &[4]))],
+            &[],
+            &[ty, "'x1' [2, 3]", "'x2' [4]", "cannot be broadcast"],
+        );
+        // The inputs share a type variable (the element-wise family promotes instead: see
+        // promote.rs).
+        let other = allowed(&p, "x1").into_iter().find(|&d| d != dt);
+        if let (Some(other), false) = (other, es_core::infer::promotes(ty)) {
+            let x1 = t.input(dt, &[2]);
+            let x2 = t.input(other, &[2]);
+            has(
+                &t.fail(ty, &[("x1", &[x1]), ("x2", &[x2])], &[]).to_string(),
+                &["both must have the same dtype"],
+            );
+        }
+    }
+}
+
+#[test]
+fn comparisons_and_logical_ops_give_bool() {
+    let mut t = T::new();
+    for ty in [
+        "Equal",
+        "NotEqual",
+        "Greater",
+        "GreaterEqual",
+        "Less",
+        "LessEqual",
+    ] {
+        assert_eq!(
+            t.ok_in(
+                ty,
+                &[("x1", Typed(INT32, &[2, 3])), ("x2", Typed(INT32, &[3]))],
+                &[]
+            ),
+            (BOOL, vec![2, 3])
+        );
+    }
+    assert_eq!(
+        t.ok_in(
+            "LogicalAnd",
+            &[("x1", Typed(BOOL, &[2, 3])), ("x2", Typed(BOOL, &[1]))],
+            &[]
+        ),
+        (BOOL, vec![2, 3])
+    );
+    let x1 = t.input(FLOAT, &[2]);
+    let x2 = t.input(FLOAT, &[2]);
+    has(
+        &t.fail("LogicalOr", &[("x1", &[x1]), ("x2", &[x2])], &[])
+            .to_string(),
+        &["input 'x1' has dtype DT_FLOAT"],
+    );
+    let x1 = t.input(FLOAT, &[2]);
+    let x2 = t.input(FLOAT, &[2]);
+    has(
+        &t.fail("BitwiseAnd", &[("x1", &[x1]), ("x2", &[x2])], &[])
+            .to_string(),
+        &["expected one of"],
+    );
+}
+
+#[test]
+fn prelu() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3, 4, 4]);
+    assert_eq!(
+        t.ok_in("PRelu", &[("x", Port(x)), ("weight", F(&[3]))], &[]),
+        (FLOAT, vec![2, 3, 4, 4])
+    );
+    let w1 = t.f(&[1]);
+    assert_eq!(
+        t.dims("PRelu", &[("x", &[x]), ("weight", &[w1])], &[]),
+        vec![2, 3, 4, 4]
+    );
+    assert_eq!(
+        t.dims_in("PRelu", &[("x", Port(x)), ("weight", F(&[3, 1, 1]))], &[]),
+        vec![2, 3, 4, 4]
+    );
+    // Unknown channel count or weight size: accepted.
+    let w5 = t.f(&[5]);
+    assert_eq!(
+        t.dims_in("PRelu", &[("x", F(&[2, U, 4])), ("weight", Port(w5))], &[]),
+        vec![2, U, 4]
+    );
+    assert_eq!(
+        t.dims_in("PRelu", &[("x", Port(x)), ("weight", F(&[U]))], &[]),
+        vec![2, 3, 4, 4]
+    );
+    assert_eq!(
+        t.dims_in("PRelu", &[("x", F(&[-2])), ("weight", Port(w5))], &[]),
+        vec![-2]
+    );
+    t.rejects(
+        "PRelu",
+        &[("x", &[x]), ("weight", &[w5])],
+        &[],
+        &[
+            "input 'weight' [5] has 5 elements",
+            "expected 1 or the 3 channels",
+        ],
+    );
+    // Rank < 2: one channel, so weight holds one element.
+    let x1 = t.f(&[4]);
+    assert_eq!(
+        t.dims("PRelu", &[("x", &[x1]), ("weight", &[w1])], &[]),
+        vec![4]
+    );
+    t.rejects_in(
+        "PRelu",
+        &[("x", Port(x1)), ("weight", F(&[4]))],
+        &[],
+        &["x [4] has no channel dim (rank < 2)"],
+    );
+    let h = t.input(FLOAT16, &[3]);
+    has(
+        &t.fail("PRelu", &[("x", &[x]), ("weight", &[h])], &[])
+            .to_string(),
+        &["both must have the same dtype"],
+    );
+}
+
+// ------------------------------------------------------------------------------ selection
+
+#[test]
+fn clip_by_value() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let lo = t.f(&[]);
+    let hi = t.f(&[3]);
+    let ins = ["x", "clip_value_min", "clip_value_max"];
+    assert_eq!(
+        t.ok("ClipByValue", &named(ins, [&[x], &[lo], &[hi]]), &[]),
+        (FLOAT, vec![2, 3])
+    );
+    let xu = t.f(&[U, 3]);
+    let hi2 = t.f(&[4, 1, 1]);
+    assert_eq!(
+        t.dims("ClipByValue", &named(ins, [&[xu], &[lo], &[hi2]]), &[]),
+        vec![4, U, 3]
+    );
+    let xr = t.f(&[-2]);
+    assert_eq!(
+        t.dims("ClipByValue", &named(ins, [&[xr], &[lo], &[hi]]), &[]),
+        vec![-2]
+    );
+    let bad = t.f(&[4]);
+    t.rejects(
+        "ClipByValue",
+        &named(ins, [&[x], &[lo], &[bad]]),
+        &[],
+        &[
+            "input 'clip_value_max' [4] cannot be broadcast",
+            "'x' [2, 3]",
+        ],
+    );
+    let h = t.input(INT32, &[]);
+    has(
+        &t.fail("ClipByValue", &named(ins, [&[x], &[h], &[hi]]), &[])
+            .to_string(),
+        &["both must have the same dtype"],
+    );
+}
+
+#[test]
+fn select() {
+    let mut t = T::new();
+    let x1 = t.f(&[2, 3]);
+    let x2 = t.f(&[2, 3]);
+    let ins = ["condition", "x1", "x2"];
+    for (cdims, out) in [
+        (&[2i64, 3][..], vec![2i64, 3]),
+        (&[2][..], vec![2, 3]),
+        (&[][..], vec![2, 3]),
+        (&[1, 3][..], vec![2, 3]),
+        (&[U][..], vec![2, 3]),
+        (&[-2][..], vec![-2]),
+    ] {
+        let c = t.input(BOOL, cdims);
+        assert_eq!(
+            t.ok("Select", &named(ins, [&[c], &[x1], &[x2]]), &[]),
+            (FLOAT, out),
+            "{cdims:?}"
+        );
+    }
+    // A vector condition fixes an unknown first dim.
+    let xu = t.f(&[U, 3]);
+    let c5 = t.input(BOOL, &[5]);
+    assert_eq!(
+        t.dims("Select", &named(ins, [&[c5], &[xu], &[xu]]), &[]),
+        vec![5, 3]
+    );
+    // 1-D x: the condition broadcasts.
+    let v = t.f(&[4]);
+    let c1 = t.input(BOOL, &[1]);
+    assert_eq!(
+        t.dims("Select", &named(ins, [&[c1], &[v], &[v]]), &[]),
+        vec![4]
+    );
+    // Errors.
+    let c3 = t.input(BOOL, &[3]);
+    t.rejects(
+        "Select",
+        &named(ins, [&[c3], &[x1], &[x2]]),
+        &[],
+        &[
+            "'condition' [3] is a vector",
+            "first dim of x1/x2 [2, 3] (2), got 3",
+        ],
+    );
+    let c23 = t.input(BOOL, &[3, 2]);
+    t.rejects(
+        "Select",
+        &named(ins, [&[c23], &[x1], &[x2]]),
+        &[],
+        &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"],
+    );
+    let x3 = t.f(&[4, 3]);
+    t.rejects(
+        "Select",
+        &named(ins, [&[c23], &[x1], &[x3]]),
+        &[],
+        &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"],
+    );
+    let cf = t.f(&[2, 3]);
+    has(
+        &t.fail("Select", &named(ins, [&[cf], &[x1], &[x2]]), &[])
+            .to_string(),
+        &["input 'condition' has dtype DT_FLOAT"],
+    );
+}
+
+#[test]
+fn select_v2() {
+    let mut t = T::new();
+    let ins = ["condition", "then", "else"];
+    let c = t.input(BOOL, &[2, 1]);
+    let a = t.input(INT32, &[1, 3]);
+    let e = t.input(INT32, &[3]);
+    assert_eq!(
+        t.ok("SelectV2", &named(ins, [&[c], &[a], &[e]]), &[]),
+        (INT32, vec![2, 3])
+    );
+    let cu = t.input(BOOL, &[U, 1]);
+    assert_eq!(
+        t.dims("SelectV2", &named(ins, [&[cu], &[a], &[e]]), &[]),
+        vec![U, 3]
+    );
+    let cr = t.input(BOOL, &[-2]);
+    assert_eq!(
+        t.dims("SelectV2", &named(ins, [&[cr], &[a], &[e]]), &[]),
+        vec![-2]
+    );
+    let e4 = t.input(INT32, &[4]);
+    t.rejects(
+        "SelectV2",
+        &named(ins, [&[c], &[a], &[e4]]),
+        &[],
+        &[
+            "input 'else' [4] cannot be broadcast",
+            "'condition' [2, 1]",
+            "'then' [1, 3]",
+        ],
+    );
+}
+
+#[test]
+fn addcmul() {
+    let mut t = T::new();
+    let ins = ["input_data", "x1", "x2", "value"];
+    let a = t.f(&[2, 1]);
+    let x1 = t.f(&[3]);
+    let x2 = t.f(&[1, 3]);
+    let v = t.scalar_f(0.5);
+    assert_eq!(
+        t.ok("Addcmul", &named(ins, [&[a], &[x1], &[x2], &[v]]), &[]),
+        (FLOAT, vec![2, 3])
+    );
+    let au = t.f(&[U, 1]);
+    let vu = t.f(&[U]);
+    assert_eq!(
+        t.dims("Addcmul", &named(ins, [&[au], &[x1], &[x2], &[vu]]), &[]),
+        vec![U, 3]
+    );
+    let v2 = t.f(&[2]);
+    t.rejects(
+        "Addcmul",
+        &named(ins, [&[a], &[x1], &[x2], &[v2]]),
+        &[],
+        &["input 'value' must be a scalar (one element), got shape [2]"],
+    );
+    let x4 = t.f(&[4]);
+    t.rejects(
+        "Addcmul",
+        &named(ins, [&[a], &[x1], &[x4], &[v]]),
+        &[],
+        &["input 'x2' [4] cannot be broadcast"],
+    );
+}
+
+#[test]
+fn bitcast() {
+    let mut t = T::new();
+    // keep_dim: the last dim is rescaled (ONNX BitCast).
+    assert_eq!(
+        t.ok_in(
+            "Bitcast",
+            &[("x", F(&[2, 3]))],
+            &[("type", ty(UINT8)), ("keep_dim", b(true))]
+        ),
+        (UINT8, vec![2, 12])
+    );
+    let x = t.input(INT8, &[2, 8]);
+    assert_eq!(
+        t.ok(
+            "Bitcast",
+            &[("x", &[x])],
+            &[("type", ty(INT64)), ("keep_dim", b(true))]
+        ),
+        (INT64, vec![2, 1])
+    );
+    // TensorFlow semantics: append or remove a dim.
+    assert_eq!(
+        t.ok_in("Bitcast", &[("x", F(&[2, 3]))], &[("type", ty(FLOAT16))]),
+        (FLOAT16, vec![2, 3, 2])
+    );
+    let x = t.input(INT8, &[5, 4]);
+    assert_eq!(
+        t.ok("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]),
+        (INT32, vec![5])
+    );
+    assert_eq!(
+        t.ok_in("Bitcast", &[("x", F(&[2, 3]))], &[("type", ty(INT32))]),
+        (INT32, vec![2, 3])
+    );
+    // Unknown dims and ranks.
+    assert_eq!(
+        t.dims_in(
+            "Bitcast",
+            &[("x", F(&[2, U]))],
+            &[("type", ty(UINT8)), ("keep_dim", b(true))]
+        ),
+        vec![2, U]
+    );
+    let x = t.input(INT8, &[3, U]);
+    assert_eq!(
+        t.dims("Bitcast", &[("x", &[x])], &[("type", ty(INT32))]),
+        vec![3]
+    );
+    assert_eq!(
+        t.dims_in("Bitcast", &[("x", F(&[-2]))], &[("type", ty(UINT8))]),
+        vec![-2]
+    );
+    // Errors.
+    let m = t.err_in(
+        "Bitcast",
+        &[("x", Typed(INT8, &[5, 3]))],
+        &[("type", ty(INT32))],
+    );
+    has(&m, &["last dim must be 4", "got 3"]);
+    let x = t.input(INT8, &[5, 3]);
+    let m = t.err(
+        "Bitcast",
+        &[("x", &[x])],
+        &[("type", ty(INT32)), ("keep_dim", b(true))],
+    );
+    has(&m, &["not a multiple"]);
+    let m = t.err_in(
+        "Bitcast",
+        &[("x", F(&[2]))],
+        &[("type", ty(DataType::BF16))],
+    );
+    has(&m, &["'type'", "does not allow"]);
+}
+
+#[test]
+fn shifts() {
+    for op in ["LeftShift", "RightShift"] {
+        let mut t = T::new();
+        assert_eq!(
+            t.ok_in(
+                op,
+                &[
+                    ("x", Typed(INT32, &[2, 1, 4])),
+                    ("y", Typed(INT32, &[3, 1]))
+                ],
+                &[]
+            ),
+            (INT32, vec![2, 3, 4])
+        );
+        assert_eq!(
+            t.ok_in(
+                op,
+                &[("x", Typed(UINT8, &[U, 4])), ("y", Typed(UINT8, &[]))],
+                &[]
+            ),
+            (UINT8, vec![U, 4])
+        );
+        assert_eq!(
+            t.dims_in(
+                op,
+                &[("x", Typed(INT64, &[-2])), ("y", Typed(INT64, &[3]))],
+                &[]
+            ),
+            vec![-2]
+        );
+        let m = t.err_in(
+            op,
+            &[("x", Typed(INT32, &[2, 4])), ("y", Typed(INT32, &[3]))],
+            &[],
+        );
+        has(&m, &["cannot be broadcast"]);
+    }
+    // Float inputs are rejected by the prototype.
+    let mut t = T::new();
+    let x = t.f(&[2]);
+    let y = t.f(&[2]);
+    assert!(t
+        .call("LeftShift", &[("x", &[x]), ("y", &[y])], &[])
+        .is_err());
+}
+
+#[test]
+fn threshold_keeps_x() {
+    let mut t = T::new();
+    let x = t.input(BF16, &[3, U]);
+    assert_eq!(
+        t.ok("Threshold", &[("x", &[x])], &[("threshold", f(0.5))]),
+        (BF16, vec![3, U])
+    );
+    let i = t.input(INT32, &[3]);
+    assert!(t.call("Threshold", &[("x", &[i])], &[]).is_err());
+}

@@ -492,3 +492,172 @@ fn embedding_bag_outputs() {
         ],
     );
 }
+
+#[test]
+fn one_hot() {
+    let mut t = T::new();
+    let x = t.input(INT32, &[2, 3]);
+    let depth = t.scalar_i32(5);
+    let on = t.scalar_f(1.0);
+    let off = t.scalar_f(0.0);
+    let ins = ["x", "depth", "on_value", "off_value"];
+    assert_eq!(
+        t.ok("OneHot", &named(ins, [&[x], &[depth], &[on], &[off]]), &[]),
+        (FLOAT, vec![2, 3, 5])
+    );
+    for (axis, out) in [(0, vec![5, 2, 3]), (1, vec![2, 5, 3]), (2, vec![2, 3, 5])] {
+        assert_eq!(
+            t.dims(
+                "OneHot",
+                &named(ins, [&[x], &[depth], &[on], &[off]]),
+                &[("axis", i(axis))]
+            ),
+            out
+        );
+    }
+    // Unknown depth / dims / rank.
+    let dyn_depth = t.input(INT32, &[]);
+    assert_eq!(
+        t.dims(
+            "OneHot",
+            &named(ins, [&[x], &[dyn_depth], &[on], &[off]]),
+            &[]
+        ),
+        vec![2, 3, U]
+    );
+    let xu = t.input(INT64, &[U]);
+    assert_eq!(
+        t.dims(
+            "OneHot",
+            &named(ins, [&[xu], &[depth], &[on], &[off]]),
+            &[("axis", i(0))]
+        ),
+        vec![5, U]
+    );
+    let xr = t.input(UINT8, &[-2]);
+    assert_eq!(
+        t.dims("OneHot", &named(ins, [&[xr], &[depth], &[on], &[off]]), &[]),
+        vec![-2]
+    );
+    // Errors.
+    t.rejects(
+        "OneHot",
+        &named(ins, [&[x], &[depth], &[on], &[off]]),
+        &[("axis", i(3))],
+        &["attribute 'axis' 3 is out of range [-1, 2]"],
+    );
+    let neg = t.scalar_i32(-2);
+    t.rejects(
+        "OneHot",
+        &named(ins, [&[x], &[neg], &[on], &[off]]),
+        &[],
+        &["input 'depth' must be >= 0, got -2"],
+    );
+    let on2 = t.f(&[2]);
+    t.rejects(
+        "OneHot",
+        &named(ins, [&[x], &[depth], &[on2], &[off]]),
+        &[],
+        &["input 'on_value' must be a scalar (one element)"],
+    );
+    let offi = t.scalar_i32(0);
+    has(
+        &t.fail("OneHot", &named(ins, [&[x], &[depth], &[on], &[offi]]), &[])
+            .to_string(),
+        &["both must have the same dtype"],
+    );
+}
+
+#[test]
+fn one_hot_d() {
+    let mut t = T::new();
+    let x = t.input(UINT8, &[4]);
+    let on = t.input(INT32, &[]);
+    let off = t.input(INT32, &[1]);
+    let ins = ["x", "on_value", "off_value"];
+    assert_eq!(
+        t.ok(
+            "OneHotD",
+            &named(ins, [&[x], &[on], &[off]]),
+            &[("depth", i(7))]
+        ),
+        (INT32, vec![4, 7])
+    );
+    let xu = t.input(INT32, &[U, 2]);
+    assert_eq!(
+        t.dims(
+            "OneHotD",
+            &named(ins, [&[xu], &[on], &[off]]),
+            &[("depth", i(3)), ("axis", i(1))]
+        ),
+        vec![U, 3, 2]
+    );
+    t.rejects(
+        "OneHotD",
+        &named(ins, [&[x], &[on], &[off]]),
+        &[("depth", i(-1))],
+        &["attribute 'depth' must be >= 0, got -1"],
+    );
+    has(
+        &t.fail("OneHotD", &named(ins, [&[x], &[on], &[off]]), &[])
+            .to_string(),
+        &["required attribute 'depth'"],
+    );
+}
+
+#[test]
+fn unique_with_counts_and_sorting() {
+    let mut t = T::new();
+    assert_eq!(
+        t.all_in("UniqueWithCountsAndSorting", &[("x", F(&[3, 4]))], &[]),
+        vec![(FLOAT, vec![U]), (INT64, vec![0]), (INT64, vec![0])]
+    );
+    assert_eq!(
+        t.all_in(
+            "UniqueWithCountsAndSorting",
+            &[("x", Typed(INT32, &[3, 4]))],
+            &[
+                ("return_inverse", b(true)),
+                ("return_counts", b(true)),
+                ("out_idx", ty(INT32))
+            ]
+        ),
+        vec![(INT32, vec![U]), (INT32, vec![3, 4]), (INT32, vec![U])]
+    );
+    let x = t.input(DOUBLE, &[U, 2]);
+    assert_eq!(
+        t.all(
+            "UniqueWithCountsAndSorting",
+            &[("x", &[x])],
+            &[("return_inverse", b(true))]
+        ),
+        vec![(DOUBLE, vec![U]), (INT64, vec![U, 2]), (INT64, vec![0])]
+    );
+    assert_eq!(
+        t.all_in(
+            "UniqueWithCountsAndSorting",
+            &[("x", F(&[-2]))],
+            &[("return_inverse", b(true)), ("return_counts", b(true))]
+        ),
+        vec![(FLOAT, vec![U]), (INT64, vec![-2]), (INT64, vec![U])]
+    );
+    // A scalar has one unique element; an empty tensor none.
+    assert_eq!(
+        t.all_in(
+            "UniqueWithCountsAndSorting",
+            &[("x", F(&[]))],
+            &[("return_counts", b(true))]
+        ),
+        vec![(FLOAT, vec![1]), (INT64, vec![0]), (INT64, vec![1])]
+    );
+    assert_eq!(
+        t.dims_in("UniqueWithCountsAndSorting", &[("x", F(&[2, 0]))], &[]),
+        vec![0]
+    );
+    let m = t.err_in(
+        "UniqueWithCountsAndSorting",
+        &[("x", F(&[3]))],
+        &[("out_idx", ty(FLOAT))],
+    );
+    has(&m, &["out_idx", "DT_INT32 or DT_INT64"]);
+}

@@ -292,3 +292,32 @@ fn einsum_equations() {
         ],
     );
 }
+
+#[test]
+fn matrix_determinant() {
+    let mut t = T::new();
+    assert_eq!(
+        t.ok_in("MatrixDeterminant", &[("x", F(&[2, 5, 3, 3]))], &[]),
+        (FLOAT, vec![2, 5])
+    );
+    let x = t.input(DOUBLE, &[4, 4]);
+    assert_eq!(
+        t.ok("MatrixDeterminant", &[("x", &[x])], &[]),
+        (DOUBLE, vec![])
+    );
+    assert_eq!(
+        t.dims_in("MatrixDeterminant", &[("x", F(&[U, 3, U]))], &[]),
+        vec![U]
+    );
+    assert_eq!(
+        t.dims_in("MatrixDeterminant", &[("x", F(&[-2]))], &[]),
+        vec![-2]
+    );
+    let x = t.f(&[2, 3, 4]);
+    let m = t.err("MatrixDeterminant", &[("x", &[x])], &[]);
+    has(&m, &["square", "3 x 4"]);
+    let m = t.err_in("MatrixDeterminant", &[("x", F(&[3]))], &[]);
+    has(&m, &["rank >= 2"]);
+    let x = t.input(INT32, &[3, 3]);
+    assert!(t.call("MatrixDeterminant", &[("x", &[x])], &[]).is_err());
+}

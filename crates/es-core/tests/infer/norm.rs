@@ -306,3 +306,84 @@ fn lrn_is_4d_elementwise() {
     );
     has(&m, &["'norm_region'", "\"ACROSS\""]);
 }
+
+#[test]
+fn rms_norm_rstd_keeps_leading_dims_as_float() {
+    let mut t = T::new();
+    let x = t.input(FLOAT16, &[2, 3, 4]);
+    assert_eq!(
+        t.all_in(
+            "RmsNorm",
+            &[("x", Port(x)), ("gamma", Typed(FLOAT16, &[4]))],
+            &[]
+        ),
+        vec![(FLOAT16, vec![2, 3, 4]), (FLOAT, vec![2, 3, 1])]
+    );
+    assert_eq!(
+        t.all_in(
+            "RmsNorm",
+            &[("x", Port(x)), ("gamma", Typed(FLOAT16, &[3, 4]))],
+            &[]
+        )[1],
+        (FLOAT, vec![2, 1, 1])
+    );
+    assert_eq!(
+        t.all_in(
+            "RmsNorm",
+            &[("x", Typed(BF16, &[U, 3, 4])), ("gamma", Typed(BF16, &[U]))],
+            &[]
+        ),
+        vec![(BF16, vec![U, 3, 4]), (FLOAT, vec![U, 3, 1])]
+    );
+    assert_eq!(
+        t.all_in("RmsNorm", &[("x", F(&[-2])), ("gamma", F(&[4]))], &[])[1],
+        (FLOAT, vec![-2])
+    );
+}
+
+#[test]
+fn rms_norm_rejects_a_gamma_that_does_not_fit() {
+    let mut t = T::new();
+    let x = t.f(&[2, 3]);
+    let m = t.err_in("RmsNorm", &[("x", Port(x)), ("gamma", F(&[4]))], &[]);
+    has(
+        &m,
+        &["RmsNorm", "input 'gamma' [4]", "trailing dims", "[2, 3]"],
+    );
+    let m = t.err_in("RmsNorm", &[("x", Port(x)), ("gamma", F(&[1, 2, 3]))], &[]);
+    has(&m, &["more dims than x [2, 3]"]);
+    let h = t.input(FLOAT16, &[3]);
+    assert!(t
+        .call("RmsNorm", &[("x", &[x]), ("gamma", &[h])], &[])
+        .is_err());
+}
+
+#[test]
+fn add_rms_norm_returns_y_rstd_and_the_sum() {
+    let mut t = T::new();
+    let a = t.input(FLOAT16, &[2, U, 8]);
+    let b = t.input(FLOAT16, &[U, 5, 8]);
+    let g = t.input(FLOAT16, &[8]);
+    let ins: Ins = &[("x1", &[a]), ("x2", &[b]), ("gamma", &[g])];
+    assert_eq!(
+        t.all("AddRmsNorm", ins, &[("epsilon", f(1e-5))]),
+        vec![
+            (FLOAT16, vec![2, 5, 8]),
+            (FLOAT, vec![2, 5, 1]),
+            (FLOAT16, vec![2, 5, 8])
+        ]
+    );
+    let m = t.err_in(
+        "AddRmsNorm",
+        &[
+            ("x1", Port(a)),
+            ("x2", Typed(FLOAT16, &[2, 8])),
+            ("gamma", Port(g)),
+        ],
+        &[],
+    );
+    has(
+        &m,
+        &["inputs 'x1' [2, -1, 8] and 'x2' [2, 8] must have the same shape"],
+    );
+}

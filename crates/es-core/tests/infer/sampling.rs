@@ -141,3 +141,206 @@ fn resize_by_sizes_or_scales() {
         &["attribute 'mode'", "\"area\""],
     );
 }
+
+#[test]
+fn grid_sampler_2d() {
+    let mut t = T::new();
+    assert_eq!(
+        t.ok_in(
+            "GridSampler2D",
+            &[("x", F(&[2, 3, 8, 9])), ("grid", F(&[2, 4, 5, 2]))],
+            &[]
+        ),
+        (FLOAT, vec![2, 3, 4, 5])
+    );
+    assert_eq!(
+        t.dims_in(
+            "GridSampler2D",
+            &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))],
+            &[]
+        ),
+        vec![2, 3, U, 5]
+    );
+    assert_eq!(
+        t.dims_in("GridSampler2D", &[("x", F(&[-2])), ("grid", F(&[-2]))], &[]),
+        vec![U, U, U, U]
+    );
+    let m = t.err_in(
+        "GridSampler2D",
+        &[("x", F(&[2, 3, 8, 9])), ("grid", F(&[2, 4, 5, 3]))],
+        &[],
+    );
+    has(&m, &["grid", "must be 2", "got 3"]);
+    let x = t.f(&[2, 3, 8, 9]);
+    let m = t.err_in(
+        "GridSampler2D",
+        &[("x", Port(x)), ("grid", F(&[3, 4, 5, 2]))],
+        &[],
+    );
+    has(&m, &["'x'", "'grid'"]);
+    let x = t.f(&[2, 3, 8]);
+    let m = t.err_in(
+        "GridSampler2D",
+        &[("x", Port(x)), ("grid", F(&[2, 4, 5, 2]))],
+        &[],
+    );
+    has(&m, &["'x' must be 4-D"]);
+}
+
+#[test]
+fn grid_sampler_3d() {
+    let mut t = T::new();
+    assert_eq!(
+        t.ok_in(
+            "GridSampler3D",
+            &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
+            &[]
+        ),
+        (FLOAT, vec![2, 3, 4, 5, 6])
+    );
+    assert_eq!(
+        t.dims_in(
+            "GridSampler3D",
+            &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))],
+            &[("data_format", s("NDHWC"))]
+        ),
+        vec![2, 4, 5, 6, 3]
+    );
+    assert_eq!(
+        t.dims_in(
+            "GridSampler3D",
+            &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))],
+            &[]
+        ),
+        vec![U, 3, 4, U, 6]
+    );
+    let m = t.err_in(
+        "GridSampler3D",
+        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 2]))],
+        &[],
+    );
+    has(&m, &["grid", "must be 3", "got 2"]);
+    let m = t.err_in(
+        "GridSampler3D",
+        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
+        &[("data_format", s("NCHW"))],
+    );
+    has(&m, &["data_format", "NCHW"]);
+}
+
+#[test]
+fn non_max_suppression_v6() {
+    let mut t = T::new();
+    let boxes = t.f(&[1, 6, 4]);
+    let scores = t.f(&[1, 2, 6]);
+    let mx = t.scalar_i32(3);
+    assert_eq!(
+        t.ok(
+            "NonMaxSuppressionV6",
+            &[
+                ("boxes", &[boxes]),
+                ("scores", &[scores]),
+                ("max_output_size", &[mx])
+            ],
+            &[]
+        ),
+        (INT32, vec![U, 3])
+    );
+    assert_eq!(
+        t.ok_in(
+            "NonMaxSuppressionV6",
+            &[("boxes", F(&[U, U, 4])), ("scores", F(&[-2]))],
+            &[]
+        ),
+        (INT32, vec![U, 3])
+    );
+    let boxes = t.f(&[1, 6, 4]);
+    let scores = t.f(&[1, 2, 5]);
+    let m = t.err(
+        "NonMaxSuppressionV6",
+        &[("boxes", &[boxes]), ("scores", &[scores])],
+        &[],
+    );
+    has(&m, &["'boxes'", "'scores'", "(6)", "(5)"]);
+    let boxes = t.f(&[1, 6, 5]);
+    let scores = t.f(&[1, 2, 6]);
+    let m = t.err(
+        "NonMaxSuppressionV6",
+        &[("boxes", &[boxes]), ("scores", &[scores])],
+        &[],
+    );
+    has(&m, &["boxes", "must be 4", "got 5"]);
+    let m = t.err_in(
+        "NonMaxSuppressionV6",
+        &[("boxes", F(&[1, 6, 4])), ("scores", F(&[1, 2, 6]))],
+        &[("center_point_box", i(2))],
+    );
+    has(&m, &["center_point_box", "0 or 1", "got 2"]);
+}
+
+fn roi_attrs(ph: i64, pw: i64) -> Vec<(&'static str, AttrValue)> {
+    vec![
+        ("spatial_scale", AttrValue::Float(0.25)),
+        ("pooled_height", i(ph)),
+        ("pooled_width", i(pw)),
+    ]
+}
+
+#[test]
+fn roi_align() {
+    let mut t = T::new();
+    let f = t.nchw(&[2, 16, 32, 32]);
+    assert_eq!(
+        t.ok_in(
+            "ROIAlign",
+            &[("features", Port(f)), ("rois", F(&[10, 5]))],
+            &roi_attrs(7, 6)
+        ),
+        (FLOAT, vec![10, 16, 7, 6])
+    );
+    let f = t.input_fmt(FLOAT16, Format::NHWC, &[2, 32, 32, 16]);
+    assert_eq!(
+        t.ok_in(
+            "ROIAlign",
+            &[("features", Port(f)), ("rois", Typed(FLOAT16, &[10, 5]))],
+            &roi_attrs(7, 7)
+        ),
+        (FLOAT16, vec![10, 7, 7, 16])
+    );
+    let f = t.nchw(&[U, U, U, U]);
+    assert_eq!(
+        t.dims_in(
+            "ROIAlign",
+            &[("features", Port(f)), ("rois", F(&[U, 5]))],
+            &roi_attrs(2, 3)
+        ),
+        vec![U, U, 2, 3]
+    );
+    let f = t.nchw(&[2, 16, 32, 32]);
+    let m = t.err_in(
+        "ROIAlign",
+        &[("features", Port(f)), ("rois", F(&[10, 4]))],
+        &roi_attrs(7, 7),
+    );
+    has(&m, &["rois", "must be 5", "got 4"]);
+    let f = t.nchw(&[2, 16, 32, 32]);
+    let m = t.err_in(
+        "ROIAlign",
+        &[("features", Port(f)), ("rois", F(&[10, 5]))],
+        &roi_attrs(0, 7),
+    );
+    has(&m, &["pooled_height", ">= 1", "got 0"]);
+    let f = t.nchw(&[2, 16, 32, 32]);
+    let r = t.f(&[10, 5]);
+    // A required attribute left out is rejected by the builder.
+    assert!(t
+        .call(
+            "ROIAlign",
+            &[("features", &[f]), ("rois", &[r])],
+            &[
+                ("spatial_scale", AttrValue::Float(1.0)),
+                ("pooled_height", i(2))
+            ],
+        )
+        .is_err());
+}

@@ -1257,3 +1257,18 @@ fn triangles_keep_shape() {
         ],
     );
 }
+
+#[test]
+fn concat_takes_concat_dim_as_its_first_input() {
+    let mut t = T::new();
+    let a = t.f(&[2, 3]);
+    let c = t.f(&[2, 5]);
+    let ax = t.scalar_i32(1);
+    assert_eq!(
+        t.ok("Concat", &[("concat_dim", &[ax]), ("x", &[a, c])], &[]),
+        (FLOAT, vec![2, 8])
+    );
+    let d = t.f(&[3, 3]);
+    let m = t.err("Concat", &[("concat_dim", &[ax]), ("x", &[a, d])], &[]);
+    has(&m, &["Concat"]);
+}

@@ -154,3 +154,162 @@ fn size_and_rank_are_scalars() {
     assert_eq!(t.ok("Rank", &[("x", &[x])], &[]), (INT32, vec![]));
     assert_eq!(t.ok_in("Rank", &[("x", F(&[-2]))], &[]), (INT32, vec![]));
 }
+
+// ------------------------------------------------------------------------------ generators
+
+#[test]
+fn range_from_constants() {
+    let mut t = T::new();
+    let ins = ["start", "limit", "delta"];
+    let cases_i: &[(i32, i32, i32, bool, i64)] = &[
+        (0, 10, 3, false, 4),
+        (0, 9, 3, false, 3),
+        (0, 10, 2, true, 6),
+        (0, 9, 2, true, 5),
+        (10, 0, -3, false, 4),
+        (10, 0, -3, true, 4),
+        (-5, 0, 2, false, 3),
+        (3, 3, 1, false, 0),
+    ];
+    for &(s, l, d, closed, n) in cases_i {
+        let (s_, l_, d_) = (t.scalar_i32(s), t.scalar_i32(l), t.scalar_i32(d));
+        assert_eq!(
+            t.ok(
+                "Range",
+                &named(ins, [&[s_], &[l_], &[d_]]),
+                &[("is_closed", b(closed))]
+            ),
+            (INT32, vec![n]),
+            "{s} {l} {d} {closed}"
+        );
+    }
+    let (s, l, d) = (t.scalar_f(0.0), t.scalar_f(1.0), t.scalar_f(0.3));
+    assert_eq!(
+        t.ok("Range", &named(ins, [&[s], &[l], &[d]]), &[]),
+        (FLOAT, vec![4])
+    );
+    // One-element vectors are accepted as scalars.
+    let one = |t: &mut T, v: i64| t.konst(Tensor::from_values(&[v], vec![1]).unwrap());
+    let (s, l, d) = (one(&mut t, 1), one(&mut t, 7), one(&mut t, 2));
+    assert_eq!(
+        t.ok("Range", &named(ins, [&[s], &[l], &[d]]), &[]),
+        (INT64, vec![3])
+    );
+}
+
+#[test]
+fn range_unknown_and_errors() {
+    let mut t = T::new();
+    let ins = ["start", "limit", "delta"];
+    let s = t.scalar_i32(0);
+    let d = t.scalar_i32(1);
+    let l = t.input(INT32, &[]);
+    assert_eq!(
+        t.ok("Range", &named(ins, [&[s], &[l], &[d]]), &[]),
+        (INT32, vec![U])
+    );
+    let lu = t.input(INT32, &[-2]);
+    assert_eq!(
+        t.dims("Range", &named(ins, [&[s], &[lu], &[d]]), &[]),
+        vec![U]
+    );
+    // A length that does not fit in i64 is reported unknown.
+    let (lo, hi, one) = (
+        t.scalar_i64(i64::MIN),
+        t.scalar_i64(i64::MAX),
+        t.scalar_i64(1),
+    );
+    assert_eq!(
+        t.ok("Range", &named(ins, [&[lo], &[hi], &[one]]), &[]),
+        (INT64, vec![U])
+    );
+    let l5 = t.scalar_i32(5);
+    let z = t.scalar_i32(0);
+    t.rejects(
+        "Range",
+        &named(ins, [&[s], &[l5], &[z]]),
+        &[],
+        &["input 'delta' must be a finite non-zero value"],
+    );
+    let neg = t.scalar_i32(-1);
+    t.rejects(
+        "Range",
+        &named(ins, [&[s], &[l5], &[neg]]),
+        &[],
+        &["negative length"],
+    );
+    let v = t.input(INT32, &[2]);
+    t.rejects(
+        "Range",
+        &named(ins, [&[v], &[l5], &[d]]),
+        &[],
+        &["input 'start' must be a scalar (one element), got shape [2]"],
+    );
+    let fl = t.scalar_f(5.0);
+    has(
+        &t.fail("Range", &named(ins, [&[s], &[fl], &[d]]), &[])
+            .to_string(),
+        &["both must have the same dtype"],
+    );
+}
+
+#[test]
+fn random_uniform_shape_and_dtype() {
+    use es_core::{AttrValue, DataType, GraphBuilder, OutPort, Shape, Tensor};
+    let mut b = GraphBuilder::new("g");
+    let args = |shape: OutPort, dtype: DataType| es_core::builder::OpArgs {
+        inputs: vec![vec![Some(shape)]],
+        attrs: [("dtype".to_string(), AttrValue::Type(dtype))]
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    };
+    // Constant shape: resolved.
+    let s = b
+        .create_const(Tensor::from_values(&[2i64, 3], vec![2]).unwrap(), None)
+        .unwrap();
+    let y = b
+        .add_op("RandomUniform", args(s, DataType::FLOAT16))
+        .unwrap();
+    let d = b.graph().out_desc(OutPort { node: y, index: 0 }).unwrap();
+    assert_eq!((d.dtype, d.shape.to_vec()), (DataType::FLOAT16, vec![2, 3]));
+    // Unknown values, known length: rank known, dims unknown.
+    let s = b
+        .create_input(
+            0,
+            None,
+            "Data",
+            DataType::INT32,
+            es_core::Format::ND,
+            Shape::new(vec![4]),
+        )
+        .unwrap();
+    let y = b.add_op("RandomUniform", args(s, DataType::FLOAT)).unwrap();
+    assert_eq!(
+        b.graph()
+            .out_desc(OutPort { node: y, index: 0 })
+            .unwrap()
+            .shape
+            .to_vec(),
+        vec![-1; 4]
+    );
+    // Wrong: a dtype the output does not allow, a negative dim, a 2-D shape input.
+    assert!(b.add_op("RandomUniform", args(s, DataType::INT32)).is_err());
+    let neg = b
+        .create_const(Tensor::from_values(&[2i64, -3], vec![2]).unwrap(), None)
+        .unwrap();
+    assert!(b
+        .add_op("RandomUniform", args(neg, DataType::FLOAT))
+        .is_err());
+    let m = b
+        .create_input(
+            1,
+            None,
+            "Data",
+            DataType::INT32,
+            es_core::Format::ND,
+            Shape::new(vec![2, 2]),
+        )
+        .unwrap();
+    assert!(b.add_op("RandomUniform", args(m, DataType::FLOAT)).is_err());
+}

@@ -3,12 +3,7 @@
 //! `data_format`'s layout, an ND filter takes the layout x states (NCHW when x states none), and
 //! y carries x's layout.
 
-mod common;
-
-use common::*;
-use es_core::{AttrValue, DataType, Format, OutPort};
-
-use DataType::FLOAT;
+use super::*;
 
 type A = [(&'static str, AttrValue)];
 

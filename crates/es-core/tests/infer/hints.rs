@@ -1,12 +1,12 @@
 //! GE's building model: descriptions that are hints (inputs without a shape, descriptions set by
-//! hand) never make an op call fail; the compile re-infers from the fed tensors and names the
-//! line that built a failing node. And GE's dtype promotion for the element-wise family.
+//! hand) never make an op call fail; the compile re-infers from the fed tensors (`infer_graph`,
+//! `src/infer/mod.rs`) and names the line that built a failing node.
 
 use std::sync::Arc;
 
 use es_core::builder::{set_locator, GraphBuilder, OpArgs};
 use es_core::graph::{Graph, NodeId, OutPort};
-use es_core::infer::{infer_graph, insert_promotion_casts};
+use es_core::infer::infer_graph;
 use es_core::{DataType, Format, Shape, Tensor};
 
 fn args(inputs: Vec<OutPort>) -> OpArgs {
@@ -120,59 +120,6 @@ fn a_description_set_by_hand_is_a_hint_except_on_an_input() {
     // A hinted intermediate lets a mismatching op through.
     let w = f32_const(&mut b, &[5, 7]);
     assert!(b.add_op("MatMul", matmul(out0(r), w)).is_ok());
-}
-
-#[test]
-fn element_wise_ops_promote_mixed_dtypes_as_ge() {
-    let cases = [
-        ("Add", DataType::FLOAT, DataType::INT64, DataType::FLOAT),
-        ("Add", DataType::INT32, DataType::INT64, DataType::INT64),
-        ("Sub", DataType::FLOAT16, DataType::FLOAT, DataType::FLOAT),
-        ("Mul", DataType::BOOL, DataType::INT32, DataType::INT32),
-        (
-            "Maximum",
-            DataType::BF16,
-            DataType::FLOAT16,
-            DataType::FLOAT,
-        ),
-        ("Less", DataType::INT32, DataType::FLOAT, DataType::BOOL),
-    ];
-    for (op, a, c, want) in cases {
-        let mut b = GraphBuilder::new("g");
-        let x = input(&mut b, 0, a, Shape::new(vec![2]));
-        let y = input(&mut b, 1, c, Shape::new(vec![2]));
-        let id = b.add_op(op, args(vec![x, y])).unwrap();
-        let got = b.graph().node(id).unwrap().outputs[0].desc.dtype;
-        assert_eq!(got, want, "{op}({a}, {c})");
-    }
-    // An op outside the family keeps one dtype per type variable.
-    let mut b = GraphBuilder::new("g");
-    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2]));
-    let y = input(&mut b, 1, DataType::INT32, Shape::new(vec![2]));
-    let e = b.add_op("Pow", args(vec![x, y])).unwrap_err().to_string();
-    assert!(e.contains("same dtype"), "{e}");
-}
-
-#[test]
-fn promotion_casts_make_the_operands_one_dtype() {
-    let mut b = GraphBuilder::new("g");
-    let x = input(&mut b, 0, DataType::FLOAT, Shape::new(vec![2]));
-    let y = input(&mut b, 1, DataType::INT64, Shape::new(vec![2]));
-    let add = b.add_op("Add", args(vec![x, y])).unwrap();
-    b.set_output(out0(add), 0).unwrap();
-    let mut g = b.build_and_reset().unwrap();
-    infer_graph(&mut g).unwrap();
-    assert_eq!(insert_promotion_casts(&mut g).unwrap(), 1);
-    let add = g.find("Add_0").unwrap();
-    let n = g.node(add).unwrap();
-    let src = n.inputs[1].source.unwrap();
-    let cast = g.node(src.node).unwrap();
-    assert_eq!(cast.op_type, "Cast");
-    assert_eq!(cast.outputs[0].desc.dtype, DataType::FLOAT);
-    assert!(n.inputs.iter().all(|i| i.desc.dtype == DataType::FLOAT));
-    g.validate().unwrap();
-    // Nothing left to do a second time.
-    assert_eq!(insert_promotion_casts(&mut g).unwrap(), 0);
 }
 
 #[test]
