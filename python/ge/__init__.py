@@ -8,30 +8,12 @@ subpackage is imported on first use, so ``import ge`` stays cheap.
 """
 
 from ge import _native
-from ge.errors import (
-    CompatibilityError,
-    DeviceError,
-    ExecutionError,
-    GeError,
-    GraphBuildError,
-    PassError,
-    ShapeInferenceError,
-    TranslationError,
-)
+from ge.errors import *  # noqa: F403  (the GeError tree: ge.errors.__all__)
+from ge.errors import __all__ as _error_names
 
 __version__: str = _native.__version__
 
-__all__ = [
-    "GeError",
-    "GraphBuildError",
-    "ShapeInferenceError",
-    "CompatibilityError",
-    "PassError",
-    "TranslationError",
-    "ExecutionError",
-    "DeviceError",
-    "__version__",
-]
+__all__ = [*_error_names, "__version__"]
 
 # Subpackages that `ge.<name>` imports on first use. (No typing annotations and importlib
 # imported late: this module adds nothing to the cost of `import ge`.)

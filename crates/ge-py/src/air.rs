@@ -1,22 +1,22 @@
 //! Glue for GE's `.air` format and ONNX export (ge-onnx's `air` and `export` modules).
 
 use crate::errors::IntoPyResult;
-use crate::graph::PyGraph;
-use es_core::Graph;
+use crate::graph::Graph;
+use es_core::Graph as CoreGraph;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
 /// Runs `f` on the graph a `Graph` object refers to.
 pub fn with_graph<R>(
-    g: &Bound<'_, PyGraph>,
-    f: impl FnOnce(&Graph) -> ge_onnx::Result<R>,
+    g: &Bound<'_, Graph>,
+    f: impl FnOnce(&CoreGraph) -> ge_onnx::Result<R>,
 ) -> PyResult<R> {
     let g = g.get();
     g.src.read(&g.path, |graph| f(graph).py())
 }
 
 /// Writes a graph in GE's `.air` format (ModelDef protobuf).
-pub fn save_air(g: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
+pub fn save_air(g: &Bound<'_, Graph>, path: PathBuf) -> PyResult<()> {
     let bytes = with_graph(g, ge_onnx::air::to_bytes)?;
     g.py()
         .allow_threads(|| std::fs::write(&path, bytes))
@@ -24,14 +24,14 @@ pub fn save_air(g: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
 }
 
 /// Reads a graph from a `.air` file.
-pub fn load_air(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyGraph>> {
+pub fn load_air(py: Python<'_>, path: PathBuf) -> PyResult<Py<Graph>> {
     let g = py.allow_threads(|| ge_onnx::air::load(&path)).py()?;
-    PyGraph::from_graph(py, g)
+    Graph::from_graph(py, g)
 }
 
 /// Writes a graph as an ONNX model that onnxruntime runs (`ge.onnx.save`).
 #[pyfunction]
-pub fn _onnx_save(graph: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
+pub fn _onnx_save(graph: &Bound<'_, Graph>, path: PathBuf) -> PyResult<()> {
     let bytes = with_graph(graph, ge_onnx::export::to_onnx_bytes)?;
     graph
         .py()
@@ -42,7 +42,7 @@ pub fn _onnx_save(graph: &Bound<'_, PyGraph>, path: PathBuf) -> PyResult<()> {
 /// The graph as serialized ONNX (`ge.onnx.save` to bytes).
 #[pyfunction]
 pub fn _onnx_export_bytes<'py>(
-    graph: &Bound<'py, PyGraph>,
+    graph: &Bound<'py, Graph>,
 ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
     let bytes = with_graph(graph, ge_onnx::export::to_onnx_bytes)?;
     Ok(pyo3::types::PyBytes::new(graph.py(), &bytes))

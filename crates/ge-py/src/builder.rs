@@ -1,11 +1,11 @@
 //! `GraphBuilderBase` (subclassed by `ge.es.GraphBuilder`), `TensorHolder`, the op-call entry
 //! used by every generated op function, and the thread-local attribute / control scopes.
 
-use crate::convert::{
-    attr_from_py, attr_infer_from_py, dtype_from_py, format_from_py, shape_from_py,
-};
+use crate::attrs::{attr_from_py, attr_infer_from_py, attr_value, set_node_attr};
+use crate::convert::{dtype_from_py, format_from_py, graph_name_arg, shape_from_py};
 use crate::errors::IntoPyResult;
-use crate::graph::{GraphSource, PyGraph, PyNode};
+use crate::graph::{Graph, Node};
+use crate::source::{BuilderCell, BuilderState, GraphSource};
 use es_core::builder::OpArgs;
 use es_core::ops::{AttrDef, IoKind, OpProto, SubgraphKind, TypeSpec};
 use es_core::{AttrValue, DataType, GraphBuilder, NodeId, OutPort, Shape, Tensor};
@@ -13,49 +13,15 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex, MutexGuard};
-
-pub struct BuilderState {
-    pub b: GraphBuilder,
-    pub built: bool,
-    /// The nodes' names when the graph was built: a tensor's `name` still reads after the
-    /// build, as in GE.
-    pub built_names: std::collections::HashMap<NodeId, String>,
-}
-
-/// Shared by a builder object and every tensor it made.
-pub struct BuilderCell {
-    pub name: String,
-    state: Mutex<BuilderState>,
-}
-
-impl BuilderCell {
-    pub fn lock(&self) -> MutexGuard<'_, BuilderState> {
-        match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
-    }
-    /// The state, if the builder has not been built yet.
-    pub fn usable(&self, what: &str) -> PyResult<MutexGuard<'_, BuilderState>> {
-        let g = self.lock();
-        if g.built {
-            return Err(PyRuntimeError::new_err(format!(
-                "Cannot {what}: GraphBuilder '{}' has already been built. Create a new GraphBuilder to build another graph.",
-                self.name
-            )));
-        }
-        Ok(g)
-    }
-}
+use std::sync::Arc;
 
 #[pyclass(module = "ge._native", subclass, frozen, weakref)]
 pub struct GraphBuilderBase {
     pub cell: Arc<BuilderCell>,
 }
 
-#[pyclass(name = "TensorHolder", module = "ge._native", frozen, weakref)]
-pub struct PyTensorHolder {
+#[pyclass(module = "ge._native", frozen, weakref)]
+pub struct TensorHolder {
     pub cell: Arc<BuilderCell>,
     /// The Python builder object: a tensor keeps its builder alive (no cycle: builders hold
     /// no tensors).
@@ -102,7 +68,7 @@ pub fn _push_control_scope(tensors: &Bound<'_, PyAny>) -> PyResult<()> {
     let mut v = Vec::new();
     for t in tensors.try_iter()? {
         let t = t?;
-        let th = t.downcast::<PyTensorHolder>().map_err(|_| {
+        let th = t.downcast::<TensorHolder>().map_err(|_| {
             PyTypeError::new_err("control_dependency_scope takes a list of TensorHolder")
         })?;
         let th = th.get();
@@ -166,10 +132,10 @@ fn new_tensor(
     cell: &Arc<BuilderCell>,
     owner: &PyObject,
     port: OutPort,
-) -> PyResult<Py<PyTensorHolder>> {
+) -> PyResult<Py<TensorHolder>> {
     Py::new(
         py,
-        PyTensorHolder {
+        TensorHolder {
             cell: cell.clone(),
             owner: owner.clone_ref(py),
             port,
@@ -182,21 +148,9 @@ impl GraphBuilderBase {
     #[new]
     #[pyo3(signature = (name = None))]
     fn new(name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let name = match name {
-            None => "graph".to_string(),
-            Some(n) => n
-                .extract::<String>()
-                .map_err(|_| PyTypeError::new_err("Graph name must be a string"))?,
-        };
+        let name = graph_name_arg(name)?;
         Ok(GraphBuilderBase {
-            cell: Arc::new(BuilderCell {
-                state: Mutex::new(BuilderState {
-                    b: GraphBuilder::new(name.clone()),
-                    built: false,
-                    built_names: Default::default(),
-                }),
-                name,
-            }),
+            cell: BuilderCell::new(name.clone(), GraphBuilder::new(name)),
         })
     }
 
@@ -219,7 +173,7 @@ impl GraphBuilderBase {
         data_type: &Bound<'_, PyAny>,
         format: &Bound<'_, PyAny>,
         shape: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyTensorHolder>> {
+    ) -> PyResult<Py<TensorHolder>> {
         let this = slf.get();
         let dt = dtype_from_py(data_type)?;
         let fmt = format_from_py(format)?;
@@ -244,9 +198,9 @@ impl GraphBuilderBase {
         slf: &Bound<'_, Self>,
         tensor: &Bound<'_, PyAny>,
         name: Option<String>,
-    ) -> PyResult<Py<PyTensorHolder>> {
+    ) -> PyResult<Py<TensorHolder>> {
         let this = slf.get();
-        let t = crate::convert::tensor_from_py(tensor)?;
+        let t = crate::tensor::tensor_from_py(tensor)?;
         let mut st = this.cell.usable("create constant")?;
         let port = st.b.create_const(t, name).py()?;
         apply_scopes(&this.cell, &mut st, port.node)?;
@@ -258,7 +212,7 @@ impl GraphBuilderBase {
         slf: &Bound<'_, Self>,
         index: i64,
         name: &str,
-    ) -> PyResult<Py<PyTensorHolder>> {
+    ) -> PyResult<Py<TensorHolder>> {
         let this = slf.get();
         let mut st = this.cell.usable("create variable")?;
         let port = st.b.create_variable(index, name).py()?;
@@ -273,7 +227,7 @@ impl GraphBuilderBase {
         output_index: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let th = tensor
-            .downcast::<PyTensorHolder>()
+            .downcast::<TensorHolder>()
             .map_err(|_| PyTypeError::new_err("Tensor must be a TensorHolder"))?;
         let th = th.get();
         if output_index.is_instance_of::<PyBool>() || !output_index.is_instance_of::<PyInt>() {
@@ -308,7 +262,7 @@ impl GraphBuilderBase {
     #[pyo3(signature = (tensor, name, value, ty = None))]
     fn _set_tensor_attr(
         &self,
-        tensor: &Bound<'_, PyTensorHolder>,
+        tensor: &Bound<'_, TensorHolder>,
         name: &str,
         value: &Bound<'_, PyAny>,
         ty: Option<&str>,
@@ -330,7 +284,7 @@ impl GraphBuilderBase {
     #[pyo3(signature = (tensor, name, value, ty = None))]
     fn _set_node_attr(
         &self,
-        tensor: &Bound<'_, PyTensorHolder>,
+        tensor: &Bound<'_, TensorHolder>,
         name: &str,
         value: &Bound<'_, PyAny>,
         ty: Option<&str>,
@@ -338,7 +292,7 @@ impl GraphBuilderBase {
         let th = tensor.get();
         self.check_same(th, "set node attribute")?;
         let mut st = self.cell.usable("set node attribute")?;
-        crate::graph::set_node_attr(st.b.graph_mut(), th.port.node, name, value, ty)
+        set_node_attr(st.b.graph_mut(), th.port.node, name, value, ty)
     }
 
     fn add_control_dependency(
@@ -347,7 +301,7 @@ impl GraphBuilderBase {
         src_tensors: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let dst = dst_tensor
-            .downcast::<PyTensorHolder>()
+            .downcast::<TensorHolder>()
             .map_err(|_| PyTypeError::new_err("dst_tensor must be a TensorHolder"))?;
         if !src_tensors.is_instance_of::<PyList>() {
             return Err(PyTypeError::new_err("src_tensors must be a list"));
@@ -356,7 +310,7 @@ impl GraphBuilderBase {
         for s in src_tensors.try_iter()? {
             let s = s?;
             let s = s
-                .downcast::<PyTensorHolder>()
+                .downcast::<TensorHolder>()
                 .map_err(|_| PyTypeError::new_err("src_tensors must be a list of TensorHolder"))?;
             self.check_same(s.get(), "add control dependency")?;
             srcs.push(s.get().port.node);
@@ -368,7 +322,7 @@ impl GraphBuilderBase {
     }
 
     /// Finishes the graph; the builder and its tensors cannot be used afterwards.
-    fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<PyGraph>> {
+    fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
         let mut st = self.cell.usable("build_and_reset")?;
         let names = {
             let g = st.b.graph();
@@ -381,7 +335,7 @@ impl GraphBuilderBase {
         st.built = true;
         st.built_names = names;
         drop(st);
-        PyGraph::from_graph(py, g)
+        Graph::from_graph(py, g)
     }
 
     /// Refreshes the operator registry snapshot (after run-time registration).
@@ -402,7 +356,7 @@ impl GraphBuilderBase {
 }
 
 impl GraphBuilderBase {
-    fn check_same(&self, th: &PyTensorHolder, what: &str) -> PyResult<()> {
+    fn check_same(&self, th: &TensorHolder, what: &str) -> PyResult<()> {
         if !Arc::ptr_eq(&th.cell, &self.cell) {
             return Err(PyValueError::new_err(format!(
                 "Cannot {what}: the tensor belongs to GraphBuilder '{}', not '{}'",
@@ -413,23 +367,14 @@ impl GraphBuilderBase {
     }
 }
 
-/// An attribute value from Python, of a named type or inferred.
-pub fn attr_value(value: &Bound<'_, PyAny>, ty: Option<&str>, name: &str) -> PyResult<AttrValue> {
-    let what = format!("attribute '{name}'");
-    match ty {
-        Some(t) => attr_from_py(value, es_core::AttrType::parse(t).py()?, &what),
-        None => attr_infer_from_py(value, &what),
-    }
-}
-
 fn binary(
-    slf: &Bound<'_, PyTensorHolder>,
+    slf: &Bound<'_, TensorHolder>,
     op: &str,
     other: &Bound<'_, PyAny>,
     reflected: bool,
 ) -> PyResult<PyObject> {
     let py = slf.py();
-    if let Ok(o) = other.downcast::<PyTensorHolder>() {
+    if let Ok(o) = other.downcast::<TensorHolder>() {
         let (a, b) = (&slf.get().cell, &o.get().cell);
         if !Arc::ptr_eq(a, b) {
             // GE's ValueError and wording (TensorHolder._validate_operation).
@@ -450,8 +395,45 @@ fn binary(
     call_op_impl(py, op, &args, None, None, None, None)
 }
 
-#[pymethods]
-impl PyTensorHolder {
+/// `#[pymethods] impl TensorHolder`: the arithmetic operators (forward and reflected) and GE's
+/// method forms (`add`, `sub`, ...) generated from one table, each a call of [`binary`]; the
+/// other methods are passed through as written.
+macro_rules! tensor_holder_methods {
+    (
+        operators { $($fwd:ident / $rev:ident => $op:literal),* $(,)? }
+        methods { $($m:ident => $mop:literal),* $(,)? }
+        $($rest:tt)*
+    ) => {
+        #[pymethods]
+        impl TensorHolder {
+            $(
+                fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                    binary(slf, $op, other, false)
+                }
+                fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                    binary(slf, $op, other, true)
+                }
+            )*
+            $(
+                fn $m(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                    binary(slf, $mop, other, false)
+                }
+            )*
+            $($rest)*
+        }
+    };
+}
+
+tensor_holder_methods! {
+    operators {
+        __add__ / __radd__ => "Add",
+        __sub__ / __rsub__ => "Sub",
+        __mul__ / __rmul__ => "Mul",
+        __truediv__ / __rtruediv__ => "Div",
+    }
+    // GE's method forms of the operators.
+    methods { add => "Add", sub => "Sub", mul => "Mul", div => "Div" }
+
     #[new]
     fn py_new() -> PyResult<Self> {
         Err(PyRuntimeError::new_err(
@@ -487,15 +469,15 @@ impl PyTensorHolder {
     }
 
     /// The producer node, as a `Node` view valid until the builder is built.
-    fn get_producer(&self, py: Python<'_>) -> PyResult<Py<PyNode>> {
+    fn get_producer(&self, py: Python<'_>) -> PyResult<Py<Node>> {
         Py::new(
             py,
-            PyNode::new(GraphSource::Builder(self.cell.clone()), self.port.node),
+            Node::new(GraphSource::Builder(self.cell.clone()), self.port.node),
         )
     }
 
     /// GE's name for `get_producer` (what `Pattern.capture_tensor` reads from a TensorHolder).
-    fn _get_node_snapshot(&self, py: Python<'_>) -> PyResult<Py<PyNode>> {
+    fn _get_node_snapshot(&self, py: Python<'_>) -> PyResult<Py<Node>> {
         self.get_producer(py)
     }
 
@@ -542,30 +524,6 @@ impl PyTensorHolder {
         Ok((d.dtype.value(), d.shape.0.to_vec(), d.format.value()))
     }
 
-    fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", other, false)
-    }
-    fn __radd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", other, true)
-    }
-    fn __sub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", other, false)
-    }
-    fn __rsub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", other, true)
-    }
-    fn __mul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", other, false)
-    }
-    fn __rmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", other, true)
-    }
-    fn __truediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", other, false)
-    }
-    fn __rtruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", other, true)
-    }
     fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         let op = matmul_op(slf, o)?;
         binary(slf, op, o, false)
@@ -601,20 +559,6 @@ impl PyTensorHolder {
         )
     }
 
-    /// GE's method forms of the operators.
-    fn add(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Add", other, false)
-    }
-    fn sub(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Sub", other, false)
-    }
-    fn mul(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Mul", other, false)
-    }
-    fn div(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        binary(slf, "Div", other, false)
-    }
-
     fn __bool__(&self) -> PyResult<bool> {
         Err(PyTypeError::new_err(
             "a TensorHolder has no truth value while the graph is being built (use If/Case for data-dependent control flow)",
@@ -638,8 +582,8 @@ impl PyTensorHolder {
     }
 }
 
-fn matmul_op(a: &Bound<'_, PyTensorHolder>, b: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-    let rank = |t: &PyTensorHolder| -> Option<usize> {
+fn matmul_op(a: &Bound<'_, TensorHolder>, b: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let rank = |t: &TensorHolder| -> Option<usize> {
         let st = t.cell.lock();
         st.b.graph()
             .out_desc(t.port)
@@ -648,7 +592,7 @@ fn matmul_op(a: &Bound<'_, PyTensorHolder>, b: &Bound<'_, PyAny>) -> PyResult<&'
     };
     let ra = rank(a.get());
     let rb = b
-        .downcast::<PyTensorHolder>()
+        .downcast::<TensorHolder>()
         .ok()
         .and_then(|t| rank(t.get()));
     Ok(match (ra, rb) {
@@ -657,7 +601,7 @@ fn matmul_op(a: &Bound<'_, PyTensorHolder>, b: &Bound<'_, PyAny>) -> PyResult<&'
     })
 }
 
-impl PyTensorHolder {
+impl TensorHolder {
     fn with_desc(&self, what: &str, f: impl FnOnce(&mut es_core::TensorDesc)) -> PyResult<()> {
         let mut st = self.cell.usable(what)?;
         let g = st.b.graph_mut();
@@ -775,7 +719,7 @@ impl<'py> Group<'py> {
 }
 
 enum Arg<'py> {
-    Tensor(Bound<'py, PyTensorHolder>),
+    Tensor(Bound<'py, TensorHolder>),
     Like(Bound<'py, PyAny>),
     None,
 }
@@ -783,7 +727,7 @@ enum Arg<'py> {
 fn classify<'py>(v: &Bound<'py, PyAny>) -> Arg<'py> {
     if v.is_none() {
         Arg::None
-    } else if let Ok(t) = v.downcast::<PyTensorHolder>() {
+    } else if let Ok(t) = v.downcast::<TensorHolder>() {
         Arg::Tensor(t.clone())
     } else {
         Arg::Like(v.clone())
@@ -863,7 +807,7 @@ pub fn call_op_impl(
             vec![item.clone()]
         };
         for c in cands {
-            if let Ok(t) = c.downcast::<PyTensorHolder>() {
+            if let Ok(t) = c.downcast::<TensorHolder>() {
                 cell = Some(t.get().cell.clone());
                 owner = Some(t.get().owner.clone_ref(py));
                 break 'find;
@@ -1049,10 +993,10 @@ pub fn call_op_impl(
                 };
                 let mut graphs = Vec::new();
                 for o in objs {
-                    if o.downcast::<PyGraph>().is_err() {
+                    if o.downcast::<Graph>().is_err() {
                         return Err(PyTypeError::new_err(format!("{what} must be a Graph")));
                     }
-                    let g = PyGraph::extract_graph_obj(&o)?;
+                    let g = Graph::extract_graph_obj(&o)?;
                     graphs.push(g);
                 }
                 op_args.subgraphs.push(graphs);
@@ -1144,7 +1088,7 @@ pub fn call_op_impl(
                     vec![v]
                 };
             for o in objs {
-                PyGraph::mark_moved(
+                Graph::mark_moved(
                     &o,
                     &format!("node '{}' of GraphBuilder '{}'", node_name, cell.name),
                 )?;
@@ -1166,7 +1110,7 @@ pub fn call_op_impl(
     drop(st);
     let mut per_ir: Vec<PyObject> = Vec::with_capacity(p.outputs.len());
     for (ir, def) in p.outputs.iter().enumerate() {
-        let ts: Vec<Py<PyTensorHolder>> = outs
+        let ts: Vec<Py<TensorHolder>> = outs
             .iter()
             .filter(|(_, oir)| *oir as usize == ir)
             .map(|(i, _)| new_tensor(py, &cell, &owner, OutPort { node, index: *i }))

@@ -125,16 +125,3 @@ impl<T, E: Into<Error>> IntoPyResult<T> for Result<T, E> {
         self.map_err(|e| PyErr::from(e.into()))
     }
 }
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("GeError", py.get_type::<GeError>())?;
-    m.add("GraphBuildError", py.get_type::<GraphBuildError>())?;
-    m.add("ShapeInferenceError", py.get_type::<ShapeInferenceError>())?;
-    m.add("CompatibilityError", py.get_type::<CompatibilityError>())?;
-    m.add("PassError", py.get_type::<PassError>())?;
-    m.add("TranslationError", py.get_type::<TranslationError>())?;
-    m.add("ExecutionError", py.get_type::<ExecutionError>())?;
-    m.add("DeviceError", py.get_type::<DeviceError>())?;
-    Ok(())
-}

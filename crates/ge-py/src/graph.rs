@@ -2,169 +2,45 @@
 //! down to a subgraph; a node object adds a node id. Every access re-resolves the path, so a
 //! removed node or subgraph is an error, never a dangling reference.
 
-use crate::builder::{attr_value, BuilderCell};
-use crate::convert::{attr_to_py, dtype_from_py, format_from_py};
+use crate::attrs::{attr_to_py, attr_value, set_node_attr};
+use crate::convert::{dtype_from_py, format_from_py, graph_name_arg};
 use crate::errors::IntoPyResult;
-use es_core::{Graph, InPort, NodeId, OutPort, TensorDesc};
+use crate::source::{GraphCell, GraphSource, Path};
+use es_core::{Graph as CoreGraph, InPort, NodeId, OutPort, TensorDesc};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::Ordering;
 
-pub struct GraphState {
-    pub graph: Graph,
-    /// Where the graph went when it was passed as a subgraph; it stays readable.
-    pub moved_to: Option<String>,
-    /// Subgraphs added without a parent node (GE's one-argument `Graph.add_subgraph`): views
-    /// shared with their owner, listed, found and removed by name; compiling, running and saving
-    /// the graph do not use them (no node refers to them).
-    pub detached: Vec<(GraphSource, Path)>,
-}
-
-pub struct GraphCell {
-    pub state: RwLock<GraphState>,
-    /// Set when a view handed to a pass outlives its run: every access then fails with
-    /// "graph handle has expired".
-    pub expired: AtomicBool,
-}
-
-impl GraphCell {
-    pub fn new(graph: Graph) -> Arc<GraphCell> {
-        Arc::new(GraphCell {
-            state: RwLock::new(GraphState {
-                graph,
-                moved_to: None,
-                detached: Vec::new(),
-            }),
-            expired: AtomicBool::new(false),
-        })
-    }
-    pub fn check(&self) -> PyResult<()> {
-        if self.expired.load(Ordering::Acquire) {
-            return Err(PyRuntimeError::new_err("graph handle has expired"));
-        }
-        Ok(())
-    }
-}
-
-/// What a view reads from: a built graph, or a builder's graph under construction.
-#[derive(Clone)]
-pub enum GraphSource {
-    Cell(Arc<GraphCell>),
-    Builder(Arc<BuilderCell>),
-}
-
-type Path = Vec<(NodeId, String)>;
-
-fn descend<'a>(mut g: &'a Graph, path: &Path) -> PyResult<&'a Graph> {
-    for (nid, name) in path {
-        let n = g.node(*nid).map_err(|_| {
-            PyRuntimeError::new_err("the parent node of this subgraph has been removed")
-        })?;
-        g = n.subgraph(name).ok_or_else(|| {
-            PyRuntimeError::new_err(format!("subgraph '{name}' has been removed"))
-        })?;
-    }
-    Ok(g)
-}
-
-fn descend_mut<'a>(mut g: &'a mut Graph, path: &Path) -> PyResult<&'a mut Graph> {
-    for (nid, name) in path {
-        let n = g.node_mut(*nid).map_err(|_| {
-            PyRuntimeError::new_err("the parent node of this subgraph has been removed")
-        })?;
-        g = n.subgraph_mut(name).ok_or_else(|| {
-            PyRuntimeError::new_err(format!("subgraph '{name}' has been removed"))
-        })?;
-    }
-    Ok(g)
-}
-
-impl GraphSource {
-    pub fn read<R>(&self, path: &Path, f: impl FnOnce(&Graph) -> PyResult<R>) -> PyResult<R> {
-        match self {
-            GraphSource::Cell(c) => {
-                c.check()?;
-                let st = c
-                    .state
-                    .read()
-                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
-                f(descend(&st.graph, path)?)
-            }
-            GraphSource::Builder(b) => {
-                let st = b.usable("use a node of this builder")?;
-                f(descend(st.b.graph(), path)?)
-            }
-        }
-    }
-
-    pub fn write<R>(
-        &self,
-        path: &Path,
-        what: &str,
-        f: impl FnOnce(&mut Graph) -> PyResult<R>,
-    ) -> PyResult<R> {
-        match self {
-            GraphSource::Cell(c) => {
-                c.check()?;
-                let mut st = c
-                    .state
-                    .write()
-                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
-                if let Some(to) = &st.moved_to {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "Cannot {what}: graph '{}' was passed as a subgraph and now belongs to {to}; it can be read but not changed",
-                        st.graph.name
-                    )));
-                }
-                f(descend_mut(&mut st.graph, path)?)
-            }
-            GraphSource::Builder(b) => {
-                let mut st = b.usable(what)?;
-                f(descend_mut(st.b.graph_mut(), path)?)
-            }
-        }
-    }
-
-    pub fn same(&self, o: &GraphSource) -> bool {
-        match (self, o) {
-            (GraphSource::Cell(a), GraphSource::Cell(b)) => Arc::ptr_eq(a, b),
-            (GraphSource::Builder(a), GraphSource::Builder(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-}
-
-#[pyclass(name = "Graph", module = "ge._native", frozen, weakref, subclass)]
-pub struct PyGraph {
+#[pyclass(module = "ge._native", frozen, weakref, subclass)]
+pub struct Graph {
     pub src: GraphSource,
     pub path: Path,
 }
 
-#[pyclass(name = "Node", module = "ge._native", frozen, weakref)]
-pub struct PyNode {
+#[pyclass(module = "ge._native", frozen, weakref)]
+pub struct Node {
     pub src: GraphSource,
     pub path: Path,
     pub id: NodeId,
 }
 
-impl PyNode {
+impl Node {
     pub fn new(src: GraphSource, id: NodeId) -> Self {
-        PyNode {
+        Node {
             src,
             path: Vec::new(),
             id,
         }
     }
-    fn view(&self, id: NodeId) -> PyNode {
-        PyNode {
+    fn view(&self, id: NodeId) -> Node {
+        Node {
             src: self.src.clone(),
             path: self.path.clone(),
             id,
         }
     }
-    fn read<R>(&self, f: impl FnOnce(&Graph, &es_core::Node) -> PyResult<R>) -> PyResult<R> {
+    fn read<R>(&self, f: impl FnOnce(&CoreGraph, &es_core::Node) -> PyResult<R>) -> PyResult<R> {
         self.src.read(&self.path, |g| {
             let n = g
                 .node(self.id)
@@ -186,11 +62,11 @@ impl PyNode {
     }
 }
 
-impl PyGraph {
-    pub fn from_graph(py: Python<'_>, g: Graph) -> PyResult<Py<PyGraph>> {
+impl Graph {
+    pub fn from_graph(py: Python<'_>, g: CoreGraph) -> PyResult<Py<Graph>> {
         Py::new(
             py,
-            PyGraph {
+            Graph {
                 src: GraphSource::Cell(GraphCell::new(g)),
                 path: Vec::new(),
             },
@@ -199,8 +75,8 @@ impl PyGraph {
 
     /// A copy of the graph an object refers to (for passing as a subgraph). Checks that it can
     /// still be moved.
-    pub fn extract_graph_obj(o: &Bound<'_, PyAny>) -> PyResult<Graph> {
-        let g = o.downcast::<PyGraph>()?;
+    pub fn extract_graph_obj(o: &Bound<'_, PyAny>) -> PyResult<CoreGraph> {
+        let g = o.downcast::<Graph>()?;
         let g = g.get();
         if !g.path.is_empty() {
             return Err(PyValueError::new_err(
@@ -210,10 +86,7 @@ impl PyGraph {
         match &g.src {
             GraphSource::Cell(c) => {
                 c.check()?;
-                let st = c
-                    .state
-                    .read()
-                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
+                let st = c.read_state()?;
                 if let Some(to) = &st.moved_to {
                     return Err(PyRuntimeError::new_err(format!(
                         "graph '{}' already belongs to {to}; a graph can be passed as a subgraph only once",
@@ -230,19 +103,16 @@ impl PyGraph {
 
     /// Marks a graph object as moved into `to`.
     pub fn mark_moved(o: &Bound<'_, PyAny>, to: &str) -> PyResult<()> {
-        let g = o.downcast::<PyGraph>()?;
+        let g = o.downcast::<Graph>()?;
         if let GraphSource::Cell(c) = &g.get().src {
-            let mut st = c
-                .state
-                .write()
-                .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
+            let mut st = c.write_state()?;
             st.moved_to = Some(to.to_string());
         }
         Ok(())
     }
 
-    fn node_obj(&self, id: NodeId) -> PyNode {
-        PyNode {
+    fn node_obj(&self, id: NodeId) -> Node {
+        Node {
             src: self.src.clone(),
             path: self.path.clone(),
             id,
@@ -251,7 +121,7 @@ impl PyGraph {
 
     fn node_arg(&self, n: &Bound<'_, PyAny>, what: &str) -> PyResult<NodeId> {
         let n = n
-            .downcast::<PyNode>()
+            .downcast::<Node>()
             .map_err(|_| PyTypeError::new_err(format!("{what} must be a Node")))?;
         let n = n.get();
         if !n.src.same(&self.src) || n.path != self.path {
@@ -262,17 +132,29 @@ impl PyGraph {
         Ok(n.id)
     }
 
+    /// The (source node, source port, destination node, destination port) arguments of an edge
+    /// method, checked.
+    fn edge_args(
+        &self,
+        src_node: &Bound<'_, PyAny>,
+        src_port_index: &Bound<'_, PyAny>,
+        dst_node: &Bound<'_, PyAny>,
+        dst_port_index: &Bound<'_, PyAny>,
+    ) -> PyResult<(NodeId, i64, NodeId, i64)> {
+        let s = self.node_arg(src_node, "src_node")?;
+        let d = self.node_arg(dst_node, "dst_node")?;
+        let si = py_int(src_port_index, "src_port_index")?;
+        let di = py_int(dst_port_index, "dst_port_index")?;
+        Ok((s, si, d, di))
+    }
+
     /// The subgraphs added without a parent node (only a root graph has them), less those whose
     /// graph has gone (a view of a subgraph since removed from its owner).
     fn detached(&self) -> PyResult<Vec<(GraphSource, Path)>> {
         let all = match (&self.src, self.path.is_empty()) {
             (GraphSource::Cell(c), true) => {
                 c.check()?;
-                c.state
-                    .read()
-                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
-                    .detached
-                    .clone()
+                c.read_state()?.detached.clone()
             }
             _ => Vec::new(),
         };
@@ -283,7 +165,7 @@ impl PyGraph {
     }
 
     /// GE's one-argument `add_subgraph`: shares `sub` in this root graph's subgraph list.
-    fn add_detached(&self, py: Python<'_>, sub: &PyGraph) -> PyResult<()> {
+    fn add_detached(&self, py: Python<'_>, sub: &Graph) -> PyResult<()> {
         let gname = self.name()?;
         let sname = sub.name()?;
         let GraphSource::Cell(cell) = &self.src else {
@@ -304,9 +186,7 @@ impl PyGraph {
         // A graph that (through its own list) holds this one would make a reference cycle.
         if let GraphSource::Cell(sc) = &sub.src {
             let holds_us = sc
-                .state
-                .read()
-                .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+                .read_state()?
                 .detached
                 .iter()
                 .any(|(s, _)| s.same(&self.src));
@@ -323,9 +203,7 @@ impl PyGraph {
                 )));
             }
         }
-        cell.state
-            .write()
-            .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+        cell.write_state()?
             .detached
             .push((sub.src.clone(), sub.path.clone()));
         Ok(())
@@ -345,7 +223,7 @@ fn attr_name_arg(v: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// A node's name for a message (the node may be gone).
-fn node_name(g: &Graph, id: NodeId) -> String {
+fn node_name(g: &CoreGraph, id: NodeId) -> String {
     g.node(id)
         .map(|n| n.name.to_string())
         .unwrap_or_else(|_| "<removed>".to_string())
@@ -356,37 +234,6 @@ fn py_int(v: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
         return Err(PyTypeError::new_err(format!("{what} must be an integer")));
     }
     v.extract()
-}
-
-/// Sets a node attribute: an IR attribute (type-checked) when the prototype declares it,
-/// otherwise a private attribute.
-pub fn set_node_attr(
-    g: &mut Graph,
-    id: NodeId,
-    name: &str,
-    value: &Bound<'_, PyAny>,
-    ty: Option<&str>,
-) -> PyResult<()> {
-    let reg = es_core::ops::global_registry();
-    let n = g
-        .node_mut(id)
-        .map_err(|_| PyRuntimeError::new_err("the node has been removed from its graph"))?;
-    let ir = reg.get(&n.op_type).and_then(|p| p.attr(name).cloned());
-    match ir {
-        Some(def) => {
-            let a = crate::convert::attr_from_py(
-                value,
-                def.ty,
-                &format!("{}: attribute '{name}'", n.op_type),
-            )?;
-            n.attrs.insert(name.to_string(), a);
-        }
-        None => {
-            let a = attr_value(value, ty, name)?;
-            n.private_attrs.insert(name.to_string(), a);
-        }
-    }
-    Ok(())
 }
 
 fn desc_to_py(py: Python<'_>, d: &TensorDesc) -> PyResult<PyObject> {
@@ -439,7 +286,7 @@ fn desc_from_py(o: &Bound<'_, PyAny>) -> PyResult<TensorDesc> {
     for (k, v) in attrs.iter() {
         let k: String = k.extract()?;
         d.attrs
-            .insert(k.clone(), crate::convert::attr_infer_from_py(&v, &k)?);
+            .insert(k.clone(), crate::attrs::attr_infer_from_py(&v, &k)?);
     }
     Ok(d)
 }
@@ -553,18 +400,13 @@ fn dump_dir(py: Python<'_>) -> PyResult<String> {
 }
 
 #[pymethods]
-impl PyGraph {
+impl Graph {
     #[new]
     #[pyo3(signature = (name = None))]
     fn new(name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let name = match name {
-            None => "graph".to_string(),
-            Some(n) => n
-                .extract::<String>()
-                .map_err(|_| PyTypeError::new_err("Graph name must be a string"))?,
-        };
-        Ok(PyGraph {
-            src: GraphSource::Cell(GraphCell::new(Graph::new(name))),
+        let name = graph_name_arg(name)?;
+        Ok(Graph {
+            src: GraphSource::Cell(GraphCell::new(CoreGraph::new(name))),
             path: Vec::new(),
         })
     }
@@ -581,8 +423,8 @@ impl PyGraph {
     }
 
     /// Nodes of this graph and of all its subgraphs.
-    fn get_all_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
-        fn walk(g: &Graph, path: &Path, out: &mut Vec<(Path, NodeId)>) {
+    fn get_all_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
+        fn walk(g: &CoreGraph, path: &Path, out: &mut Vec<(Path, NodeId)>) {
             for id in g.nodes() {
                 out.push((path.clone(), id));
                 if let Ok(n) = g.node(id) {
@@ -604,7 +446,7 @@ impl PyGraph {
             .map(|(path, id)| {
                 Py::new(
                     py,
-                    PyNode {
+                    Node {
                         src: self.src.clone(),
                         path,
                         id,
@@ -615,7 +457,7 @@ impl PyGraph {
     }
 
     /// Nodes of this graph only, in creation order.
-    fn get_direct_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
+    fn get_direct_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
         let ids = self.src.read(&self.path, |g| Ok(g.nodes()))?;
         ids.into_iter()
             .map(|id| Py::new(py, self.node_obj(id)))
@@ -624,7 +466,7 @@ impl PyGraph {
 
     /// The node named `name` in this graph (not its subgraphs); GE's `RuntimeError` "Failed to
     /// find Node name ..." when there is none.
-    fn find_node_by_name(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyNode>> {
+    fn find_node_by_name(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Node>> {
         let name = str_arg(name, "name")?;
         let id = self.src.read(&self.path, |g| Ok(g.find(&name)))?;
         match id {
@@ -757,7 +599,7 @@ impl PyGraph {
 
     #[staticmethod]
     /// Parses a graph from `bytes`, `bytearray` or anything `bytes()` accepts.
-    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyGraph>> {
+    fn from_bytes(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<Graph>> {
         let owned: Vec<u8> = if let Ok(b) = data.downcast::<pyo3::types::PyBytes>() {
             b.as_bytes().to_vec()
         } else if let Ok(b) = data.downcast::<pyo3::types::PyByteArray>() {
@@ -777,14 +619,14 @@ impl PyGraph {
         let g = py
             .allow_threads(|| es_core::serialize::from_bytes(&owned))
             .py()?;
-        PyGraph::from_graph(py, g)
+        Graph::from_graph(py, g)
     }
 
     /// Loads a graph saved with `save`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<PyGraph>> {
+    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Py<Graph>> {
         let g = py.allow_threads(|| es_core::serialize::load(&path)).py()?;
-        PyGraph::from_graph(py, g)
+        Graph::from_graph(py, g)
     }
 
     /// Saves the graph in GE's `.air` format (ModelDef protobuf of ge_ir.proto). `file_path`
@@ -799,7 +641,7 @@ impl PyGraph {
     /// Loads a graph from a `.air` file (GE's ModelDef protobuf). A failure raises "Failed to
     /// load graph from AIR format", followed by the reason.
     #[staticmethod]
-    fn load_from_air(py: Python<'_>, file_path: &Bound<'_, PyAny>) -> PyResult<Py<PyGraph>> {
+    fn load_from_air(py: Python<'_>, file_path: &Bound<'_, PyAny>) -> PyResult<Py<Graph>> {
         let path = air_path(file_path)?;
         crate::air::load_air(py, path)
             .map_err(|e| with_prefix(py, e, "Failed to load graph from AIR format"))
@@ -808,7 +650,7 @@ impl PyGraph {
     /// Replaces this graph's contents by a copy of `other`'s (GE's instance form of
     /// `load_from_air` loads into the graph it is called on). A subgraph keeps its parent link.
     fn _assign(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        let new = PyGraph::extract_graph_obj(other)?;
+        let new = Graph::extract_graph_obj(other)?;
         self.src.write(&self.path, "load into the graph", |g| {
             let parent = g.parent_node.take();
             *g = new;
@@ -842,12 +684,9 @@ impl PyGraph {
         dst_node: &Bound<'_, PyAny>,
         dst_port_index: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let s = self.node_arg(src_node, "src_node")?;
-        let d = self.node_arg(dst_node, "dst_node")?;
-        let si = py_int(src_port_index, "src_port_index")?;
-        let di = py_int(dst_port_index, "dst_port_index")?;
+        let (s, si, d, di) = self.edge_args(src_node, src_port_index, dst_node, dst_port_index)?;
         self.src.write(&self.path, "add a data edge", |g| {
-            let fail = |g: &Graph, why: &dyn std::fmt::Display| {
+            let fail = |g: &CoreGraph, why: &dyn std::fmt::Display| {
                 PyRuntimeError::new_err(format!(
                     "Failed to add DataEdge from Node {}, Port Index {si} to Node {}, Port Index {di}: {why}",
                     node_name(g, s),
@@ -896,10 +735,7 @@ impl PyGraph {
         dst_node: &Bound<'_, PyAny>,
         dst_port_index: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let s = self.node_arg(src_node, "src_node")?;
-        let d = self.node_arg(dst_node, "dst_node")?;
-        let si = py_int(src_port_index, "src_port_index")?;
-        let di = py_int(dst_port_index, "dst_port_index")?;
+        let (s, si, d, di) = self.edge_args(src_node, src_port_index, dst_node, dst_port_index)?;
         self.src.write(&self.path, "remove an edge", |g| {
             let (sn, dn) = (node_name(g, s), node_name(g, d));
             let fail = |why: &dyn std::fmt::Display| {
@@ -948,7 +784,7 @@ impl PyGraph {
     }
 
     /// (node, port) of every graph output.
-    fn get_outputs(&self, py: Python<'_>) -> PyResult<Vec<(Py<PyNode>, u32)>> {
+    fn get_outputs(&self, py: Python<'_>) -> PyResult<Vec<(Py<Node>, u32)>> {
         let outs = self.src.read(&self.path, |g| Ok(g.outputs.clone()))?;
         outs.into_iter()
             .map(|p| Ok((Py::new(py, self.node_obj(p.node))?, p.index)))
@@ -956,8 +792,8 @@ impl PyGraph {
     }
 
     /// Every subgraph, recursively, then those added without a parent node.
-    fn get_all_subgraphs(&self, py: Python<'_>) -> PyResult<Vec<Py<PyGraph>>> {
-        fn walk(g: &Graph, path: &Path, out: &mut Vec<Path>) {
+    fn get_all_subgraphs(&self, py: Python<'_>) -> PyResult<Vec<Py<Graph>>> {
+        fn walk(g: &CoreGraph, path: &Path, out: &mut Vec<Path>) {
             for id in g.nodes() {
                 if let Ok(n) = g.node(id) {
                     for s in &n.subgraphs {
@@ -974,12 +810,12 @@ impl PyGraph {
             walk(g, &self.path, &mut out);
             Ok(out)
         })?;
-        let mut views: Vec<Py<PyGraph>> = paths
+        let mut views: Vec<Py<Graph>> = paths
             .into_iter()
             .map(|path| {
                 Py::new(
                     py,
-                    PyGraph {
+                    Graph {
                         src: self.src.clone(),
                         path,
                     },
@@ -987,17 +823,13 @@ impl PyGraph {
             })
             .collect::<PyResult<_>>()?;
         for (src, path) in self.detached()? {
-            views.push(Py::new(py, PyGraph { src, path })?);
+            views.push(Py::new(py, Graph { src, path })?);
         }
         Ok(views)
     }
 
     /// The subgraph whose graph name is `name` (searched recursively), or None.
-    fn get_subgraph(
-        &self,
-        py: Python<'_>,
-        name: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<Py<PyGraph>>> {
+    fn get_subgraph(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Option<Py<Graph>>> {
         let name = str_arg(name, "name")?;
         for sg in self.get_all_subgraphs(py)? {
             if sg.get().name()? == name {
@@ -1021,7 +853,7 @@ impl PyGraph {
         parent_node: Option<&Bound<'_, PyAny>>,
         name: Option<String>,
     ) -> PyResult<()> {
-        let Ok(sg) = subgraph.downcast::<PyGraph>() else {
+        let Ok(sg) = subgraph.downcast::<Graph>() else {
             return Err(PyTypeError::new_err("subgraph must be a Graph"));
         };
         let Some(parent_node) = parent_node else {
@@ -1038,7 +870,7 @@ impl PyGraph {
                 "a graph cannot be added as a subgraph of itself or of one of its own subgraphs",
             ));
         }
-        let mut g = PyGraph::extract_graph_obj(subgraph)?;
+        let mut g = Graph::extract_graph_obj(subgraph)?;
         let slot_name = name.unwrap_or_else(|| g.name.clone());
         let parent_name = self.src.write(&self.path, "add a subgraph", |root| {
             let n = root
@@ -1059,13 +891,13 @@ impl PyGraph {
             });
             Ok(n.name.clone())
         })?;
-        PyGraph::mark_moved(subgraph, &format!("node '{parent_name}'"))
+        Graph::mark_moved(subgraph, &format!("node '{parent_name}'"))
     }
 
     /// Removes the subgraph whose graph name is `name` (GE's `RuntimeError` "Failed to remove
     /// subgraph ..." when there is none).
     fn remove_subgraph(&self, name: &Bound<'_, PyAny>) -> PyResult<()> {
-        fn rm(g: &mut Graph, name: &str) -> bool {
+        fn rm(g: &mut CoreGraph, name: &str) -> bool {
             for id in g.nodes() {
                 if let Ok(n) = g.node_mut(id) {
                     if let Some(i) = n.subgraphs.iter().position(|s| s.graph.name == name) {
@@ -1095,9 +927,7 @@ impl PyGraph {
             .find(|(src, path)| src.read(path, |g| Ok(g.name == name)).unwrap_or(false));
         match (found, &self.src) {
             (Some((src, path)), GraphSource::Cell(c)) => {
-                c.state
-                    .write()
-                    .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?
+                c.write_state()?
                     .detached
                     .retain(|(s, p)| !(s.same(&src) && *p == path));
                 Ok(())
@@ -1108,7 +938,7 @@ impl PyGraph {
         }
     }
 
-    fn get_parent_graph(&self, py: Python<'_>) -> PyResult<Option<Py<PyGraph>>> {
+    fn get_parent_graph(&self, py: Python<'_>) -> PyResult<Option<Py<Graph>>> {
         if self.path.is_empty() {
             return Ok(None);
         }
@@ -1116,14 +946,14 @@ impl PyGraph {
         p.pop();
         Ok(Some(Py::new(
             py,
-            PyGraph {
+            Graph {
                 src: self.src.clone(),
                 path: p,
             },
         )?))
     }
 
-    fn get_parent_node(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
+    fn get_parent_node(&self, py: Python<'_>) -> PyResult<Option<Py<Node>>> {
         let Some((nid, _)) = self.path.last() else {
             return Ok(None);
         };
@@ -1131,7 +961,7 @@ impl PyGraph {
         p.pop();
         Ok(Some(Py::new(
             py,
-            PyNode {
+            Node {
                 src: self.src.clone(),
                 path: p,
                 id: *nid,
@@ -1160,8 +990,121 @@ impl PyGraph {
     }
 }
 
+/// Which of a node's port lists a per-port method reads: inputs or outputs.
+#[derive(Clone, Copy)]
+enum Side {
+    Input,
+    Output,
+}
+
+impl Side {
+    /// "input" / "output", and the capitalised form GE's index errors use.
+    fn word(self) -> (&'static str, &'static str) {
+        match self {
+            Side::Input => ("input", "Input"),
+            Side::Output => ("output", "Output"),
+        }
+    }
+    fn desc(self, n: &es_core::Node, i: i64) -> Option<&TensorDesc> {
+        let i = usize::try_from(i).ok()?;
+        match self {
+            Side::Input => n.inputs.get(i).map(|s| &s.desc),
+            Side::Output => n.outputs.get(i).map(|s| &s.desc),
+        }
+    }
+    fn desc_mut(self, n: &mut es_core::Node, i: i64) -> Option<&mut TensorDesc> {
+        let i = usize::try_from(i).ok()?;
+        match self {
+            Side::Input => n.inputs.get_mut(i).map(|s| &mut s.desc),
+            Side::Output => n.outputs.get_mut(i).map(|s| &mut s.desc),
+        }
+    }
+}
+
+/// The per-port methods of `Node` (`get_input_attr`, `update_output_desc`, ...), one body for
+/// both sides.
+impl Node {
+    fn port_attr(
+        &self,
+        py: Python<'_>,
+        side: Side,
+        attr_name: &Bound<'_, PyAny>,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<PyObject> {
+        let (word, cap) = side.word();
+        let i = py_int(index, &format!("{cap} index"))?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
+        let v = self.read(|_, n| {
+            let d = side.desc(n, i).ok_or_else(|| {
+                PyRuntimeError::new_err(format!("'{}' has no {word} {i}", n.name))
+            })?;
+            d.attrs.get(attr_name).cloned().ok_or_else(|| {
+                PyRuntimeError::new_err(format!(
+                    "Failed to get Node {} {word} attribute '{attr_name}' for index {i}",
+                    n.name
+                ))
+            })
+        })?;
+        attr_to_py(py, &v)
+    }
+    fn set_port_attr(
+        &self,
+        side: Side,
+        attr_name: &Bound<'_, PyAny>,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (word, cap) = side.word();
+        let i = py_int(index, &format!("{cap} index"))?;
+        let attr_name = attr_name_arg(attr_name)?;
+        let attr_name = attr_name.as_str();
+        let a = attr_value(value, None, attr_name)?;
+        self.write(&format!("set an {word} attribute"), |n| {
+            let name = n.name.clone();
+            let d = side
+                .desc_mut(n, i)
+                .ok_or_else(|| PyRuntimeError::new_err(format!("'{name}' has no {word} {i}")))?;
+            d.attrs.insert(attr_name.to_string(), a);
+            Ok(())
+        })
+    }
+    fn port_desc(
+        &self,
+        py: Python<'_>,
+        side: Side,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<PyObject> {
+        let (word, cap) = side.word();
+        let i = py_int(index, &format!("{cap} index"))?;
+        let d = self.read(|_, n| {
+            side.desc(n, i).cloned().ok_or_else(|| {
+                PyRuntimeError::new_err(format!("Failed to get {word} desc for index {i}"))
+            })
+        })?;
+        desc_to_py(py, &d)
+    }
+    fn update_port_desc(
+        &self,
+        side: Side,
+        index: &Bound<'_, PyAny>,
+        tensor_desc: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (word, cap) = side.word();
+        let i = py_int(index, &format!("{cap} index"))?;
+        let d = desc_from_py(tensor_desc)?;
+        self.write(&format!("update an {word} desc"), |n| {
+            let s = side.desc_mut(n, i).ok_or_else(|| {
+                PyRuntimeError::new_err(format!("Failed to update {word} desc for index {i}"))
+            })?;
+            *s = d;
+            Ok(())
+        })
+    }
+}
+
 #[pymethods]
-impl PyNode {
+impl Node {
     #[getter]
     fn name(&self) -> PyResult<String> {
         self.read(|_, n| Ok(n.name.to_string()))
@@ -1176,13 +1119,13 @@ impl PyNode {
     fn get_outputs_size(&self) -> PyResult<usize> {
         self.read(|_, n| Ok(n.outputs.len()))
     }
-    fn get_in_control_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
+    fn get_in_control_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
         let ids = self.read(|_, n| Ok(n.in_control.clone()))?;
         ids.into_iter()
             .map(|id| Py::new(py, self.view(id)))
             .collect()
     }
-    fn get_out_control_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
+    fn get_out_control_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
         let ids = self.read(|_, n| Ok(n.out_control.clone()))?;
         ids.into_iter()
             .map(|id| Py::new(py, self.view(id)))
@@ -1193,7 +1136,7 @@ impl PyNode {
         &self,
         py: Python<'_>,
         in_index: &Bound<'_, PyAny>,
-    ) -> PyResult<(Py<PyNode>, u32)> {
+    ) -> PyResult<(Py<Node>, u32)> {
         let i = py_int(in_index, "Input index")?;
         let src = self.read(|_, n| {
             let slot = usize::try_from(i)
@@ -1220,7 +1163,7 @@ impl PyNode {
         &self,
         py: Python<'_>,
         out_index: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<(Py<PyNode>, u32)>> {
+    ) -> PyResult<Vec<(Py<Node>, u32)>> {
         let i = py_int(out_index, "Output index")?;
         let cons = self.read(|_, n| {
             let o = usize::try_from(i)
@@ -1295,22 +1238,7 @@ impl PyNode {
         attr_name: &Bound<'_, PyAny>,
         input_index: &Bound<'_, PyAny>,
     ) -> PyResult<PyObject> {
-        let i = py_int(input_index, "Input index")?;
-        let attr_name = attr_name_arg(attr_name)?;
-        let attr_name = attr_name.as_str();
-        let v = self.read(|_, n| {
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.inputs.get(i))
-                .ok_or_else(|| PyRuntimeError::new_err(format!("'{}' has no input {i}", n.name)))?;
-            s.desc.attrs.get(attr_name).cloned().ok_or_else(|| {
-                PyRuntimeError::new_err(format!(
-                    "Failed to get Node {} input attribute '{attr_name}' for index {i}",
-                    n.name
-                ))
-            })
-        })?;
-        attr_to_py(py, &v)
+        self.port_attr(py, Side::Input, attr_name, input_index)
     }
     fn set_input_attr(
         &self,
@@ -1318,19 +1246,7 @@ impl PyNode {
         input_index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let i = py_int(input_index, "Input index")?;
-        let attr_name = attr_name_arg(attr_name)?;
-        let attr_name = attr_name.as_str();
-        let a = attr_value(value, None, attr_name)?;
-        self.write("set an input attribute", |n| {
-            let name = n.name.clone();
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.inputs.get_mut(i))
-                .ok_or_else(|| PyRuntimeError::new_err(format!("'{name}' has no input {i}")))?;
-            s.desc.attrs.insert(attr_name.to_string(), a);
-            Ok(())
-        })
+        self.set_port_attr(Side::Input, attr_name, input_index, value)
     }
     fn get_output_attr(
         &self,
@@ -1338,24 +1254,7 @@ impl PyNode {
         attr_name: &Bound<'_, PyAny>,
         output_index: &Bound<'_, PyAny>,
     ) -> PyResult<PyObject> {
-        let i = py_int(output_index, "Output index")?;
-        let attr_name = attr_name_arg(attr_name)?;
-        let attr_name = attr_name.as_str();
-        let v = self.read(|_, n| {
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.outputs.get(i))
-                .ok_or_else(|| {
-                    PyRuntimeError::new_err(format!("'{}' has no output {i}", n.name))
-                })?;
-            s.desc.attrs.get(attr_name).cloned().ok_or_else(|| {
-                PyRuntimeError::new_err(format!(
-                    "Failed to get Node {} output attribute '{attr_name}' for index {i}",
-                    n.name
-                ))
-            })
-        })?;
-        attr_to_py(py, &v)
+        self.port_attr(py, Side::Output, attr_name, output_index)
     }
     fn set_output_attr(
         &self,
@@ -1363,88 +1262,34 @@ impl PyNode {
         output_index: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let i = py_int(output_index, "Output index")?;
-        let attr_name = attr_name_arg(attr_name)?;
-        let attr_name = attr_name.as_str();
-        let a = attr_value(value, None, attr_name)?;
-        self.write("set an output attribute", |n| {
-            let name = n.name.clone();
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.outputs.get_mut(i))
-                .ok_or_else(|| PyRuntimeError::new_err(format!("'{name}' has no output {i}")))?;
-            s.desc.attrs.insert(attr_name.to_string(), a);
-            Ok(())
-        })
+        self.set_port_attr(Side::Output, attr_name, output_index, value)
     }
     fn get_input_desc(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let i = py_int(index, "Input index")?;
-        let d = self.read(|_, n| {
-            usize::try_from(i)
-                .ok()
-                .and_then(|i| n.inputs.get(i))
-                .map(|s| s.desc.clone())
-                .ok_or_else(|| {
-                    PyRuntimeError::new_err(format!("Failed to get input desc for index {i}"))
-                })
-        })?;
-        desc_to_py(py, &d)
+        self.port_desc(py, Side::Input, index)
     }
     fn get_output_desc(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let i = py_int(index, "Output index")?;
-        let d = self.read(|_, n| {
-            usize::try_from(i)
-                .ok()
-                .and_then(|i| n.outputs.get(i))
-                .map(|s| s.desc.clone())
-                .ok_or_else(|| {
-                    PyRuntimeError::new_err(format!("Failed to get output desc for index {i}"))
-                })
-        })?;
-        desc_to_py(py, &d)
+        self.port_desc(py, Side::Output, index)
     }
     fn update_input_desc(
         &self,
         index: &Bound<'_, PyAny>,
         tensor_desc: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let i = py_int(index, "Input index")?;
-        let d = desc_from_py(tensor_desc)?;
-        self.write("update an input desc", |n| {
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.inputs.get_mut(i))
-                .ok_or_else(|| {
-                    PyRuntimeError::new_err(format!("Failed to update input desc for index {i}"))
-                })?;
-            s.desc = d;
-            Ok(())
-        })
+        self.update_port_desc(Side::Input, index, tensor_desc)
     }
     fn update_output_desc(
         &self,
         index: &Bound<'_, PyAny>,
         tensor_desc: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let i = py_int(index, "Output index")?;
-        let d = desc_from_py(tensor_desc)?;
-        self.write("update an output desc", |n| {
-            let s = usize::try_from(i)
-                .ok()
-                .and_then(|i| n.outputs.get_mut(i))
-                .ok_or_else(|| {
-                    PyRuntimeError::new_err(format!("Failed to update output desc for index {i}"))
-                })?;
-            s.desc = d;
-            Ok(())
-        })
+        self.update_port_desc(Side::Output, index, tensor_desc)
     }
     /// Names of this node's subgraph instances.
     fn get_subgraph_names(&self) -> PyResult<Vec<String>> {
         self.read(|_, n| Ok(n.subgraphs.iter().map(|s| s.name.to_string()).collect()))
     }
     /// A view of one of this node's subgraphs.
-    fn get_subgraph(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyGraph>> {
+    fn get_subgraph(&self, py: Python<'_>, name: &str) -> PyResult<Py<Graph>> {
         self.read(|_, n| {
             n.subgraph(name).map(|_| ()).ok_or_else(|| {
                 PyRuntimeError::new_err(format!("node '{}' has no subgraph '{name}'", n.name))
@@ -1454,18 +1299,18 @@ impl PyNode {
         p.push((self.id, name.to_string()));
         Py::new(
             py,
-            PyGraph {
+            Graph {
                 src: self.src.clone(),
                 path: p,
             },
         )
     }
     /// The graph this node is in.
-    fn get_owner_graph(&self, py: Python<'_>) -> PyResult<Py<PyGraph>> {
+    fn get_owner_graph(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
         match &self.src {
             GraphSource::Cell(_) => Py::new(
                 py,
-                PyGraph {
+                Graph {
                     src: self.src.clone(),
                     path: self.path.clone(),
                 },
@@ -1476,7 +1321,7 @@ impl PyNode {
         }
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.downcast::<PyNode>() {
+        match other.downcast::<Node>() {
             Ok(o) => {
                 let o = o.get();
                 o.src.same(&self.src) && o.path == self.path && o.id == self.id

@@ -2,6 +2,7 @@
 //! rule lives in es-core.
 
 mod air;
+mod attrs;
 mod builder;
 mod convert;
 mod errors;
@@ -12,6 +13,7 @@ mod ops;
 mod passes;
 mod regop;
 mod session;
+mod source;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -34,6 +36,15 @@ fn _op_names() -> Vec<String> {
 #[pyfunction]
 fn _ops_json() -> String {
     es_core::ops::global_registry().to_json().to_string()
+}
+
+/// The current built-in library's `operators.json` as shipped (type classes unexpanded, unlike
+/// `_ops_json`, and without operators registered at run time): what the built-in `ge.es` op
+/// modules are generated from.
+#[pyfunction]
+fn _builtin_ops_json() -> &'static str {
+    let libraries = es_core::ops::BUILTIN_LIBRARIES;
+    libraries[libraries.len() - 1].1
 }
 
 /// The built-in library version.
@@ -85,48 +96,71 @@ fn user_line() -> Option<std::sync::Arc<str>> {
     })
 }
 
+/// The extension module, declared: every class, function and exception it exports is listed
+/// here once. The exception classes are created under `ge` (their `__module__`; see errors.rs).
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    es_core::builder::set_locator(user_line);
-    // ge.device=acl/auto sessions open devices through ge-acl's backend.
-    ge_acl::register();
-    errors::register(m)?;
-    passes::register(m)?;
-    m.add_class::<builder::GraphBuilderBase>()?;
-    m.add_class::<builder::PyTensorHolder>()?;
-    m.add_class::<graph::PyGraph>()?;
-    m.add_class::<graph::PyNode>()?;
-    m.add_class::<tensor::TensorData>()?;
-    m.add_class::<session::SessionCore>()?;
-    m.add_class::<om::OmModelCore>()?;
-    m.add_function(wrap_pyfunction!(session::_cpu_kernel_op_types, m)?)?;
-    m.add_function(wrap_pyfunction!(session::_acl_op_types, m)?)?;
-    m.add_function(wrap_pyfunction!(session::_session_option_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(session::_register_kernel, m)?)?;
-    m.add_function(wrap_pyfunction!(session::_unregister_kernel, m)?)?;
-    m.add_function(wrap_pyfunction!(builder::_call_op, m)?)?;
-    m.add_function(wrap_pyfunction!(builder::_push_attr_scope, m)?)?;
-    m.add_function(wrap_pyfunction!(builder::_pop_attr_scope, m)?)?;
-    m.add_function(wrap_pyfunction!(builder::_push_control_scope, m)?)?;
-    m.add_function(wrap_pyfunction!(builder::_pop_control_scope, m)?)?;
-    m.add_function(wrap_pyfunction!(onnx::_onnx_load, m)?)?;
-    m.add_function(wrap_pyfunction!(onnx::_onnx_translator_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(onnx::_onnx_register_translator, m)?)?;
-    m.add_function(wrap_pyfunction!(onnx::_onnx_unregister_translator, m)?)?;
-    m.add_function(wrap_pyfunction!(air::_onnx_save, m)?)?;
-    m.add_function(wrap_pyfunction!(air::_onnx_export_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(air::_onnx_exporter_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(_op_names, m)?)?;
-    m.add_function(wrap_pyfunction!(_ops_json, m)?)?;
-    m.add_function(wrap_pyfunction!(_ops_version, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_register_ops_json, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_op_json, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_register_infer, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_library_versions, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_adapt, m)?)?;
-    m.add_function(wrap_pyfunction!(ops::_adapt_between, m)?)?;
-    m.add_function(wrap_pyfunction!(regop::_register_regop, m)?)?;
-    m.add_function(wrap_pyfunction!(regop::_regop_to_json, m)?)?;
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    Ok(())
+mod _native {
+    use pyo3::prelude::*;
+
+    #[pymodule_export]
+    use crate::errors::{
+        CompatibilityError, DeviceError, ExecutionError, GeError, GraphBuildError, PassError,
+        ShapeInferenceError, TranslationError,
+    };
+
+    #[pymodule_export]
+    use crate::passes::{
+        _can_fuse, _clear_passes, _infer_shape, _register_pass, _registered_pass_keys,
+        _report_fuse, _run_passes, _unregister_pass, MatchResult, PassContext, Pattern,
+        PatternMatcherConfig, PatternMatcherConfigBuilder, SubgraphBoundary, SubgraphInput,
+        SubgraphOutput, SubgraphRewriter,
+    };
+
+    #[pymodule_export]
+    use crate::builder::{
+        _call_op, _pop_attr_scope, _pop_control_scope, _push_attr_scope, _push_control_scope,
+        GraphBuilderBase, TensorHolder,
+    };
+
+    #[pymodule_export]
+    use crate::graph::{Graph, Node};
+
+    #[pymodule_export]
+    use crate::tensor::TensorData;
+
+    #[pymodule_export]
+    use crate::session::{
+        _acl_op_types, _cpu_kernel_op_types, _register_kernel, _session_option_keys,
+        _unregister_kernel, SessionCore,
+    };
+
+    #[pymodule_export]
+    use crate::om::OmModelCore;
+
+    #[pymodule_export]
+    use crate::onnx::{
+        _onnx_load, _onnx_register_translator, _onnx_translator_keys, _onnx_unregister_translator,
+    };
+
+    #[pymodule_export]
+    use crate::air::{_onnx_export_bytes, _onnx_exporter_keys, _onnx_save};
+
+    #[pymodule_export]
+    use crate::ops::{
+        _adapt, _adapt_between, _library_versions, _op_json, _register_infer, _register_ops_json,
+    };
+
+    #[pymodule_export]
+    use crate::regop::{_register_regop, _regop_to_json};
+
+    #[pymodule_export]
+    use super::{_builtin_ops_json, _op_names, _ops_json, _ops_version};
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        es_core::builder::set_locator(super::user_line);
+        // ge.device=acl/auto sessions open devices through ge-acl's backend.
+        ge_acl::register();
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
 }

@@ -2,7 +2,7 @@
 //! graphs, or read from a file's bytes; `SessionCore.add_compiled_graph` runs one of its graphs.
 
 use crate::errors::IntoPyResult;
-use crate::graph::PyGraph;
+use crate::graph::Graph;
 use es_core::DataType;
 use ge_runtime::om::{self, OmModel};
 use ge_runtime::plan::InputSignature;
@@ -50,7 +50,7 @@ impl OmModelCore {
         let mut compiled = Vec::with_capacity(graphs.len());
         for (g, opts, inputs) in graphs {
             let g = g
-                .downcast::<PyGraph>()
+                .downcast::<Graph>()
                 .map_err(|_| PyTypeError::new_err("graph must be a Graph"))?
                 .get();
             let graph = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
@@ -130,7 +130,7 @@ impl OmModelCore {
     }
 
     /// A copy of compiled graph `index`.
-    fn graph(&self, py: Python<'_>, index: usize) -> PyResult<Py<PyGraph>> {
-        PyGraph::from_graph(py, self.graph_at(index)?.graph.clone())
+    fn graph(&self, py: Python<'_>, index: usize) -> PyResult<Py<Graph>> {
+        Graph::from_graph(py, self.graph_at(index)?.graph.clone())
     }
 }

@@ -1,7 +1,7 @@
 //! `ge.onnx` glue: loading ONNX models through ge-onnx.
 
 use crate::errors::IntoPyResult;
-use crate::graph::PyGraph;
+use crate::graph::Graph;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -29,7 +29,7 @@ pub fn _onnx_load(
     py: Python<'_>,
     src: &Bound<'_, PyAny>,
     unsupported: &str,
-) -> PyResult<Py<PyGraph>> {
+) -> PyResult<Py<Graph>> {
     let opts = options(unsupported)?;
     let reg = registry();
     let g = if let Ok(b) = src.downcast::<PyBytes>() {
@@ -43,7 +43,7 @@ pub fn _onnx_load(
             src.get_type().name()?
         )));
     };
-    PyGraph::from_graph(py, g.py()?)
+    Graph::from_graph(py, g.py()?)
 }
 
 /// The op types the built-in translators handle (`OpType` or `domain::OpType`).
@@ -56,7 +56,7 @@ pub fn _onnx_translator_keys() -> Vec<String> {
 // Translators written in Python (`@ge.onnx.register_translator("domain::OpType")`).
 
 use crate::builder::GraphBuilderBase;
-use crate::builder::PyTensorHolder;
+use crate::builder::TensorHolder;
 use ge_onnx::attrs::OnnxAttr;
 use ge_onnx::{NodeCtx, OpTranslator, Registry};
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -132,7 +132,7 @@ impl PyTranslator {
                 holders.push(match p {
                     Some(port) => Py::new(
                         py,
-                        PyTensorHolder {
+                        TensorHolder {
                             cell: cell.clone(),
                             owner: owner.clone_ref(py),
                             port: *port,
@@ -177,7 +177,7 @@ impl PyTranslator {
                     ports.push(None);
                     continue;
                 }
-                let th = it.downcast::<PyTensorHolder>().map_err(|_| {
+                let th = it.downcast::<TensorHolder>().map_err(|_| {
                     PyTypeError::new_err(format!(
                         "output {i} must be a TensorHolder (or None), got {}",
                         it.get_type()

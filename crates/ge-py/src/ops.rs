@@ -1,6 +1,7 @@
 //! `ge.ops`: operators registered at run time (JSON prototypes, Python inference rules).
 
-use crate::convert::{attr_to_py, dtype_from_py, shape_from_py};
+use crate::attrs::attr_to_py;
+use crate::convert::{dtype_from_py, shape_from_py};
 use crate::errors::IntoPyResult;
 use es_core::infer::{register_rule, InferCtx};
 use es_core::ops::{global_registry, register_global, OpProto};
@@ -131,7 +132,7 @@ pub fn _library_versions() -> Vec<String> {
 
 /// Adapts a graph in place to another built-in library version; returns what changed.
 #[pyfunction]
-pub fn _adapt(graph: &Bound<'_, crate::graph::PyGraph>, target: &str) -> PyResult<Vec<String>> {
+pub fn _adapt(graph: &Bound<'_, crate::graph::Graph>, target: &str) -> PyResult<Vec<String>> {
     let g = graph.get();
     g.src.write(&g.path, "adapt the graph", |graph| {
         let from = es_core::ops::builtin_library(&graph.ops_version).py()?;
@@ -145,7 +146,7 @@ pub fn _adapt(graph: &Bound<'_, crate::graph::PyGraph>, target: &str) -> PyResul
 /// (`{"version": ..., "operators": [...]}`); returns what changed.
 #[pyfunction]
 pub fn _adapt_between(
-    graph: &Bound<'_, crate::graph::PyGraph>,
+    graph: &Bound<'_, crate::graph::Graph>,
     from_json: &str,
     to_json: &str,
 ) -> PyResult<Vec<String>> {

@@ -9,14 +9,18 @@
 //! `RuntimeError("graph handle has expired")`. The GIL is released while the executor matches
 //! and rewrites, and taken only around Python hooks.
 
-use crate::builder::PyTensorHolder;
+use crate::builder::TensorHolder;
 use crate::errors::IntoPyResult;
-use crate::graph::{GraphCell, GraphSource, PyGraph, PyNode};
-use es_core::pattern::{MatchResult, Pattern, PatternMatcherConfig, SubgraphBoundary};
-use es_core::{Graph, InPort, NodeId, OutPort};
+use crate::graph::{Graph, Node};
+use crate::source::{GraphCell, GraphSource, GraphState};
+use es_core::pattern::{
+    MatchResult as CoreMatchResult, Pattern as CorePattern,
+    PatternMatcherConfig as CoreMatcherConfig, SubgraphBoundary as CoreBoundary,
+};
+use es_core::{Graph as CoreGraph, InPort, NodeId, OutPort};
 use pass_bridge::{
-    DecomposePass, FusionPass, HookError, HookResult, PassContext, PassDescriptor, PassInstance,
-    PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
+    DecomposePass, FusionPass, HookError, HookResult, PassContext as CorePassContext,
+    PassDescriptor, PassInstance, PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -30,7 +34,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn write_cell(c: &GraphCell) -> RwLockWriteGuard<'_, crate::graph::GraphState> {
+fn write_cell(c: &GraphCell) -> RwLockWriteGuard<'_, GraphState> {
     c.state.write().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -91,14 +95,14 @@ fn classify(py: Python<'_>, e: PyErr) -> HookError {
 // ---------------------------------------------------------------------------------------------
 
 /// GE's `PassContext`: the pass name, an error message, and the compile options.
-#[pyclass(name = "PassContext", module = "ge._native", frozen)]
-pub struct PyPassContext {
-    inner: Mutex<PassContext>,
+#[pyclass(module = "ge._native", frozen)]
+pub struct PassContext {
+    inner: Mutex<CorePassContext>,
     expired: AtomicBool,
 }
 
-impl PyPassContext {
-    fn with<R>(&self, f: impl FnOnce(&mut PassContext) -> R) -> PyResult<R> {
+impl PassContext {
+    fn with<R>(&self, f: impl FnOnce(&mut CorePassContext) -> R) -> PyResult<R> {
         if self.expired.load(Ordering::Acquire) {
             return Err(PyRuntimeError::new_err("pass context has expired"));
         }
@@ -107,13 +111,13 @@ impl PyPassContext {
 }
 
 #[pymethods]
-impl PyPassContext {
+impl PassContext {
     /// A context for calling a pass by hand (in tests); the executor makes its own.
     #[new]
     #[pyo3(signature = (pass_name = String::new(), options = None))]
     fn py_new(pass_name: String, options: Option<BTreeMap<String, String>>) -> Self {
-        PyPassContext {
-            inner: Mutex::new(PassContext::new(pass_name, options.unwrap_or_default())),
+        PassContext {
+            inner: Mutex::new(CorePassContext::new(pass_name, options.unwrap_or_default())),
             expired: AtomicBool::new(false),
         }
     }
@@ -154,14 +158,14 @@ impl PyPassContext {
 
 /// GE's `PatternMatcherConfig`. GE's default matches neither const values nor IR attributes;
 /// commutative matching (beyond GE) is off unless enabled.
-#[pyclass(name = "PatternMatcherConfig", module = "ge._native", frozen)]
+#[pyclass(module = "ge._native", frozen)]
 #[derive(Clone)]
-pub struct PyPatternMatcherConfig {
-    cfg: PatternMatcherConfig,
+pub struct PatternMatcherConfig {
+    cfg: CoreMatcherConfig,
 }
 
-fn ge_default_config() -> PatternMatcherConfig {
-    PatternMatcherConfig {
+fn ge_default_config() -> CoreMatcherConfig {
+    CoreMatcherConfig {
         const_value_match: false,
         ir_attr_match: false,
         commutative: false,
@@ -169,10 +173,10 @@ fn ge_default_config() -> PatternMatcherConfig {
 }
 
 #[pymethods]
-impl PyPatternMatcherConfig {
+impl PatternMatcherConfig {
     #[new]
     fn py_new() -> Self {
-        PyPatternMatcherConfig {
+        PatternMatcherConfig {
             cfg: ge_default_config(),
         }
     }
@@ -194,16 +198,16 @@ impl PyPatternMatcherConfig {
 }
 
 /// GE's fluent `PatternMatcherConfigBuilder`.
-#[pyclass(name = "PatternMatcherConfigBuilder", module = "ge._native", frozen)]
-pub struct PyPatternMatcherConfigBuilder {
-    cfg: Mutex<PatternMatcherConfig>,
+#[pyclass(module = "ge._native", frozen)]
+pub struct PatternMatcherConfigBuilder {
+    cfg: Mutex<CoreMatcherConfig>,
 }
 
 #[pymethods]
-impl PyPatternMatcherConfigBuilder {
+impl PatternMatcherConfigBuilder {
     #[new]
     fn py_new() -> Self {
-        PyPatternMatcherConfigBuilder {
+        PatternMatcherConfigBuilder {
             cfg: Mutex::new(ge_default_config()),
         }
     }
@@ -220,8 +224,8 @@ impl PyPatternMatcherConfigBuilder {
         lock(&slf.get().cfg).commutative = true;
         slf.clone_ref(py)
     }
-    fn build(&self) -> PyPatternMatcherConfig {
-        PyPatternMatcherConfig {
+    fn build(&self) -> PatternMatcherConfig {
+        PatternMatcherConfig {
             cfg: *lock(&self.cfg),
         }
     }
@@ -235,32 +239,32 @@ impl PyPatternMatcherConfigBuilder {
 type Captures = Vec<(NodeId, u32)>;
 
 struct PatternState {
-    pattern: Pattern,
+    pattern: CorePattern,
     /// Captured tensors: (pattern node, output index), in capture order.
     captures: Vec<(NodeId, u32)>,
     released: bool,
 }
 
 /// GE's `Pattern`: a pattern graph plus the tensors captured for `MatchResult`.
-#[pyclass(name = "Pattern", module = "ge._native", frozen)]
-pub struct PyPattern {
+#[pyclass(module = "ge._native", frozen)]
+pub struct Pattern {
     /// The pattern graph, for the node views of `get_captured_tensors`.
     cell: Arc<GraphCell>,
     state: Mutex<PatternState>,
 }
 
-impl PyPattern {
+impl Pattern {
     fn from_graph(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let g = PyGraph::extract_graph_obj(graph).map_err(|e| {
+        let g = Graph::extract_graph_obj(graph).map_err(|e| {
             if e.is_instance_of::<PyTypeError>(graph.py()) {
                 PyTypeError::new_err("Pattern() needs a ge.graph.Graph")
             } else {
                 e
             }
         })?;
-        let pattern = Pattern::new(g.clone()).py()?;
-        PyGraph::mark_moved(graph, &format!("pattern '{}'", pattern.name()))?;
-        Ok(PyPattern {
+        let pattern = CorePattern::new(g.clone()).py()?;
+        Graph::mark_moved(graph, &format!("pattern '{}'", pattern.name()))?;
+        Ok(Pattern {
             cell: GraphCell::new(g),
             state: Mutex::new(PatternState {
                 pattern,
@@ -271,7 +275,7 @@ impl PyPattern {
     }
 
     /// The pattern and its captures, for the executor.
-    fn take(&self) -> (Pattern, Vec<(NodeId, u32)>) {
+    fn take(&self) -> (CorePattern, Vec<(NodeId, u32)>) {
         let mut st = lock(&self.state);
         st.released = true;
         (st.pattern.clone(), st.captures.clone())
@@ -287,11 +291,11 @@ fn port_of(source: &Bound<'_, PyAny>, index: Option<i64>, what: &str) -> PyResul
                 .map_err(|_| PyValueError::new_err(format!("{what}: bad output index {i}"))),
         }
     };
-    if let Ok(t) = source.downcast::<PyTensorHolder>() {
+    if let Ok(t) = source.downcast::<TensorHolder>() {
         let p = t.get().port;
         return Ok((p.node, idx(p.index)?));
     }
-    if let Ok(n) = source.downcast::<PyNode>() {
+    if let Ok(n) = source.downcast::<Node>() {
         return Ok((n.get().id, idx(0)?));
     }
     if let (Ok(node), Ok(i)) = (source.getattr("node"), source.getattr("index")) {
@@ -301,7 +305,7 @@ fn port_of(source: &Bound<'_, PyAny>, index: Option<i64>, what: &str) -> PyResul
             )));
         }
         let n = node
-            .downcast::<PyNode>()
+            .downcast::<Node>()
             .map_err(|_| PyTypeError::new_err(format!("{what}: NodeIo.node must be a Node")))?;
         let i: u32 = i.extract()?;
         return Ok((n.get().id, i));
@@ -314,16 +318,16 @@ fn port_of(source: &Bound<'_, PyAny>, index: Option<i64>, what: &str) -> PyResul
 
 fn node_io(py: Python<'_>, src: &GraphSource, port: OutPort) -> PyResult<PyObject> {
     let cls = passes_attr(py, &NODE_IO, "ge.passes.pattern", "NodeIo")?;
-    let node = Py::new(py, PyNode::new(src.clone(), port.node))?;
+    let node = Py::new(py, Node::new(src.clone(), port.node))?;
     Ok(cls.call1((node, port.index))?.unbind())
 }
 
 #[pymethods]
-impl PyPattern {
+impl Pattern {
     /// Moves `graph` into the pattern: the graph object can be read but no longer changed.
     #[new]
     fn py_new(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
-        PyPattern::from_graph(graph)
+        Pattern::from_graph(graph)
     }
 
     /// Captures a tensor of the pattern graph (a TensorHolder or Node of it, with an output
@@ -398,10 +402,10 @@ impl PyPattern {
     fn explain(
         &self,
         node: &Bound<'_, PyAny>,
-        config: Option<PyRef<'_, PyPatternMatcherConfig>>,
+        config: Option<PyRef<'_, PatternMatcherConfig>>,
     ) -> PyResult<String> {
         let n = node
-            .downcast::<PyNode>()
+            .downcast::<Node>()
             .map_err(|_| PyTypeError::new_err("explain: node must be a Node"))?;
         let n = n.get();
         let cfg = config.map(|c| c.cfg).unwrap_or_else(ge_default_config);
@@ -426,12 +430,12 @@ impl PyPattern {
 }
 
 /// `patterns()` item → (pattern, captures).
-fn to_pattern(item: &Bound<'_, PyAny>) -> PyResult<(Pattern, Vec<(NodeId, u32)>)> {
-    if let Ok(p) = item.downcast::<PyPattern>() {
+fn to_pattern(item: &Bound<'_, PyAny>) -> PyResult<(CorePattern, Vec<(NodeId, u32)>)> {
+    if let Ok(p) = item.downcast::<Pattern>() {
         return Ok(p.get().take());
     }
-    if item.downcast::<PyGraph>().is_ok() {
-        let p = PyPattern::from_graph(item)?;
+    if item.downcast::<Graph>().is_ok() {
+        let p = Pattern::from_graph(item)?;
         return Ok(p.take());
     }
     Err(PyTypeError::new_err(format!(
@@ -445,9 +449,9 @@ fn to_pattern(item: &Bound<'_, PyAny>) -> PyResult<(Pattern, Vec<(NodeId, u32)>)
 // ---------------------------------------------------------------------------------------------
 
 /// GE's `MatchResult`: one match, valid during the hook it is passed to.
-#[pyclass(name = "MatchResult", module = "ge._native", frozen)]
-pub struct PyMatchResult {
-    m: MatchResult,
+#[pyclass(module = "ge._native", frozen)]
+pub struct MatchResult {
+    m: CoreMatchResult,
     /// Captured (pattern node, output index), in capture order.
     captures: Vec<(NodeId, u32)>,
     /// Pattern inputs (Data nodes) in input-index order.
@@ -456,7 +460,7 @@ pub struct PyMatchResult {
     valid: AtomicBool,
 }
 
-impl PyMatchResult {
+impl MatchResult {
     fn check(&self) -> PyResult<()> {
         if !self.valid.load(Ordering::Acquire) {
             return Err(PyRuntimeError::new_err("graph handle has expired"));
@@ -473,31 +477,21 @@ impl PyMatchResult {
                 self.captures.len()
             ))
         })?;
-        if let Some(k) = self.pattern_inputs.iter().position(|&d| d == pn) {
-            return self
-                .m
-                .inputs
-                .get(k)
-                .copied()
-                .ok_or_else(|| PyRuntimeError::new_err("the match lacks a pattern input"));
-        }
-        let node = self
-            .m
-            .target_of(pn)
-            .ok_or_else(|| PyRuntimeError::new_err("the captured node is not in the match"))?;
-        Ok(OutPort { node, index: idx })
+        self.m
+            .target_port(&self.pattern_inputs, pn, idx)
+            .map_err(PyRuntimeError::new_err)
     }
 }
 
 #[pymethods]
-impl PyMatchResult {
+impl MatchResult {
     /// The matched nodes of the target graph, in pattern order.
-    fn get_matched_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<PyNode>>> {
+    fn get_matched_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
         self.check()?;
         self.m
             .target_nodes()
             .into_iter()
-            .map(|id| Py::new(py, PyNode::new(self.src(), id)))
+            .map(|id| Py::new(py, Node::new(self.src(), id)))
             .collect()
     }
     /// The target tensor of the `capture_index`-th captured tensor, as a NodeIo.
@@ -537,15 +531,11 @@ impl PyMatchResult {
         Ok(self.m.pattern_name.clone())
     }
     /// The match as a `SubgraphBoundary` (its inputs and outputs, in pattern order).
-    fn to_boundary(&self, py: Python<'_>) -> PyResult<PySubgraphBoundary> {
+    fn to_boundary(&self, py: Python<'_>) -> PyResult<SubgraphBoundary> {
         self.check()?;
         let b = self.m.to_boundary();
         let src = self.src();
-        let inputs = self
-            .cell
-            .state
-            .read()
-            .map_err(|_| PyRuntimeError::new_err("graph lock poisoned"))?;
+        let inputs = self.cell.read_state()?;
         boundary_from_es(py, &inputs.graph, &src, &b)
     }
     /// GE's bridge invalidates a match after the hook; pass code should not call this.
@@ -564,7 +554,7 @@ impl PyMatchResult {
 
 /// One anchor: a node view and a port index.
 struct Anchor {
-    node: Py<PyNode>,
+    node: Py<Node>,
     index: u32,
 }
 
@@ -591,7 +581,7 @@ impl Anchor {
 
 fn anchor(node: &Bound<'_, PyAny>, index: i64, what: &str) -> PyResult<Anchor> {
     let n = node
-        .downcast::<PyNode>()
+        .downcast::<Node>()
         .map_err(|_| PyTypeError::new_err(format!("{what}: expected a Node")))?;
     let index = u32::try_from(index)
         .map_err(|_| PyValueError::new_err(format!("{what}: bad index {index}")))?;
@@ -603,13 +593,13 @@ fn anchor(node: &Bound<'_, PyAny>, index: i64, what: &str) -> PyResult<Anchor> {
 
 /// GE's `SubgraphInput`: one logical input of a boundary, as the input anchors (node, input
 /// index) inside the boundary that it feeds; all must be fed by one producer.
-#[pyclass(name = "SubgraphInput", module = "ge._native", frozen)]
-pub struct PySubgraphInput {
+#[pyclass(module = "ge._native", frozen)]
+pub struct SubgraphInput {
     anchors: Mutex<Vec<Anchor>>,
 }
 
 #[pymethods]
-impl PySubgraphInput {
+impl SubgraphInput {
     #[new]
     #[pyo3(signature = (node_inputs = None))]
     fn py_new(node_inputs: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
@@ -634,7 +624,7 @@ impl PySubgraphInput {
                 )?);
             }
         }
-        Ok(PySubgraphInput {
+        Ok(SubgraphInput {
             anchors: Mutex::new(anchors),
         })
     }
@@ -647,13 +637,13 @@ impl PySubgraphInput {
 }
 
 /// GE's `SubgraphOutput`: one output of a boundary, a (node, output index) inside it.
-#[pyclass(name = "SubgraphOutput", module = "ge._native", frozen)]
-pub struct PySubgraphOutput {
+#[pyclass(module = "ge._native", frozen)]
+pub struct SubgraphOutput {
     anchor: Mutex<Option<Anchor>>,
 }
 
 #[pymethods]
-impl PySubgraphOutput {
+impl SubgraphOutput {
     #[new]
     #[pyo3(signature = (node = None, index = 0))]
     fn py_new(node: Option<&Bound<'_, PyAny>>, index: i64) -> PyResult<Self> {
@@ -661,7 +651,7 @@ impl PySubgraphOutput {
             Some(n) => Some(anchor(n, index, "SubgraphOutput")?),
             None => None,
         };
-        Ok(PySubgraphOutput {
+        Ok(SubgraphOutput {
             anchor: Mutex::new(a),
         })
     }
@@ -672,8 +662,8 @@ impl PySubgraphOutput {
 }
 
 /// GE's `SubgraphBoundary`: logical input and output slots, in replacement-graph order.
-#[pyclass(name = "SubgraphBoundary", module = "ge._native", frozen)]
-pub struct PySubgraphBoundary {
+#[pyclass(module = "ge._native", frozen)]
+pub struct SubgraphBoundary {
     inputs: Mutex<BTreeMap<u32, Vec<Anchor>>>,
     outputs: Mutex<BTreeMap<u32, Anchor>>,
 }
@@ -683,10 +673,10 @@ fn slot(index: i64, what: &str) -> PyResult<u32> {
 }
 
 #[pymethods]
-impl PySubgraphBoundary {
+impl SubgraphBoundary {
     #[new]
     fn py_new() -> Self {
-        PySubgraphBoundary {
+        SubgraphBoundary {
             inputs: Mutex::new(BTreeMap::new()),
             outputs: Mutex::new(BTreeMap::new()),
         }
@@ -696,7 +686,7 @@ impl PySubgraphBoundary {
         &self,
         py: Python<'_>,
         index: i64,
-        input: PyRef<'_, PySubgraphInput>,
+        input: PyRef<'_, SubgraphInput>,
     ) -> PyResult<u32> {
         let i = slot(index, "SubgraphBoundary.add_input")?;
         let anchors: Vec<Anchor> = lock(&input.anchors)
@@ -716,7 +706,7 @@ impl PySubgraphBoundary {
         &self,
         py: Python<'_>,
         index: i64,
-        output: PyRef<'_, PySubgraphOutput>,
+        output: PyRef<'_, SubgraphOutput>,
     ) -> PyResult<u32> {
         let i = slot(index, "SubgraphBoundary.add_output")?;
         let a = lock(&output.anchor)
@@ -730,7 +720,7 @@ impl PySubgraphBoundary {
     }
     /// The first anchor (node, input index) of each input slot, in slot order
     /// (`ge.passes.infer_shape` reads the boundary's input descriptions through them).
-    fn _input_anchors(&self, py: Python<'_>) -> Vec<(Py<PyNode>, u32)> {
+    fn _input_anchors(&self, py: Python<'_>) -> Vec<(Py<Node>, u32)> {
         lock(&self.inputs)
             .values()
             .filter_map(|v| v.first())
@@ -743,13 +733,13 @@ impl PySubgraphBoundary {
 /// the match fed by the match's input i ([`SubgraphBoundary::input_anchors`]).
 fn boundary_from_es(
     py: Python<'_>,
-    g: &Graph,
+    g: &CoreGraph,
     src: &GraphSource,
-    b: &SubgraphBoundary,
-) -> PyResult<PySubgraphBoundary> {
+    b: &CoreBoundary,
+) -> PyResult<SubgraphBoundary> {
     let view = |node: NodeId, index: u32| -> PyResult<Anchor> {
         Ok(Anchor {
-            node: Py::new(py, PyNode::new(src.clone(), node))?,
+            node: Py::new(py, Node::new(src.clone(), node))?,
             index,
         })
     };
@@ -765,14 +755,14 @@ fn boundary_from_es(
     for (j, p) in b.outputs.iter().enumerate() {
         outputs.insert(j as u32, view(p.node, p.index)?);
     }
-    Ok(PySubgraphBoundary {
+    Ok(SubgraphBoundary {
         inputs: Mutex::new(inputs),
         outputs: Mutex::new(outputs),
     })
 }
 
 /// The graph source shared by every node of a boundary.
-fn common_source<'a>(nodes: impl Iterator<Item = &'a PyNode>) -> PyResult<GraphSource> {
+fn common_source<'a>(nodes: impl Iterator<Item = &'a Node>) -> PyResult<GraphSource> {
     let mut src: Option<&GraphSource> = None;
     for n in nodes {
         if !n.path.is_empty() {
@@ -795,10 +785,10 @@ fn common_source<'a>(nodes: impl Iterator<Item = &'a PyNode>) -> PyResult<GraphS
 }
 
 fn node_ids(nodes: &Bound<'_, PyAny>, what: &str) -> PyResult<(Option<GraphSource>, Vec<NodeId>)> {
-    let mut views: Vec<Py<PyNode>> = Vec::new();
+    let mut views: Vec<Py<Node>> = Vec::new();
     for n in nodes.try_iter()? {
         let n = n?;
-        let v = n.downcast::<PyNode>().map_err(|_| {
+        let v = n.downcast::<Node>().map_err(|_| {
             PyTypeError::new_err(format!("{what}: nodes must be ge.graph.Node objects"))
         })?;
         views.push(v.clone().unbind());
@@ -849,7 +839,7 @@ pub fn _report_fuse(
     context: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let ctx = context
-        .downcast::<PyPassContext>()
+        .downcast::<PassContext>()
         .map_err(|_| PyTypeError::new_err("report_fuse: context must be a PassContext"))?;
     let (sb, before) = node_ids(nodes_before, "report_fuse")?;
     let (sa, after) = node_ids(nodes_after, "report_fuse")?;
@@ -858,11 +848,11 @@ pub fn _report_fuse(
 }
 
 /// `SubgraphRewriter.replace(boundary, replacement, context=None)`.
-#[pyclass(name = "SubgraphRewriter", module = "ge._native", frozen)]
-pub struct PySubgraphRewriter;
+#[pyclass(module = "ge._native", frozen)]
+pub struct SubgraphRewriter;
 
 #[pymethods]
-impl PySubgraphRewriter {
+impl SubgraphRewriter {
     /// Replaces the boundary's subgraph by a copy of `replacement`. Returns 0; raises
     /// GraphBuildError/ValueError naming the problem (the graph is unchanged then). With a
     /// `context`, checks `can_fuse` first and reports the fusion.
@@ -870,16 +860,16 @@ impl PySubgraphRewriter {
     #[pyo3(signature = (boundary, replacement, context = None))]
     fn replace(
         py: Python<'_>,
-        boundary: PyRef<'_, PySubgraphBoundary>,
+        boundary: PyRef<'_, SubgraphBoundary>,
         replacement: &Bound<'_, PyAny>,
         context: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u32> {
-        if replacement.downcast::<PyGraph>().is_err() {
+        if replacement.downcast::<Graph>().is_err() {
             return Err(PyTypeError::new_err(
                 "SubgraphRewriter.replace: replacement must be a ge.graph.Graph",
             ));
         }
-        let rep = PyGraph::extract_graph_obj(replacement)?;
+        let rep = Graph::extract_graph_obj(replacement)?;
         let (inputs, outputs) = {
             let ins = lock(&boundary.inputs);
             let outs = lock(&boundary.outputs);
@@ -889,7 +879,7 @@ impl PySubgraphRewriter {
                 .collect();
             let outputs: Vec<(u32, OutPort)> =
                 outs.iter().map(|(k, a)| (*k, a.out_port())).collect();
-            let views: Vec<Py<PyNode>> = ins
+            let views: Vec<Py<Node>> = ins
                 .values()
                 .flatten()
                 .chain(outs.values())
@@ -901,35 +891,18 @@ impl PySubgraphRewriter {
         let src = common_source(views.iter().map(|v| v.get()))?;
         let ctx = match context {
             Some(c) => Some(
-                c.downcast::<PyPassContext>()
+                c.downcast::<PassContext>()
                     .map_err(|_| PyTypeError::new_err("context must be a PassContext"))?
                     .clone(),
             ),
             None => None,
         };
         let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
-            let b = es_core::pattern::resolve_boundary(g, &inputs, &outputs).py()?;
-            let before: Vec<String> = b
-                .nodes
-                .iter()
-                .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
-                .collect();
-            if ctx.is_some() {
-                es_core::pattern::can_fuse(g, &b.nodes).map_err(|why| {
-                    crate::errors::GraphBuildError::new_err(format!(
-                        "SubgraphRewriter.replace: {why}"
-                    ))
-                })?;
-            }
-            let created = es_core::pattern::rewrite(g, &b, &rep).py()?;
-            let after: Vec<String> = created
-                .iter()
-                .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
-                .collect();
-            Ok((before, after))
+            es_core::pattern::replace_boundary(g, &inputs, &outputs, &rep, ctx.is_some()).py()
         })?;
         if let Some(c) = ctx {
-            c.get().with(|c| c.report_fuse(report.0, report.1))?;
+            c.get()
+                .with(|c| c.report_fuse(report.before, report.after))?;
         }
         Ok(0)
     }
@@ -939,13 +912,13 @@ impl PySubgraphRewriter {
 /// producers' descriptions) or for a whole graph in topological order.
 #[pyfunction]
 pub fn _infer_shape(target: &Bound<'_, PyAny>) -> PyResult<()> {
-    if let Ok(n) = target.downcast::<PyNode>() {
+    if let Ok(n) = target.downcast::<Node>() {
         let n = n.get();
         return n.src.write(&n.path, "infer a node's shape", |g| {
             es_core::infer::infer_node(g, n.id).py()
         });
     }
-    if let Ok(g) = target.downcast::<PyGraph>() {
+    if let Ok(g) = target.downcast::<Graph>() {
         let g = g.get();
         return g.src.write(&g.path, "infer shapes", |g| {
             es_core::infer::infer_graph(g).py()
@@ -964,7 +937,7 @@ pub fn _infer_shape(target: &Bound<'_, PyAny>) -> PyResult<()> {
 struct PyPassCore {
     instance: PyObject,
     cell: Arc<GraphCell>,
-    context: Option<Py<PyPassContext>>,
+    context: Option<Py<PassContext>>,
 }
 
 impl Drop for PyPassCore {
@@ -980,7 +953,7 @@ impl PyPassCore {
     fn new(instance: PyObject) -> Self {
         PyPassCore {
             instance,
-            cell: GraphCell::new(Graph::new("")),
+            cell: GraphCell::new(CoreGraph::new("")),
             context: None,
         }
     }
@@ -988,7 +961,7 @@ impl PyPassCore {
     /// Runs `f` with the GIL and with `graph` moved into the run's cell (and back after).
     fn call<R>(
         &self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         f: impl FnOnce(Python<'_>, &Self) -> PyResult<R>,
     ) -> HookResult<R> {
         Python::with_gil(|py| {
@@ -999,37 +972,37 @@ impl PyPassCore {
         })
     }
 
-    fn graph_view(&self, py: Python<'_>) -> PyResult<Py<PyGraph>> {
+    fn graph_view(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
         Py::new(
             py,
-            PyGraph {
+            Graph {
                 src: GraphSource::Cell(self.cell.clone()),
                 path: Vec::new(),
             },
         )
     }
 
-    fn node_view(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<PyNode>> {
-        Py::new(py, PyNode::new(GraphSource::Cell(self.cell.clone()), id))
+    fn node_view(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<Node>> {
+        Py::new(py, Node::new(GraphSource::Cell(self.cell.clone()), id))
     }
 }
 
 /// A hook's returned graph, copied.
-fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<Graph> {
-    if r.downcast::<PyGraph>().is_err() {
+fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<CoreGraph> {
+    if r.downcast::<Graph>().is_err() {
         return Err(PyTypeError::new_err(format!(
             "{hook}() must return a ge.graph.Graph, got {}",
             r.get_type().name()?
         )));
     }
-    PyGraph::extract_graph_obj(r)
+    Graph::extract_graph_obj(r)
 }
 
 /// The context handed to one hook call: a view of the run's context, valid during the call.
-fn hook_context(py: Python<'_>, ctx: &PassContext) -> PyResult<Py<PyPassContext>> {
+fn hook_context(py: Python<'_>, ctx: &CorePassContext) -> PyResult<Py<PassContext>> {
     Py::new(
         py,
-        PyPassContext {
+        PassContext {
             inner: Mutex::new(ctx.clone()),
             expired: AtomicBool::new(false),
         },
@@ -1037,7 +1010,7 @@ fn hook_context(py: Python<'_>, ctx: &PassContext) -> PyResult<Py<PyPassContext>
 }
 
 /// Takes back what the hook recorded in its context, and expires the view.
-fn end_hook_context(pyctx: &Py<PyPassContext>, ctx: &mut PassContext) {
+fn end_hook_context(pyctx: &Py<PassContext>, ctx: &mut CorePassContext) {
     let c = pyctx.get();
     *ctx = lock(&c.inner).clone();
     c.expired.store(true, Ordering::Release);
@@ -1046,18 +1019,10 @@ fn end_hook_context(pyctx: &Py<PyPassContext>, ctx: &mut PassContext) {
 struct PyFusion(PyPassCore);
 
 impl FusionPass for PyFusion {
-    fn run(&mut self, graph: &mut Graph, ctx: &mut PassContext) -> HookResult<()> {
+    fn run(&mut self, graph: &mut CoreGraph, ctx: &mut CorePassContext) -> HookResult<()> {
         let core = &mut self.0;
-        let pyctx = Python::with_gil(|py| {
-            Py::new(
-                py,
-                PyPassContext {
-                    inner: Mutex::new(ctx.clone()),
-                    expired: AtomicBool::new(false),
-                },
-            )
-        })
-        .map_err(|e| HookError::Failed(e.to_string()))?;
+        let pyctx = Python::with_gil(|py| hook_context(py, ctx))
+            .map_err(|e| HookError::Failed(e.to_string()))?;
         core.context = Some(Python::with_gil(|py| pyctx.clone_ref(py)));
         let status = core.call(graph, |py, core| {
             let g = core.graph_view(py)?;
@@ -1085,7 +1050,7 @@ impl FusionPass for PyFusion {
 
 struct PyPatternPass {
     core: PyPassCore,
-    cfg: PatternMatcherConfig,
+    cfg: CoreMatcherConfig,
     max_rounds: usize,
     /// Per pattern: its captures and its inputs.
     meta: Vec<(Captures, Vec<NodeId>)>,
@@ -1096,8 +1061,8 @@ impl PyPatternPass {
         &self,
         py: Python<'_>,
         pattern: usize,
-        m: &MatchResult,
-    ) -> PyResult<Py<PyMatchResult>> {
+        m: &CoreMatchResult,
+    ) -> PyResult<Py<MatchResult>> {
         let (captures, inputs) = self
             .meta
             .get(pattern)
@@ -1105,7 +1070,7 @@ impl PyPatternPass {
             .ok_or_else(|| PyRuntimeError::new_err("unknown pattern index"))?;
         Py::new(
             py,
-            PyMatchResult {
+            MatchResult {
                 m: m.clone(),
                 captures,
                 pattern_inputs: inputs,
@@ -1117,10 +1082,10 @@ impl PyPatternPass {
 
     fn hook<R>(
         &mut self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         pattern: usize,
-        m: &MatchResult,
-        ctx: &mut PassContext,
+        m: &CoreMatchResult,
+        ctx: &mut CorePassContext,
         name: &str,
         convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> HookResult<R> {
@@ -1141,9 +1106,9 @@ impl PyPatternPass {
 }
 
 impl PatternFusionPass for PyPatternPass {
-    fn patterns(&mut self, _ctx: &mut PassContext) -> HookResult<Vec<Pattern>> {
-        let mut dummy = Graph::new("");
-        let items: Vec<(Pattern, Vec<(NodeId, u32)>)> =
+    fn patterns(&mut self, _ctx: &mut CorePassContext) -> HookResult<Vec<CorePattern>> {
+        let mut dummy = CoreGraph::new("");
+        let items: Vec<(CorePattern, Vec<(NodeId, u32)>)> =
             self.core.call(&mut dummy, |py, core| {
                 let r = core.instance.bind(py).call_method0("patterns")?;
                 let mut out = Vec::new();
@@ -1160,7 +1125,7 @@ impl PatternFusionPass for PyPatternPass {
         self.meta = items.iter().map(|(p, c)| (c.clone(), p.inputs())).collect();
         Ok(items.into_iter().map(|(p, _)| p).collect())
     }
-    fn matcher_config(&self) -> PatternMatcherConfig {
+    fn matcher_config(&self) -> CoreMatcherConfig {
         self.cfg
     }
     fn max_rounds(&self) -> usize {
@@ -1168,10 +1133,10 @@ impl PatternFusionPass for PyPatternPass {
     }
     fn meet_requirements(
         &mut self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         pattern: usize,
-        m: &MatchResult,
-        ctx: &mut PassContext,
+        m: &CoreMatchResult,
+        ctx: &mut CorePassContext,
     ) -> HookResult<bool> {
         self.hook(graph, pattern, m, ctx, "meet_requirements", |r| {
             r.is_truthy()
@@ -1179,11 +1144,11 @@ impl PatternFusionPass for PyPatternPass {
     }
     fn replacement(
         &mut self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         pattern: usize,
-        m: &MatchResult,
-        ctx: &mut PassContext,
-    ) -> HookResult<Graph> {
+        m: &CoreMatchResult,
+        ctx: &mut CorePassContext,
+    ) -> HookResult<CoreGraph> {
         self.hook(graph, pattern, m, ctx, "replacement", |r| {
             returned_graph(r, "replacement")
         })
@@ -1192,39 +1157,46 @@ impl PatternFusionPass for PyPatternPass {
 
 struct PyDecompose(PyPassCore);
 
+impl PyDecompose {
+    /// Calls `hook(node view, context)` on the Python instance and converts its result.
+    fn hook<R>(
+        &mut self,
+        graph: &mut CoreGraph,
+        node: NodeId,
+        ctx: &mut CorePassContext,
+        name: &str,
+        convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
+    ) -> HookResult<R> {
+        self.0.call(graph, |py, core| {
+            let n = core.node_view(py, node)?;
+            let pyctx = hook_context(py, ctx)?;
+            let r = core
+                .instance
+                .bind(py)
+                .call_method1(name, (n, pyctx.clone_ref(py)));
+            end_hook_context(&pyctx, ctx);
+            convert(&r?)
+        })
+    }
+}
+
 impl DecomposePass for PyDecompose {
     fn meet_requirements(
         &mut self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         node: NodeId,
-        ctx: &mut PassContext,
+        ctx: &mut CorePassContext,
     ) -> HookResult<bool> {
-        self.0.call(graph, |py, core| {
-            let n = core.node_view(py, node)?;
-            let pyctx = hook_context(py, ctx)?;
-            let r = core
-                .instance
-                .bind(py)
-                .call_method1("meet_requirements", (n, pyctx.clone_ref(py)));
-            end_hook_context(&pyctx, ctx);
-            r?.is_truthy()
-        })
+        self.hook(graph, node, ctx, "meet_requirements", |r| r.is_truthy())
     }
     fn replacement(
         &mut self,
-        graph: &mut Graph,
+        graph: &mut CoreGraph,
         node: NodeId,
-        ctx: &mut PassContext,
-    ) -> HookResult<Graph> {
-        self.0.call(graph, |py, core| {
-            let n = core.node_view(py, node)?;
-            let pyctx = hook_context(py, ctx)?;
-            let r = core
-                .instance
-                .bind(py)
-                .call_method1("replacement", (n, pyctx.clone_ref(py)));
-            end_hook_context(&pyctx, ctx);
-            returned_graph(&r?, "replacement")
+        ctx: &mut CorePassContext,
+    ) -> HookResult<CoreGraph> {
+        self.hook(graph, node, ctx, "replacement", |r| {
+            returned_graph(r, "replacement")
         })
     }
 }
@@ -1244,7 +1216,7 @@ fn python_factory(cls: PyObject, kind: PassKind) -> pass_bridge::PassFactory {
                         .ok()
                         .filter(|c| !c.is_none())
                         .map(|c| {
-                            c.downcast::<PyPatternMatcherConfig>()
+                            c.downcast::<PatternMatcherConfig>()
                                 .map(|c| c.get().cfg)
                                 .map_err(|_| {
                                     HookError::Failed(
@@ -1368,7 +1340,7 @@ pub fn _run_passes<'py>(
     options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let g = graph
-        .downcast::<PyGraph>()
+        .downcast::<Graph>()
         .map_err(|_| PyTypeError::new_err("run_passes: graph must be a ge.graph.Graph"))?
         .get();
     if !g.path.is_empty() {
@@ -1405,7 +1377,7 @@ pub fn _run_passes<'py>(
             )));
         }
         let name = st.graph.name.clone();
-        std::mem::replace(&mut st.graph, Graph::new(name))
+        std::mem::replace(&mut st.graph, CoreGraph::new(name))
     };
     let registry = with_registry(|r| r.clone());
     *lock(&LAST_FAILURE) = None;
@@ -1422,25 +1394,4 @@ pub fn _run_passes<'py>(
             Err(err)
         }
     }
-}
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyPassContext>()?;
-    m.add_class::<PyPatternMatcherConfig>()?;
-    m.add_class::<PyPatternMatcherConfigBuilder>()?;
-    m.add_class::<PyPattern>()?;
-    m.add_class::<PyMatchResult>()?;
-    m.add_class::<PySubgraphInput>()?;
-    m.add_class::<PySubgraphOutput>()?;
-    m.add_class::<PySubgraphBoundary>()?;
-    m.add_class::<PySubgraphRewriter>()?;
-    m.add_function(wrap_pyfunction!(_can_fuse, m)?)?;
-    m.add_function(wrap_pyfunction!(_report_fuse, m)?)?;
-    m.add_function(wrap_pyfunction!(_infer_shape, m)?)?;
-    m.add_function(wrap_pyfunction!(_register_pass, m)?)?;
-    m.add_function(wrap_pyfunction!(_unregister_pass, m)?)?;
-    m.add_function(wrap_pyfunction!(_clear_passes, m)?)?;
-    m.add_function(wrap_pyfunction!(_registered_pass_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(_run_passes, m)?)?;
-    Ok(())
 }

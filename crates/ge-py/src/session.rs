@@ -2,9 +2,9 @@
 //! arrive as `ge.graph.Tensor`s or numpy arrays; runs release the GIL (Python passes take it
 //! back only around their hooks).
 
-use crate::convert::tensor_from_py;
 use crate::errors::IntoPyResult;
-use crate::graph::PyGraph;
+use crate::graph::Graph;
+use crate::tensor::tensor_from_py;
 use ge_runtime::{Error, Session, Value};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -41,7 +41,7 @@ impl SessionCore {
         options: Option<BTreeMap<String, String>>,
     ) -> PyResult<()> {
         let g = graph
-            .downcast::<PyGraph>()
+            .downcast::<Graph>()
             .map_err(|_| PyTypeError::new_err("add_graph needs a ge.graph.Graph"))?
             .get();
         let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
@@ -202,7 +202,7 @@ fn call_python_kernel(
         }
         let kwargs = PyDict::new(py);
         for (k, v) in attrs {
-            kwargs.set_item(k, crate::convert::attr_to_py(py, v)?)?;
+            kwargs.set_item(k, crate::attrs::attr_to_py(py, v)?)?;
         }
         let r = match fun
             .bind(py)

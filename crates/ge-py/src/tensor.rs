@@ -68,3 +68,21 @@ pub fn wrap_tensor(py: Python<'_>, t: Tensor) -> PyResult<PyObject> {
         .call_method1("_wrap", (native,))?
         .unbind())
 }
+
+/// A tensor from a `ge.graph.Tensor`, a native tensor, or anything numpy can make an array of.
+pub fn tensor_from_py(v: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if let Ok(t) = v.downcast::<TensorData>() {
+        return Ok(t.get().inner.clone());
+    }
+    if let Ok(inner) = v.getattr("_tensor") {
+        if let Ok(t) = inner.downcast::<TensorData>() {
+            return Ok(t.get().inner.clone());
+        }
+    }
+    let py = v.py();
+    let t = py
+        .import("ge.graph.tensor")?
+        .getattr("_native_from_array")?
+        .call1((v,))?;
+    Ok(t.downcast::<TensorData>()?.get().inner.clone())
+}

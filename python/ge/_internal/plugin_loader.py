@@ -36,6 +36,7 @@ __all__ = [
     "PluginLoadWarning",
     "forget_loaded_module",
     "load_module_from_file",
+    "load_package",
     "load_plugins_from_env",
     "load_plugins_from_env_isolated",
     "normalize_path_list",
@@ -155,6 +156,21 @@ def _load_package(package_dir: Path, plugin_kind: str) -> ModuleType:
         )
     _MODULE_NAME_BY_CANONICAL_PATH[package_init] = module.__name__
     return module
+
+
+def load_package(package_dir: Path, *, plugin_kind: str) -> ModuleType:
+    """Imports a plugin package (a folder with ``__init__.py``) by its folder name, once per
+    canonical ``__init__.py``, its parent folder on ``sys.path`` while it is imported."""
+    package_dir = Path(package_dir).resolve()
+    parent = str(package_dir.parent)
+    inserted = parent not in sys.path
+    if inserted:
+        sys.path.insert(0, parent)
+    try:
+        return _load_package(package_dir, plugin_kind)
+    finally:
+        if inserted and parent in sys.path:
+            sys.path.remove(parent)
 
 
 def _attempt(

@@ -14,7 +14,7 @@ import inspect
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, get_type_hints
+from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union, get_type_hints
 
 from ge.graph import DataType
 from ge.runtime import Tensor, TensorDesc
@@ -30,11 +30,21 @@ def _thaw_default(value: Any) -> Any:
     return [_thaw_default(v) for v in value] if type(value) is tuple else value
 
 
+_Kind = TypeVar("_Kind", InputType, OutputType)
+
+
 @dataclass(frozen=True)
-class OpInput:
+class _OpPort(Generic[_Kind]):
+    """One input or output of a prototype: its name, its index, and its kind."""
+
     name: str
     index: int
-    kind: InputType
+    kind: _Kind
+
+
+@dataclass(frozen=True)
+class OpInput(_OpPort[InputType]):
+    pass
 
 
 @dataclass(frozen=True)
@@ -50,10 +60,8 @@ class OpAttr:
 
 
 @dataclass(frozen=True)
-class OpOutput:
-    name: str
-    index: int
-    kind: OutputType
+class OpOutput(_OpPort[OutputType]):
+    pass
 
 
 @dataclass(frozen=True)

@@ -7,28 +7,5 @@
 model)`` runs a model without compiling it again. See ``ge.offline_compile.offline_compile``.
 """
 
-from ge.offline_compile.offline_compile import (
-    GraphWithOptions,
-    ModelBuffer,
-    ModelFileError,
-    build_finalize,
-    build_initialize,
-    build_model,
-    bundle_build_model,
-    bundle_save_model,
-    load_model,
-    save_model,
-)
-
-__all__ = [
-    "GraphWithOptions",
-    "ModelBuffer",
-    "build_initialize",
-    "build_finalize",
-    "build_model",
-    "save_model",
-    "bundle_build_model",
-    "bundle_save_model",
-    "load_model",
-    "ModelFileError",
-]
+from ge.offline_compile.offline_compile import *  # noqa: F403  (its __all__)
+from ge.offline_compile.offline_compile import __all__ as __all__

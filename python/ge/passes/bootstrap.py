@@ -12,9 +12,6 @@ the next load reads the environment again.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import logging
 import os
 import sys
@@ -25,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Dict, List
 
+from .._internal.plugin_loader import forget_loaded_module, load_module_from_file, load_package
 from .registry import get_registered_pass_dicts, unregister_pass
 from .registry import get_registered_passes as _descriptors
 
@@ -61,32 +59,16 @@ _loaded: Dict[str, ModuleType] = {}
 _errors: List[PluginLoadError] = []
 
 
-def _module_name(path: Path) -> str:
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
-    return f"_ge_py_pass_{stem}_{digest}"
+_KIND = "pass plugin"
 
 
 def _import_file(path: Path) -> ModuleType:
-    name = _module_name(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    """A plugin file, through the shared plugin loader (``ge._internal.plugin_loader``)."""
+    return load_module_from_file(path, module_prefix="_ge_py_pass_", plugin_kind=_KIND)
 
 
 def _import_package(path: Path) -> ModuleType:
-    parent = str(path.parent)
-    if parent not in sys.path:
-        sys.path.insert(0, parent)
-    return importlib.import_module(path.name)
+    return load_package(path, plugin_kind=_KIND)
 
 
 def _candidates(entry: str) -> List[Path]:
@@ -167,8 +149,7 @@ def unload_pass_plugins() -> None:
             unregister_pass(d.descriptor_key)
     for source, m in list(_loaded.items()):
         if source.startswith("path:"):
-            for k in [k for k in sys.modules if k == m.__name__ or k.startswith(m.__name__ + ".")]:
-                sys.modules.pop(k, None)
+            forget_loaded_module(m)
     _loaded.clear()
     del _errors[:]
 

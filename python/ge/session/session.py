@@ -31,17 +31,21 @@ _external_allocators: Dict[int, Allocator] = {}
 _allocators_lock = threading.Lock()
 
 
+def _require(value: Any, kind: type, message: str) -> None:
+    """GE's ``TypeError(message)`` for an argument that is not a ``kind``."""
+    if not isinstance(value, kind):
+        raise TypeError(message)
+
+
 def _check_graph_id(graph_id: Any) -> int:
-    if not isinstance(graph_id, int):
-        raise TypeError("Graph_id must be an integer")
+    _require(graph_id, int, "Graph_id must be an integer")
     if not 0 <= graph_id < 2**32:  # GE would wrap it to 32 bits
         raise ValueError(f"graph_id must be in [0, 2**32), got {graph_id}")
     return int(graph_id)
 
 
 def _check_inputs(inputs: Any) -> List[Any]:
-    if not isinstance(inputs, list):
-        raise TypeError("inputs must be a list of Tensor")
+    _require(inputs, list, "inputs must be a list of Tensor")
     # ge.graph.Tensor as in GE; numpy arrays (and numpy scalars) are ge-rs's extra.
     if not all(isinstance(x, (Tensor, np.ndarray, np.generic)) for x in inputs):
         raise TypeError("All elements in inputs must be the type of Tensor")
@@ -109,10 +113,8 @@ class Session:
     def add_graph(self, graph_id: int, add_graph: Graph, options: Optional[Dict[str, str]] = None) -> int:
         """Adds a copy of graph ``add_graph`` under ``graph_id``; ``options`` (a dict of str to
         str) over the session's. Returns 0, as GE."""
-        if not isinstance(graph_id, int):
-            raise TypeError("Graph_id must be an integer")
-        if not isinstance(add_graph, Graph):
-            raise TypeError("Add_graph must be a Graph")
+        _require(graph_id, int, "Graph_id must be an integer")
+        _require(add_graph, Graph, "Add_graph must be a Graph")
         graph_options = _graph_options(options)
         graph_id = _check_graph_id(graph_id)
         with _api_call("AddGraph", graph_id=graph_id):
@@ -142,10 +144,8 @@ class Session:
         ge-rs's own, whatever allocator is registered for the stream (it is never called).
         Checks and failures are GE's (``api_name`` ``RunGraphWithStreamAsync``, ``context``
         graph_id and stream)."""
-        if not isinstance(graph_id, int):
-            raise TypeError("Graph_id must be an integer")
-        if not isinstance(stream, int):
-            raise TypeError("Stream must be an integer")
+        _require(graph_id, int, "Graph_id must be an integer")
+        _require(stream, int, "Stream must be an integer")
         graph_id = _check_graph_id(graph_id)
         inputs = _check_inputs(inputs)
         _reject_null_stream("RunGraphWithStreamAsync", stream, graph_id=graph_id)
@@ -156,10 +156,8 @@ class Session:
         """Registers ``allocator`` (a ``ge.allocator.Allocator``) for ``stream`` (an integer
         handle, not 0), replacing one registered before; process-wide, as in GE. ge-rs records
         it and never calls it: runs keep ge-rs's own host memory."""
-        if not isinstance(stream, int):
-            raise TypeError("stream must be an integer")
-        if not isinstance(allocator, Allocator):
-            raise TypeError("allocator must be an Allocator instance")
+        _require(stream, int, "stream must be an integer")
+        _require(allocator, Allocator, "allocator must be an Allocator instance")
         _reject_null_stream("RegisterExternalAllocator", stream)
         with _allocators_lock:
             _external_allocators[stream] = allocator
@@ -169,8 +167,7 @@ class Session:
     def unregister_external_allocator(self, stream: int) -> None:
         """Forgets the allocator registered for ``stream`` (none registered is not an error, as
         in GE)."""
-        if not isinstance(stream, int):
-            raise TypeError("stream must be an integer")
+        _require(stream, int, "stream must be an integer")
         _reject_null_stream("UnregisterExternalAllocator", stream)
         with _allocators_lock:
             _external_allocators.pop(stream, None)
@@ -198,12 +195,10 @@ class Session:
 
         from ge.offline_compile import ModelBuffer, load_model
 
-        if not isinstance(graph_id, int):
-            raise TypeError("Graph_id must be an integer")
+        _require(graph_id, int, "Graph_id must be an integer")
         if isinstance(model, (str, os.PathLike)):
             model = load_model(model)
-        if not isinstance(model, ModelBuffer):
-            raise TypeError("model must be a ModelBuffer or the path of an .om file")
+        _require(model, ModelBuffer, "model must be a ModelBuffer or the path of an .om file")
         if not isinstance(index, int) or isinstance(index, bool):
             raise TypeError("index must be an integer")
         graph_options = _graph_options(options)

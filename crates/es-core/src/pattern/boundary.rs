@@ -4,7 +4,8 @@
 //! ports inside the region that it feeds) and output anchors (one output port inside the
 //! region per logical output). [`resolve_boundary`] turns that into a [`SubgraphBoundary`]
 //! (nodes, feeding ports, leaving ports); [`SubgraphBoundary::input_anchors`] goes the other
-//! way. [`can_fuse`] tells whether a set of nodes can become one node without a cycle.
+//! way. [`can_fuse`] tells whether a set of nodes can become one node without a cycle;
+//! [`replace_boundary`] does GE's `SubgraphRewriter.replace` with both.
 
 use super::SubgraphBoundary;
 use crate::error::{Error, Result};
@@ -189,4 +190,41 @@ pub fn can_fuse(g: &Graph, nodes: &[NodeId]) -> std::result::Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// The names of the nodes a replacement removed (`before`) and created (`after`): a fusion
+/// report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replaced {
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+}
+
+/// GE's `SubgraphRewriter.replace`: resolves the boundary given by its anchors
+/// ([`resolve_boundary`]), checks first, when `check_fusable`, that its nodes can become one
+/// node ([`can_fuse`]; a `GraphBuild` error naming the reason otherwise), and replaces it by a
+/// copy of `replacement` ([`super::rewrite`]). The graph is unchanged on error.
+pub fn replace_boundary(
+    g: &mut Graph,
+    inputs: &[(u32, Vec<InPort>)],
+    outputs: &[(u32, OutPort)],
+    replacement: &Graph,
+    check_fusable: bool,
+) -> Result<Replaced> {
+    let b = resolve_boundary(g, inputs, outputs)?;
+    let before = live_names(g, &b.nodes);
+    if check_fusable {
+        can_fuse(g, &b.nodes)
+            .map_err(|why| Error::build(format!("SubgraphRewriter.replace: {why}")))?;
+    }
+    let created = super::rewrite(g, &b, replacement)?;
+    let after = live_names(g, &created);
+    Ok(Replaced { before, after })
+}
+
+/// The names of those of `ids` that are live nodes of `g`, in order.
+fn live_names(g: &Graph, ids: &[NodeId]) -> Vec<String> {
+    ids.iter()
+        .filter_map(|id| g.node(*id).ok().map(|n| n.name.to_string()))
+        .collect()
 }

@@ -255,6 +255,29 @@ impl MatchResult {
         self.nodes.iter().find(|p| p.0 == pattern_node).map(|p| p.1)
     }
 
+    /// The target tensor of a pattern tensor (pattern node, output index): the output of a
+    /// pattern input (`pattern_inputs[k]`, the pattern's Data nodes in input order) is the
+    /// match's input k; any other node's is that output of its matched node. Errors name what
+    /// the match lacks.
+    pub fn target_port(
+        &self,
+        pattern_inputs: &[NodeId],
+        pattern_node: NodeId,
+        index: u32,
+    ) -> std::result::Result<OutPort, &'static str> {
+        if let Some(k) = pattern_inputs.iter().position(|&d| d == pattern_node) {
+            return self
+                .inputs
+                .get(k)
+                .copied()
+                .ok_or("the match lacks a pattern input");
+        }
+        let node = self
+            .target_of(pattern_node)
+            .ok_or("the captured node is not in the match")?;
+        Ok(OutPort { node, index })
+    }
+
     /// Captured tensor `index` of the pattern node named `name`.
     pub fn captured(&self, name: &str, index: usize) -> Option<OutPort> {
         self.captures.get(name).and_then(|v| v.get(index).copied())
@@ -328,6 +351,6 @@ mod boundary;
 mod matcher;
 mod rewrite;
 
-pub use boundary::{can_fuse, resolve_boundary};
+pub use boundary::{can_fuse, replace_boundary, resolve_boundary, Replaced};
 pub use matcher::{explain_match, find_matches, MatchExplanation, NoMatchReason};
 pub use rewrite::{rewrite, rewrite_matches, rewritten_outputs, SubgraphRewriter};
