@@ -1,4 +1,5 @@
-//! Glue for GE's `.air` format and ONNX export (ge-onnx's `air` and `export` modules).
+//! Glue for ONNX export (ge-onnx's `export` module); `.air` files are read and written by
+//! `Graph.save_to_air`/`load_from_air` in graph.rs.
 
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
@@ -13,20 +14,6 @@ pub fn with_graph<R>(
 ) -> PyResult<R> {
     let g = g.get();
     g.src.read(&g.path, |graph| f(graph).py())
-}
-
-/// Writes a graph in GE's `.air` format (ModelDef protobuf).
-pub fn save_air(g: &Bound<'_, Graph>, path: PathBuf) -> PyResult<()> {
-    let bytes = with_graph(g, ge_onnx::air::to_bytes)?;
-    g.py()
-        .allow_threads(|| std::fs::write(&path, bytes))
-        .map_err(|e| crate::errors::TranslationError::new_err(format!("{}: {e}", path.display())))
-}
-
-/// Reads a graph from a `.air` file.
-pub fn load_air(py: Python<'_>, path: PathBuf) -> PyResult<Py<Graph>> {
-    let g = py.allow_threads(|| ge_onnx::air::load(&path)).py()?;
-    Graph::from_graph(py, g)
 }
 
 /// Writes a graph as an ONNX model that onnxruntime runs (`ge.onnx.save`).

@@ -634,7 +634,16 @@ impl Graph {
     /// format", followed by the reason.
     fn save_to_air(slf: &Bound<'_, Self>, file_path: &Bound<'_, PyAny>) -> PyResult<()> {
         let path = air_path(file_path)?;
-        crate::air::save_air(slf, path)
+        let bytes = {
+            let g = slf.get();
+            g.src
+                .read(&g.path, |graph| ge_onnx::air::to_bytes(graph).py())?
+        };
+        slf.py()
+            .allow_threads(|| std::fs::write(&path, bytes))
+            .map_err(|e| {
+                crate::errors::TranslationError::new_err(format!("{}: {e}", path.display()))
+            })
             .map_err(|e| with_prefix(slf.py(), e, "Failed to save graph to AIR format"))
     }
 
@@ -643,7 +652,9 @@ impl Graph {
     #[staticmethod]
     fn load_from_air(py: Python<'_>, file_path: &Bound<'_, PyAny>) -> PyResult<Py<Graph>> {
         let path = air_path(file_path)?;
-        crate::air::load_air(py, path)
+        py.allow_threads(|| ge_onnx::air::load(&path))
+            .py()
+            .and_then(|g| Graph::from_graph(py, g))
             .map_err(|e| with_prefix(py, e, "Failed to load graph from AIR format"))
     }
 
