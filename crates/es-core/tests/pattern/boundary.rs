@@ -36,9 +36,7 @@ struct Chain {
 }
 
 fn chain() -> Chain {
-    let mut b = GraphBuilder::new("chain");
-    let x0 = data(&mut b, 0, &[2]);
-    let x1 = data(&mut b, 1, &[2]);
+    let (mut b, [x0, x1]) = inputs("chain");
     let a = named(&mut b, "Add", "add", &[x0, x1]);
     let r = named(&mut b, "Relu", "relu", &[a]);
     let m = named(&mut b, "Mul", "mul", &[r, x1]);
@@ -67,12 +65,11 @@ fn resolve_walks_back_from_outputs_to_the_input_anchors() {
 #[test]
 fn resolve_then_rewrite_replaces_the_region() {
     let c = chain();
-    let inputs = vec![(0, vec![at(c.r, 0)])];
-    let b = resolve_boundary(&c.g, &inputs, &[(0, c.r)]).unwrap();
+    let ins = vec![(0, vec![at(c.r, 0)])];
+    let b = resolve_boundary(&c.g, &ins, &[(0, c.r)]).unwrap();
     assert_eq!(b.nodes, vec![c.r.node]);
     assert_eq!(b.inputs, vec![c.a]);
-    let mut rb = GraphBuilder::new("rep");
-    let x = data(&mut rb, 0, &[2]);
+    let (mut rb, [x]) = inputs("rep");
     let s = named(&mut rb, "Sigmoid", "sig", &[x]);
     let rep = finish(rb, &[s]);
     let mut g = c.g.clone();
@@ -183,9 +180,7 @@ fn can_fuse_accepts_a_chain_and_rejects_a_detour() {
 #[test]
 fn can_fuse_follows_control_edges() {
     // x0 → Add → Mul ← Relu ← x1, and a control edge Add → Relu.
-    let mut b = GraphBuilder::new("ctrl");
-    let x0 = data(&mut b, 0, &[2]);
-    let x1 = data(&mut b, 1, &[2]);
+    let (mut b, [x0, x1]) = inputs("ctrl");
     let a = named(&mut b, "Add", "add", &[x0, x0]);
     let r = named(&mut b, "Relu", "relu", &[x1]);
     let m = named(&mut b, "Mul", "mul", &[a, r]);

@@ -5,9 +5,7 @@ use super::*;
 /// Graph relu(add(x, y)) → Neg, with the Relu's output description and attributes set; the
 /// boundary is {add, relu}.
 fn carry_graph() -> (Graph, SubgraphBoundary, OutPort) {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("g");
     let a = op(&mut b, "Add", &[x, y]);
     let r = op(&mut b, "Relu", &[a]);
     let n = op(&mut b, "Neg", &[r]);
@@ -27,9 +25,7 @@ fn carry_graph() -> (Graph, SubgraphBoundary, OutPort) {
 
 /// Replacement mul(x, y); `edit` changes its Mul node before the rewrite.
 fn carry_replacement(edit: impl FnOnce(&mut es_core::Node)) -> Graph {
-    let mut b = GraphBuilder::new("rep");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("rep");
     let m = op_named(&mut b, "Mul", &[Some(x), Some(y)], &[], Some("mul"));
     let mut rep = finish(b, &[m]);
     edit(rep.node_mut(m.node).unwrap());
@@ -166,9 +162,7 @@ fn carry_over_private_attrs() {
 fn carry_over_nothing_on_pass_through() {
     let (mut g, bd, n) = carry_graph();
     let x = bd.inputs[0];
-    let mut rb = GraphBuilder::new("pass");
-    let rx = data(&mut rb, 0, &[2]);
-    let _ry = data(&mut rb, 1, &[2]);
+    let (rb, [rx, _ry]) = inputs("pass");
     let rep = finish(rb, &[rx]);
     let before = g.node(x.node).unwrap().clone();
     assert!(rewrite(&mut g, &bd, &rep).unwrap().is_empty());

@@ -28,6 +28,27 @@ fn data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
     .unwrap()
 }
 
+/// A builder `name` with float inputs x0.. of the given dims.
+fn inputs_dims<const N: usize>(name: &str, dims: [&[i64]; N]) -> (GraphBuilder, [OutPort; N]) {
+    let mut b = GraphBuilder::new(name);
+    let mut k = 0;
+    let xs = dims.map(|d| {
+        k += 1;
+        data(&mut b, k - 1, d)
+    });
+    (b, xs)
+}
+
+/// A builder `name` with `N` float inputs x0.. of the same dims.
+fn inputs_of<const N: usize>(name: &str, dims: &[i64]) -> (GraphBuilder, [OutPort; N]) {
+    inputs_dims(name, [dims; N])
+}
+
+/// A builder `name` with `N` float [2] inputs x0...
+fn inputs<const N: usize>(name: &str) -> (GraphBuilder, [OutPort; N]) {
+    inputs_of(name, &[2])
+}
+
 fn op_named(
     b: &mut GraphBuilder,
     op: &str,
@@ -45,6 +66,11 @@ fn op_named(
     }
     let id = b.add_op(op, a).unwrap();
     OutPort { node: id, index: 0 }
+}
+
+/// MatMulV2 on (x1, x2, bias, offset_w).
+fn matmul_v2(b: &mut GraphBuilder, inputs: [Option<OutPort>; 4], name: Option<&str>) -> OutPort {
+    op_named(b, "MatMulV2", &inputs, &[], name)
 }
 
 fn op(b: &mut GraphBuilder, op: &str, inputs: &[OutPort]) -> OutPort {
@@ -88,11 +114,35 @@ fn check(g: &Graph) {
     g.validate().unwrap();
 }
 
+/// The pattern `name` whose outputs `body` makes from `N` float [2] inputs.
+fn pattern_of<const N: usize>(
+    name: &str,
+    body: impl FnOnce(&mut GraphBuilder, [OutPort; N]) -> Vec<OutPort>,
+) -> Pattern {
+    let (mut b, xs) = inputs(name);
+    let outs = body(&mut b, xs);
+    Pattern::new(finish(b, &outs)).unwrap()
+}
+
+/// Pattern Relu(Relu(x)).
+fn relu2_pattern() -> Pattern {
+    pattern_of("relu2", |b, [x]| {
+        let r = op(b, "Relu", &[x]);
+        vec![op(b, "Relu", &[r])]
+    })
+}
+
+/// A builder `name` with x (a float [2] input), a = Add(x, x) and r = Relu(a): (b, [x, a, r]).
+fn add_self_relu(name: &str) -> (GraphBuilder, [OutPort; 3]) {
+    let (mut b, [x]) = inputs(name);
+    let a = op(&mut b, "Add", &[x, x]);
+    let r = op(&mut b, "Relu", &[a]);
+    (b, [x, a, r])
+}
+
 /// Pattern Relu(Add(x, y)).
 fn add_relu_pattern() -> Pattern {
-    let mut b = GraphBuilder::new("add_relu");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("add_relu");
     let a = op(&mut b, "Add", &[x, y]);
     let r = op(&mut b, "Relu", &[a]);
     Pattern::new(finish(b, &[r])).unwrap()

@@ -10,9 +10,7 @@ fn config_default() {
 
 #[test]
 fn add_relu_fused_into_replacement() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("g");
     let a = op(&mut b, "Add", &[x, y]);
     let r = op(&mut b, "Relu", &[a]);
     let n = op(&mut b, "Neg", &[r]);
@@ -33,9 +31,7 @@ fn add_relu_fused_into_replacement() {
     assert!(text.contains("x0:0"), "{text}");
 
     // Replacement: Relu(Mul(x, y)) — any library op will do.
-    let mut rb = GraphBuilder::new("rep");
-    let rx = data(&mut rb, 0, &[2]);
-    let ry = data(&mut rb, 1, &[2]);
+    let (mut rb, [rx, ry]) = inputs("rep");
     let mu = op(&mut rb, "Mul", &[rx, ry]);
     let rr = op(&mut rb, "Relu", &[mu]);
     let rep = finish(rb, &[rr]);
@@ -62,44 +58,21 @@ fn add_relu_fused_into_replacement() {
 
 #[test]
 fn matmul_add_fused_into_matmul_with_bias() {
-    let mut b = GraphBuilder::new("g");
-    let a = data(&mut b, 0, &[2, 3]);
-    let w = data(&mut b, 1, &[3, 4]);
-    let bias = data(&mut b, 2, &[4]);
-    let mm = op_named(
-        &mut b,
-        "MatMulV2",
-        &[Some(a), Some(w), None, None],
-        &[],
-        None,
-    );
+    let (mut b, [a, w, bias]) = inputs_dims("g", [&[2, 3], &[3, 4], &[4]]);
+    let mm = matmul_v2(&mut b, [Some(a), Some(w), None, None], None);
     let ad = op(&mut b, "Add", &[mm, bias]);
     let out = op(&mut b, "Relu", &[ad]);
     let mut g = finish(b, &[out]);
 
-    let mut pb = GraphBuilder::new("matmul_add");
-    let px = data(&mut pb, 0, &[2, 3]);
-    let pw = data(&mut pb, 1, &[3, 4]);
-    let pbias = data(&mut pb, 2, &[4]);
-    let pmm = op_named(
-        &mut pb,
-        "MatMulV2",
-        &[Some(px), Some(pw), None, None],
-        &[],
-        None,
-    );
+    let (mut pb, [px, pw, pbias]) = inputs_dims("matmul_add", [&[2, 3], &[3, 4], &[4]]);
+    let pmm = matmul_v2(&mut pb, [Some(px), Some(pw), None, None], None);
     let pad = op(&mut pb, "Add", &[pmm, pbias]);
     let p = Pattern::new(finish(pb, &[pad])).unwrap();
 
-    let mut rb = GraphBuilder::new("gemm");
-    let rx = data(&mut rb, 0, &[2, 3]);
-    let rw = data(&mut rb, 1, &[3, 4]);
-    let rbias = data(&mut rb, 2, &[4]);
-    let rmm = op_named(
+    let (mut rb, [rx, rw, rbias]) = inputs_dims("gemm", [&[2, 3], &[3, 4], &[4]]);
+    let rmm = matmul_v2(
         &mut rb,
-        "MatMulV2",
-        &[Some(rx), Some(rw), Some(rbias), None],
-        &[],
+        [Some(rx), Some(rw), Some(rbias), None],
         Some("gemm"),
     );
     let rep = finish(rb, &[rmm]);
@@ -123,24 +96,21 @@ fn matmul_add_fused_into_matmul_with_bias() {
 
 /// Pattern Add(x, Const 0).
 fn add_zero_pattern() -> Pattern {
-    let mut b = GraphBuilder::new("add_zero");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("add_zero", &[1]);
     let z = cst(&mut b, 0.0);
     let a = op(&mut b, "Add", &[x, z]);
     Pattern::new(finish(b, &[a])).unwrap()
 }
 
 fn identity_replacement() -> Graph {
-    let mut b = GraphBuilder::new("ident");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("ident", &[1]);
     let i = op(&mut b, "Identity", &[x]);
     finish(b, &[i])
 }
 
 #[test]
 fn add_zero_replaced_by_identity_with_const_value_match() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("g", &[1]);
     let z = cst(&mut b, 0.0);
     let one = cst(&mut b, 1.0);
     let a0 = op(&mut b, "Add", &[x, z]);
@@ -169,8 +139,7 @@ fn add_zero_replaced_by_identity_with_const_value_match() {
 
 #[test]
 fn commutative_matching() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("g", &[1]);
     let z = cst(&mut b, 0.0);
     let a = op(&mut b, "Add", &[z, x]); // constant first
     let g = finish(b, &[a]);
@@ -182,13 +151,11 @@ fn commutative_matching() {
         .unwrap()
         .is_empty());
     // Sub is not commutative.
-    let mut b = GraphBuilder::new("g2");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("g2", &[1]);
     let z = cst(&mut b, 0.0);
     let s = op(&mut b, "Sub", &[z, x]);
     let g2 = finish(b, &[s]);
-    let mut pb = GraphBuilder::new("sub_zero");
-    let px = data(&mut pb, 0, &[1]);
+    let (mut pb, [px]) = inputs_of("sub_zero", &[1]);
     let pz = cst(&mut pb, 0.0);
     let ps = op(&mut pb, "Sub", &[px, pz]);
     let p2 = Pattern::new(finish(pb, &[ps])).unwrap();
@@ -200,16 +167,12 @@ fn commutative_matching() {
 #[test]
 fn commutative_nested_both_orders() {
     // Pattern Mul(Add(x, c), y) against Mul(y', Add(c', x')): both nodes swapped.
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[1]);
-    let y = data(&mut b, 1, &[1]);
+    let (mut b, [x, y]) = inputs_of("g", &[1]);
     let c = cst(&mut b, 2.0);
     let a = op(&mut b, "Add", &[c, x]);
     let m = op(&mut b, "Mul", &[y, a]);
     let g = finish(b, &[m]);
-    let mut pb = GraphBuilder::new("p");
-    let px = data(&mut pb, 0, &[1]);
-    let py = data(&mut pb, 1, &[1]);
+    let (mut pb, [px, py]) = inputs_of("p", &[1]);
     let pc = cst(&mut pb, 2.0);
     let pa = op(&mut pb, "Add", &[px, pc]);
     let pm = op(&mut pb, "Mul", &[pa, py]);
@@ -225,14 +188,12 @@ fn commutative_nested_both_orders() {
 #[test]
 fn ir_attr_matching() {
     let slope = |v: f32| [("negative_slope", AttrValue::Float(v))];
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("g");
     let l1 = op_named(&mut b, "LeakyRelu", &[Some(x)], &slope(0.1), None);
     let l2 = op_named(&mut b, "LeakyRelu", &[Some(l1)], &slope(0.2), None);
     let l3 = op_named(&mut b, "LeakyRelu", &[Some(l2)], &slope(0.100_000_1), None);
     let g = finish(b, &[l3]);
-    let mut pb = GraphBuilder::new("p");
-    let px = data(&mut pb, 0, &[2]);
+    let (mut pb, [px]) = inputs("p");
     let pl = op_named(&mut pb, "LeakyRelu", &[Some(px)], &slope(0.1), None);
     let p = Pattern::new(finish(pb, &[pl])).unwrap();
     let all = find_matches(&g, &p, cfg(false, false, true)).unwrap();
@@ -245,15 +206,13 @@ fn ir_attr_matching() {
 #[test]
 fn multi_output_pattern() {
     // Pattern: r = Relu(x); out0 = Abs(r); out1 = Neg(r).
-    let mut pb = GraphBuilder::new("fork");
-    let px = data(&mut pb, 0, &[2]);
+    let (mut pb, [px]) = inputs("fork");
     let pr = op(&mut pb, "Relu", &[px]);
     let pa = op(&mut pb, "Abs", &[pr]);
     let pn = op(&mut pb, "Neg", &[pr]);
     let p = Pattern::new(finish(pb, &[pa, pn])).unwrap();
 
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("g");
     let e = op(&mut b, "Exp", &[x]);
     let r = op(&mut b, "Relu", &[e]);
     let n = op(&mut b, "Neg", &[r]);
@@ -266,8 +225,7 @@ fn multi_output_pattern() {
     assert_eq!(ms[0].outputs, vec![a, n]);
 
     // Replacement with two outputs: (Exp(x), Relu(x)).
-    let mut rb = GraphBuilder::new("rep2");
-    let rx = data(&mut rb, 0, &[2]);
+    let (mut rb, [rx]) = inputs("rep2");
     let r0 = op(&mut rb, "Exp", &[rx]);
     let r1 = op(&mut rb, "Relu", &[rx]);
     let rep = finish(rb, &[r0, r1]);
@@ -298,14 +256,12 @@ fn multi_output_pattern() {
 #[test]
 fn passthrough_replacement() {
     // Add(x, 0) replaced by x itself (the replacement's output is its input).
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[1]);
+    let (mut b, [x]) = inputs_of("g", &[1]);
     let z = cst(&mut b, 0.0);
     let a = op(&mut b, "Add", &[x, z]);
     let r = op(&mut b, "Relu", &[a]);
     let mut g = finish(b, &[r, a]);
-    let mut rb = GraphBuilder::new("pass");
-    let rx = data(&mut rb, 0, &[1]);
+    let (rb, [rx]) = inputs_of("pass", &[1]);
     let rep = finish(rb, &[rx]);
     let ms = find_matches(&g, &add_zero_pattern(), cfg(true, false, true)).unwrap();
     assert_eq!(ms.len(), 1);
@@ -325,29 +281,20 @@ fn passthrough_replacement() {
 fn inner_tensor_used_outside_is_no_match() {
     let p = add_relu_pattern();
     // Add consumed by Neg outside the match.
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let a = op(&mut b, "Add", &[x, x]);
-    let r = op(&mut b, "Relu", &[a]);
+    let (mut b, [_, a, r]) = add_self_relu("g");
     let n = op(&mut b, "Neg", &[a]);
     let g = finish(b, &[r, n]);
     assert!(find_matches(&g, &p, PatternMatcherConfig::default())
         .unwrap()
         .is_empty());
     // Add as a graph output.
-    let mut b = GraphBuilder::new("g2");
-    let x = data(&mut b, 0, &[2]);
-    let a = op(&mut b, "Add", &[x, x]);
-    let r = op(&mut b, "Relu", &[a]);
+    let (b, [_, a, r]) = add_self_relu("g2");
     let g = finish(b, &[r, a]);
     assert!(find_matches(&g, &p, PatternMatcherConfig::default())
         .unwrap()
         .is_empty());
     // A plain one matches, with the same port bound to both inputs.
-    let mut b = GraphBuilder::new("g3");
-    let x = data(&mut b, 0, &[2]);
-    let a = op(&mut b, "Add", &[x, x]);
-    let r = op(&mut b, "Relu", &[a]);
+    let (b, [x, _, r]) = add_self_relu("g3");
     let g = finish(b, &[r]);
     let ms = find_matches(&g, &p, PatternMatcherConfig::default()).unwrap();
     assert_eq!(ms.len(), 1);
@@ -356,13 +303,10 @@ fn inner_tensor_used_outside_is_no_match() {
 
 #[test]
 fn same_pattern_input_twice_binds_one_port() {
-    let mut pb = GraphBuilder::new("square");
-    let px = data(&mut pb, 0, &[2]);
+    let (mut pb, [px]) = inputs("square");
     let pm = op(&mut pb, "Mul", &[px, px]);
     let p = Pattern::new(finish(pb, &[pm])).unwrap();
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("g");
     let m1 = op(&mut b, "Mul", &[x, y]);
     let m2 = op(&mut b, "Mul", &[m1, m1]);
     let g = finish(b, &[m2]);
@@ -375,15 +319,12 @@ fn same_pattern_input_twice_binds_one_port() {
 #[test]
 fn cycle_is_no_match() {
     // Pattern: r = Relu(x) (output 0); s = Add(r, y) (output 1).
-    let mut pb = GraphBuilder::new("p");
-    let px = data(&mut pb, 0, &[2]);
-    let py = data(&mut pb, 1, &[2]);
-    let pr = op(&mut pb, "Relu", &[px]);
-    let ps = op(&mut pb, "Add", &[pr, py]);
-    let p = Pattern::new(finish(pb, &[pr, ps])).unwrap();
+    let p = pattern_of("p", |b, [x, y]| {
+        let r = op(b, "Relu", &[x]);
+        vec![r, op(b, "Add", &[r, y])]
+    });
     // y = Neg(r): contracting {r, s} would give R -> Neg -> R.
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("g");
     let r = op(&mut b, "Relu", &[x]);
     let n = op(&mut b, "Neg", &[r]);
     let e = op(&mut b, "Exp", &[n]);
@@ -393,8 +334,7 @@ fn cycle_is_no_match() {
         .unwrap()
         .is_empty());
     // y independent of r: a match.
-    let mut b = GraphBuilder::new("g2");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("g2");
     let r = op(&mut b, "Relu", &[x]);
     let n = op(&mut b, "Neg", &[x]);
     let s = op(&mut b, "Add", &[r, n]);
@@ -408,15 +348,11 @@ fn cycle_is_no_match() {
 #[test]
 fn cycle_through_control_edge_is_no_match() {
     // Pattern: r = Relu(x) (output 0); s = Add(r, y) (output 1).
-    let mut pb = GraphBuilder::new("p");
-    let px = data(&mut pb, 0, &[2]);
-    let py = data(&mut pb, 1, &[2]);
-    let pr = op(&mut pb, "Relu", &[px]);
-    let ps = op(&mut pb, "Add", &[pr, py]);
-    let p = Pattern::new(finish(pb, &[pr, ps])).unwrap();
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let x2 = data(&mut b, 1, &[2]);
+    let p = pattern_of("p", |b, [x, y]| {
+        let r = op(b, "Relu", &[x]);
+        vec![r, op(b, "Add", &[r, y])]
+    });
+    let (mut b, [x, x2]) = inputs("g");
     let r = op(&mut b, "Relu", &[x]);
     let n = op(&mut b, "Neg", &[r]);
     let e = op(&mut b, "Exp", &[x2]);
@@ -435,9 +371,7 @@ fn cycle_through_control_edge_is_no_match() {
     g.add_control_edge(s.node, n.node).unwrap();
     let ms = find_matches(&g, &p, c).unwrap();
     assert_eq!(ms.len(), 1);
-    let mut rb = GraphBuilder::new("rep");
-    let rx = data(&mut rb, 0, &[2]);
-    let ry = data(&mut rb, 1, &[2]);
+    let (mut rb, [rx, ry]) = inputs("rep");
     let r0 = op(&mut rb, "Abs", &[rx]);
     let r1 = op(&mut rb, "Mul", &[r0, ry]);
     let rep = finish(rb, &[r0, r1]);
@@ -452,16 +386,11 @@ fn cycle_through_control_edge_is_no_match() {
 
 #[test]
 fn rewrite_checks_leave_graph_unchanged() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
-    let a = op(&mut b, "Add", &[x, x]);
-    let r = op(&mut b, "Relu", &[a]);
+    let (mut b, [x, a, r]) = add_self_relu("g");
     let n = op(&mut b, "Neg", &[a]);
     let mut g = finish(b, &[r, n]);
     let before = g.clone();
-    let mut rb = GraphBuilder::new("rep");
-    let rx = data(&mut rb, 0, &[2]);
-    let ry = data(&mut rb, 1, &[2]);
+    let (mut rb, [rx, ry]) = inputs("rep");
     let mu = op(&mut rb, "Mul", &[rx, ry]);
     let rep = finish(rb, &[mu]);
     // Inner tensor (the Add) used outside.
@@ -490,15 +419,10 @@ fn rewrite_checks_leave_graph_unchanged() {
 #[test]
 fn matches_valid_alone_but_cyclic_together_are_refused_atomically() {
     // Pattern: r = Relu(x) (output 0), s = Add(x, y) (output 1): y feeds s only.
-    let mut pb = GraphBuilder::new("p");
-    let px = data(&mut pb, 0, &[2]);
-    let py = data(&mut pb, 1, &[2]);
-    let pr = op(&mut pb, "Relu", &[px]);
-    let ps = op(&mut pb, "Add", &[px, py]);
-    let p = Pattern::new(finish(pb, &[pr, ps])).unwrap();
-    let mut b = GraphBuilder::new("g");
-    let x1 = data(&mut b, 0, &[2]);
-    let x2 = data(&mut b, 1, &[2]);
+    let p = pattern_of("p", |b, [x, y]| {
+        vec![op(b, "Relu", &[x]), op(b, "Add", &[x, y])]
+    });
+    let (mut b, [x1, x2]) = inputs("g");
     let r1 = op(&mut b, "Relu", &[x1]);
     let r2 = op(&mut b, "Relu", &[x2]);
     let y1 = op(&mut b, "Neg", &[r2]);
@@ -509,9 +433,7 @@ fn matches_valid_alone_but_cyclic_together_are_refused_atomically() {
     let ms = find_matches(&g, &p, PatternMatcherConfig::default()).unwrap();
     assert_eq!(ms.len(), 2, "each match alone is valid");
     assert_eq!(ms[0].inputs, vec![x1, y1]);
-    let mut rb = GraphBuilder::new("rep");
-    let rx = data(&mut rb, 0, &[2]);
-    let ry = data(&mut rb, 1, &[2]);
+    let (mut rb, [rx, ry]) = inputs("rep");
     // Both replacement outputs depend on both inputs (a block), so the two rewrites close
     // R1 -> Neg -> R2 -> Neg -> R1.
     let r1b = op(&mut rb, "Mul", &[rx, ry]);
@@ -527,13 +449,8 @@ fn matches_valid_alone_but_cyclic_together_are_refused_atomically() {
 
 #[test]
 fn overlapping_matches_greedy_in_order() {
-    let mut pb = GraphBuilder::new("relu2");
-    let px = data(&mut pb, 0, &[2]);
-    let p1 = op(&mut pb, "Relu", &[px]);
-    let p2 = op(&mut pb, "Relu", &[p1]);
-    let p = Pattern::new(finish(pb, &[p2])).unwrap();
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2]);
+    let p = relu2_pattern();
+    let (mut b, [x]) = inputs("g");
     let mut cur = x;
     let mut relus = Vec::new();
     for _ in 0..5 {
@@ -557,18 +474,14 @@ fn overlapping_matches_greedy_in_order() {
 #[test]
 fn bad_patterns_are_errors() {
     // No output.
-    let mut b = GraphBuilder::new("p");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("p");
     let _ = op(&mut b, "Relu", &[x]);
     assert!(Pattern::new(b.graph().clone()).is_err());
     // Output on a Data node.
-    let mut b = GraphBuilder::new("p");
-    let x = data(&mut b, 0, &[2]);
+    let (b, [x]) = inputs("p");
     assert!(Pattern::new(finish(b, &[x])).is_err());
     // Not connected.
-    let mut b = GraphBuilder::new("p");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("p");
     let r = op(&mut b, "Relu", &[x]);
     let a = op(&mut b, "Abs", &[y]);
     assert!(Pattern::new(finish(b, &[r, a])).is_err());

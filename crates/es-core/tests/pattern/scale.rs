@@ -5,8 +5,7 @@ use super::*;
 #[test]
 fn rewrite_20k_block_chain() {
     const N: usize = 20_000;
-    let mut b = GraphBuilder::new("chain");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("chain");
     let mut cur = x;
     for _ in 0..N {
         // One constant per block: a constant shared by all blocks would make every removal
@@ -19,9 +18,7 @@ fn rewrite_20k_block_chain() {
     let p = add_relu_pattern();
     let ms = find_matches(&g, &p, PatternMatcherConfig::default()).unwrap();
     assert_eq!(ms.len(), N);
-    let mut rb = GraphBuilder::new("rep");
-    let rx = data(&mut rb, 0, &[2]);
-    let ry = data(&mut rb, 1, &[2]);
+    let (mut rb, [rx, ry]) = inputs("rep");
     let mu = op(&mut rb, "Mul", &[rx, ry]);
     let rep = finish(rb, &[mu]);
     // One by one: a later match's input was an earlier match's output, so go backwards.
@@ -267,9 +264,7 @@ fn check_against_reference(g: &Graph, p: &Pattern, commutative: bool) {
 
 /// Pattern with a fork: r = Add(x, y); out0 = Relu(r); out1 = Abs(r).
 fn fork_pattern() -> Pattern {
-    let mut b = GraphBuilder::new("fork");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("fork");
     let a = op(&mut b, "Add", &[x, y]);
     let r = op(&mut b, "Relu", &[a]);
     let s = op(&mut b, "Abs", &[a]);
@@ -278,8 +273,7 @@ fn fork_pattern() -> Pattern {
 
 /// Pattern with an internal diamond: out = Add(Relu(x), Abs(Relu(x))).
 fn diamond_pattern() -> Pattern {
-    let mut b = GraphBuilder::new("diamond");
-    let x = data(&mut b, 0, &[2]);
+    let (mut b, [x]) = inputs("diamond");
     let r = op(&mut b, "Relu", &[x]);
     let a = op(&mut b, "Abs", &[r]);
     let s = op(&mut b, "Add", &[a, r]);
@@ -289,9 +283,7 @@ fn diamond_pattern() -> Pattern {
 /// Pattern whose output 0 does not depend on input 1, so that a match can close a cycle:
 /// r = Relu(x) (output 0); s = Add(r, y) (output 1).
 fn open_pattern() -> Pattern {
-    let mut b = GraphBuilder::new("open");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = inputs("open");
     let r = op(&mut b, "Relu", &[x]);
     let s = op(&mut b, "Add", &[r, y]);
     Pattern::new(finish(b, &[r, s])).unwrap()
@@ -317,9 +309,7 @@ proptest! {
             let e = explain_match(&g, &add_relu_pattern(), cfg(false, false, commutative), m.outputs[0].node).unwrap();
             prop_assert_eq!(e, MatchExplanation::Matched(m.clone()));
             let mut g2 = g.clone();
-            let mut rb = GraphBuilder::new("rep");
-            let rx = data(&mut rb, 0, &[2]);
-            let ry = data(&mut rb, 1, &[2]);
+            let (mut rb, [rx, ry]) = inputs("rep");
             let mu = op(&mut rb, "Mul", &[rx, ry]);
             let rep = finish(rb, &[mu]);
             rewrite(&mut g2, &m.to_boundary(), &rep).unwrap();
