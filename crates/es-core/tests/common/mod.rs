@@ -188,9 +188,40 @@ impl T {
     pub fn dims(&mut self, ty: &str, ins: Ins, attrs: Attrs) -> Vec<i64> {
         self.ok(ty, ins, attrs).1
     }
+    /// [`T::dims`] for each case: (inputs, attributes, expected dims); a failure names the case.
+    pub fn dims_each(&mut self, ty: &str, cases: &[(Ins, Attrs, &[i64])]) {
+        for (k, &(ins, attrs, want)) in cases.iter().enumerate() {
+            assert_eq!(self.dims(ty, ins, attrs), want, "{ty}: case {k}");
+        }
+    }
+    /// [`T::dims_in`] for each case: (inputs, attributes, expected dims).
+    pub fn dims_each_in(&mut self, ty: &str, cases: &[(InSpec, Attrs, &[i64])]) {
+        for (k, &(spec, attrs, want)) in cases.iter().enumerate() {
+            assert_eq!(self.dims_in(ty, spec, attrs), want, "{ty}: case {k}");
+        }
+    }
+    /// [`T::ok`] for each case: (inputs, attributes, expected dtype and dims).
+    pub fn ok_each(&mut self, ty: &str, cases: &[(Ins, Attrs, (DataType, &[i64]))]) {
+        for (k, &(ins, attrs, want)) in cases.iter().enumerate() {
+            let (dt, dims) = self.ok(ty, ins, attrs);
+            assert_eq!((dt, &dims[..]), want, "{ty}: case {k}");
+        }
+    }
+    /// [`T::ok_in`] for each case: (inputs, attributes, expected dtype and dims).
+    pub fn ok_each_in(&mut self, ty: &str, cases: &[(InSpec, Attrs, (DataType, &[i64]))]) {
+        for (k, &(spec, attrs, want)) in cases.iter().enumerate() {
+            let (dt, dims) = self.ok_in(ty, spec, attrs);
+            assert_eq!((dt, &dims[..]), want, "{ty}: case {k}");
+        }
+    }
     /// Calls an op that must fail in inference with a message containing each of `parts`.
     pub fn rejects(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
         has(&self.err(ty, ins, attrs), parts);
+    }
+    /// Calls an op that must fail (with any error, see [`T::fail`]) with a message containing
+    /// each of `parts`.
+    pub fn fails(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
+        has(&self.fail(ty, ins, attrs).to_string(), parts);
     }
     /// [`T::rejects`] for each case: (inputs, attributes, parts of the expected message).
     pub fn rejects_each(&mut self, ty: &str, cases: &[(Ins, Attrs, &[&str])]) {

@@ -54,17 +54,16 @@ fn reduce_sum() {
         vec![U, 4]
     );
     let dyn_ax = t.input(INT32, &[1]);
-    assert_eq!(
-        t.dims(
-            "ReduceSum",
-            &[("x", &[xu]), ("axes", &[dyn_ax])],
-            &[("keep_dims", b(true))]
-        ),
-        vec![U, 1, U]
-    );
-    assert_eq!(
-        t.dims("ReduceSum", &[("x", &[xu]), ("axes", &[dyn_ax])], &[]),
-        vec![-2]
+    t.dims_each(
+        "ReduceSum",
+        &[
+            (
+                &[("x", &[xu]), ("axes", &[dyn_ax])],
+                &[("keep_dims", b(true))],
+                &[U, 1, U],
+            ),
+            (&[("x", &[xu]), ("axes", &[dyn_ax])], &[], &[-2]),
+        ],
     );
     assert_eq!(
         t.dims_in("ReduceSum", &[("x", F(&[-2])), ("axes", Port(ax))], &[]),
@@ -180,17 +179,16 @@ fn reductions_with_axes_input() {
             vec![U, 4]
         );
         let dyn_ax = t.input(INT32, &[1]);
-        assert_eq!(
-            t.dims(
-                ty,
-                &[("x", &[xu]), ("axes", &[dyn_ax])],
-                &[("keep_dims", b(true))]
-            ),
-            vec![U, U, U]
-        );
-        assert_eq!(
-            t.dims(ty, &[("x", &[xu]), ("axes", &[dyn_ax])], &[]),
-            vec![-2]
+        t.dims_each(
+            ty,
+            &[
+                (
+                    &[("x", &[xu]), ("axes", &[dyn_ax])],
+                    &[("keep_dims", b(true))],
+                    &[U, U, U],
+                ),
+                (&[("x", &[xu]), ("axes", &[dyn_ax])], &[], &[-2]),
+            ],
         );
         assert_eq!(
             t.dims_in(ty, &[("x", Typed(dt, &[-2])), ("axes", Port(ax))], &[]),
@@ -221,8 +219,10 @@ fn reduce_all_any_take_bool_only() {
     for ty in ["ReduceAll", "ReduceAny"] {
         let x = t.f(&[2]);
         let ax = t.ints(&[0]);
-        has(
-            &t.fail(ty, &[("x", &[x]), ("axes", &[ax])], &[]).to_string(),
+        t.fails(
+            ty,
+            &[("x", &[x]), ("axes", &[ax])],
+            &[],
             &["input 'x' has dtype DT_FLOAT"],
         );
     }
@@ -250,13 +250,12 @@ fn reductions_with_axes_attribute() {
             t.dims(ty, &[("x", &[x])], &[("axes", li(&[]))]),
             Vec::<i64>::new()
         );
-        assert_eq!(
-            t.dims_in(ty, &[("x", F(&[U, U]))], &[("axes", li(&[-1]))]),
-            vec![U]
-        );
-        assert_eq!(
-            t.dims_in(ty, &[("x", F(&[-2]))], &[("axes", li(&[0]))]),
-            vec![-2]
+        t.dims_each_in(
+            ty,
+            &[
+                (&[("x", F(&[U, U]))], &[("axes", li(&[-1]))], &[U]),
+                (&[("x", F(&[-2]))], &[("axes", li(&[0]))], &[-2]),
+            ],
         );
         t.rejects(
             ty,
@@ -264,29 +263,25 @@ fn reductions_with_axes_attribute() {
             &[("axes", li(&[-4]))],
             &["attribute 'axes' value -4 is out of range for rank 3"],
         );
-        has(
-            &t.fail(ty, &[("x", &[x])], &[]).to_string(),
-            &["required attribute 'axes'"],
-        );
+        t.fails(ty, &[("x", &[x])], &[], &["required attribute 'axes'"]);
     }
     // ReduceMeanD: noop_with_empty_axes keeps x when axes is empty.
     let mut t = T::new();
     let x = t.f(&[2, 3]);
-    assert_eq!(
-        t.dims(
-            "ReduceMeanD",
-            &[("x", &[x])],
-            &[("axes", li(&[])), ("noop_with_empty_axes", b(true))]
-        ),
-        vec![2, 3]
-    );
-    assert_eq!(
-        t.dims(
-            "ReduceMeanD",
-            &[("x", &[x])],
-            &[("axes", li(&[1])), ("noop_with_empty_axes", b(true))]
-        ),
-        vec![2]
+    t.dims_each(
+        "ReduceMeanD",
+        &[
+            (
+                &[("x", &[x])],
+                &[("axes", li(&[])), ("noop_with_empty_axes", b(true))],
+                &[2, 3],
+            ),
+            (
+                &[("x", &[x])],
+                &[("axes", li(&[1])), ("noop_with_empty_axes", b(true))],
+                &[2],
+            ),
+        ],
     );
 }
 
@@ -296,18 +291,16 @@ fn arg_max_v2_and_arg_min() {
         let mut t = T::new();
         let x = t.f(&[2, 3, 4]);
         let d = t.scalar_i32(1);
-        assert_eq!(
-            t.ok(ty, &[("x", &[x]), ("dimension", &[d])], &[]),
-            (INT64, vec![2, 4]),
-            "{ty}"
-        );
-        assert_eq!(
-            t.ok(
-                ty,
-                &[("x", &[x]), ("dimension", &[d])],
-                &[("dtype", common::ty(INT32))]
-            ),
-            (INT32, vec![2, 4])
+        t.ok_each(
+            ty,
+            &[
+                (&[("x", &[x]), ("dimension", &[d])], &[], (INT64, &[2, 4])),
+                (
+                    &[("x", &[x]), ("dimension", &[d])],
+                    &[("dtype", common::ty(INT32))],
+                    (INT32, &[2, 4]),
+                ),
+            ],
         );
         // The prototype declares dtype as Type: an Int is refused by the builder.
         has(
@@ -320,13 +313,20 @@ fn arg_max_v2_and_arg_min() {
             vec![2, 3]
         );
         // Unknown axis: rank - 1 unknown dims; unknown dims and rank propagate.
-        assert_eq!(
-            t.dims_in(ty, &[("x", Port(x)), ("dimension", Typed(INT32, &[]))], &[]),
-            vec![U, U]
-        );
-        assert_eq!(
-            t.dims_in(ty, &[("x", F(&[U, 3, U])), ("dimension", Port(d))], &[]),
-            vec![U, U]
+        t.dims_each_in(
+            ty,
+            &[
+                (
+                    &[("x", Port(x)), ("dimension", Typed(INT32, &[]))],
+                    &[],
+                    &[U, U],
+                ),
+                (
+                    &[("x", F(&[U, 3, U])), ("dimension", Port(d))],
+                    &[],
+                    &[U, U],
+                ),
+            ],
         );
         assert_eq!(
             t.ok_in(ty, &[("x", F(&[-2])), ("dimension", Port(d))], &[]),
@@ -379,8 +379,10 @@ fn arg_max_d() {
         &[("dimension", i(3))],
         &["attribute 'dimension' 3 is out of range for rank 3"],
     );
-    has(
-        &t.fail("ArgMaxD", &[("x", &[x])], &[]).to_string(),
+    t.fails(
+        "ArgMaxD",
+        &[("x", &[x])],
+        &[],
         &["required attribute 'dimension'"],
     );
 }

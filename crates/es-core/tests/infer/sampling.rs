@@ -22,24 +22,23 @@ fn resize_nearest_and_bilinear_v2() {
         ),
         vec![1, 3, 4, 4]
     );
-    assert_eq!(
-        t.ok_in(
-            "ResizeBilinearV2",
-            &[("x", Typed(UINT8, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-            &[]
-        ),
-        (FLOAT, vec![1, 16, 16, 3])
-    );
-    assert_eq!(
-        t.ok_in(
-            "ResizeBilinearV2",
-            &[
-                ("x", Typed(FLOAT16, &[1, 8, 8, 3])),
-                ("size", I32(&[16, 16]))
-            ],
-            &[("dtype", ty(FLOAT16))]
-        ),
-        (FLOAT16, vec![1, 16, 16, 3])
+    t.ok_each_in(
+        "ResizeBilinearV2",
+        &[
+            (
+                &[("x", Typed(UINT8, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
+                &[],
+                (FLOAT, &[1, 16, 16, 3]),
+            ),
+            (
+                &[
+                    ("x", Typed(FLOAT16, &[1, 8, 8, 3])),
+                    ("size", I32(&[16, 16])),
+                ],
+                &[("dtype", ty(FLOAT16))],
+                (FLOAT16, &[1, 16, 16, 3]),
+            ),
+        ],
     );
     assert_eq!(
         t.dims_in(
@@ -153,38 +152,37 @@ fn grid_sampler_2d() {
         ),
         (FLOAT, vec![2, 3, 4, 5])
     );
-    assert_eq!(
-        t.dims_in(
-            "GridSampler2D",
-            &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))],
-            &[]
-        ),
-        vec![2, 3, U, 5]
+    t.dims_each_in(
+        "GridSampler2D",
+        &[
+            (
+                &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))],
+                &[],
+                &[2, 3, U, 5],
+            ),
+            (&[("x", F(&[-2])), ("grid", F(&[-2]))], &[], &[U, U, U, U]),
+        ],
     );
-    assert_eq!(
-        t.dims_in("GridSampler2D", &[("x", F(&[-2])), ("grid", F(&[-2]))], &[]),
-        vec![U, U, U, U]
-    );
-    let m = t.err_in(
+    t.rejects_in(
         "GridSampler2D",
         &[("x", F(&[2, 3, 8, 9])), ("grid", F(&[2, 4, 5, 3]))],
         &[],
+        &["grid", "must be 2", "got 3"],
     );
-    has(&m, &["grid", "must be 2", "got 3"]);
     let x = t.f(&[2, 3, 8, 9]);
-    let m = t.err_in(
+    t.rejects_in(
         "GridSampler2D",
         &[("x", Port(x)), ("grid", F(&[3, 4, 5, 2]))],
         &[],
+        &["'x'", "'grid'"],
     );
-    has(&m, &["'x'", "'grid'"]);
     let x = t.f(&[2, 3, 8]);
-    let m = t.err_in(
+    t.rejects_in(
         "GridSampler2D",
         &[("x", Port(x)), ("grid", F(&[2, 4, 5, 2]))],
         &[],
+        &["'x' must be 4-D"],
     );
-    has(&m, &["'x' must be 4-D"]);
 }
 
 #[test]
@@ -198,34 +196,33 @@ fn grid_sampler_3d() {
         ),
         (FLOAT, vec![2, 3, 4, 5, 6])
     );
-    assert_eq!(
-        t.dims_in(
-            "GridSampler3D",
-            &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))],
-            &[("data_format", s("NDHWC"))]
-        ),
-        vec![2, 4, 5, 6, 3]
+    t.dims_each_in(
+        "GridSampler3D",
+        &[
+            (
+                &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))],
+                &[("data_format", s("NDHWC"))],
+                &[2, 4, 5, 6, 3],
+            ),
+            (
+                &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))],
+                &[],
+                &[U, 3, 4, U, 6],
+            ),
+        ],
     );
-    assert_eq!(
-        t.dims_in(
-            "GridSampler3D",
-            &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))],
-            &[]
-        ),
-        vec![U, 3, 4, U, 6]
-    );
-    let m = t.err_in(
+    t.rejects_in(
         "GridSampler3D",
         &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 2]))],
         &[],
+        &["grid", "must be 3", "got 2"],
     );
-    has(&m, &["grid", "must be 3", "got 2"]);
-    let m = t.err_in(
+    t.rejects_in(
         "GridSampler3D",
         &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
         &[("data_format", s("NCHW"))],
+        &["data_format", "NCHW"],
     );
-    has(&m, &["data_format", "NCHW"]);
 }
 
 #[test]
@@ -256,26 +253,26 @@ fn non_max_suppression_v6() {
     );
     let boxes = t.f(&[1, 6, 4]);
     let scores = t.f(&[1, 2, 5]);
-    let m = t.err(
+    t.rejects(
         "NonMaxSuppressionV6",
         &[("boxes", &[boxes]), ("scores", &[scores])],
         &[],
+        &["'boxes'", "'scores'", "(6)", "(5)"],
     );
-    has(&m, &["'boxes'", "'scores'", "(6)", "(5)"]);
     let boxes = t.f(&[1, 6, 5]);
     let scores = t.f(&[1, 2, 6]);
-    let m = t.err(
+    t.rejects(
         "NonMaxSuppressionV6",
         &[("boxes", &[boxes]), ("scores", &[scores])],
         &[],
+        &["boxes", "must be 4", "got 5"],
     );
-    has(&m, &["boxes", "must be 4", "got 5"]);
-    let m = t.err_in(
+    t.rejects_in(
         "NonMaxSuppressionV6",
         &[("boxes", F(&[1, 6, 4])), ("scores", F(&[1, 2, 6]))],
         &[("center_point_box", i(2))],
+        &["center_point_box", "0 or 1", "got 2"],
     );
-    has(&m, &["center_point_box", "0 or 1", "got 2"]);
 }
 
 fn roi_attrs(ph: i64, pw: i64) -> Vec<(&'static str, AttrValue)> {
@@ -317,19 +314,19 @@ fn roi_align() {
         vec![U, U, 2, 3]
     );
     let f = t.nchw(&[2, 16, 32, 32]);
-    let m = t.err_in(
+    t.rejects_in(
         "ROIAlign",
         &[("features", Port(f)), ("rois", F(&[10, 4]))],
         &roi_attrs(7, 7),
+        &["rois", "must be 5", "got 4"],
     );
-    has(&m, &["rois", "must be 5", "got 4"]);
     let f = t.nchw(&[2, 16, 32, 32]);
-    let m = t.err_in(
+    t.rejects_in(
         "ROIAlign",
         &[("features", Port(f)), ("rois", F(&[10, 5]))],
         &roi_attrs(0, 7),
+        &["pooled_height", ">= 1", "got 0"],
     );
-    has(&m, &["pooled_height", ">= 1", "got 0"]);
     let f = t.nchw(&[2, 16, 32, 32]);
     let r = t.f(&[10, 5]);
     // A required attribute left out is rejected by the builder.

@@ -20,12 +20,20 @@ fn dynamic_quant_scale_drops_the_last_dim() {
         )[1],
         (FLOAT, vec![4, U])
     );
-    let m = t.err("DynamicQuant", &[("x", &[x])], &[("dst_type", i(0))]);
-    has(&m, &["attribute 'dst_type' is DT_FLOAT", "DT_INT8"]);
+    t.rejects(
+        "DynamicQuant",
+        &[("x", &[x])],
+        &[("dst_type", i(0))],
+        &["attribute 'dst_type' is DT_FLOAT", "DT_INT8"],
+    );
     let gi = t.input(INT32, &[3]);
-    let m = t.err("DynamicQuant", &[("x", &[x]), ("group_index", &[gi])], &[]);
-    has(&m, &["input 'group_index' needs input 'smooth_scales'"]);
-    let m = t.err(
+    t.rejects(
+        "DynamicQuant",
+        &[("x", &[x]), ("group_index", &[gi])],
+        &[],
+        &["input 'group_index' needs input 'smooth_scales'"],
+    );
+    t.rejects(
         "DynamicQuant",
         &[
             ("x", &[x]),
@@ -33,15 +41,12 @@ fn dynamic_quant_scale_drops_the_last_dim() {
             ("group_index", &[gi]),
         ],
         &[],
+        &["input 'smooth_scales' [8] must have shape [3, 8]"],
     );
-    has(&m, &["input 'smooth_scales' [8] must have shape [3, 8]"]);
-    let m = t.err_in(
+    t.rejects_in(
         "DynamicQuant",
         &[("x", Port(x)), ("smooth_scales", Typed(BF16, &[8]))],
         &[],
-    );
-    has(
-        &m,
         &["input 'smooth_scales' is DT_BF16, but x is DT_FLOAT16"],
     );
 }
@@ -58,14 +63,18 @@ fn moe_gating_top_k_softmax_puts_k_last() {
             (INT32, vec![2, 3, 2])
         ]
     );
-    let m = t.err("MoeGatingTopKSoftmax", &[("x", &[x])], &[("k", i(9))]);
-    has(&m, &["attribute 'k' is 9; it must be in [1, 8]"]);
-    let m = t.err_in(
+    t.rejects(
+        "MoeGatingTopKSoftmax",
+        &[("x", &[x])],
+        &[("k", i(9))],
+        &["attribute 'k' is 9; it must be in [1, 8]"],
+    );
+    t.rejects_in(
         "MoeGatingTopKSoftmax",
         &[("x", F(&[1, 2, 3, 4]))],
         &[("k", i(1))],
+        &["must be 2-D or 3-D"],
     );
-    has(&m, &["must be 2-D or 3-D"]);
     assert_eq!(
         t.dims_in("MoeGatingTopKSoftmax", &[("x", F(&[-2]))], &[("k", i(4))]),
         vec![-2]
@@ -101,14 +110,16 @@ fn prompt_flash_attention_follows_ges_shape_rule() {
         (BF16, vec![1, 3, 2, 5])
     );
     attrs[1] = ("input_layout", s("BSH"));
-    let m = t.err("PromptFlashAttention", ins4, &attrs);
-    has(
-        &m,
+    t.rejects(
+        "PromptFlashAttention",
+        ins4,
+        &attrs,
         &["input 'query' [1, 2, 3, 4] must be 3-D for input_layout BSH"],
     );
-    let m = t.err("PromptFlashAttention", ins, &kv(3));
-    has(
-        &m,
+    t.rejects(
+        "PromptFlashAttention",
+        ins,
+        &kv(3),
         &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
     );
 }
@@ -124,15 +135,19 @@ fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
         t.ok("GroupedMatmulFinalizeRouting", ins, &[("output_bs", i(6))]),
         (FLOAT, vec![6, 32])
     );
-    let m = t.err("GroupedMatmulFinalizeRouting", ins, &[("output_bs", i(9))]);
-    has(&m, &["attribute 'output_bs' is 9; it must be in [0, m]"]);
-    let m = t.err(
+    t.rejects(
+        "GroupedMatmulFinalizeRouting",
+        ins,
+        &[("output_bs", i(9))],
+        &["attribute 'output_bs' is 9; it must be in [0, m]"],
+    );
+    t.rejects(
         "GroupedMatmulFinalizeRouting",
         &[("x", &[x]), ("w", &[w])],
         &[],
+        &["input 'scale' is not given"],
     );
-    has(&m, &["input 'scale' is not given"]);
-    let m = t.err_in(
+    t.rejects_in(
         "GroupedMatmulFinalizeRouting",
         &[
             ("x", Port(x)),
@@ -140,8 +155,8 @@ fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
             ("scale", Port(sc)),
         ],
         &[],
+        &["input 'w' [4, 8, 32] must be [e, k, n] with k 16"],
     );
-    has(&m, &["input 'w' [4, 8, 32] must be [e, k, n] with k 16"]);
 }
 
 #[test]
@@ -155,17 +170,18 @@ fn incre_flash_attention_keeps_query_shape() {
         t.ok("IncreFlashAttention", ins, attrs),
         (FLOAT16, vec![2, 1, 8])
     );
-    let m = t.err(
+    t.rejects(
         "IncreFlashAttention",
         &[("query", &[q]), ("key", &[kv, kv]), ("value", &[kv])],
         attrs,
-    );
-    has(
-        &m,
         &["inputs 'key' (2) and 'value' (1) must be lists of one"],
     );
-    let m = t.err("IncreFlashAttention", ins, &[("num_heads", i(0))]);
-    has(&m, &["attribute 'num_heads' is 0"]);
+    t.rejects(
+        "IncreFlashAttention",
+        ins,
+        &[("num_heads", i(0))],
+        &["attribute 'num_heads' is 0"],
+    );
 }
 
 #[test]
@@ -287,35 +303,35 @@ fn fused_infer_attention_score_rejects_what_ges_rule_rejects() {
     let v4 = t.input(FLOAT16, &[2, 2, 7, 4]);
     let ins: Ins = &[("query", &[q]), ("key", &[v]), ("value", &[v])];
     let n2 = [("num_heads", i(2))];
-    let m = t.err(FIA, ins, &[("num_heads", i(0))]);
-    has(&m, &["attribute 'num_heads' is 0; it must be at least 1"]);
-    let m = t.err(
+    t.rejects(
+        FIA,
+        ins,
+        &[("num_heads", i(0))],
+        &["attribute 'num_heads' is 0; it must be at least 1"],
+    );
+    t.rejects(
         FIA,
         ins,
         &[("num_heads", i(4)), ("num_key_value_heads", i(3))],
-    );
-    has(
-        &m,
         &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
     );
-    let m = t.err(FIA, ins, &[("num_heads", i(2)), ("input_layout", s("XYZ"))]);
-    has(
-        &m,
+    t.rejects(
+        FIA,
+        ins,
+        &[("num_heads", i(2)), ("input_layout", s("XYZ"))],
         &["attribute 'input_layout' is \"XYZ\"; expected one of BSH"],
     );
-    let m = t.err(
+    t.rejects(
         FIA,
         ins,
         &[("num_heads", i(2)), ("input_layout", s("BNSD"))],
-    );
-    has(
-        &m,
         &["input 'query' [2, 5, 8] must be 4-D for input_layout BNSD"],
     );
     let bad: Ins = &[("query", &[q]), ("key", &[v4]), ("value", &[v4])];
-    let m = t.err(FIA, bad, &n2);
-    has(
-        &m,
+    t.rejects(
+        FIA,
+        bad,
+        &n2,
         &["input 'value' [2, 2, 7, 4] must be 3-D for input_layout BSH"],
     );
     let bt = t.input(INT32, &[2, 4]);
@@ -325,18 +341,16 @@ fn fused_infer_attention_score_rejects_what_ges_rule_rejects() {
         ("value", &[v4]),
         ("block_table", &[bt]),
     ];
-    let m = t.err(FIA, paged, &n2);
-    has(
-        &m,
+    t.rejects(
+        FIA,
+        paged,
+        &n2,
         &["input 'value' [2, 2, 7, 4] must be 3-D or 5-D for input_layout BSH with block_table"],
     );
-    let m = t.err(
+    t.rejects(
         FIA,
         &[("query", &[q]), ("key", &[v, v]), ("value", &[v])],
         &n2,
-    );
-    has(
-        &m,
         &["inputs 'key' (2) and 'value' (1) must be lists of one, non-zero length"],
     );
 }
