@@ -303,9 +303,10 @@ fn arg_max_v2_and_arg_min() {
             ],
         );
         // The prototype declares dtype as Type: an Int is refused by the builder.
-        has(
-            &t.fail(ty, &[("x", &[x]), ("dimension", &[d])], &[("dtype", i(3))])
-                .to_string(),
+        t.fails(
+            ty,
+            &[("x", &[x]), ("dimension", &[d])],
+            &[("dtype", i(3))],
             &["attribute 'dtype' must be Type"],
         );
         assert_eq!(
