@@ -21,7 +21,8 @@ build: venv
 codegen:
 	$(PYTHON) python/ge/codegen.py
 
-# The generated op modules must match the operator library.
+# The generated stub python/ge/es/all.pyi must match the operator library (the op modules
+# themselves are generated on import).
 check-codegen:
 	$(PYTHON) tools/check_codegen.py
 

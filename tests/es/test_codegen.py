@@ -11,6 +11,7 @@ import math
 import struct
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import List, get_type_hints
 
@@ -18,7 +19,7 @@ import pytest
 
 import ge
 import ge.es.all as es_all
-from ge.codegen import builtin_library_path
+from ge.codegen import builtin_library_path, exported_names, op_module_source, snake
 from ge.es import GraphBuilder, TensorHolder
 from ge.es.all import (Add, BatchNorm, BatchNormOutput, Case, ConcatD, ConcatV2, Const, Conv2D, Exp, IdentityN,
                        If, MatMulV2, Relu, SplitD, TopKV2, TopKV2Output, While)
@@ -266,11 +267,64 @@ def test_keyword_only_and_positional_rules_are_enforced():
     assert MatMulV2(x, x, transpose_x2=True).get_producer().get_attr("transpose_x2") is True
 
 
-def test_generated_sources_match_the_checked_in_modules():
+def test_the_checked_in_stub_is_current():
     r = subprocess.run([python(), str(REPO / "tools" / "check_codegen.py")], capture_output=True, text=True,
                        cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "current" in r.stdout
+
+
+# the built-in op modules, generated on import ---------------------------------------------------
+
+
+def test_builtin_op_modules_come_from_the_library_the_stub_is_checked_against():
+    assert ge._native._builtin_ops_json() == builtin_library_path().read_text()
+
+
+def test_each_builtin_op_module_is_what_the_generator_writes():
+    """``ge.es.ops.<op>`` holds the generated source (``inspect`` reads it), its ``__file__`` names
+    ``ge/es/ops/<op>.py`` and it exports the functions of ``ge.es.all``."""
+    ops_dir = Path(ge.__file__).parent / "es" / "ops"
+    for name, op in OPS.items():
+        module = importlib.import_module(f"ge.es.ops.{snake(name)}")
+        assert module.__file__ == str(ops_dir / f"{snake(name)}.py")
+        assert inspect.getsource(module) == op_module_source(op)
+        assert module.__doc__ == f"ES function of the {name} operator."
+        for export in exported_names(op):
+            assert getattr(module, export) is getattr(es_all, export)
+            assert getattr(module, export).__module__ == module.__name__
+    assert not [f.name for f in ops_dir.glob("*.py") if f.name != "__init__.py"]  # none is a file
+
+
+def test_op_modules_import_again_and_as_attributes():
+    import ge.es.ops
+
+    assert ge.es.ops.relu is sys.modules["ge.es.ops.relu"] and "relu" in dir(ge.es.ops)
+    old = sys.modules.pop("ge.es.ops.relu")
+    try:
+        again = importlib.import_module("ge.es.ops.relu")
+        assert again is not old and inspect.getsource(again.Relu) == inspect.getsource(old.Relu)
+        b = GraphBuilder("again")
+        assert again.Relu(b.create_input(0, shape=[2])).get_producer().type == "Relu"
+    finally:
+        sys.modules["ge.es.ops.relu"] = old
+        ge.es.ops.relu = old
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("ge.es.ops.no_such_op")
+    with pytest.raises(AttributeError):
+        ge.es.ops.no_such_op  # noqa: B018
+
+
+def test_a_traceback_through_an_op_function_shows_its_generated_line():
+    from ge.es.all import ReduceMax
+
+    b = GraphBuilder("tb")
+    x = b.create_input(0, shape=[2])
+    with pytest.raises(ge.GraphBuildError) as info:
+        ReduceMax(x, x)  # axes must be integers
+    text = "".join(traceback.format_exception(info.value))
+    assert f"{Path('ge', 'es', 'ops', 'reduce_max.py')}\", line 25, in ReduceMax" in text
+    assert 'return _call_op("ReduceMax", (x, axes), (keep_dims, noop_with_empty_axes))' in text
 
 
 # python -m ge.codegen on a user's library ----------------------------------------------------
@@ -411,3 +465,6 @@ def test_codegen_cli_errors(tmp_path):
                         str(tmp_path / "o"), "--package", "o"], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "missing.json" in r.stderr
     assert not (tmp_path / "o").exists()
+    r = subprocess.run([python(), "-m", "ge.codegen", "--package", "o"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and "--package needs --out" in r.stderr

@@ -110,21 +110,22 @@ class GraphBuilder(GraphBuilderBase):
                     raise ValueError(f"Value {v} is out of range for {dt.name}")
         return self._create_const(_native_from_array(np.array(values).reshape(dims), dt))
 
-    def create_const_int64(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
+    def _int_const(self, value: Any, shape: Optional[List[int]], dt: DataType) -> TensorHolder:
+        """``create_const_<int type>``: an integer or a list of them, range-checked for ``dt``."""
         values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
-        return self._const(values, dims, DataType.DT_INT64)
+        return self._const(values, dims, dt)
+
+    def create_const_int64(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
+        return self._int_const(value, shape, DataType.DT_INT64)
 
     def create_const_int32(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
-        return self._const(values, dims, DataType.DT_INT32)
+        return self._int_const(value, shape, DataType.DT_INT32)
 
     def create_const_uint64(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
-        return self._const(values, dims, DataType.DT_UINT64)
+        return self._int_const(value, shape, DataType.DT_UINT64)
 
     def create_const_uint32(self, value: Union[int, List[int]], shape: Optional[List[int]] = None) -> TensorHolder:
-        values, dims = _values_and_dims(value, shape, int, "an integer or list of integers")
-        return self._const(values, dims, DataType.DT_UINT32)
+        return self._int_const(value, shape, DataType.DT_UINT32)
 
     def create_const_float(self, value: Union[float, List[float]], shape: Optional[List[int]] = None) -> TensorHolder:
         values, dims = _values_and_dims(value, shape, float, "a float or list of floats")
@@ -173,55 +174,43 @@ class GraphBuilder(GraphBuilderBase):
     # Attributes ----------------------------------------------------------------------------
 
     def set_graph_attr_int64(self, attr_name: str, value: int) -> None:
-        _check_name(attr_name)
-        _check_int(value, "Value")
-        self._set_graph_attr(attr_name, value, "Int")
+        self._set_typed_attr(None, attr_name, value, "Int")
 
     def set_graph_attr_string(self, attr_name: str, value: str) -> None:
-        _check_name(attr_name)
-        _check_str(value)
-        self._set_graph_attr(attr_name, value, "String")
+        self._set_typed_attr(None, attr_name, value, "String")
 
     def set_graph_attr_bool(self, attr_name: str, value: bool) -> None:
-        _check_name(attr_name)
-        _check_bool(value)
-        self._set_graph_attr(attr_name, value, "Bool")
+        self._set_typed_attr(None, attr_name, value, "Bool")
 
     def set_tensor_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
-        _check_tensor(tensor)
-        _check_name(attr_name)
-        _check_int(value, "Value")
-        self._set_tensor_attr(tensor, attr_name, value, "Int")
+        self._set_typed_attr(self._set_tensor_attr, attr_name, value, "Int", tensor)
 
     def set_tensor_attr_string(self, tensor: TensorHolder, attr_name: str, value: str) -> None:
-        _check_tensor(tensor)
-        _check_name(attr_name)
-        _check_str(value)
-        self._set_tensor_attr(tensor, attr_name, value, "String")
+        self._set_typed_attr(self._set_tensor_attr, attr_name, value, "String", tensor)
 
     def set_tensor_attr_bool(self, tensor: TensorHolder, attr_name: str, value: bool) -> None:
-        _check_tensor(tensor)
-        _check_name(attr_name)
-        _check_bool(value)
-        self._set_tensor_attr(tensor, attr_name, value, "Bool")
+        self._set_typed_attr(self._set_tensor_attr, attr_name, value, "Bool", tensor)
 
     def set_node_attr_int64(self, tensor: TensorHolder, attr_name: str, value: int) -> None:
-        _check_tensor(tensor)
-        _check_name(attr_name)
-        _check_int(value, "Value")
-        self._set_node_attr(tensor, attr_name, value, "Int")
+        self._set_typed_attr(self._set_node_attr, attr_name, value, "Int", tensor)
 
     def set_node_attr_string(self, tensor: TensorHolder, attr_name: str, value: str) -> None:
-        _check_tensor(tensor)
-        _check_name(attr_name)
-        _check_str(value)
-        self._set_node_attr(tensor, attr_name, value, "String")
+        self._set_typed_attr(self._set_node_attr, attr_name, value, "String", tensor)
 
     def set_node_attr_bool(self, tensor: TensorHolder, attr_name: str, value: bool) -> None:
-        _check_tensor(tensor)
+        self._set_typed_attr(self._set_node_attr, attr_name, value, "Bool", tensor)
+
+    def _set_typed_attr(self, setter: Any, attr_name: Any, value: Any, ty: str, tensor: Any = None) -> None:
+        """GE's typed setters: checks the tensor (for ``setter`` ``_set_tensor_attr`` or
+        ``_set_node_attr``; None sets a graph attribute), the name, then the value against ``ty``."""
+        if setter is not None:
+            _check_tensor(tensor)
         _check_name(attr_name)
-        _check_bool(value)
-        self._set_node_attr(tensor, attr_name, value, "Bool")
+        _VALUE_CHECKS[ty](value)
+        if setter is None:
+            self._set_graph_attr(attr_name, value, ty)
+        else:
+            setter(tensor, attr_name, value, ty)
 
     def set_attr(self, name: str, value: Any, tensor: Optional[TensorHolder] = None) -> None:
         """Pythonic form: a graph attribute, or (with ``tensor``) an attribute of its producer
@@ -269,6 +258,10 @@ def _check_bool(value: Any) -> None:
 def _check_tensor(tensor: Any) -> None:
     if not isinstance(tensor, TensorHolder):
         raise TypeError("Tensor must be a TensorHolder")
+
+
+# The value check of each attribute type the typed setters take.
+_VALUE_CHECKS = {"Int": lambda value: _check_int(value, "Value"), "String": _check_str, "Bool": _check_bool}
 
 
 @contextlib.contextmanager
