@@ -14,9 +14,12 @@ use es_core::builder::{GraphBuilder, OpArgs};
 use es_core::compat::{adapt, AdaptReport, Change};
 use es_core::graph::{Graph, InPort, InputSlot, NodeId, OutPort};
 use es_core::ops::OpRegistry;
-use es_core::{DataType, Error, Format, Shape, TensorDesc};
+use es_core::{Error, TensorDesc};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+mod common;
+use common::float_data;
 
 // =============================================================================================
 // Helpers
@@ -49,15 +52,7 @@ fn reg(version: &str, ops: Vec<Value>) -> Arc<OpRegistry> {
 }
 
 fn data(b: &mut GraphBuilder, index: i64) -> OutPort {
-    b.create_input(
-        index,
-        None,
-        "Data",
-        DataType::FLOAT,
-        Format::ND,
-        Shape::new(vec![2, 3]),
-    )
-    .expect("create_input")
+    float_data(b, index, &[2, 3])
 }
 
 fn args(inputs: Vec<Option<OutPort>>, attrs: &[(&str, AttrValue)]) -> OpArgs {
@@ -300,23 +295,30 @@ fn row6_unconnected_input_the_target_lacks_is_deleted() {
     }
 }
 
+/// XcI(x, o1 unconnected) built with `old` (which lacks the input o2), carrying by hand an
+/// unconnected slot for o2; the graph and the XcI node.
+fn xci_with_a_slot_for_o2(old: &Arc<OpRegistry>) -> (Graph, NodeId) {
+    let mut g = build(old, |b, x| {
+        b.add_op("XcI", args(vec![Some(x), None], &[])).unwrap();
+    });
+    let id = node_id(&g, "XcI_0");
+    g.node_mut(id)
+        .unwrap()
+        .inputs
+        .push(InputSlot::new("o2", 2, TensorDesc::default()));
+    (g, id)
+}
+
 /// Row 7: graph IR lacks the optional input, target IR has it, yet the node has it connected
 /// → error scenario (the node does not match its own IR): refuse.
 #[test]
 fn row7_connected_input_unknown_to_the_graph_version_is_refused() {
     let (old, new) = input_libs();
-    let mut g = build(&old, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), None], &[])).unwrap();
-    });
-    let id = node_id(&g, "XcI_0");
+    let (mut g, id) = xci_with_a_slot_for_o2(&old);
     let src = OutPort {
         node: node_id(&g, "input_0"),
         index: 0,
     };
-    g.node_mut(id)
-        .unwrap()
-        .inputs
-        .push(InputSlot::new("o2", 2, TensorDesc::default()));
     g.add_data_edge(src, InPort { node: id, index: 2 }).unwrap();
     let m = refused(&g, &old, &new);
     assert!(
@@ -362,14 +364,7 @@ fn row8_input_only_the_target_has_stays_unconnected() {
 #[test]
 fn row8_unconnected_slot_unknown_to_the_graph_version_is_ignored() {
     let (old, new) = input_libs();
-    let mut g = build(&old, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), None], &[])).unwrap();
-    });
-    let id = node_id(&g, "XcI_0");
-    g.node_mut(id)
-        .unwrap()
-        .inputs
-        .push(InputSlot::new("o2", 2, TensorDesc::default()));
+    let (g, _) = xci_with_a_slot_for_o2(&old);
     let (out, rep) = adapted(&g, &old, &new);
     assert!(rep.is_empty(), "{rep}");
     let expect = build(&new, |b, x| {

@@ -55,6 +55,8 @@ pub enum In<'a> {
 }
 #[allow(unused_imports)] // each test file uses part of it
 pub use In::{Port, Typed, F, I32, I64};
+/// An output's expected dtype and dims, for the `ok_each*` tables.
+pub type Want<'a> = (DataType, &'a [i64]);
 /// Inputs by name, for the `*_in` calls.
 pub type InSpec<'a, 'b> = &'b [(&'b str, In<'a>)];
 
@@ -201,14 +203,14 @@ impl T {
         }
     }
     /// [`T::ok`] for each case: (inputs, attributes, expected dtype and dims).
-    pub fn ok_each(&mut self, ty: &str, cases: &[(Ins, Attrs, (DataType, &[i64]))]) {
+    pub fn ok_each(&mut self, ty: &str, cases: &[(Ins, Attrs, Want)]) {
         for (k, &(ins, attrs, want)) in cases.iter().enumerate() {
             let (dt, dims) = self.ok(ty, ins, attrs);
             assert_eq!((dt, &dims[..]), want, "{ty}: case {k}");
         }
     }
     /// [`T::ok_in`] for each case: (inputs, attributes, expected dtype and dims).
-    pub fn ok_each_in(&mut self, ty: &str, cases: &[(InSpec, Attrs, (DataType, &[i64]))]) {
+    pub fn ok_each_in(&mut self, ty: &str, cases: &[(InSpec, Attrs, Want)]) {
         for (k, &(spec, attrs, want)) in cases.iter().enumerate() {
             let (dt, dims) = self.ok_in(ty, spec, attrs);
             assert_eq!((dt, &dims[..]), want, "{ty}: case {k}");
@@ -297,6 +299,19 @@ impl T {
             other => panic!("{ty}: expected a shape inference error, got {other:?}"),
         }
     }
+}
+
+/// A float Data input of `b` (unnamed, FORMAT_ND) with the given dims.
+pub fn float_data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
+    b.create_input(
+        index,
+        None,
+        "Data",
+        FLOAT,
+        Format::ND,
+        Shape::from_slice(dims),
+    )
+    .expect("create_input")
 }
 
 /// Pairs input names with their ports.

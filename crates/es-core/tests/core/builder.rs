@@ -242,15 +242,7 @@ fn builder_derived_attrs_and_dynamic_outputs() {
     .unwrap();
 
     // SplitD: output count from the num_split attribute.
-    let sp = b
-        .add_op(
-            "SplitD",
-            args(
-                vec![one(out0(cat))],
-                &[("split_dim", ints(0)), ("num_split", ints(4))],
-            ),
-        )
-        .unwrap();
+    let sp = split_d(&mut b, out0(cat), 4);
     let n = b.graph().node(sp).unwrap();
     let out_names: Vec<String> = n.outputs.iter().map(|o| o.name.to_string()).collect();
     assert_eq!(out_names, vec!["y0", "y1", "y2", "y3"]);
@@ -258,15 +250,7 @@ fn builder_derived_attrs_and_dynamic_outputs() {
         assert_eq!(o.desc.shape.dims(), &[2, 3]);
         assert_eq!(o.desc.dtype, DataType::FLOAT);
     }
-    let sp0 = b
-        .add_op(
-            "SplitD",
-            args(
-                vec![one(out0(cat))],
-                &[("split_dim", ints(0)), ("num_split", ints(1))],
-            ),
-        )
-        .unwrap();
+    let sp0 = split_d(&mut b, out0(cat), 1);
     assert_eq!(b.graph().node(sp0).unwrap().outputs.len(), 1);
 
     // IdentityN: output count = number of inputs.

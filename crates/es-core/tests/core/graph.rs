@@ -20,10 +20,8 @@ fn graph_add_and_query_edges() {
     assert!(g.check_integrity().is_ok());
     // A second consumer on the same output keeps edge order.
     let d = g.add_node(raw_node("d", "Add", 2, 1)).unwrap();
-    g.add_data_edge(out0(a), InPort { node: d, index: 1 })
-        .unwrap();
-    g.add_data_edge(out0(a), InPort { node: d, index: 0 })
-        .unwrap();
+    link(&mut g, a, d, 1);
+    link(&mut g, a, d, 0);
     assert_eq!(
         g.out_edges(a).unwrap(),
         vec![
@@ -187,8 +185,7 @@ fn graph_topo_order_is_stable() {
     let _m = g.add_node(raw_node("m", "Relu", 0, 1)).unwrap();
     let s = g.add_node(raw_node("s", "Relu", 0, 1)).unwrap();
     let _k = g.add_node(raw_node("k", "Relu", 0, 1)).unwrap();
-    g.add_data_edge(out0(s), InPort { node: z, index: 0 })
-        .unwrap();
+    link(&mut g, s, z, 0);
     // Ties in creation order: z becomes ready after s and goes before k (its seq is lower).
     assert_eq!(
         names(&g, &g.topo_order().unwrap()),
@@ -220,10 +217,8 @@ fn graph_cycle_detection_names_nodes() {
     let a = g.add_node(raw_node("cyc_a", "Relu", 1, 1)).unwrap();
     let b = g.add_node(raw_node("cyc_b", "Relu", 1, 1)).unwrap();
     let after = g.add_node(raw_node("after_cycle", "Relu", 1, 1)).unwrap();
-    g.add_data_edge(out0(a), InPort { node: b, index: 0 })
-        .unwrap();
-    g.add_data_edge(out0(b), InPort { node: a, index: 0 })
-        .unwrap();
+    link(&mut g, a, b, 0);
+    link(&mut g, b, a, 0);
     g.add_data_edge(
         out0(free),
         InPort {
@@ -262,8 +257,7 @@ fn graph_validate_errors() {
         let mut g = Graph::new("v");
         let d = g.add_node(raw_data("d0", 0)).unwrap();
         let r = g.add_node(raw_node("r", "Relu", 1, 1)).unwrap();
-        g.add_data_edge(out0(d), InPort { node: r, index: 0 })
-            .unwrap();
+        link(&mut g, d, r, 0);
         g.set_output(0, out0(r)).unwrap();
         (g, d, r)
     };
@@ -300,8 +294,7 @@ fn graph_validate_errors() {
     // Missing required attribute.
     let (mut g, d, _) = valid();
     let c = g.add_node(raw_node("cat", "ConcatD", 1, 1)).unwrap();
-    g.add_data_edge(out0(d), InPort { node: c, index: 0 })
-        .unwrap();
+    link(&mut g, d, c, 0);
     let e = err_text(g.validate());
     assert!(e.contains("concat_dim") && e.contains("'cat'"), "{e}");
     g.node_mut(c)

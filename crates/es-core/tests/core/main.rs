@@ -6,6 +6,9 @@
 //! Only the stable surface is used (`Shape::new`/`dims`/`rank`/`num_elements`, names compared
 //! with `==`), so internal representation changes do not break these tests.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod attr;
 mod builder;
 mod graph;
@@ -17,6 +20,7 @@ mod types;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use common::float_data as data;
 use es_core::attr::{AttrType, AttrValue};
 use es_core::builder::{GraphBuilder, OpArgs};
 use es_core::dump;
@@ -69,16 +73,16 @@ fn out0(id: NodeId) -> OutPort {
     OutPort { node: id, index: 0 }
 }
 
-fn data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
-    b.create_input(
-        index,
-        None,
-        "Data",
-        DataType::FLOAT,
-        Format::ND,
-        Shape::new(dims.to_vec()),
-    )
-    .expect("create_input")
+/// Connects output 0 of `from` to input `index` of `to`.
+fn link(g: &mut Graph, from: NodeId, to: NodeId, index: u32) {
+    g.add_data_edge(out0(from), InPort { node: to, index })
+        .unwrap();
+}
+
+/// SplitD of `x` along dim 0 into `n` outputs.
+fn split_d(b: &mut GraphBuilder, x: OutPort, n: i64) -> NodeId {
+    let attrs = [("split_dim", ints(0)), ("num_split", ints(n))];
+    b.add_op("SplitD", args(vec![one(x)], &attrs)).unwrap()
 }
 
 /// A node with `n_in` unconnected inputs and `n_out` outputs, built by hand.
@@ -159,15 +163,7 @@ fn rich_graph() -> Graph {
             ),
         )
         .unwrap();
-    let split = b
-        .add_op(
-            "SplitD",
-            args(
-                vec![one(out0(cat))],
-                &[("split_dim", ints(0)), ("num_split", ints(3))],
-            ),
-        )
-        .unwrap();
+    let split = split_d(&mut b, out0(cat), 3);
     let cond = b
         .create_input(
             2,
@@ -293,10 +289,8 @@ fn chain() -> (Graph, NodeId, NodeId, NodeId) {
     let a = g.add_node(raw_node("a", "Relu", 0, 1)).unwrap();
     let b = g.add_node(raw_node("b", "Relu", 1, 1)).unwrap();
     let c = g.add_node(raw_node("c", "Relu", 1, 1)).unwrap();
-    g.add_data_edge(out0(a), InPort { node: b, index: 0 })
-        .unwrap();
-    g.add_data_edge(out0(b), InPort { node: c, index: 0 })
-        .unwrap();
+    link(&mut g, a, b, 0);
+    link(&mut g, b, c, 0);
     g.add_control_edge(a, b).unwrap();
     g.add_control_edge(b, c).unwrap();
     g.set_output(0, out0(b)).unwrap();
