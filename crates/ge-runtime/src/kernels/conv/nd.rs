@@ -37,7 +37,6 @@
 //! reads 0 too), times the mask.
 //!
 
-use super::conv_out_size;
 use crate::error::{Error, Result};
 use crate::kernels::common::{
     filter_positions_of, four, layout_2d, pads_attr, positive_hw, sub, sub_mut,
@@ -47,11 +46,14 @@ use crate::kernels::index::{
 };
 use crate::kernels::matmul::gemm_into;
 use crate::kernels::{input, Kernel, NodeInfo};
+use crate::par;
 use crate::value::Value;
 use es_core::infer::layout;
+use es_core::opmath::{conv_out_size, same_pads_usize};
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, IxDyn, LinalgScalar};
+use std::borrow::Cow;
 
 // ---------------------------------------------------------------------------------------------
 // Geometry
@@ -254,35 +256,88 @@ fn shape_err(e: ndarray::ShapeError) -> Error {
     Error::kernel(format!("internal error: {e}"))
 }
 
+/// Adds the convolution of one input channel (`plane`: [i...]) with one kernel (`k`:
+/// [k...]) to one output channel (`out`: [o...]), directly: the depthwise case, where a matrix
+/// product would have a single row.
+fn conv_plane<T: LinalgScalar>(plane: &[T], k: &[T], v: &Vol, out: &mut [T]) -> Result<()> {
+    let sw = v.s[2];
+    each_run(v, |r, o0, i0, n| {
+        let wv = *k
+            .get(r)
+            .ok_or_else(|| Error::kernel("internal error: kernel out of bounds"))?;
+        let dst = sub_mut(out, o0, n)?;
+        if sw == 1 {
+            for (d, &x) in dst.iter_mut().zip(sub(plane, i0, n)?) {
+                *d = *d + wv * x;
+            }
+        } else {
+            let src = sub(plane, i0, (n - 1) * sw + 1)?;
+            for (d, &x) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                *d = *d + wv * x;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// The convolution of `x` ([n, c, i...]) with `f` ([o, c / groups, k...]): [n, o, o...].
+/// One input channel per group (depthwise) convolves each plane directly; otherwise each
+/// image and group is unfolded ([`vol2col`]; not for a 1x1x1 kernel with unit strides and no
+/// pads, which reads the input as it is) and multiplied by the filter. Several images run in
+/// parallel when the work is large (each part with its own columns); a single image
+/// parallelises inside its matrix products.
 fn conv_fwd<T: LinalgScalar + Send + Sync>(x: &[T], f: &[T], ch: Chans, v: &Vol) -> Result<Vec<T>> {
     let (cg, og) = (ch.c / ch.groups, ch.o / ch.groups);
     let kk = numel(&[cg, v.k_len])?;
     let pix = v.out_len;
     let mut y = alloc(numel(&[ch.n, ch.o, pix])?, T::zero())?;
-    let direct = v.direct();
-    let mut col = if direct {
-        Vec::new()
-    } else {
-        alloc(numel(&[kk, pix])?, T::zero())?
-    };
-    for ni in 0..ch.n {
-        for gi in 0..ch.groups {
-            let xs = sub(x, (ni * ch.c + gi * cg) * v.in_len, cg * v.in_len)?;
-            let cols: &[T] = if direct {
-                xs
-            } else {
-                vol2col(xs, v, cg, &mut col, T::zero())?;
-                &col
-            };
-            let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
-                .map_err(shape_err)?;
-            let b = ArrayView2::from_shape((kk, pix), cols).map_err(shape_err)?;
-            let ys = sub_mut(&mut y, (ni * ch.o + gi * og) * pix, og * pix)?;
-            let mut c = ArrayViewMut2::from_shape((og, pix), ys).map_err(shape_err)?;
-            gemm_into(a, b, c.view_mut());
+    if cg == 1 && ch.groups > 1 {
+        for ni in 0..ch.n {
+            for gi in 0..ch.groups {
+                let plane = sub(x, (ni * ch.c + gi) * v.in_len, v.in_len)?;
+                for oc in gi * og..(gi + 1) * og {
+                    let k = sub(f, oc * v.k_len, v.k_len)?;
+                    conv_plane(plane, k, v, sub_mut(&mut y, (ni * ch.o + oc) * pix, pix)?)?;
+                }
+            }
         }
+        return Ok(y);
     }
+    let direct = v.direct();
+    let image = ch.o * pix;
+    let work = numel(&[ch.n, ch.o, pix, kk])? / par::MACS_PER_UNIT;
+    par::for_chunks_mut(
+        &mut y,
+        image,
+        if ch.n > 1 { work } else { 0 },
+        |start, ys| {
+            let mut col = if direct {
+                Vec::new()
+            } else {
+                alloc(numel(&[kk, pix])?, T::zero())?
+            };
+            for (i, yi) in ys.chunks_exact_mut(image.max(1)).enumerate() {
+                let ni = start / image.max(1) + i;
+                for gi in 0..ch.groups {
+                    let xs = sub(x, (ni * ch.c + gi * cg) * v.in_len, cg * v.in_len)?;
+                    let cols: &[T] = if direct {
+                        xs
+                    } else {
+                        vol2col(xs, v, cg, &mut col, T::zero())?;
+                        &col
+                    };
+                    let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
+                        .map_err(shape_err)?;
+                    let b = ArrayView2::from_shape((kk, pix), cols).map_err(shape_err)?;
+                    let c =
+                        ArrayViewMut2::from_shape((og, pix), sub_mut(yi, gi * og * pix, og * pix)?)
+                            .map_err(shape_err)?;
+                    gemm_into(a, b, c);
+                }
+            }
+            Ok(())
+        },
+    )?;
     Ok(y)
 }
 
@@ -433,7 +488,12 @@ struct ConvAttrs {
     s: [usize; 3],
     d: [usize; 3],
     p: [[usize; 2]; 3],
+    /// TensorFlow's SAME padding (pads from the input size; `p` unused).
+    same: bool,
     groups: usize,
+    /// DepthwiseConv2D: one group per input channel (`groups` unused), the filter's in and
+    /// out dims giving a channel multiplier.
+    depthwise: bool,
     /// Filter dims of (out, in / groups, spatial...): `rank + 2` entries used.
     fpos: [usize; 5],
 }
@@ -453,14 +513,32 @@ fn groups_attr(info: &NodeInfo, name: &str) -> Result<usize> {
         .ok_or_else(|| bad_attr(info, format!("attribute '{name}' must be >= 1, got {g}")))
 }
 
-/// The 2-D attributes shared by Conv2DTranspose and DeformableConv2D.
-fn conv2d_attrs(info: &NodeInfo, x_input: usize, filter_input: usize) -> Result<ConvAttrs> {
+/// The attributes of a 2-D convolution (x input `x_input`, filter `filter_input`): layout,
+/// strides, dilations, pads and groups. With `modes` (Conv2D, DepthwiseConv2D) the `padding`
+/// attribute may choose SAME or VALID instead of the pads, and DepthwiseConv2D has no groups.
+fn conv2d_attrs(
+    info: &NodeInfo,
+    x_input: usize,
+    filter_input: usize,
+    modes: bool,
+) -> Result<ConvAttrs> {
+    let op = info.op();
     let last = !layout_2d(info, x_input, "NHWC")?;
     let (_, s) = four(info, "strides", None, !last)?;
     let [sh, sw] = positive_hw(info, "strides", s)?;
     let (_, d) = four(info, "dilations", Some([1; 4]), !last)?;
     let [dh, dw] = positive_hw(info, "dilations", d)?;
-    let [pt, pb, pl, pr] = pads_attr(info, "pads")?;
+    let padding = if modes {
+        str_attr(info, "padding", "")?
+    } else {
+        String::new()
+    };
+    let [pt, pb, pl, pr] = match padding.as_str() {
+        "" => pads_attr(info, "pads")?,
+        "SAME" | "VALID" => [0; 4],
+        other => return Err(Error::unsupported(format!("{op} with padding {other:?}"))),
+    };
+    let depthwise = modes && op == "DepthwiseConv2D";
     let [a, b, c, e] = filter_positions_of(info, x_input, filter_input)?;
     Ok(ConvAttrs {
         rank: 2,
@@ -468,7 +546,13 @@ fn conv2d_attrs(info: &NodeInfo, x_input: usize, filter_input: usize) -> Result<
         s: [1, sh, sw],
         d: [1, dh, dw],
         p: [[0, 0], [pt, pb], [pl, pr]],
-        groups: groups_attr(info, "groups")?,
+        same: padding == "SAME",
+        groups: if depthwise {
+            1
+        } else {
+            groups_attr(info, "groups")?
+        },
+        depthwise,
         fpos: [a, b, c, e, 0],
     })
 }
@@ -485,6 +569,20 @@ fn no_quant(info: &NodeInfo, offset_w: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// x and the filter in the compute type `T`; x must be `r`-D.
+type Operands<'v, T> = (Cow<'v, ArrayD<T>>, Cow<'v, ArrayD<T>>);
+
+fn operands<'v, T: Pick>(x: &'v Value, f: &'v Value, r: usize) -> Result<Operands<'v, T>> {
+    let xa = cast_to::<T>(x)?;
+    if xa.ndim() != r {
+        return Err(Error::kernel(format!(
+            "x must be {r}-D, got shape {:?}",
+            xa.shape()
+        )));
+    }
+    Ok((xa, cast_to::<T>(f)?))
 }
 
 /// A computation generic over the compute type.
@@ -524,51 +622,94 @@ fn dispatch(
 // Conv3D
 // ---------------------------------------------------------------------------------------------
 
-struct ConvRun<'a> {
-    a: &'a ConvAttrs,
+/// One run of a convolution with attributes `A` on x, the filter and an optional bias.
+struct Run<'a, A> {
+    a: &'a A,
     x: &'a Value,
     f: &'a Value,
     bias: Option<&'a Value>,
 }
 
+type ConvRun<'a> = Run<'a, ConvAttrs>;
+
 impl Compute for ConvRun<'_> {
     fn run<T: Pick + LinalgScalar>(&self) -> Result<ArrayD<T>> {
         let a = self.a;
-        let xa = cast_to::<T>(self.x)?;
-        let fa = cast_to::<T>(self.f)?;
         let r = a.rank + 2;
-        if xa.ndim() != r {
-            return Err(Error::kernel(format!(
-                "x must be {r}-D, got shape {:?}",
-                xa.shape()
-            )));
-        }
+        let (xa, fa) = operands::<T>(self.x, self.f, r)?;
         let xc = channels_first(&xa, a.last);
-        let fc = filter_std(&fa, a.fpos())?;
-        let (xs, fs) = (xc.shape(), fc.shape());
-        let (n, c, fo, fi) = (xs[0], xs[1], fs[0], fs[1]);
-        if fi.checked_mul(a.groups) != Some(c) || fo % a.groups != 0 {
-            return Err(Error::kernel(format!(
-                "channel mismatch: x {:?} has {c} channels, the filter {:?} has {fi} per group \
-                 and {fo} outputs, groups {}",
-                xa.shape(),
-                fa.shape(),
-                a.groups
-            )));
+        let mut fpos = [0; 5];
+        fpos[..r].copy_from_slice(a.fpos());
+        if a.depthwise {
+            // The filter's in dim leads: [C, K, k...] (or [1, C * K, k...]), which in standard
+            // layout is [C * K, 1, k...], output channel c * K + k from input channel c.
+            fpos.swap(0, 1);
         }
-        let v = Vol::forward(three(&xs[2..]), three(&fs[2..]), a.s, a.d, a.p)?;
-        let ch = Chans {
-            n,
-            c,
-            o: fo,
-            groups: a.groups,
+        let fc = filter_std(&fa, &fpos[..r])?;
+        let (xs, fs) = (xc.shape(), fc.shape());
+        let (n, c) = (xs[0], xs[1]);
+        let (groups, o) = conv_groups(a, c, fs, xa.shape(), fa.shape())?;
+        let pads = if a.same {
+            let mut p = [[0; 2]; 3];
+            for (j, (&i, &k)) in three(&xs[2..]).iter().zip(&three(&fs[2..])).enumerate() {
+                let (p0, p1) = same_pads_usize(i, k, a.s[j], a.d[j])
+                    .ok_or_else(|| Error::kernel("internal error: bad convolution geometry"))?;
+                p[j] = [p0, p1];
+            }
+            p
+        } else {
+            a.p
         };
+        let v = Vol::forward(three(&xs[2..]), three(&fs[2..]), a.s, a.d, pads)?;
+        let ch = Chans { n, c, o, groups };
         let mut y = conv_fwd(slice_of(&xc, "x")?, slice_of(&fc, "filter")?, ch, &v)?;
-        add_bias(&mut y, self.bias, fo, v.out_len)?;
-        let mut dims = vec![n, fo];
+        add_bias(&mut y, self.bias, o, v.out_len)?;
+        let mut dims = vec![n, o];
         dims.extend_from_slice(&v.o[3 - a.rank..]);
         Ok(channels_back(array(&dims, y)?, a.last))
     }
+}
+
+/// The groups and output channels of a forward convolution of `c` input channels with the
+/// filter `fs` (standard layout, [out, in, k...]; [in, multiplier, k...] for a depthwise one):
+/// channel mismatches are errors naming x's and the filter's shapes as given.
+fn conv_groups(
+    a: &ConvAttrs,
+    c: usize,
+    fs: &[usize],
+    x_shape: &[usize],
+    f_shape: &[usize],
+) -> Result<(usize, usize)> {
+    let mismatch = |detail: String| {
+        Error::kernel(format!(
+            "channel mismatch: x {x_shape:?} has {c} channels, the filter {f_shape:?} {detail}"
+        ))
+    };
+    if a.depthwise {
+        if c == 0 {
+            return Err(Error::kernel("depthwise convolution of x with no channels"));
+        }
+        // [kh, kw, C, K] (HWCN) gives C * K channels; a filter with one input channel
+        // ([C * K, 1, kh, kw]) is the same.
+        let (fc, fo) = (fs[0], fs[1]);
+        let o = if fc == c {
+            fo.checked_mul(c)
+        } else if fc == 1 && fo % c == 0 {
+            Some(fo)
+        } else {
+            None
+        };
+        let o = o.ok_or_else(|| mismatch(format!("has {fc} (out {fo})")))?;
+        return Ok((c, o));
+    }
+    let (fo, fi) = (fs[0], fs[1]);
+    if fi.checked_mul(a.groups) != Some(c) || fo % a.groups != 0 {
+        return Err(mismatch(format!(
+            "has {fi} per group and {fo} outputs, groups {}",
+            a.groups
+        )));
+    }
+    Ok((a.groups, fo))
 }
 
 pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
@@ -642,11 +783,18 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
         s,
         d,
         p,
+        same: false,
         groups: groups_attr(info, "groups")?,
+        depthwise: false,
         fpos,
     };
-    let out = info.out_dtype(0).ok();
-    Ok(Box::new(move |inputs| {
+    Ok(conv_kernel(info, a, info.out_dtype(0).ok()))
+}
+
+/// The kernel of a forward convolution (inputs x, filter, optional bias), cast to `out`.
+fn conv_kernel(info: &NodeInfo, a: ConvAttrs, out: Option<DataType>) -> Kernel {
+    let op = info.op().to_string();
+    Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let r = ConvRun {
             a: &a,
@@ -654,8 +802,15 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
             f: input(inputs, 1)?,
             bias: inputs.get(2).copied().flatten(),
         };
-        Ok(vec![dispatch("Conv3D", x, true, out, &r)?])
-    }))
+        Ok(vec![dispatch(&op, x, true, out, &r)?])
+    })
+}
+
+/// Conv2D and DepthwiseConv2D: the engine with two spatial dims.
+pub(super) fn conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
+    let a = conv2d_attrs(info, 0, 1, true)?;
+    no_quant(info, 3)?;
+    Ok(conv_kernel(info, a, Some(info.out_dtype(0)?)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -671,24 +826,12 @@ struct TransposeAttrs {
     op: [usize; 2],
 }
 
-struct TransposeRun<'a> {
-    a: &'a TransposeAttrs,
-    x: &'a Value,
-    f: &'a Value,
-    bias: Option<&'a Value>,
-}
+type TransposeRun<'a> = Run<'a, TransposeAttrs>;
 
 impl Compute for TransposeRun<'_> {
     fn run<T: Pick + LinalgScalar>(&self) -> Result<ArrayD<T>> {
         let TransposeAttrs { conv: a, y: ys, op } = *self.a;
-        let xa = cast_to::<T>(self.x)?;
-        let fa = cast_to::<T>(self.f)?;
-        if xa.ndim() != 4 {
-            return Err(Error::kernel(format!(
-                "x must be 4-D, got shape {:?}",
-                xa.shape()
-            )));
-        }
+        let (xa, fa) = operands::<T>(self.x, self.f, 4)?;
         let xc = channels_first(&xa, a.last);
         let fc = filter_std(&fa, a.fpos())?;
         let (xs, fs) = (xc.shape(), fc.shape());
@@ -757,7 +900,7 @@ impl Compute for TransposeRun<'_> {
 }
 
 pub(super) fn conv2d_transpose_factory(info: &NodeInfo) -> Result<Kernel> {
-    let conv = conv2d_attrs(info, 1, 2)?;
+    let conv = conv2d_attrs(info, 1, 2, false)?;
     no_quant(info, 4)?;
     let nchw = !conv.last;
     let (nc, hw) = four(info, "output_padding", Some([0; 4]), nchw)?;
@@ -993,7 +1136,7 @@ impl Compute for DeformRun<'_> {
 }
 
 pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
-    let conv = conv2d_attrs(info, 0, 1)?;
+    let conv = conv2d_attrs(info, 0, 1, false)?;
     let a = DeformAttrs {
         conv,
         dg: groups_attr(info, "deformable_groups")?,
@@ -1014,334 +1157,5 @@ pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernels::common::testing::{arr, factory, li, node, unsupported};
-    use es_core::attr::AttrValue;
-
-    /// A small deterministic pseudo-random sequence of integers in [-4, 4].
-    fn ints_seq(n: usize, seed: u64) -> Vec<i64> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 33) % 9) as i64 - 4
-            })
-            .collect()
-    }
-
-    fn attrs3(p: [[usize; 2]; 3], groups: usize) -> ConvAttrs {
-        ConvAttrs {
-            rank: 3,
-            last: false,
-            s: [1; 3],
-            d: [1; 3],
-            p,
-            groups,
-            fpos: [0, 1, 2, 3, 4],
-        }
-    }
-
-    #[test]
-    fn spans_of_outputs_reading_the_input() {
-        // Pad 1 (offset -1), stride 1: output 0 reads the pad.
-        assert_eq!(span(3, 1, -1, 3), (1, 3));
-        assert_eq!(span(3, 1, 1, 3), (0, 2));
-        // Stride 2, offset -1, size 5: outputs 1 and 2 read 1 and 3.
-        assert_eq!(span(3, 2, -1, 5), (1, 3));
-        assert_eq!(span(2, 1, 5, 3), (0, 0));
-        assert_eq!(span(4, usize::MAX, -3, 2), (1, 1));
-        assert_eq!(span(0, 1, 0, 3), (0, 0));
-    }
-
-    #[test]
-    fn conv3d_of_depth_one_is_a_2d_conv() {
-        // x 1..9 (3x3), 2x2 ones kernel, pads 1 on top/left only (as conv/mod.rs's test).
-        let x = Value::F64(arr(&[1, 1, 1, 3, 3], (1..=9).map(f64::from).collect()));
-        let f = Value::F64(arr(&[1, 1, 1, 2, 2], vec![1.0; 4]));
-        let a = attrs3([[0, 0], [1, 0], [1, 0]], 1);
-        let r = ConvRun {
-            a: &a,
-            x: &x,
-            f: &f,
-            bias: None,
-        };
-        let y = r.run::<f64>().unwrap();
-        assert_eq!(y.shape(), &[1, 1, 1, 3, 3]);
-        let want = [1., 3., 5., 5., 12., 16., 11., 24., 28.];
-        assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
-    }
-
-    #[test]
-    fn conv3d_sums_a_cube() {
-        // x 1..8 (2x2x2), a 2x2x2 ones kernel, pads 1 everywhere: the centre sums all (36),
-        // a corner reads one element.
-        let x = Value::I8(arr(&[1, 2, 2, 2, 1], (1..=8).collect()));
-        let f = Value::I8(arr(&[1, 2, 2, 2, 1], vec![1; 8]));
-        let b = Value::I32(arr(&[1], vec![100]));
-        let mut a = attrs3([[1, 1]; 3], 1);
-        a.last = true;
-        a.fpos = [0, 4, 1, 2, 3];
-        let r = ConvRun {
-            a: &a,
-            x: &x,
-            f: &f,
-            bias: Some(&b),
-        };
-        let y = dispatch("Conv3D", &x, true, None, &r).unwrap();
-        assert_eq!(y.shape(), &[1, 3, 3, 3, 1]);
-        let v = y.to_i64_vec();
-        assert_eq!(v[13], 136);
-        assert_eq!(v[0], 101);
-        assert_eq!(v[26], 108);
-        assert_eq!(y.dtype(), DataType::INT32);
-        // A bias of the wrong length and a mismatched filter are errors.
-        let b2 = Value::I32(arr(&[2], vec![1, 2]));
-        let r2 = ConvRun {
-            a: &a,
-            x: &x,
-            f: &f,
-            bias: Some(&b2),
-        };
-        assert!(r2.run::<i64>().is_err());
-        let f2 = Value::I8(arr(&[1, 2, 2, 2, 2], vec![1; 16]));
-        let r3 = ConvRun {
-            a: &a,
-            x: &x,
-            f: &f2,
-            bias: None,
-        };
-        assert!(r3.run::<i64>().is_err());
-        // A kernel larger than the padded input.
-        let mut a4 = a;
-        a4.p = [[0, 0]; 3];
-        a4.d = [3, 1, 1];
-        let r4 = ConvRun {
-            a: &a4,
-            x: &x,
-            f: &f,
-            bias: None,
-        };
-        assert!(r4.run::<i64>().is_err());
-    }
-
-    #[test]
-    fn transposed_conv_is_the_adjoint_of_the_conv() {
-        // <conv(x), g> == <x, conv_transpose(g)> for a grouped, strided, dilated, padded 3-D
-        // geometry (exact in integers).
-        let ch = Chans {
-            n: 2,
-            c: 4,
-            o: 6,
-            groups: 2,
-        };
-        let v = Vol::forward(
-            [3, 7, 6],
-            [2, 3, 2],
-            [1, 2, 3],
-            [2, 1, 2],
-            [[1, 0], [1, 2], [0, 1]],
-        )
-        .unwrap();
-        let x = ints_seq(ch.n * ch.c * v.in_len, 1);
-        let f = ints_seq(ch.o * (ch.c / ch.groups) * v.k_len, 2);
-        let g = ints_seq(ch.n * ch.o * v.out_len, 3);
-        let y = conv_fwd(&x, &f, ch, &v).unwrap();
-        let xt = conv_bwd_input(&g, &f, ch, &v).unwrap();
-        assert_eq!(y.len(), g.len());
-        assert_eq!(xt.len(), x.len());
-        let dot = |a: &[i64], b: &[i64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<i64>();
-        assert_eq!(dot(&y, &g), dot(&x, &xt));
-        assert_ne!(dot(&y, &g), 0);
-    }
-
-    #[test]
-    fn conv2d_transpose_scatters_each_input() {
-        // x 2x2 = 1..4, a 2x2 kernel [1, 10, 100, 1000], stride 2: each x value becomes a
-        // 2x2 block of the 4x4 output.
-        let input_size = Value::I32(arr(&[4], vec![1, 1, 4, 4]));
-        let n = node(
-            "Conv2DTranspose",
-            &[
-                ("strides", li(&[1, 1, 2, 2])),
-                ("pads", li(&[0, 0, 0, 0])),
-                ("data_format", AttrValue::String("NCHW".into())),
-            ],
-        );
-        let k = factory(conv2d_transpose_factory, &n, vec![Some(input_size)]).unwrap();
-        let x = Value::F32(arr(&[1, 1, 2, 2], vec![1., 2., 3., 4.]));
-        let f = Value::F32(arr(&[1, 1, 2, 2], vec![1., 10., 100., 1000.]));
-        let y = &k(&[None, Some(&x), Some(&f)]).unwrap()[0];
-        assert_eq!(y.shape(), &[1, 1, 4, 4]);
-        let want = [
-            1., 10., 2., 20., 100., 1000., 200., 2000., 3., 30., 4., 40., 300., 3000., 400., 4000.,
-        ];
-        assert_eq!(y.to_f64_vec(), want);
-        // An input_size the geometry does not give.
-        let bad = Value::I32(arr(&[4], vec![1, 1, 6, 4]));
-        let k = factory(conv2d_transpose_factory, &n, vec![Some(bad)]).unwrap();
-        let e = k(&[None, Some(&x), Some(&f)]).unwrap_err().to_string();
-        assert!(e.contains("input_size"), "{e}");
-        // Channels: input_size's C must be the filter's per-group outputs times groups.
-        let bad = Value::I32(arr(&[4], vec![1, 2, 4, 4]));
-        let k = factory(conv2d_transpose_factory, &n, vec![Some(bad)]).unwrap();
-        assert!(k(&[None, Some(&x), Some(&f)]).is_err());
-    }
-
-    #[test]
-    fn conv2d_transpose_factory_errors() {
-        let base = [("strides", li(&[1, 1, 1, 1])), ("pads", li(&[0, 0, 0, 0]))];
-        let size = || Some(Value::I64(arr(&[4], vec![1, 3, 3, 1])));
-        let n = node("Conv2DTranspose", &base);
-        let e = unsupported(factory(conv2d_transpose_factory, &n, vec![None]));
-        assert!(e.contains("non-constant input_size"), "{e}");
-        let mut attrs = base.to_vec();
-        attrs.push(("output_padding", li(&[1, 0, 0, 0])));
-        let n = node("Conv2DTranspose", &attrs);
-        assert!(factory(conv2d_transpose_factory, &n, vec![size()]).is_err());
-        let mut attrs = base.to_vec();
-        attrs.push(("offset_x", AttrValue::Int(3)));
-        let n = node("Conv2DTranspose", &attrs);
-        let e = unsupported(factory(conv2d_transpose_factory, &n, vec![size()]));
-        assert!(e.contains("offset_x"), "{e}");
-        let n = node("Conv2DTranspose", &base);
-        let three = Some(Value::I64(arr(&[3], vec![1, 3, 3])));
-        assert!(factory(conv2d_transpose_factory, &n, vec![three]).is_err());
-        let neg = Some(Value::I64(arr(&[4], vec![1, -3, 3, 1])));
-        assert!(factory(conv2d_transpose_factory, &n, vec![neg]).is_err());
-    }
-
-    fn deform(
-        x: &Value,
-        f: &Value,
-        off: &Value,
-        pads: [usize; 4],
-        dg: usize,
-        modulated: bool,
-    ) -> Result<ArrayD<f64>> {
-        let a = DeformAttrs {
-            conv: ConvAttrs {
-                rank: 2,
-                last: false,
-                s: [1; 3],
-                d: [1; 3],
-                p: [[0, 0], [pads[0], pads[1]], [pads[2], pads[3]]],
-                groups: 1,
-                fpos: [0, 1, 2, 3, 0],
-            },
-            dg,
-            modulated,
-        };
-        DeformRun {
-            a: &a,
-            x,
-            f,
-            offsets: off,
-            bias: None,
-        }
-        .run::<f64>()
-    }
-
-    #[test]
-    fn deformable_conv_with_zero_offsets_is_a_conv() {
-        let x = Value::F64(arr(&[1, 2, 3, 3], (0..18).map(f64::from).collect()));
-        let fv: Vec<f64> = ints_seq(3 * 2 * 4, 7)
-            .into_iter()
-            .map(|v| v as f64)
-            .collect();
-        let f = Value::F64(arr(&[3, 2, 2, 2], fv.clone()));
-        // dg 2, modulated: 3 * 2 * 4 channels at 3x3 (pads 1 on bottom/right); masks 1.
-        let mut ov = vec![0.0; 24 * 9];
-        ov[16 * 9..].fill(1.0);
-        let off = Value::F64(arr(&[1, 24, 3, 3], ov));
-        let y = deform(&x, &f, &off, [0, 1, 0, 1], 2, true).unwrap();
-        let v = Vol::forward(
-            [1, 3, 3],
-            [1, 2, 2],
-            [1; 3],
-            [1; 3],
-            [[0, 0], [0, 1], [0, 1]],
-        )
-        .unwrap();
-        let ch = Chans {
-            n: 1,
-            c: 2,
-            o: 3,
-            groups: 1,
-        };
-        let xv: Vec<f64> = (0..18).map(f64::from).collect();
-        let want = conv_fwd(&xv, &fv, ch, &v).unwrap();
-        assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
-        // Offsets of the wrong size, and channels that deformable_groups does not divide.
-        let short = Value::F64(arr(&[1, 16, 3, 3], vec![0.0; 16 * 9]));
-        assert!(deform(&x, &f, &short, [0, 1, 0, 1], 2, true).is_err());
-        assert!(deform(&x, &f, &short, [0, 1, 0, 1], 2, false).is_ok());
-        let off3 = Value::F64(arr(&[1, 36, 3, 3], vec![0.0; 36 * 9]));
-        assert!(deform(&x, &f, &off3, [0, 1, 0, 1], 3, true).is_err());
-    }
-
-    #[test]
-    fn deformable_conv_samples_bilinearly() {
-        // One channel 1x3 = [1, 2, 4], a 1x1 kernel of 1, v1 (no mask).
-        let x = Value::F64(arr(&[1, 1, 1, 3], vec![1., 2., 4.]));
-        let f = Value::F64(arr(&[1, 1, 1, 1], vec![1.]));
-        let run = |dx: [f64; 3], dy: [f64; 3]| {
-            let mut v = dx.to_vec();
-            v.extend(dy);
-            let off = Value::F64(arr(&[1, 2, 1, 3], v));
-            deform(&x, &f, &off, [0; 4], 1, false)
-                .unwrap()
-                .iter()
-                .copied()
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(run([0.; 3], [0.; 3]), [1., 2., 4.]);
-        // x + 1: the last samples outside (0).
-        assert_eq!(run([1.; 3], [0.; 3]), [2., 4., 0.]);
-        // x + 0.5: the mean of two neighbours; the last half outside.
-        assert_eq!(run([0.5; 3], [0.; 3]), [1.5, 3., 2.]);
-        // y - 0.25: a quarter of the row above (outside) is lost; NaN reads 0.
-        assert_eq!(run([0.; 3], [-0.25, f64::NAN, 0.]), [0.75, 0., 4.]);
-        // Modulated: a mask scales the sample.
-        let off = Value::F64(arr(
-            &[1, 3, 1, 3],
-            vec![0., 0., 0., 0., 0., 0., 0.5, 2., 0.],
-        ));
-        let y = deform(&x, &f, &off, [0; 4], 1, true).unwrap();
-        assert_eq!(y.iter().copied().collect::<Vec<_>>(), [0.5, 4., 0.]);
-    }
-
-    #[test]
-    fn conv3d_factory_errors() {
-        let base = [
-            ("strides", li(&[1, 1, 1, 1, 1])),
-            ("pads", li(&[0, 0, 0, 0, 0, 0])),
-        ];
-        let mut a = base.to_vec();
-        a.push(("data_format", AttrValue::String("NHWC".into())));
-        let e = factory(conv3d_factory, &node("Conv3D", &a), Vec::new())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("data_format"), "{e}");
-        let a = [("strides", li(&[1, 1, 1, 1])), ("pads", li(&[0; 6]))];
-        assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
-        let a = [("strides", li(&[1, 1, 0, 1, 1])), ("pads", li(&[0; 6]))];
-        assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
-        let a = [("strides", li(&[1; 5])), ("pads", li(&[0, 0, -1, 0, 0, 0]))];
-        assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
-        let mut a = base.to_vec();
-        a.push(("groups", AttrValue::Int(0)));
-        assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
-        let mut a = base.to_vec();
-        a.push(("offset_x", AttrValue::Int(1)));
-        let e = unsupported(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()));
-        assert!(e.contains("offset_x"), "{e}");
-        // A float x of an unsupported dtype at run time is an error, not a panic.
-        let k = factory(conv3d_factory, &node("Conv3D", &base), Vec::new()).unwrap();
-        let x = Value::I16(arr(&[1, 1, 1, 1, 1], vec![1]));
-        assert!(k(&[Some(&x), Some(&x)]).is_err());
-    }
-}
+#[path = "nd_tests.rs"]
+mod tests;

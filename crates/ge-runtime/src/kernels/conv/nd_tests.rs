@@ -1,0 +1,396 @@
+//! Unit tests of the convolution engine (`nd`): spans, Conv2D/DepthwiseConv2D, Conv3D,
+//! Conv2DTranspose, DeformableConv2D and the factories' errors.
+
+use super::*;
+use crate::kernels::common::testing::{arr, factory, li, node, unsupported};
+use es_core::attr::AttrValue;
+
+/// A small deterministic pseudo-random sequence of integers in [-4, 4].
+fn ints_seq(n: usize, seed: u64) -> Vec<i64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 33) % 9) as i64 - 4
+        })
+        .collect()
+}
+
+fn attrs3(p: [[usize; 2]; 3], groups: usize) -> ConvAttrs {
+    ConvAttrs {
+        rank: 3,
+        last: false,
+        s: [1; 3],
+        d: [1; 3],
+        p,
+        same: false,
+        groups,
+        depthwise: false,
+        fpos: [0, 1, 2, 3, 4],
+    }
+}
+
+/// 2-D NCHW attributes: pads [top, bottom, left, right]; `groups` None for depthwise.
+fn attrs2(p: [usize; 4], same: bool, groups: Option<usize>) -> ConvAttrs {
+    ConvAttrs {
+        rank: 2,
+        p: [[0, 0], [p[0], p[1]], [p[2], p[3]]],
+        same,
+        groups: groups.unwrap_or(1),
+        depthwise: groups.is_none(),
+        fpos: [0, 1, 2, 3, 0],
+        ..attrs3([[0; 2]; 3], 1)
+    }
+}
+
+fn conv2d<T: Pick + LinalgScalar>(
+    x: &Value,
+    f: &Value,
+    bias: Option<&Value>,
+    a: &ConvAttrs,
+) -> Result<ArrayD<T>> {
+    ConvRun { a, x, f, bias }.run::<T>()
+}
+
+#[test]
+fn conv_matches_a_direct_sum() {
+    // x 1x1x3x3 = 1..9, 2x2 ones kernel, pads 1 on top/left only.
+    let x = Value::F64(arr(&[1, 1, 3, 3], (1..=9).map(f64::from).collect()));
+    let f = Value::F64(arr(&[1, 1, 2, 2], vec![1.0; 4]));
+    let a = attrs2([1, 0, 1, 0], false, Some(1));
+    let y = conv2d::<f64>(&x, &f, None, &a).unwrap();
+    assert_eq!(y.shape(), &[1, 1, 3, 3]);
+    let want = [1., 3., 5., 5., 12., 16., 11., 24., 28.];
+    assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
+    // Bias, and NHWC gives the same numbers for one channel.
+    let b = Value::F64(arr(&[1], vec![0.5]));
+    let mut a2 = a;
+    a2.last = true;
+    let x2 = crate::kernels::shape::reshape(&x, &[1, 3, 3, 1]).unwrap();
+    let y2 = conv2d::<f64>(&x2, &f, Some(&b), &a2).unwrap();
+    assert_eq!(y2.shape(), &[1, 3, 3, 1]);
+    assert_eq!(
+        y2.iter().copied().collect::<Vec<_>>(),
+        want.iter().map(|v| v + 0.5).collect::<Vec<_>>()
+    );
+    // A mismatched filter and too much dilation are errors, not panics.
+    let f3 = Value::F64(arr(&[1, 2, 2, 2], vec![1.0; 8]));
+    assert!(conv2d::<f64>(&x, &f3, None, &a).is_err());
+    let mut a3 = attrs2([0; 4], false, Some(1));
+    a3.d = [1, 5, 5];
+    assert!(conv2d::<f64>(&x, &f, None, &a3).is_err());
+    // SAME: 3x3 output with pads (0, 1) on each spatial dim for a 2x2 kernel.
+    let y4 = conv2d::<f64>(&x, &f, None, &attrs2([0; 4], true, Some(1))).unwrap();
+    assert_eq!(
+        y4.iter().copied().collect::<Vec<_>>(),
+        [12., 16., 9., 24., 28., 15., 15., 17., 9.]
+    );
+}
+
+#[test]
+fn depthwise_is_a_grouped_conv() {
+    // 2 channels, multiplier 1, 1x1 kernel: y = x * w[c].
+    let x = Value::F32(arr(&[1, 2, 1, 2], vec![1., 2., 3., 4.]));
+    let f = Value::F32(arr(&[2, 1, 1, 1], vec![10., 100.]));
+    let a = attrs2([0; 4], false, None);
+    let y = conv2d::<f32>(&x, &f, None, &a).unwrap();
+    assert_eq!(
+        y.iter().copied().collect::<Vec<_>>(),
+        vec![10., 20., 300., 400.]
+    );
+}
+
+#[test]
+fn spans_of_outputs_reading_the_input() {
+    // Pad 1 (offset -1), stride 1: output 0 reads the pad.
+    assert_eq!(span(3, 1, -1, 3), (1, 3));
+    assert_eq!(span(3, 1, 1, 3), (0, 2));
+    // Stride 2, offset -1, size 5: outputs 1 and 2 read 1 and 3.
+    assert_eq!(span(3, 2, -1, 5), (1, 3));
+    assert_eq!(span(2, 1, 5, 3), (0, 0));
+    assert_eq!(span(4, usize::MAX, -3, 2), (1, 1));
+    assert_eq!(span(0, 1, 0, 3), (0, 0));
+}
+
+#[test]
+fn conv3d_of_depth_one_is_a_2d_conv() {
+    // x 1..9 (3x3), 2x2 ones kernel, pads 1 on top/left only (as conv/mod.rs's test).
+    let x = Value::F64(arr(&[1, 1, 1, 3, 3], (1..=9).map(f64::from).collect()));
+    let f = Value::F64(arr(&[1, 1, 1, 2, 2], vec![1.0; 4]));
+    let a = attrs3([[0, 0], [1, 0], [1, 0]], 1);
+    let r = ConvRun {
+        a: &a,
+        x: &x,
+        f: &f,
+        bias: None,
+    };
+    let y = r.run::<f64>().unwrap();
+    assert_eq!(y.shape(), &[1, 1, 1, 3, 3]);
+    let want = [1., 3., 5., 5., 12., 16., 11., 24., 28.];
+    assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn conv3d_sums_a_cube() {
+    // x 1..8 (2x2x2), a 2x2x2 ones kernel, pads 1 everywhere: the centre sums all (36),
+    // a corner reads one element.
+    let x = Value::I8(arr(&[1, 2, 2, 2, 1], (1..=8).collect()));
+    let f = Value::I8(arr(&[1, 2, 2, 2, 1], vec![1; 8]));
+    let b = Value::I32(arr(&[1], vec![100]));
+    let mut a = attrs3([[1, 1]; 3], 1);
+    a.last = true;
+    a.fpos = [0, 4, 1, 2, 3];
+    let r = ConvRun {
+        a: &a,
+        x: &x,
+        f: &f,
+        bias: Some(&b),
+    };
+    let y = dispatch("Conv3D", &x, true, None, &r).unwrap();
+    assert_eq!(y.shape(), &[1, 3, 3, 3, 1]);
+    let v = y.to_i64_vec();
+    assert_eq!(v[13], 136);
+    assert_eq!(v[0], 101);
+    assert_eq!(v[26], 108);
+    assert_eq!(y.dtype(), DataType::INT32);
+    // A bias of the wrong length and a mismatched filter are errors.
+    let b2 = Value::I32(arr(&[2], vec![1, 2]));
+    let r2 = ConvRun {
+        a: &a,
+        x: &x,
+        f: &f,
+        bias: Some(&b2),
+    };
+    assert!(r2.run::<i64>().is_err());
+    let f2 = Value::I8(arr(&[1, 2, 2, 2, 2], vec![1; 16]));
+    let r3 = ConvRun {
+        a: &a,
+        x: &x,
+        f: &f2,
+        bias: None,
+    };
+    assert!(r3.run::<i64>().is_err());
+    // A kernel larger than the padded input.
+    let mut a4 = a;
+    a4.p = [[0, 0]; 3];
+    a4.d = [3, 1, 1];
+    let r4 = ConvRun {
+        a: &a4,
+        x: &x,
+        f: &f,
+        bias: None,
+    };
+    assert!(r4.run::<i64>().is_err());
+}
+
+#[test]
+fn transposed_conv_is_the_adjoint_of_the_conv() {
+    // <conv(x), g> == <x, conv_transpose(g)> for a grouped, strided, dilated, padded 3-D
+    // geometry (exact in integers).
+    let ch = Chans {
+        n: 2,
+        c: 4,
+        o: 6,
+        groups: 2,
+    };
+    let v = Vol::forward(
+        [3, 7, 6],
+        [2, 3, 2],
+        [1, 2, 3],
+        [2, 1, 2],
+        [[1, 0], [1, 2], [0, 1]],
+    )
+    .unwrap();
+    let x = ints_seq(ch.n * ch.c * v.in_len, 1);
+    let f = ints_seq(ch.o * (ch.c / ch.groups) * v.k_len, 2);
+    let g = ints_seq(ch.n * ch.o * v.out_len, 3);
+    let y = conv_fwd(&x, &f, ch, &v).unwrap();
+    let xt = conv_bwd_input(&g, &f, ch, &v).unwrap();
+    assert_eq!(y.len(), g.len());
+    assert_eq!(xt.len(), x.len());
+    let dot = |a: &[i64], b: &[i64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<i64>();
+    assert_eq!(dot(&y, &g), dot(&x, &xt));
+    assert_ne!(dot(&y, &g), 0);
+}
+
+#[test]
+fn conv2d_transpose_scatters_each_input() {
+    // x 2x2 = 1..4, a 2x2 kernel [1, 10, 100, 1000], stride 2: each x value becomes a
+    // 2x2 block of the 4x4 output.
+    let input_size = Value::I32(arr(&[4], vec![1, 1, 4, 4]));
+    let n = node(
+        "Conv2DTranspose",
+        &[
+            ("strides", li(&[1, 1, 2, 2])),
+            ("pads", li(&[0, 0, 0, 0])),
+            ("data_format", AttrValue::String("NCHW".into())),
+        ],
+    );
+    let k = factory(conv2d_transpose_factory, &n, vec![Some(input_size)]).unwrap();
+    let x = Value::F32(arr(&[1, 1, 2, 2], vec![1., 2., 3., 4.]));
+    let f = Value::F32(arr(&[1, 1, 2, 2], vec![1., 10., 100., 1000.]));
+    let y = &k(&[None, Some(&x), Some(&f)]).unwrap()[0];
+    assert_eq!(y.shape(), &[1, 1, 4, 4]);
+    let want = [
+        1., 10., 2., 20., 100., 1000., 200., 2000., 3., 30., 4., 40., 300., 3000., 400., 4000.,
+    ];
+    assert_eq!(y.to_f64_vec(), want);
+    // An input_size the geometry does not give.
+    let bad = Value::I32(arr(&[4], vec![1, 1, 6, 4]));
+    let k = factory(conv2d_transpose_factory, &n, vec![Some(bad)]).unwrap();
+    let e = k(&[None, Some(&x), Some(&f)]).unwrap_err().to_string();
+    assert!(e.contains("input_size"), "{e}");
+    // Channels: input_size's C must be the filter's per-group outputs times groups.
+    let bad = Value::I32(arr(&[4], vec![1, 2, 4, 4]));
+    let k = factory(conv2d_transpose_factory, &n, vec![Some(bad)]).unwrap();
+    assert!(k(&[None, Some(&x), Some(&f)]).is_err());
+}
+
+#[test]
+fn conv2d_transpose_factory_errors() {
+    let base = [("strides", li(&[1, 1, 1, 1])), ("pads", li(&[0, 0, 0, 0]))];
+    let size = || Some(Value::I64(arr(&[4], vec![1, 3, 3, 1])));
+    let n = node("Conv2DTranspose", &base);
+    let e = unsupported(factory(conv2d_transpose_factory, &n, vec![None]));
+    assert!(e.contains("non-constant input_size"), "{e}");
+    let mut attrs = base.to_vec();
+    attrs.push(("output_padding", li(&[1, 0, 0, 0])));
+    let n = node("Conv2DTranspose", &attrs);
+    assert!(factory(conv2d_transpose_factory, &n, vec![size()]).is_err());
+    let mut attrs = base.to_vec();
+    attrs.push(("offset_x", AttrValue::Int(3)));
+    let n = node("Conv2DTranspose", &attrs);
+    let e = unsupported(factory(conv2d_transpose_factory, &n, vec![size()]));
+    assert!(e.contains("offset_x"), "{e}");
+    let n = node("Conv2DTranspose", &base);
+    let three = Some(Value::I64(arr(&[3], vec![1, 3, 3])));
+    assert!(factory(conv2d_transpose_factory, &n, vec![three]).is_err());
+    let neg = Some(Value::I64(arr(&[4], vec![1, -3, 3, 1])));
+    assert!(factory(conv2d_transpose_factory, &n, vec![neg]).is_err());
+}
+
+fn deform(
+    x: &Value,
+    f: &Value,
+    off: &Value,
+    pads: [usize; 4],
+    dg: usize,
+    modulated: bool,
+) -> Result<ArrayD<f64>> {
+    let a = DeformAttrs {
+        conv: attrs2(pads, false, Some(1)),
+        dg,
+        modulated,
+    };
+    DeformRun {
+        a: &a,
+        x,
+        f,
+        offsets: off,
+        bias: None,
+    }
+    .run::<f64>()
+}
+
+#[test]
+fn deformable_conv_with_zero_offsets_is_a_conv() {
+    let x = Value::F64(arr(&[1, 2, 3, 3], (0..18).map(f64::from).collect()));
+    let fv: Vec<f64> = ints_seq(3 * 2 * 4, 7)
+        .into_iter()
+        .map(|v| v as f64)
+        .collect();
+    let f = Value::F64(arr(&[3, 2, 2, 2], fv.clone()));
+    // dg 2, modulated: 3 * 2 * 4 channels at 3x3 (pads 1 on bottom/right); masks 1.
+    let mut ov = vec![0.0; 24 * 9];
+    ov[16 * 9..].fill(1.0);
+    let off = Value::F64(arr(&[1, 24, 3, 3], ov));
+    let y = deform(&x, &f, &off, [0, 1, 0, 1], 2, true).unwrap();
+    let v = Vol::forward(
+        [1, 3, 3],
+        [1, 2, 2],
+        [1; 3],
+        [1; 3],
+        [[0, 0], [0, 1], [0, 1]],
+    )
+    .unwrap();
+    let ch = Chans {
+        n: 1,
+        c: 2,
+        o: 3,
+        groups: 1,
+    };
+    let xv: Vec<f64> = (0..18).map(f64::from).collect();
+    let want = conv_fwd(&xv, &fv, ch, &v).unwrap();
+    assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
+    // Offsets of the wrong size, and channels that deformable_groups does not divide.
+    let short = Value::F64(arr(&[1, 16, 3, 3], vec![0.0; 16 * 9]));
+    assert!(deform(&x, &f, &short, [0, 1, 0, 1], 2, true).is_err());
+    assert!(deform(&x, &f, &short, [0, 1, 0, 1], 2, false).is_ok());
+    let off3 = Value::F64(arr(&[1, 36, 3, 3], vec![0.0; 36 * 9]));
+    assert!(deform(&x, &f, &off3, [0, 1, 0, 1], 3, true).is_err());
+}
+
+#[test]
+fn deformable_conv_samples_bilinearly() {
+    // One channel 1x3 = [1, 2, 4], a 1x1 kernel of 1, v1 (no mask).
+    let x = Value::F64(arr(&[1, 1, 1, 3], vec![1., 2., 4.]));
+    let f = Value::F64(arr(&[1, 1, 1, 1], vec![1.]));
+    let run = |dx: [f64; 3], dy: [f64; 3]| {
+        let mut v = dx.to_vec();
+        v.extend(dy);
+        let off = Value::F64(arr(&[1, 2, 1, 3], v));
+        deform(&x, &f, &off, [0; 4], 1, false)
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run([0.; 3], [0.; 3]), [1., 2., 4.]);
+    // x + 1: the last samples outside (0).
+    assert_eq!(run([1.; 3], [0.; 3]), [2., 4., 0.]);
+    // x + 0.5: the mean of two neighbours; the last half outside.
+    assert_eq!(run([0.5; 3], [0.; 3]), [1.5, 3., 2.]);
+    // y - 0.25: a quarter of the row above (outside) is lost; NaN reads 0.
+    assert_eq!(run([0.; 3], [-0.25, f64::NAN, 0.]), [0.75, 0., 4.]);
+    // Modulated: a mask scales the sample.
+    let off = Value::F64(arr(
+        &[1, 3, 1, 3],
+        vec![0., 0., 0., 0., 0., 0., 0.5, 2., 0.],
+    ));
+    let y = deform(&x, &f, &off, [0; 4], 1, true).unwrap();
+    assert_eq!(y.iter().copied().collect::<Vec<_>>(), [0.5, 4., 0.]);
+}
+
+#[test]
+fn conv3d_factory_errors() {
+    let base = [
+        ("strides", li(&[1, 1, 1, 1, 1])),
+        ("pads", li(&[0, 0, 0, 0, 0, 0])),
+    ];
+    let mut a = base.to_vec();
+    a.push(("data_format", AttrValue::String("NHWC".into())));
+    let e = factory(conv3d_factory, &node("Conv3D", &a), Vec::new())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("data_format"), "{e}");
+    let a = [("strides", li(&[1, 1, 1, 1])), ("pads", li(&[0; 6]))];
+    assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
+    let a = [("strides", li(&[1, 1, 0, 1, 1])), ("pads", li(&[0; 6]))];
+    assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
+    let a = [("strides", li(&[1; 5])), ("pads", li(&[0, 0, -1, 0, 0, 0]))];
+    assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
+    let mut a = base.to_vec();
+    a.push(("groups", AttrValue::Int(0)));
+    assert!(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()).is_err());
+    let mut a = base.to_vec();
+    a.push(("offset_x", AttrValue::Int(1)));
+    let e = unsupported(factory(conv3d_factory, &node("Conv3D", &a), Vec::new()));
+    assert!(e.contains("offset_x"), "{e}");
+    // A float x of an unsupported dtype at run time is an error, not a panic.
+    let k = factory(conv3d_factory, &node("Conv3D", &base), Vec::new()).unwrap();
+    let x = Value::I16(arr(&[1, 1, 1, 1, 1], vec![1]));
+    assert!(k(&[Some(&x), Some(&x)]).is_err());
+}
