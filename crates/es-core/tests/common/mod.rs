@@ -314,6 +314,17 @@ pub fn float_data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
     .expect("create_input")
 }
 
+/// A builder `name` over the global library with float Data inputs 0.. of the given dims.
+pub fn float_inputs<const N: usize>(name: &str, dims: [&[i64]; N]) -> (GraphBuilder, [OutPort; N]) {
+    let mut b = GraphBuilder::new(name);
+    let mut k = 0;
+    let xs = dims.map(|d| {
+        k += 1;
+        float_data(&mut b, k - 1, d)
+    });
+    (b, xs)
+}
+
 /// Pairs input names with their ports.
 pub fn named<'a, const N: usize>(
     names: [&'a str; N],

@@ -103,22 +103,14 @@ fn attr_json_round_trip_every_type() {
 
 #[test]
 fn attr_json_special_floats_are_strings() {
-    assert_eq!(
-        AttrValue::Float(f32::INFINITY).to_json(),
-        serde_json::json!("inf")
-    );
-    assert_eq!(
-        AttrValue::Float(f32::NEG_INFINITY).to_json(),
-        serde_json::json!("-inf")
-    );
-    assert_eq!(
-        AttrValue::Float(f32::NAN).to_json(),
-        serde_json::json!("nan")
-    );
-    assert_eq!(
-        AttrValue::Type(DataType::BF16).to_json(),
-        serde_json::json!("DT_BF16")
-    );
+    for (v, want) in [
+        (AttrValue::Float(f32::INFINITY), "inf"),
+        (AttrValue::Float(f32::NEG_INFINITY), "-inf"),
+        (AttrValue::Float(f32::NAN), "nan"),
+        (AttrValue::Type(DataType::BF16), "DT_BF16"),
+    ] {
+        assert_eq!(v.to_json(), serde_json::json!(want), "{v:?}");
+    }
     let t = AttrValue::Tensor(Tensor::from_values(&[1i32, 2], vec![2]).unwrap()).to_json();
     assert_eq!(
         t,

@@ -4,9 +4,7 @@ use super::*;
 
 #[test]
 fn builder_failed_add_op_leaves_graph_unchanged() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2, 3]);
-    let y = data(&mut b, 1, &[4, 5]);
+    let (mut b, [x, y]) = float_inputs("g", [&[2, 3], &[4, 5]]);
     let i = b
         .create_input(
             2,
@@ -212,9 +210,7 @@ fn builder_create_input_checks() {
 
 #[test]
 fn builder_derived_attrs_and_dynamic_outputs() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2, 3]);
-    let y = data(&mut b, 1, &[4, 3]);
+    let (mut b, [x, y]) = float_inputs("g", [&[2, 3], &[4, 3]]);
     // ConcatD: N is derived from the number of inputs.
     let cat = b
         .add_op(
@@ -338,9 +334,7 @@ fn builder_defaults_and_control_dependencies() {
 
 #[test]
 fn failed_op_does_not_use_up_an_auto_name() {
-    let mut b = GraphBuilder::new("g");
-    let x = data(&mut b, 0, &[2, 3]);
-    let y = data(&mut b, 1, &[4, 5]);
+    let (mut b, [x, y]) = float_inputs("g", [&[2, 3], &[4, 5]]);
     assert!(b.add_op("Add", args(vec![one(x), one(y)], &[])).is_err());
     let ok = b
         .add_op("Add", args(vec![one(x), one(x)], &[]))

@@ -20,7 +20,7 @@ mod types;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use common::float_data as data;
+use common::{float_data as data, float_inputs};
 use es_core::attr::{AttrType, AttrValue};
 use es_core::builder::{GraphBuilder, OpArgs};
 use es_core::dump;
@@ -141,9 +141,7 @@ fn branch(name: &str) -> Graph {
 /// A graph with a bit of everything: inputs, a const, binary/dynamic ops, a control edge, an
 /// If node with two subgraphs, private attributes, output-desc attributes, NaN attributes.
 fn rich_graph() -> Graph {
-    let mut b = GraphBuilder::new("rich");
-    let x = data(&mut b, 0, &[2, 3]);
-    let y = data(&mut b, 1, &[2, 3]);
+    let (mut b, [x, y]) = float_inputs("rich", [&[2, 3], &[2, 3]]);
     let c = b
         .create_const(
             Tensor::from_values(&[1.0f32, 2.0, 3.0, 4.0, 5.0, f32::NAN], vec![2, 3]).unwrap(),
@@ -222,9 +220,7 @@ fn rich_graph() -> Graph {
 
 /// A small graph: two inputs, Add, Relu, a control edge.
 fn small_graph() -> Graph {
-    let mut b = GraphBuilder::new("s");
-    let x = data(&mut b, 0, &[2]);
-    let y = data(&mut b, 1, &[2]);
+    let (mut b, [x, y]) = float_inputs("s", [&[2], &[2]]);
     let a = b.add_op("Add", args(vec![one(x), one(y)], &[])).unwrap();
     let r = b.add_op("Relu", args(vec![one(out0(a))], &[])).unwrap();
     b.add_control_dependency(r, &[x.node]).unwrap();

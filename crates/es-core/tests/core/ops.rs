@@ -105,36 +105,46 @@ fn malformed_operator_json_errors_name_the_operator() {
         vec![DataType::FLOAT, DataType::INT32, DataType::INT64]
     );
 
-    let e = foo_err(|j| j["inputs"][0]["type"] = json!("U"));
-    assert!(e.contains("'U'"), "{e}");
-    let e = foo_err(|j| j["inputs"][0]["kind"] = json!("variadic"));
-    assert!(e.contains("variadic"), "{e}");
-    let e = foo_err(|j| j["outputs"][0]["kind"] = json!("optional"));
-    assert!(e.contains("optional"), "{e}");
-    let e = foo_err(|j| j["inputs"][0]["kind"] = json!("required"));
-    assert!(e.contains("not a dynamic input"), "{e}");
-    let e = foo_err(|j| j["derived_attrs"] = json!({"n": "len(w)"}));
-    assert!(e.contains("not a dynamic input"), "{e}");
-    let e = foo_err(|j| j["derived_attrs"] = json!({"n": "count(x)"}));
-    assert!(e.contains("count(x)"), "{e}");
-    let e = foo_err(|j| j["derived_attrs"] = json!({"missing": "len(x)"}));
-    assert!(e.contains("missing"), "{e}");
-    let e = foo_err(|j| j["output_counts"] = json!({"y": "attr(nope)"}));
-    assert!(e.contains("nope"), "{e}");
-    let e = foo_err(|j| j["outputs"][0]["kind"] = json!("required"));
-    assert!(e.contains("not a dynamic output"), "{e}");
-    let e = foo_err(|j| j["attrs"][0] = json!({"name": "n", "type": "Int"}));
-    assert!(e.contains("neither required nor defaulted"), "{e}");
-    let e = foo_err(|j| j["attrs"][0]["type"] = json!("Integer"));
-    assert!(e.contains("Integer"), "{e}");
-    let e = foo_err(|j| j["attrs"][0]["default"] = json!("one"));
-    assert!(e.contains("attribute n"), "{e}");
-    let e = foo_err(|j| j["attrs"][1]["name"] = json!("x"));
-    assert!(e.contains("used twice"), "{e}");
-    let e = foo_err(|j| j["type_vars"]["T"] = json!(["@Nope"]));
-    assert!(e.contains("@Nope"), "{e}");
-    let e = foo_err(|j| j["type_vars"]["T"] = json!(["DT_FLAOT"]));
-    assert!(e.contains("DT_FLAOT"), "{e}");
+    // (an edit of the valid definition, a part of the error it must give)
+    let cases: [(fn(&mut serde_json::Value), &str); 15] = [
+        (|j| j["inputs"][0]["type"] = json!("U"), "'U'"),
+        (|j| j["inputs"][0]["kind"] = json!("variadic"), "variadic"),
+        (|j| j["outputs"][0]["kind"] = json!("optional"), "optional"),
+        (
+            |j| j["inputs"][0]["kind"] = json!("required"),
+            "not a dynamic input",
+        ),
+        (
+            |j| j["derived_attrs"] = json!({"n": "len(w)"}),
+            "not a dynamic input",
+        ),
+        (
+            |j| j["derived_attrs"] = json!({"n": "count(x)"}),
+            "count(x)",
+        ),
+        (
+            |j| j["derived_attrs"] = json!({"missing": "len(x)"}),
+            "missing",
+        ),
+        (|j| j["output_counts"] = json!({"y": "attr(nope)"}), "nope"),
+        (
+            |j| j["outputs"][0]["kind"] = json!("required"),
+            "not a dynamic output",
+        ),
+        (
+            |j| j["attrs"][0] = json!({"name": "n", "type": "Int"}),
+            "neither required nor defaulted",
+        ),
+        (|j| j["attrs"][0]["type"] = json!("Integer"), "Integer"),
+        (|j| j["attrs"][0]["default"] = json!("one"), "attribute n"),
+        (|j| j["attrs"][1]["name"] = json!("x"), "used twice"),
+        (|j| j["type_vars"]["T"] = json!(["@Nope"]), "@Nope"),
+        (|j| j["type_vars"]["T"] = json!(["DT_FLAOT"]), "DT_FLAOT"),
+    ];
+    for (k, (edit, part)) in cases.into_iter().enumerate() {
+        let e = foo_err(edit);
+        assert!(e.contains(part), "case {k}: {e}");
+    }
     foo_err(|j| j["type_vars"] = json!([]));
     foo_err(|j| j["inputs"][1] = json!({"name": "w", "kind": "optional"}));
     foo_err(|j| j["inputs"][1] = json!({"kind": "optional", "type": ["DT_FLOAT"]}));

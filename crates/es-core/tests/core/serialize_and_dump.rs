@@ -334,17 +334,24 @@ fn nodes_json(v: &mut serde_json::Value) -> &mut Vec<serde_json::Value> {
     v["nodes"].as_array_mut().expect("nodes array")
 }
 
-#[test]
-fn one_sided_control_edge_in_a_file_is_rejected() {
-    let g = control_pair();
-    let bytes = tampered(&g, |v| {
+/// [`tampered`] with `edit` applied to the node named `name`.
+fn tampered_node(g: &Graph, name: &str, edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    tampered(g, |v| {
         for slot in nodes_json(v) {
             if let Some(node) = slot.get_mut("value").filter(|n| n.is_object()) {
-                if node["name"] == "Relu_1" {
-                    node["in_control"] = serde_json::json!([]);
+                if node["name"] == name {
+                    edit(node);
                 }
             }
         }
+    })
+}
+
+#[test]
+fn one_sided_control_edge_in_a_file_is_rejected() {
+    let g = control_pair();
+    let bytes = tampered_node(&g, "Relu_1", |node| {
+        node["in_control"] = serde_json::json!([]);
     });
     let r = catch_unwind(|| from_bytes(&bytes).map(|g| g.topo_order().map(|_| ())));
     let r = r.expect("must not panic");
@@ -357,18 +364,12 @@ fn one_sided_control_edge_in_a_file_is_rejected() {
 #[test]
 fn duplicate_consumer_in_a_file_is_rejected() {
     let g = control_pair();
-    let bytes = tampered(&g, |v| {
-        for slot in nodes_json(v) {
-            if let Some(node) = slot.get_mut("value").filter(|n| n.is_object()) {
-                if node["name"] == "input_0" {
-                    let c = node["outputs"][0]["consumers"][0].clone();
-                    node["outputs"][0]["consumers"]
-                        .as_array_mut()
-                        .expect("consumers")
-                        .push(c);
-                }
-            }
-        }
+    let bytes = tampered_node(&g, "input_0", |node| {
+        let c = node["outputs"][0]["consumers"][0].clone();
+        node["outputs"][0]["consumers"]
+            .as_array_mut()
+            .expect("consumers")
+            .push(c);
     });
     let r = catch_unwind(|| from_bytes(&bytes).map(|g| g.topo_order().map(|_| ())))
         .expect("must not panic");

@@ -2,6 +2,31 @@
 
 use super::*;
 
+/// Every member of `$ty` in `$all` comes back from its value and from its name (with or without
+/// `$prefix`) and prints as its name; each `(member, value)` of `$known` has that GE value; each
+/// of `$bad_values` and `$bad_names` is refused.
+macro_rules! check_values_and_names {
+    ($ty:ident, $all:expr, $prefix:literal, $known:expr, $bad_values:expr, $bad_names:expr) => {
+        for d in $all {
+            assert_eq!($ty::from_value(d.value() as i64).unwrap(), d);
+            assert_eq!($ty::from_name(d.name()).unwrap(), d);
+            assert!(d.name().starts_with($prefix), "{}", d.name());
+            let bare = &d.name()[$prefix.len()..];
+            assert_eq!($ty::from_name(bare).unwrap(), d, "bare name of {d}");
+            assert_eq!(d.to_string(), d.name());
+        }
+        for (d, v) in $known {
+            assert_eq!(d.value(), v, "{d}");
+        }
+        for bad in $bad_values {
+            assert!($ty::from_value(bad).is_err(), "{bad}");
+        }
+        for bad in $bad_names {
+            assert!($ty::from_name(bad).is_err(), "{bad:?}");
+        }
+    };
+}
+
 #[test]
 fn datatype_round_trips_every_member() {
     // The public list of members is every value `from_value` knows, in numeric order.
@@ -10,40 +35,28 @@ fn datatype_round_trips_every_member() {
     for w in all_dtypes().windows(2) {
         assert!(w[0].value() < w[1].value(), "VALUES is in numeric order");
     }
-    for d in all_dtypes() {
-        assert_eq!(DataType::from_value(d.value() as i64).unwrap(), d);
-        assert_eq!(DataType::from_name(d.name()).unwrap(), d);
-        assert!(d.name().starts_with("DT_"), "{}", d.name());
-        assert_eq!(
-            DataType::from_name(&d.name()[3..]).unwrap(),
-            d,
-            "bare name of {d}"
-        );
-        assert_eq!(d.to_string(), d.name());
-    }
-    for (d, v) in [
-        (DataType::FLOAT, 0),
-        (DataType::FLOAT16, 1),
-        (DataType::INT8, 2),
-        (DataType::INT32, 3),
-        (DataType::UINT8, 4),
-        (DataType::INT64, 9),
-        (DataType::DOUBLE, 11),
-        (DataType::BOOL, 12),
-        (DataType::STRING, 13),
-        (DataType::BF16, 27),
-        (DataType::UNDEFINED, 28),
-    ] {
-        assert_eq!(d.value(), v, "{d}");
-    }
+    check_values_and_names!(
+        DataType,
+        all_dtypes(),
+        "DT_",
+        [
+            (DataType::FLOAT, 0),
+            (DataType::FLOAT16, 1),
+            (DataType::INT8, 2),
+            (DataType::INT32, 3),
+            (DataType::UINT8, 4),
+            (DataType::INT64, 9),
+            (DataType::DOUBLE, 11),
+            (DataType::BOOL, 12),
+            (DataType::STRING, 13),
+            (DataType::BF16, 27),
+            (DataType::UNDEFINED, 28),
+        ],
+        [-1i64, 5, 44, 1000, i64::MAX, i64::MIN],
+        ["", "DT_", "DT_NOPE", "FLOAT32", "DT_FLOAT ", "FORMAT_NCHW"]
+    );
     assert_eq!(DataType::FLOAT.name(), "DT_FLOAT");
     assert_eq!(DataType::BF16.name(), "DT_BF16");
-    for bad in [-1i64, 5, 44, 1000, i64::MAX, i64::MIN] {
-        assert!(DataType::from_value(bad).is_err(), "{bad}");
-    }
-    for bad in ["", "DT_", "DT_NOPE", "FLOAT32", "DT_FLOAT ", "FORMAT_NCHW"] {
-        assert!(DataType::from_name(bad).is_err(), "{bad:?}");
-    }
 }
 
 #[test]
@@ -56,31 +69,23 @@ fn format_round_trips_every_member() {
     for (i, f) in all.iter().enumerate() {
         assert_eq!(f.value(), i as i32, "values are 0..=51 without gaps");
     }
-    for &f in &all {
-        assert_eq!(Format::from_value(f.value() as i64).unwrap(), f);
-        assert_eq!(Format::from_name(f.name()).unwrap(), f);
-        assert!(f.name().starts_with("FORMAT_"));
-        assert_eq!(Format::from_name(&f.name()[7..]).unwrap(), f);
-        assert_eq!(f.to_string(), f.name());
-    }
-    for (f, v) in [
-        (Format::NCHW, 0),
-        (Format::NHWC, 1),
-        (Format::ND, 2),
-        (Format::NC1HWC0, 3),
-        (Format::FRACTAL_Z, 4),
-        (Format::FRACTAL_NZ, 29),
-        (Format::NCDHW, 30),
-    ] {
-        assert_eq!(f.value(), v, "{f}");
-    }
+    check_values_and_names!(
+        Format,
+        all,
+        "FORMAT_",
+        [
+            (Format::NCHW, 0),
+            (Format::NHWC, 1),
+            (Format::ND, 2),
+            (Format::NC1HWC0, 3),
+            (Format::FRACTAL_Z, 4),
+            (Format::FRACTAL_NZ, 29),
+            (Format::NCDHW, 30),
+        ],
+        [-1i64, 52, 99, i64::MIN],
+        ["", "FORMAT_", "FORMAT_XYZ", "DT_FLOAT"]
+    );
     assert_eq!(Format::FRACTAL_NZ.name(), "FORMAT_FRACTAL_NZ");
-    for bad in [-1i64, 52, 99, i64::MIN] {
-        assert!(Format::from_value(bad).is_err(), "{bad}");
-    }
-    for bad in ["", "FORMAT_", "FORMAT_XYZ", "DT_FLOAT"] {
-        assert!(Format::from_name(bad).is_err(), "{bad:?}");
-    }
 }
 
 #[test]
