@@ -314,15 +314,25 @@ pub fn float_data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
     .expect("create_input")
 }
 
-/// A builder `name` over the global library with float Data inputs 0.. of the given dims.
-pub fn float_inputs<const N: usize>(name: &str, dims: [&[i64]; N]) -> (GraphBuilder, [OutPort; N]) {
+/// A builder `name` over the global library with the inputs `make` gives for index 0.. and
+/// the given dims.
+pub fn inputs_with<const N: usize>(
+    name: &str,
+    dims: [&[i64]; N],
+    mut make: impl FnMut(&mut GraphBuilder, i64, &[i64]) -> OutPort,
+) -> (GraphBuilder, [OutPort; N]) {
     let mut b = GraphBuilder::new(name);
     let mut k = 0;
     let xs = dims.map(|d| {
         k += 1;
-        float_data(&mut b, k - 1, d)
+        make(&mut b, k - 1, d)
     });
     (b, xs)
+}
+
+/// [`inputs_with`] float Data inputs ([`float_data`]).
+pub fn float_inputs<const N: usize>(name: &str, dims: [&[i64]; N]) -> (GraphBuilder, [OutPort; N]) {
+    inputs_with(name, dims, float_data)
 }
 
 /// Pairs input names with their ports.

@@ -87,6 +87,9 @@ fn foo_op() -> serde_json::Value {
     })
 }
 
+/// An edit of an operator's JSON definition.
+type Edit = fn(&mut serde_json::Value);
+
 fn foo_err(edit: impl FnOnce(&mut serde_json::Value)) -> String {
     let mut j = foo_op();
     edit(&mut j);
@@ -106,7 +109,7 @@ fn malformed_operator_json_errors_name_the_operator() {
     );
 
     // (an edit of the valid definition, a part of the error it must give)
-    let cases: [(fn(&mut serde_json::Value), &str); 15] = [
+    let cases: [(Edit, &str); 15] = [
         (|j| j["inputs"][0]["type"] = json!("U"), "'U'"),
         (|j| j["inputs"][0]["kind"] = json!("variadic"), "variadic"),
         (|j| j["outputs"][0]["kind"] = json!("optional"), "optional"),

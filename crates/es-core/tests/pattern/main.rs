@@ -1,6 +1,9 @@
 //! Tests of the pattern matcher and the subgraph rewriter (`es_core::pattern`): shared helpers
 //! here, one module per area.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use es_core::attr::AttrValue;
 use es_core::builder::{GraphBuilder, OpArgs};
 use es_core::graph::{Graph, NodeId, OutPort};
@@ -30,13 +33,7 @@ fn data(b: &mut GraphBuilder, index: i64, dims: &[i64]) -> OutPort {
 
 /// A builder `name` with float inputs x0.. of the given dims.
 fn inputs_dims<const N: usize>(name: &str, dims: [&[i64]; N]) -> (GraphBuilder, [OutPort; N]) {
-    let mut b = GraphBuilder::new(name);
-    let mut k = 0;
-    let xs = dims.map(|d| {
-        k += 1;
-        data(&mut b, k - 1, d)
-    });
-    (b, xs)
+    common::inputs_with(name, dims, data)
 }
 
 /// A builder `name` with `N` float inputs x0.. of the same dims.
