@@ -155,6 +155,9 @@ def dtype_test(ops: Union[str, Dict[str, List[str]]]) -> Callable[..., Any]:
 # Coverage: every kernel of the four files is tested here
 # ---------------------------------------------------------------------------------------------
 
+from test_kernels_misc import MISC_OPS  # noqa: E402  (the kernels misc.rs held)
+from test_kernels_dtypes import OPS_MOVED_IN  # noqa: E402  (index.rs's, tested there)
+
 KERNEL_FILES = ("elementwise.rs", "shape.rs", "matmul.rs", "reduce.rs")
 TESTED: set = set()  # filled by the tables below
 
@@ -166,9 +169,9 @@ def test_every_kernel_of_the_four_files_is_tested():
     for f in KERNEL_FILES:
         ops = _registered_in(KERNEL_DIR / f)
         assert ops, f
-        # Moved in from nn.rs and ge_ops.rs; test_kernels_dtypes.py and test_kernels_ge_ops.py
-        # test them and check that they do.
-        ops -= {"PRelu", "Threshold", "Concat"}
+        # Moved in from nn.rs, ge_ops.rs, index.rs and misc.rs; test_kernels_dtypes.py,
+        # test_kernels_ge_ops.py and test_kernels_misc.py test them and check that they do.
+        ops -= {"PRelu", "Threshold", "Concat"} | MISC_OPS | OPS_MOVED_IN.get(f, set())
         if ops - TESTED:
             missing[f] = sorted(ops - TESTED)
     assert not missing, f"kernels without a test here: {missing}"

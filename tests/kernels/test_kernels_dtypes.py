@@ -101,10 +101,19 @@ from kernel_harness import (
 # The files of the ops covered here (nn.rs's kernels now sit in the families conv, pool, norm and,
 # PRelu, elementwise); ops those family files hold that other test files cover are left out.
 FILES = ("conv/mod.rs", "pool.rs", "norm.rs", "index.rs", "control.rs")
-OPS_MOVED_IN = {"elementwise.rs": {"PRelu"}}
+# index.rs's shape ops, Cumsum, ArgMax/ArgMin and Range now sit in the families shape, reduce and
+# source.
+OPS_MOVED_IN = {
+    "elementwise.rs": {"PRelu"},
+    "shape.rs": {"Slice", "SliceD", "StridedSlice", "StridedSliceD", "ReverseV2", "Split", "SplitD",
+                 "SplitV", "Unpack", "Pad", "PadD", "PadV3", "Tril", "Triu", "Trilu"},
+    "reduce.rs": {"Cumsum", "CumsumD", "ArgMaxV2", "ArgMaxD", "ArgMin"},
+    "source.rs": {"Range"},
+}
 OPS_COVERED_ELSEWHERE = {
     "Conv3D", "Conv2DTranspose", "DeformableConv2D", "Pooling",  # test_kernels_convnd.py
     "RmsNorm", "AddRmsNorm",  # test_kernels_ge_ops.py
+    "MaskedFill", "EmbeddingBag", "UniqueWithCountsAndSorting",  # test_kernels_misc.py
 }
 COVER: Dict[str, Dict[str, Set[str]]] = defaultdict(lambda: defaultdict(set))
 

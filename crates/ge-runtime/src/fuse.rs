@@ -15,7 +15,7 @@
 //!   the activation's own, so fused and unfused plans give identical results.
 
 use crate::error::Result;
-use crate::optimize::plain;
+use crate::rewrite::{plain, redirect, tensor_const};
 use crate::value::Value;
 use es_core::attr::AttrValue;
 use es_core::infer::layout;
@@ -145,7 +145,7 @@ fn const_like(g: &Graph, base: &str, v: &Value, like: &es_core::TensorDesc) -> R
     let mut t = v.to_tensor()?;
     t.desc.format = like.format;
     t.desc.origin_format = like.origin_format;
-    Ok(crate::optimize::tensor_const(g, base, t))
+    Ok(tensor_const(g, base, t))
 }
 
 fn attr_str<'a>(n: &'a Node, name: &str, default: &'a str) -> &'a str {
@@ -195,7 +195,7 @@ pub fn fold_conv_batch_norm(g: &mut Graph) -> Result<usize> {
             }
             g.add_data_edge(out0(new), dst)?;
         }
-        crate::optimize::redirect(g, out0(bn_id), out0(conv))?;
+        redirect(g, out0(bn_id), out0(conv))?;
         g.remove_node(bn_id)?;
         folded += 1;
     }

@@ -39,6 +39,7 @@ pub mod optimize;
 pub mod options;
 pub mod par;
 pub mod plan;
+mod rewrite;
 pub mod session;
 pub mod value;
 

@@ -13,10 +13,10 @@
 
 use crate::error::Result;
 use crate::kernels::{self, NodeInfo};
+use crate::rewrite::{plain, redirect, tensor_const};
 use crate::value::Value;
-use es_core::attr::AttrValue;
-use es_core::graph::{is_data_op, OutputSlot};
-use es_core::{Graph, InPort, Node, NodeId, OutPort};
+use es_core::graph::is_data_op;
+use es_core::{Graph, Node, NodeId, OutPort};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The most elements a folded node may produce (all outputs together).
@@ -52,28 +52,6 @@ impl std::fmt::Display for OptimizeCounts {
     }
 }
 
-/// Moves every consumer of `old` (and graph outputs equal to it) to `new`.
-pub(crate) fn redirect(g: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
-    let consumers: Vec<InPort> = g.node(old.node)?.outputs[old.index as usize]
-        .consumers
-        .clone();
-    for c in consumers {
-        g.remove_data_edge(old, c)?;
-        g.add_data_edge(new, c)?;
-    }
-    for i in 0..g.outputs.len() {
-        if g.outputs[i] == old {
-            g.set_output(i, new)?;
-        }
-    }
-    Ok(())
-}
-
-/// A node without control edges or subgraphs: one a rewrite may move or merge freely.
-pub(crate) fn plain(n: &Node) -> bool {
-    n.in_control.is_empty() && n.out_control.is_empty() && n.subgraphs.is_empty()
-}
-
 fn remove_identities(g: &mut Graph) -> Result<usize> {
     let ids: Vec<NodeId> = g
         .nodes()
@@ -98,19 +76,6 @@ fn remove_identities(g: &mut Graph) -> Result<usize> {
 
 fn const_node(g: &Graph, base: &str, v: &Value) -> Result<Node> {
     Ok(tensor_const(g, base, v.to_tensor()?))
-}
-
-/// A Const node (named from `base`, unique in `g`) holding `t`.
-pub(crate) fn tensor_const(g: &Graph, base: &str, t: es_core::Tensor) -> Node {
-    let mut n = Node::new(g.unique_name(base), "Const");
-    n.outputs.push(OutputSlot {
-        name: "y".into(),
-        ir_index: 0,
-        desc: t.desc.clone(),
-        consumers: Vec::new(),
-    });
-    n.attrs.insert("value".into(), AttrValue::Tensor(t));
-    n
 }
 
 fn fold_constants(g: &mut Graph) -> Result<usize> {

@@ -11,41 +11,14 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel, NodeInfo};
+pub use crate::value::{signature, signature_text, InputSignature, Signature};
 use crate::value::{supported_dtype, Value};
 use es_core::graph::is_data_op;
 use es_core::{DataType, Graph, NodeId, OutPort, Shape};
 use pass_bridge::{PassRegistry, PassStage, PassStats, RunOptions};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The dtype and shape of one graph input: what a plan is specialised for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InputSignature {
-    pub dtype: DataType,
-    pub dims: Vec<usize>,
-}
-
-/// The signature of a run: one entry per graph input, in input-index order. (Inputs are
-/// contiguous row-major arrays by the time they reach a plan, so strides add nothing.)
-pub type Signature = Vec<InputSignature>;
-
-/// A signature in words: `DT_FLOAT[1, 3], DT_INT64[2]`.
-pub fn signature_text(sig: &Signature) -> String {
-    sig.iter()
-        .map(|s| format!("{}{:?}", s.dtype, s.dims))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub fn signature(inputs: &[Value]) -> Signature {
-    inputs
-        .iter()
-        .map(|v| InputSignature {
-            dtype: v.dtype(),
-            dims: v.shape().to_vec(),
-        })
-        .collect()
-}
 
 /// One stage of a compile, for the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -228,6 +201,18 @@ pub fn compile(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
     plan_prepared(prepare(graph, sig, passes)?, sig)
 }
 
+/// A subgraph of a control-flow node compiled (without passes) for `sig`: what the control
+/// kernels run; installed as their compiler by [`prepare`] and [`already_prepared`].
+fn compile_subgraph(graph: &Graph, sig: &Signature) -> Result<Arc<dyn kernels::Subplan>> {
+    Ok(Arc::new(compile(graph, sig, None)?))
+}
+
+impl kernels::Subplan for Plan {
+    fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.execute(inputs)
+    }
+}
+
 pub(crate) fn check_input_dtypes(sig: &Signature) -> Result<()> {
     for s in sig {
         if !supported_dtype(s.dtype) {
@@ -243,6 +228,7 @@ pub(crate) fn check_input_dtypes(sig: &Signature) -> Result<()> {
 /// A graph that went through [`prepare`] before (an offline model's, see [`crate::om`]) as
 /// a [`Prepared`] for `sig`: no pass, inference or optimisation runs again.
 pub fn already_prepared(graph: Graph, sig: &Signature) -> Result<Prepared> {
+    kernels::install_subgraph_compiler(compile_subgraph);
     let data = inputs_for(&graph, sig)?;
     Ok(Prepared {
         graph,
@@ -288,6 +274,7 @@ pub(crate) fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
 /// Validation, passes at their stages, inference from `sig`, built-in optimisation: every
 /// stage before a backend plans.
 pub fn prepare(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) -> Result<Prepared> {
+    kernels::install_subgraph_compiler(compile_subgraph);
     let start = Instant::now();
     let mut report = CompileReport::default();
     let mut g = graph.clone();

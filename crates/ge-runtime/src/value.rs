@@ -420,6 +420,35 @@ impl Value {
     }
 }
 
+/// The dtype and shape of one graph input: what a plan is specialised for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InputSignature {
+    pub dtype: DataType,
+    pub dims: Vec<usize>,
+}
+
+/// The signature of a run: one entry per graph input, in input-index order. (Inputs are
+/// contiguous row-major arrays by the time they reach a plan, so strides add nothing.)
+pub type Signature = Vec<InputSignature>;
+
+/// A signature in words: `DT_FLOAT[1, 3], DT_INT64[2]`.
+pub fn signature_text(sig: &Signature) -> String {
+    sig.iter()
+        .map(|s| format!("{}{:?}", s.dtype, s.dims))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn signature(inputs: &[Value]) -> Signature {
+    inputs
+        .iter()
+        .map(|v| InputSignature {
+            dtype: v.dtype(),
+            dims: v.shape().to_vec(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,9 @@
 //! A program that never registered the ACL backend (ge-runtime alone, without ge-acl):
 //! `ge.device=acl` is a device error that says so, and `auto` runs on the CPU with a note.
 
-use es_core::{es, DataType, Format, GraphBuilder, Shape};
+mod common;
+
+use es_core::{es, GraphBuilder};
 use ge_runtime::{Error, Session};
 use std::collections::BTreeMap;
 
@@ -19,16 +21,7 @@ fn acl_without_a_registered_backend_is_a_device_error_and_auto_uses_the_cpu() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("running on the CPU"), "{}", notes[0]);
     let mut b = GraphBuilder::new("g");
-    let x = b
-        .create_input(
-            0,
-            None,
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::new(vec![2]),
-        )
-        .unwrap();
+    let x = common::float_input(&mut b);
     let y = es::relu(&mut b, x).unwrap();
     b.set_output(y, 0).unwrap();
     let graph = b.build_and_reset().unwrap();

@@ -1,26 +1,19 @@
 //! Variable nodes: the input when connected, else the `value` attribute (the initial value),
 //! else an error naming the variable.
 
+mod common;
+
 use es_core::attr::AttrValue;
 use es_core::builder::OpArgs;
 use es_core::graph::InPort;
-use es_core::{DataType, Format, GraphBuilder, Shape, Tensor};
+use es_core::{GraphBuilder, Tensor};
 use ge_runtime::{Session, Value};
 use std::collections::BTreeMap;
 
 /// y = x + var, where var is a Variable whose input edge is removed when `detach`.
 fn graph(value: Option<Tensor>, detach: bool) -> es_core::Graph {
     let mut b = GraphBuilder::new("g");
-    let x = b
-        .create_input(
-            0,
-            None,
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::new(vec![2]),
-        )
-        .unwrap();
+    let x = common::float_input(&mut b);
     let init = b
         .create_const(
             Tensor::from_values(&[10.0f32, 20.0], vec![2]).unwrap(),

@@ -6,7 +6,7 @@
 //! that needs more ranks (rank_size above 1, a root_rank other than 0) is refused when the graph
 //! is compiled, with an error that says so.
 
-use super::index::str_attr;
+use super::common::str_attr;
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap;

@@ -3,12 +3,16 @@
 //! back (floats, from_f64, float_out) and checked sub-slices (sub, sub_mut).
 
 use super::conv::filter_positions;
-use super::index::{array, bad_attr, str_attr};
 use super::NodeInfo;
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Elem, Value};
+use crate::{map_array, par};
 use es_core::infer::layout;
 use es_core::DataType;
+use half::{bf16, f16};
+use ndarray::{ArrayD, IxDyn, Zip};
+use std::borrow::Cow;
+use std::cmp::Ordering;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -141,6 +145,537 @@ pub(super) fn sub_mut<T>(s: &mut [T], start: usize, len: usize) -> Result<&mut [
         .ok_or_else(|| Error::kernel("internal error: slice out of bounds"))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Values, arrays and attributes
+// ---------------------------------------------------------------------------------------------
+
+/// An element type whose array can be taken out of a [`Value`].
+pub(super) trait Pick: Elem {
+    fn pick(v: &Value) -> Option<&ArrayD<Self>>;
+    fn take(v: Value) -> Option<ArrayD<Self>>;
+}
+
+macro_rules! pick {
+    ($t:ty, $var:ident) => {
+        impl Pick for $t {
+            fn pick(v: &Value) -> Option<&ArrayD<Self>> {
+                match v {
+                    Value::$var(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn take(v: Value) -> Option<ArrayD<Self>> {
+                match v {
+                    Value::$var(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pick!(f32, F32);
+pick!(f64, F64);
+pick!(f16, F16);
+pick!(bf16, BF16);
+pick!(i8, I8);
+pick!(i16, I16);
+pick!(i32, I32);
+pick!(i64, I64);
+pick!(u8, U8);
+pick!(u16, U16);
+pick!(u32, U32);
+pick!(u64, U64);
+pick!(bool, Bool);
+
+/// `v` as an array of `T`, converted (numpy's `astype`) when it has another dtype.
+pub(super) fn cast_to<T: Pick>(v: &Value) -> Result<Cow<'_, ArrayD<T>>> {
+    if let Some(a) = T::pick(v) {
+        return Ok(Cow::Borrowed(a));
+    }
+    T::take(v.cast(T::DTYPE)?)
+        .map(Cow::Owned)
+        .ok_or_else(|| Error::kernel("internal error: cast gave another dtype"))
+}
+
+/// Like [`cast_to`], the element type taken from `_like`.
+pub(super) fn cast_like<'v, T: Pick>(
+    _like: &ArrayD<T>,
+    v: &'v Value,
+) -> Result<Cow<'v, ArrayD<T>>> {
+    cast_to::<T>(v)
+}
+
+/// `v`, which must have the element type of `_like`.
+pub(super) fn same_as<'v, T: Pick>(
+    _like: &ArrayD<T>,
+    v: &'v Value,
+    what: &str,
+) -> Result<&'v ArrayD<T>> {
+    T::pick(v).ok_or_else(|| {
+        Error::kernel(format!(
+            "{what} must have dtype {}, got {}",
+            T::DTYPE,
+            v.dtype()
+        ))
+    })
+}
+
+/// An error for a malformed attribute, naming the node.
+pub(super) fn bad_attr(info: &NodeInfo, msg: impl std::fmt::Display) -> Error {
+    Error::Compile(format!("node '{}' ({}): {msg}", info.node.name, info.op()))
+}
+
+/// A string attribute (`default` when absent).
+pub(super) fn str_attr(info: &NodeInfo, name: &str, default: &str) -> Result<String> {
+    match info.attr(name) {
+        None => Ok(default.to_string()),
+        Some(v) => v
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| bad_attr(info, format!("attribute '{name}' must be a string"))),
+    }
+}
+
+/// A vector of `n` copies of `v`; running out of memory is an error, not an abort.
+pub(super) fn alloc<T: Clone>(n: usize, v: T) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n)
+        .map_err(|_| Error::kernel(format!("cannot allocate {n} elements")))?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+/// An empty vector with room for `n` elements (fallible).
+pub(super) fn with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n)
+        .map_err(|_| Error::kernel(format!("cannot allocate {n} elements")))?;
+    Ok(out)
+}
+
+/// The element count of `dims`, an error on overflow.
+pub(super) fn numel(dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::kernel(format!("shape {dims:?} has too many elements")))
+}
+
+/// An array of `dims` from elements in standard order.
+pub(super) fn array<T>(dims: &[usize], v: Vec<T>) -> Result<ArrayD<T>> {
+    ArrayD::from_shape_vec(IxDyn(dims), v).map_err(|e| Error::kernel(e.to_string()))
+}
+
+/// The elements of `a` in standard (row-major) order, borrowed when they already are.
+pub(super) fn std_slice<T: Clone>(a: &ArrayD<T>) -> Cow<'_, [T]> {
+    match a.as_slice() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(a.iter().cloned().collect()),
+    }
+}
+
+/// Row-major strides (in elements) of `shape`.
+pub(super) fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1].saturating_mul(shape[i + 1]);
+    }
+    s
+}
+
+/// The one element of `a`.
+pub(super) fn first<T: Copy>(a: &ArrayD<T>, what: &str) -> Result<T> {
+    if a.len() != 1 {
+        return Err(Error::kernel(format!(
+            "{what} must hold one value, got shape {:?}",
+            a.shape()
+        )));
+    }
+    a.iter()
+        .next()
+        .copied()
+        .ok_or_else(|| Error::kernel(format!("{what} is empty")))
+}
+
+/// The elements of an integer tensor as i64 (exact for 64-bit integers).
+pub(super) fn ints(v: &Value) -> Vec<i64> {
+    match v {
+        Value::I64(a) => a.iter().copied().collect(),
+        Value::I32(a) => a.iter().map(|&x| i64::from(x)).collect(),
+        Value::U64(a) => a
+            .iter()
+            .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+            .collect(),
+        _ => v.to_i64_vec(),
+    }
+}
+
+/// The one integer held by `v`.
+pub(super) fn scalar_int(v: &Value, what: &str) -> Result<i64> {
+    let x = ints(v);
+    match x.as_slice() {
+        [a] => Ok(*a),
+        _ => Err(Error::kernel(format!(
+            "{what} must hold one value, got shape {:?}",
+            v.shape()
+        ))),
+    }
+}
+
+/// An index into a dim of size `d` (negative counts from the end when `neg` is allowed).
+pub(super) fn resolve(raw: i64, d: usize, neg: bool) -> Result<usize> {
+    let v = if raw < 0 && neg {
+        i128::from(raw) + d as i128
+    } else {
+        i128::from(raw)
+    };
+    if v < 0 || v >= d as i128 {
+        return Err(Error::kernel(format!(
+            "index {raw} is out of range for a dim of size {d}"
+        )));
+    }
+    Ok(v as usize)
+}
+
+/// Whether `v` is NaN (the one value not equal to itself).
+#[allow(clippy::eq_op)]
+pub(super) fn is_nan<T: PartialEq>(v: &T) -> bool {
+    v != v
+}
+
+/// A total order for ranking: NaN above everything (as PyTorch's topk/sort).
+pub(super) fn rank_cmp<T: PartialOrd>(a: &T, b: &T) -> Ordering {
+    match (is_nan(a), is_nan(b)) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Rebuilds a numeric value of the same dtype from the body's array; bool is an error.
+macro_rules! map_num {
+    ($v:expr, $what:expr, $a:ident => $body:expr) => {
+        match $v {
+            $crate::value::Value::F32($a) => $crate::value::Value::F32($body),
+            $crate::value::Value::F64($a) => $crate::value::Value::F64($body),
+            $crate::value::Value::F16($a) => $crate::value::Value::F16($body),
+            $crate::value::Value::BF16($a) => $crate::value::Value::BF16($body),
+            $crate::value::Value::I8($a) => $crate::value::Value::I8($body),
+            $crate::value::Value::I16($a) => $crate::value::Value::I16($body),
+            $crate::value::Value::I32($a) => $crate::value::Value::I32($body),
+            $crate::value::Value::I64($a) => $crate::value::Value::I64($body),
+            $crate::value::Value::U8($a) => $crate::value::Value::U8($body),
+            $crate::value::Value::U16($a) => $crate::value::Value::U16($body),
+            $crate::value::Value::U32($a) => $crate::value::Value::U32($body),
+            $crate::value::Value::U64($a) => $crate::value::Value::U64($body),
+            $crate::value::Value::Bool(_) => {
+                return Err($crate::error::Error::kernel(format!(
+                    "{} does not take bool tensors",
+                    $what
+                )))
+            }
+        }
+    };
+}
+pub(super) use map_num;
+
+/// Per dim of a source tensor, the source index of each output position (`None`: a fill value).
+pub(super) type Maps = Vec<Vec<Option<usize>>>;
+
+/// An array whose element at (o_0, .., o_k) is x at (maps[0][o_0], .., maps[k][o_k]), or `fill`
+/// where a map entry is `None`. Map entries out of range are an error.
+pub(super) fn take_axes<T: Copy>(
+    x: &ArrayD<T>,
+    maps: &[Vec<Option<usize>>],
+    fill: T,
+) -> Result<ArrayD<T>> {
+    let shape = x.shape();
+    if maps.len() != shape.len() {
+        return Err(Error::kernel(format!(
+            "internal error: {} index maps for rank {}",
+            maps.len(),
+            shape.len()
+        )));
+    }
+    let dims: Vec<usize> = maps.iter().map(Vec::len).collect();
+    let total = numel(&dims)?;
+    let src = std_slice(x);
+    if shape.is_empty() {
+        return array(&[], src.iter().copied().take(1).collect());
+    }
+    let strides = strides_of(shape);
+    let mut offs: Maps = Vec::with_capacity(maps.len());
+    for ((m, &s), &d) in maps.iter().zip(&strides).zip(shape) {
+        let mut v = with_capacity(m.len())?;
+        for o in m {
+            v.push(match *o {
+                Some(i) if i < d => Some(i * s),
+                Some(i) => {
+                    return Err(Error::kernel(format!(
+                        "index {i} is out of range for a dim of size {d}"
+                    )))
+                }
+                None => None,
+            });
+        }
+        offs.push(v);
+    }
+    fn rec<T: Copy>(
+        src: &[T],
+        offs: &[Vec<Option<usize>>],
+        base: Option<usize>,
+        out: &mut Vec<T>,
+        fill: T,
+    ) {
+        let Some((here, rest)) = offs.split_first() else {
+            return;
+        };
+        for o in here {
+            let b = match (base, o) {
+                (Some(b), Some(o)) => Some(b + o),
+                _ => None,
+            };
+            if rest.is_empty() {
+                out.push(b.and_then(|i| src.get(i).copied()).unwrap_or(fill));
+            } else {
+                rec(src, rest, b, out, fill);
+            }
+        }
+    }
+    let mut out = with_capacity(total)?;
+    if total > 0 {
+        rec(&src, &offs, Some(0), &mut out, fill);
+    }
+    array(&dims, out)
+}
+
+/// [`take_axes`] for any value; `fill` (cast to x's dtype) where a map entry is `None`.
+pub(super) fn take_value(
+    x: &Value,
+    maps: &[Vec<Option<usize>>],
+    fill: Option<&Value>,
+) -> Result<Value> {
+    Ok(map_array!(x, a => {
+        let f = match fill {
+            Some(v) => first(cast_like(a, v)?.as_ref(), "the pad value")?,
+            None => Elem::from_f64(0.0),
+        };
+        take_axes(a, maps, f)?
+    }))
+}
+
+/// The full index map of a dim of size `d`.
+pub(super) fn full(d: usize) -> Vec<Option<usize>> {
+    (0..d).map(Some).collect()
+}
+
+/// `v` in standard order with the shape `dims` (same element count), allocated fallibly.
+pub(super) fn owned<C: Clone>(v: ndarray::ArrayViewD<'_, C>, dims: &[usize]) -> Result<ArrayD<C>> {
+    let mut out = with_capacity(numel(v.shape())?)?;
+    out.extend(v.iter().cloned());
+    array(dims, out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broadcasting
+// ---------------------------------------------------------------------------------------------
+
+/// The numpy broadcast of two shapes.
+pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(Error::kernel(format!(
+                    "shapes {a:?} and {b:?} do not broadcast"
+                )))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// `f` applied pairwise after broadcasting `a` and `b`.
+/// Large arrays are split across the run's threads.
+pub(crate) fn zip2<A: Copy + Send + Sync, B: Copy + Send + Sync, O: Send>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    f: impl Fn(A, B) -> O + Sync,
+) -> Result<ArrayD<O>> {
+    let shape = if a.shape() == b.shape() {
+        a.shape().to_vec()
+    } else {
+        broadcast_shape(a.shape(), b.shape())?
+    };
+    let parallel = par::chunks_for(shape.iter().product()) > 1;
+    if a.shape() == b.shape() {
+        let z = Zip::from(a).and(b);
+        return Ok(if parallel {
+            par::install(|| z.par_map_collect(|&x, &y| f(x, y)))
+        } else {
+            z.map_collect(|&x, &y| f(x, y))
+        });
+    }
+    if b.len() == 1 && a.shape() == shape.as_slice() {
+        let y = *b
+            .iter()
+            .next()
+            .ok_or_else(|| Error::kernel("empty operand"))?;
+        return Ok(map1(a, parallel, |x| f(x, y)));
+    }
+    if a.len() == 1 && b.shape() == shape.as_slice() {
+        let x = *a
+            .iter()
+            .next()
+            .ok_or_else(|| Error::kernel("empty operand"))?;
+        return Ok(map1(b, parallel, |y| f(x, y)));
+    }
+    let av = a
+        .broadcast(IxDyn(&shape))
+        .ok_or_else(|| Error::kernel("broadcast failed"))?;
+    let bv = b
+        .broadcast(IxDyn(&shape))
+        .ok_or_else(|| Error::kernel("broadcast failed"))?;
+    let z = Zip::from(&av).and(&bv);
+    Ok(if parallel {
+        par::install(|| z.par_map_collect(|&x, &y| f(x, y)))
+    } else {
+        z.map_collect(|&x, &y| f(x, y))
+    })
+}
+
+/// `f` of each element, across the run's threads when `parallel`.
+fn map1<A: Copy + Send + Sync, O: Send>(
+    a: &ArrayD<A>,
+    parallel: bool,
+    f: impl Fn(A) -> O + Sync,
+) -> ArrayD<O> {
+    if parallel {
+        par::install(|| Zip::from(a).par_map_collect(|&x| f(x)))
+    } else {
+        a.mapv(f)
+    }
+}
+
+/// `f` of each element; large arrays are split across the run's threads.
+pub(crate) fn map<A: Copy + Send + Sync, O: Send>(
+    a: &ArrayD<A>,
+    f: impl Fn(A) -> O + Sync,
+) -> ArrayD<O> {
+    map1(a, par::chunks_for(a.len()) > 1, f)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Float arithmetic and typed attributes
+// ---------------------------------------------------------------------------------------------
+
+/// The float types kernels compute in.
+pub(super) trait Real:
+    Copy
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::AddAssign
+{
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn from_f64(v: f64) -> Self;
+    /// An element converted to this type (rounded once).
+    fn of<T: Elem>(x: T) -> Self;
+    /// This value as an element (rounded once).
+    fn to<T: Elem>(self) -> T;
+    /// Round half to even.
+    fn rint(self) -> Self;
+    fn is_infinite(self) -> bool;
+}
+
+impl Real for f32 {
+    fn zero() -> Self {
+        0.0
+    }
+    fn one() -> Self {
+        1.0
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn of<T: Elem>(x: T) -> Self {
+        x.to_f32()
+    }
+    fn to<T: Elem>(self) -> T {
+        T::from_f64(f64::from(self))
+    }
+    fn rint(self) -> Self {
+        self.round_ties_even()
+    }
+    fn is_infinite(self) -> bool {
+        f32::is_infinite(self)
+    }
+}
+
+impl Real for f64 {
+    fn zero() -> Self {
+        0.0
+    }
+    fn one() -> Self {
+        1.0
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn of<T: Elem>(x: T) -> Self {
+        x.to_f64()
+    }
+    fn to<T: Elem>(self) -> T {
+        T::from_f64(self)
+    }
+    fn rint(self) -> Self {
+        self.round_ties_even()
+    }
+    fn is_infinite(self) -> bool {
+        f64::is_infinite(self)
+    }
+}
+
+/// A data-type attribute given as a Type or as an Int (a DataType value).
+pub(super) fn type_attr(info: &NodeInfo, name: &str) -> Result<Option<DataType>> {
+    match info.attr(name) {
+        None => Ok(None),
+        Some(v) => match (v.as_type(), v.as_int()) {
+            (Some(t), _) => Ok(Some(t)),
+            (None, Some(i)) => DataType::from_value(i)
+                .map(Some)
+                .map_err(|_| bad_attr(info, format!("attribute '{name}' {i} is not a data type"))),
+            _ => Err(bad_attr(
+                info,
+                format!("attribute '{name}' must be a data type"),
+            )),
+        },
+    }
+}
+
+/// An attribute the prototype requires.
+pub(super) fn required<'a>(info: &'a NodeInfo, name: &str) -> Result<&'a es_core::attr::AttrValue> {
+    info.attr(name)
+        .ok_or_else(|| bad_attr(info, format!("attribute '{name}' is required")))
+}
+
 /// Test helpers shared by the families' unit tests: a node, its kernel, attribute values.
 #[cfg(test)]
 pub(super) mod testing {
@@ -148,6 +683,7 @@ pub(super) mod testing {
     use crate::kernels::{Factory, Kernel, NodeInfo};
     use crate::value::Value;
     use es_core::attr::AttrValue;
+    use es_core::{DataType, Shape, TensorDesc};
     use ndarray::{ArrayD, IxDyn};
 
     pub(in crate::kernels) fn arr<T>(dims: &[usize], v: Vec<T>) -> ArrayD<T> {
@@ -176,6 +712,84 @@ pub(super) mod testing {
 
     pub(in crate::kernels) fn li(v: &[i64]) -> AttrValue {
         AttrValue::ListInt(v.to_vec())
+    }
+
+    /// A node with outputs of dtypes `outs` (scalar shapes).
+    pub(in crate::kernels) fn node_with_outputs(
+        op: &str,
+        attrs: &[(&str, AttrValue)],
+        outs: &[DataType],
+    ) -> es_core::Node {
+        let mut n = es_core::Node::new(op, op);
+        for (k, v) in attrs {
+            n.attrs.insert(k.to_string(), v.clone());
+        }
+        for (i, &dt) in outs.iter().enumerate() {
+            n.outputs.push(es_core::graph::OutputSlot {
+                name: format!("y{i}").into(),
+                ir_index: i as u32,
+                desc: TensorDesc::new(dt, Shape::scalar()),
+                consumers: Vec::new(),
+            });
+        }
+        n
+    }
+
+    /// The registered kernel of `n` run on `inputs` (an error from the factory or the run).
+    pub(in crate::kernels) fn run(
+        n: &es_core::Node,
+        inputs: &[Option<&Value>],
+    ) -> Result<Vec<Value>> {
+        let info = NodeInfo {
+            node: n,
+            inputs: inputs
+                .iter()
+                .map(|v| v.map(|v| TensorDesc::new(v.dtype(), Shape::new(v.dims()))))
+                .collect(),
+            const_inputs: Vec::new(),
+        };
+        let f = crate::kernels::registry()[n.op_type.as_str()];
+        f(&info)?(inputs)
+    }
+
+    /// The first output of the registered kernel of `op` (no declared outputs).
+    pub(in crate::kernels) fn run1(
+        op: &str,
+        attrs: &[(&str, AttrValue)],
+        inputs: &[&Value],
+    ) -> Result<Value> {
+        let n = node_with_outputs(op, attrs, &[]);
+        let args: Vec<Option<&Value>> = inputs.iter().map(|v| Some(*v)).collect();
+        Ok(run(&n, &args)?.remove(0))
+    }
+
+    pub(in crate::kernels) fn f32s(dims: &[usize], v: &[f32]) -> Value {
+        Value::F32(arr(dims, v.to_vec()))
+    }
+    pub(in crate::kernels) fn f64s(dims: &[usize], v: &[f64]) -> Value {
+        Value::F64(arr(dims, v.to_vec()))
+    }
+    pub(in crate::kernels) fn i64s(dims: &[usize], v: &[i64]) -> Value {
+        Value::I64(arr(dims, v.to_vec()))
+    }
+    pub(in crate::kernels) fn i32s(dims: &[usize], v: &[i32]) -> Value {
+        Value::I32(arr(dims, v.to_vec()))
+    }
+    pub(in crate::kernels) fn i8s(dims: &[usize], v: &[i8]) -> Value {
+        Value::I8(arr(dims, v.to_vec()))
+    }
+    pub(in crate::kernels) fn f32v(dims: &[usize], v: Vec<f32>) -> Value {
+        Value::F32(arr(dims, v))
+    }
+    pub(in crate::kernels) fn vals(v: &Value) -> Vec<f64> {
+        v.to_f64_vec()
+    }
+    /// Every index present.
+    pub(in crate::kernels) fn some(v: &[usize]) -> Vec<Option<usize>> {
+        v.iter().copied().map(Some).collect()
+    }
+    pub(in crate::kernels) fn s(v: &str) -> AttrValue {
+        AttrValue::String(v.to_string())
     }
 
     pub(in crate::kernels) fn unsupported(r: Result<Kernel>) -> String {

@@ -7,17 +7,39 @@
 
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
-use crate::plan::{compile, signature, Plan, Signature};
-use crate::value::Value;
+use crate::value::{signature, Signature, Value};
 use es_core::Graph;
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A compiled subgraph, run with its inputs.
+pub(crate) trait Subplan: Send + Sync {
+    fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>>;
+}
+
+/// Compiles a subgraph for an input signature.
+pub(crate) type SubgraphCompiler = fn(&Graph, &Signature) -> Result<Arc<dyn Subplan>>;
+
+static COMPILER: OnceLock<SubgraphCompiler> = OnceLock::new();
+
+/// Gives the control-flow kernels the planner's compile (`plan` sits above the kernels, so
+/// they reach it through this hook, which it installs before it selects kernels).
+pub(crate) fn install_subgraph_compiler(f: SubgraphCompiler) {
+    COMPILER.get_or_init(|| f);
+}
+
+fn compile(graph: &Graph, sig: &Signature) -> Result<Arc<dyn Subplan>> {
+    let f = COMPILER
+        .get()
+        .ok_or_else(|| Error::kernel("internal error: no subgraph compiler installed"))?;
+    f(graph, sig)
+}
 
 /// A subgraph with its plans by signature.
 struct Branch {
     name: String,
     graph: Graph,
-    plans: Mutex<FxHashMap<Signature, Arc<Plan>>>,
+    plans: Mutex<FxHashMap<Signature, Arc<dyn Subplan>>>,
 }
 
 impl Branch {
@@ -40,10 +62,8 @@ impl Branch {
         let plan = match cached {
             Some(p) => p,
             None => {
-                let p = Arc::new(
-                    compile(&self.graph, &sig, None)
-                        .map_err(|e| Error::kernel(format!("subgraph '{}': {e}", self.name)))?,
-                );
+                let p = compile(&self.graph, &sig)
+                    .map_err(|e| Error::kernel(format!("subgraph '{}': {e}", self.name)))?;
                 self.plans
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -51,7 +71,7 @@ impl Branch {
                 p
             }
         };
-        plan.execute(inputs)
+        plan.run(inputs)
             .map_err(|e| Error::kernel(format!("in subgraph '{}': {e}", self.name)))
     }
 }

@@ -5,113 +5,20 @@
 //! once (as numpy does). Integers wrap on overflow (numpy's behaviour); integer division or
 //! remainder by zero is an error, not a crash.
 
-use super::common::{float_out, floats, from_f64};
+use super::common::zip2;
+use super::common::{float_out, floats, from_f64, map};
 use super::{input, Factory, Kernel, NodeInfo};
+
+mod bitwise;
+mod math;
+mod ternary;
+
 use crate::error::{Error, Result};
 use crate::par;
 use crate::value::{Elem, Value};
 use half::{bf16, f16};
-use ndarray::{ArrayD, IxDyn, Zip};
+use ndarray::{ArrayD, Zip};
 use rustc_hash::FxHashMap;
-
-/// The numpy broadcast of two shapes.
-pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in 0..n {
-        let x = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        out[i] = match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => {
-                return Err(Error::kernel(format!(
-                    "shapes {a:?} and {b:?} do not broadcast"
-                )))
-            }
-        };
-    }
-    Ok(out)
-}
-
-/// `f` applied pairwise after broadcasting `a` and `b`.
-/// Large arrays are split across the run's threads.
-pub(crate) fn zip2<A: Copy + Send + Sync, B: Copy + Send + Sync, O: Send>(
-    a: &ArrayD<A>,
-    b: &ArrayD<B>,
-    f: impl Fn(A, B) -> O + Sync,
-) -> Result<ArrayD<O>> {
-    let shape = if a.shape() == b.shape() {
-        a.shape().to_vec()
-    } else {
-        broadcast_shape(a.shape(), b.shape())?
-    };
-    let parallel = par::chunks_for(shape.iter().product()) > 1;
-    if a.shape() == b.shape() {
-        let z = Zip::from(a).and(b);
-        return Ok(if parallel {
-            par::install(|| z.par_map_collect(|&x, &y| f(x, y)))
-        } else {
-            z.map_collect(|&x, &y| f(x, y))
-        });
-    }
-    if b.len() == 1 && a.shape() == shape.as_slice() {
-        let y = *b
-            .iter()
-            .next()
-            .ok_or_else(|| Error::kernel("empty operand"))?;
-        return Ok(map1(a, parallel, |x| f(x, y)));
-    }
-    if a.len() == 1 && b.shape() == shape.as_slice() {
-        let x = *a
-            .iter()
-            .next()
-            .ok_or_else(|| Error::kernel("empty operand"))?;
-        return Ok(map1(b, parallel, |y| f(x, y)));
-    }
-    let av = a
-        .broadcast(IxDyn(&shape))
-        .ok_or_else(|| Error::kernel("broadcast failed"))?;
-    let bv = b
-        .broadcast(IxDyn(&shape))
-        .ok_or_else(|| Error::kernel("broadcast failed"))?;
-    let z = Zip::from(&av).and(&bv);
-    Ok(if parallel {
-        par::install(|| z.par_map_collect(|&x, &y| f(x, y)))
-    } else {
-        z.map_collect(|&x, &y| f(x, y))
-    })
-}
-
-/// `f` of each element, across the run's threads when `parallel`.
-fn map1<A: Copy + Send + Sync, O: Send>(
-    a: &ArrayD<A>,
-    parallel: bool,
-    f: impl Fn(A) -> O + Sync,
-) -> ArrayD<O> {
-    if parallel {
-        par::install(|| Zip::from(a).par_map_collect(|&x| f(x)))
-    } else {
-        a.mapv(f)
-    }
-}
-
-/// `f` of each element; large arrays are split across the run's threads.
-pub(crate) fn map<A: Copy + Send + Sync, O: Send>(
-    a: &ArrayD<A>,
-    f: impl Fn(A) -> O + Sync,
-) -> ArrayD<O> {
-    map1(a, par::chunks_for(a.len()) > 1, f)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Arithmetic per element type
@@ -1216,11 +1123,23 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Variable", variable_factory);
     m.insert("Threshold", threshold_factory);
     m.insert("PRelu", prelu_factory);
+    m.insert("FusedMulAdd", ternary::fused_mul_add_factory);
+    m.insert("Addcmul", ternary::addcmul_factory);
+    m.insert("ClipByValue", ternary::clip_factory);
+    m.insert("Atan2", math::atan2_factory);
+    m.insert("Round", math::round_factory);
+    m.insert("Fills", math::fills_factory);
+    m.insert("Invert", bitwise::invert_factory);
+    m.insert("LeftShift", bitwise::shift_factory);
+    m.insert("RightShift", bitwise::shift_factory);
+    m.insert("Bitcast", bitwise::bitcast_factory);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::common::broadcast_shape;
+    use ndarray::IxDyn;
 
     #[test]
     fn float_floor_div_and_mod_follow_numpy() {

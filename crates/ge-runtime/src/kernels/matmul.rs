@@ -6,7 +6,7 @@
 //! `matrixmultiply` (via ndarray) for the rest, split across the run's threads when large. f16
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
-use super::elementwise::{broadcast_shape, zip2};
+use super::common::{broadcast_shape, zip2};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
@@ -15,6 +15,9 @@ use half::{bf16, f16};
 use ndarray::LinalgScalar;
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, Ix3, IxDyn};
 use rustc_hash::FxHashMap;
+
+mod determinant;
+mod einsum;
 
 /// Products with at most this many rows go through the `gemm` crate (f32, f64).
 const THIN_ROWS: usize = 16;
@@ -408,6 +411,8 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
         m.insert(op, matmul_factory);
     }
     m.insert("GEMM", gemm_factory);
+    m.insert("Einsum", einsum::einsum_factory);
+    m.insert("MatrixDeterminant", determinant::determinant_factory);
 }
 
 #[cfg(test)]

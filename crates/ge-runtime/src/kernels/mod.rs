@@ -8,17 +8,19 @@
 mod collective;
 mod common;
 mod control;
+pub(crate) use control::install_subgraph_compiler;
+pub(crate) use control::Subplan;
 mod conv;
 mod elementwise;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod matmul;
-mod misc;
 mod norm;
 mod pool;
 mod reduce;
 mod sampling;
 mod shape;
+mod source;
 mod transformer;
 
 use crate::error::{Error, Result};
@@ -126,6 +128,7 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         let mut m: FxHashMap<&'static str, Factory> = FxHashMap::default();
         elementwise::register(&mut m);
         shape::register(&mut m);
+        source::register(&mut m);
         matmul::register(&mut m);
         reduce::register(&mut m);
         conv::register(&mut m);
@@ -133,7 +136,6 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
         index::register(&mut m);
         control::register(&mut m);
         sampling::register(&mut m);
-        misc::register(&mut m);
         norm::register(&mut m);
         transformer::register(&mut m);
         collective::register(&mut m);

@@ -2,8 +2,7 @@
 //! GroupNorm and LRN. BatchNorm, LayerNorm, InstanceNorm, GroupNorm and LRN accumulate in f64 and
 //! round once to the output dtype.
 
-use super::common::{float_out, floats, from_f64, sub};
-use super::index::{alloc, array, bad_attr, str_attr};
+use super::common::{alloc, array, bad_attr, float_out, floats, from_f64, str_attr, sub};
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;

@@ -11,8 +11,10 @@
 //! pads count, the part beyond the trailing pad does not); a max ignores pads. `global_pooling`
 //! pools the whole plane. pad is [top, bottom, left, right]; data_format NCHW (default) or NHWC.
 
-use super::common::{float_out, floats, four, from_f64, layout_2d, pads_attr, positive_hw, sub};
-use super::index::{alloc, array, bad_attr, numel, std_slice, str_attr};
+use super::common::{
+    alloc, array, bad_attr, float_out, floats, four, from_f64, layout_2d, numel, pads_attr,
+    positive_hw, std_slice, str_attr, sub,
+};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;

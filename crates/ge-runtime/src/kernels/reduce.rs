@@ -6,13 +6,17 @@
 //! Integers accumulate exactly in i128 (every i64 and u64 value fits): sums and products wrap
 //! into the dtype, the mean is the exact mean truncated toward zero.
 
-use super::elementwise::zip2;
+use super::common::zip2;
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use es_core::DataType;
 use ndarray::{ArrayD, Axis};
 use rustc_hash::FxHashMap;
+
+mod arg;
+mod cumulative;
+mod log_sum_exp;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Red {
@@ -415,6 +419,13 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("SoftmaxV2", softmax_factory);
     m.insert("LogSoftmaxV2", softmax_factory);
     m.insert("BiasAdd", bias_add_factory);
+    m.insert("Cumprod", cumulative::cumprod_factory);
+    m.insert("Cumsum", cumulative::cumsum_factory);
+    m.insert("CumsumD", cumulative::cumsum_factory);
+    m.insert("ArgMaxV2", arg::arg_factory);
+    m.insert("ArgMaxD", arg::arg_factory);
+    m.insert("ArgMin", arg::arg_factory);
+    m.insert("ReduceLogSumExp", log_sum_exp::log_sum_exp_factory);
 }
 
 #[cfg(test)]

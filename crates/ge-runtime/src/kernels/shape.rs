@@ -1,13 +1,19 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
 //! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
 
-use super::elementwise::broadcast_shape;
+use super::common::broadcast_shape;
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use crate::{map_array, with_array};
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
 use rustc_hash::FxHashMap;
+
+mod pad;
+mod rearrange;
+mod slice;
+mod split;
+mod triangle;
 
 fn to_standard<T: Clone>(a: ndarray::ArrayViewD<'_, T>) -> ArrayD<T> {
     a.as_standard_layout().into_owned()
@@ -465,6 +471,11 @@ fn concat_factory(_: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// `x` reshaped (same element count).
+fn reshaped(x: Value, dims: &[usize]) -> Result<Value> {
+    reshape(&x, dims)
+}
+
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Reshape", reshape_factory);
     m.insert("Squeeze", squeeze_factory);
@@ -483,6 +494,25 @@ pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("ZerosLike", zeros_like_factory);
     m.insert("Fill", fill_factory);
     m.insert("Concat", concat_factory);
+    m.insert("Slice", slice::slice_factory);
+    m.insert("SliceD", slice::slice_factory);
+    m.insert("StridedSlice", slice::strided_slice_factory);
+    m.insert("StridedSliceD", slice::strided_slice_factory);
+    m.insert("ReverseV2", slice::reverse_factory);
+    m.insert("Split", split::split_factory);
+    m.insert("SplitD", split::split_factory);
+    m.insert("SplitV", split::split_factory);
+    m.insert("Unpack", split::unpack_factory);
+    m.insert("Pad", pad::pad_factory);
+    m.insert("PadD", pad::pad_factory);
+    m.insert("PadV3", pad::pad_factory);
+    m.insert("Tril", triangle::triangle_factory);
+    m.insert("Triu", triangle::triangle_factory);
+    m.insert("Trilu", triangle::triangle_factory);
+    m.insert("ExpandD", rearrange::expand_d_factory);
+    m.insert("FlattenV2", rearrange::flatten_v2_factory);
+    m.insert("SpaceToDepth", rearrange::space_depth_factory);
+    m.insert("DepthToSpace", rearrange::space_depth_factory);
 }
 
 #[cfg(test)]

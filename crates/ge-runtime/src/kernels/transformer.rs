@@ -3,8 +3,7 @@
 //! float query/key/value, BSH/BNSD/BSND, atten_mask) and GroupedMatmulFinalizeRouting (int8 x
 //! and ND w, float32 scale).
 
-use super::common::{floats, from_f64};
-use super::index::str_attr;
+use super::common::{floats, from_f64, str_attr};
 use super::{input, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::Value;
