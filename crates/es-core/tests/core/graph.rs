@@ -77,7 +77,7 @@ fn graph_stale_node_id_is_an_error() {
     let (mut g, a, b, c) = chain();
     g.remove_node(b).unwrap();
     // The slot is reused by a new node with the same name; the old id must still be stale.
-    let b2 = g.add_node(raw_node("b", "Relu", 1, 1)).unwrap();
+    let b2 = relu(&mut g, "b", 1);
     assert_ne!(b, b2);
     assert_eq!(g.find("b"), Some(b2));
     assert!(g.node(b).is_err());
@@ -112,12 +112,12 @@ fn graph_stale_node_id_is_an_error() {
 #[test]
 fn graph_names_unique_and_rename() {
     let mut g = Graph::new("g");
-    let a = g.add_node(raw_node("a", "Relu", 0, 1)).unwrap();
+    let a = relu(&mut g, "a", 0);
     let e = err_text(g.add_node(raw_node("a", "Add", 0, 1)));
     assert!(e.contains("'a'"), "{e}");
     assert!(g.add_node(raw_node("", "Add", 0, 1)).is_err());
     assert_eq!(g.node_count(), 1);
-    let b = g.add_node(raw_node("b", "Relu", 0, 1)).unwrap();
+    let b = relu(&mut g, "b", 0);
     assert!(g.rename_node(b, "a").is_err());
     g.rename_node(b, "b").unwrap();
     g.rename_node(b, "bee").unwrap();
@@ -125,10 +125,10 @@ fn graph_names_unique_and_rename() {
     assert_eq!(g.find("b"), None);
     assert!(g.node(b).unwrap().name == "bee");
     // The old name is free again.
-    g.add_node(raw_node("b", "Relu", 0, 1)).unwrap();
+    relu(&mut g, "b", 0);
     assert_eq!(g.unique_name("a"), "a_1");
     assert_eq!(g.unique_name("fresh"), "fresh");
-    g.add_node(raw_node("a_1", "Relu", 0, 1)).unwrap();
+    relu(&mut g, "a_1", 0);
     assert_eq!(g.unique_name("a"), "a_2");
     assert_eq!(g.find("a"), Some(a));
     assert!(g.check_integrity().is_ok());
@@ -137,7 +137,7 @@ fn graph_names_unique_and_rename() {
 #[test]
 fn graph_add_node_ignores_stored_edges() {
     let mut g = Graph::new("g");
-    let a = g.add_node(raw_node("a", "Relu", 0, 1)).unwrap();
+    let a = relu(&mut g, "a", 0);
     let mut n = raw_node("b", "Relu", 1, 1);
     n.inputs[0].source = Some(out0(a));
     n.outputs[0].consumers.push(InPort { node: a, index: 0 });
@@ -155,8 +155,8 @@ fn graph_add_node_ignores_stored_edges() {
 #[test]
 fn graph_control_edges() {
     let mut g = Graph::new("g");
-    let a = g.add_node(raw_node("a", "Relu", 0, 1)).unwrap();
-    let b = g.add_node(raw_node("b", "Relu", 0, 1)).unwrap();
+    let a = relu(&mut g, "a", 0);
+    let b = relu(&mut g, "b", 0);
     let e = err_text(g.add_control_edge(a, a));
     assert!(e.contains("itself"), "{e}");
     g.add_control_edge(a, b).unwrap();
@@ -181,10 +181,7 @@ fn graph_control_edges() {
 fn graph_topo_order_is_stable() {
     let mut g = Graph::new("g");
     // Created: z (consumes s), m (independent), s (source), k (independent).
-    let z = g.add_node(raw_node("z", "Relu", 1, 1)).unwrap();
-    let _m = g.add_node(raw_node("m", "Relu", 0, 1)).unwrap();
-    let s = g.add_node(raw_node("s", "Relu", 0, 1)).unwrap();
-    let _k = g.add_node(raw_node("k", "Relu", 0, 1)).unwrap();
+    let [z, _m, s, _k] = relus(&mut g, [("z", 1), ("m", 0), ("s", 0), ("k", 0)]);
     link(&mut g, s, z, 0);
     // Ties in creation order: z becomes ready after s and goes before k (its seq is lower).
     assert_eq!(
@@ -201,7 +198,7 @@ fn graph_topo_order_is_stable() {
     // Without edges: creation order.
     let mut h = Graph::new("h");
     for n in ["d", "c", "b", "a"] {
-        h.add_node(raw_node(n, "Relu", 0, 1)).unwrap();
+        relu(&mut h, n, 0);
     }
     assert_eq!(
         names(&h, &h.topo_order().unwrap()),
@@ -213,10 +210,15 @@ fn graph_topo_order_is_stable() {
 #[test]
 fn graph_cycle_detection_names_nodes() {
     let mut g = Graph::new("cyc");
-    let free = g.add_node(raw_node("free_node", "Relu", 0, 1)).unwrap();
-    let a = g.add_node(raw_node("cyc_a", "Relu", 1, 1)).unwrap();
-    let b = g.add_node(raw_node("cyc_b", "Relu", 1, 1)).unwrap();
-    let after = g.add_node(raw_node("after_cycle", "Relu", 1, 1)).unwrap();
+    let [free, a, b, after] = relus(
+        &mut g,
+        [
+            ("free_node", 0),
+            ("cyc_a", 1),
+            ("cyc_b", 1),
+            ("after_cycle", 1),
+        ],
+    );
     link(&mut g, a, b, 0);
     link(&mut g, b, a, 0);
     g.add_data_edge(
@@ -239,8 +241,8 @@ fn graph_cycle_detection_names_nodes() {
     assert!(g.validate().is_err());
     // A control-edge cycle too.
     let mut h = Graph::new("ctl");
-    let x = h.add_node(raw_node("x", "Relu", 0, 1)).unwrap();
-    let y = h.add_node(raw_node("y", "Relu", 0, 1)).unwrap();
+    let x = relu(&mut h, "x", 0);
+    let y = relu(&mut h, "y", 0);
     h.add_control_edge(x, y).unwrap();
     h.add_control_edge(y, x).unwrap();
     let e = err_text(h.topo_order());
@@ -256,7 +258,7 @@ fn graph_validate_errors() {
     let valid = || {
         let mut g = Graph::new("v");
         let d = g.add_node(raw_data("d0", 0)).unwrap();
-        let r = g.add_node(raw_node("r", "Relu", 1, 1)).unwrap();
+        let r = relu(&mut g, "r", 1);
         link(&mut g, d, r, 0);
         g.set_output(0, out0(r)).unwrap();
         (g, d, r)
@@ -351,7 +353,7 @@ fn graph_validate_errors() {
 fn graph_input_nodes_sorted_by_index() {
     let mut g = Graph::new("g");
     g.add_node(raw_data("i2", 2)).unwrap();
-    g.add_node(raw_node("not_input", "Relu", 0, 1)).unwrap();
+    relu(&mut g, "not_input", 0);
     g.add_node(raw_data("i0", 0)).unwrap();
     let mut v = raw_node("i1", "RefData", 1, 1);
     v.attrs.insert("index".into(), ints(1));

@@ -73,6 +73,16 @@ fn out0(id: NodeId) -> OutPort {
     OutPort { node: id, index: 0 }
 }
 
+/// Adds a Relu node (made by hand, see [`raw_node`]) with `n_in` inputs and one output.
+fn relu(g: &mut Graph, name: &str, n_in: usize) -> NodeId {
+    g.add_node(raw_node(name, "Relu", n_in, 1)).unwrap()
+}
+
+/// [`relu`] for each (name, input count).
+fn relus<const N: usize>(g: &mut Graph, specs: [(&str, usize); N]) -> [NodeId; N] {
+    specs.map(|(name, n_in)| relu(g, name, n_in))
+}
+
 /// Connects output 0 of `from` to input `index` of `to`.
 fn link(g: &mut Graph, from: NodeId, to: NodeId, index: u32) {
     g.add_data_edge(out0(from), InPort { node: to, index })
@@ -282,9 +292,7 @@ fn pseudo_random(seed: u64, n: usize) -> Vec<u8> {
 /// a -> b -> c by data edges, a => b => c by control edges, graph output b:0.
 fn chain() -> (Graph, NodeId, NodeId, NodeId) {
     let mut g = Graph::new("chain");
-    let a = g.add_node(raw_node("a", "Relu", 0, 1)).unwrap();
-    let b = g.add_node(raw_node("b", "Relu", 1, 1)).unwrap();
-    let c = g.add_node(raw_node("c", "Relu", 1, 1)).unwrap();
+    let [a, b, c] = relus(&mut g, [("a", 0), ("b", 1), ("c", 1)]);
     link(&mut g, a, b, 0);
     link(&mut g, b, c, 0);
     g.add_control_edge(a, b).unwrap();

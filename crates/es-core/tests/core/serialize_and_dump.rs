@@ -45,7 +45,7 @@ fn serialize_round_trip_rich_graph() {
     assert_eq!(dump::readable(&back), dump::readable(&g));
     // The loaded graph is fully usable: its name index works and ids are live.
     let mut back = back;
-    let extra = back.add_node(raw_node("extra", "Relu", 1, 1)).unwrap();
+    let extra = relu(&mut back, "extra", 1);
     back.add_data_edge(
         out0(back.find("Add_0").unwrap()),
         InPort {
@@ -95,13 +95,13 @@ fn serialize_equality_sees_differences() {
 fn serialize_round_trip_after_removals() {
     let (mut g, _, b, _) = chain();
     g.remove_node(b).unwrap();
-    g.add_node(raw_node("new", "Relu", 0, 1)).unwrap();
+    relu(&mut g, "new", 0);
     let back = from_bytes(&to_bytes(&g).unwrap()).unwrap();
     assert!(back == g);
     assert_eq!(all_names(&back), vec!["a", "c", "new"]);
     // Creation order continues after loading.
     let mut back = back;
-    back.add_node(raw_node("later", "Relu", 0, 1)).unwrap();
+    relu(&mut back, "later", 0);
     assert_eq!(all_names(&back), vec!["a", "c", "new", "later"]);
 }
 
