@@ -55,6 +55,12 @@ fn assert_msg(msg: &str, prefix: &str, parts: &[&str]) {
     }
 }
 
+/// The text of `src` (lines) must fail to parse with a message starting with `prefix` and
+/// containing each of `parts`.
+fn rejects(src: &[&str], prefix: &str, parts: &[&str]) {
+    assert_msg(&err(&lines(src)), prefix, parts);
+}
+
 fn lines(l: &[&str]) -> String {
     l.join("\n")
 }
@@ -600,13 +606,12 @@ fn all_type_sets_and_windows_line_endings() {
 
 #[test]
 fn error_missing_comma_after_input_name() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x TensorType({DT_FLOAT}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x TensorType({DT_FLOAT}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 2, col 14:",
         &[
             "expected ',' after the input name in INPUT(...)",
@@ -617,27 +622,25 @@ fn error_missing_comma_after_input_name() {
 
 #[test]
 fn error_block_not_closed() {
-    let m = err(&lines(&[
-        "// doc",
-        "",
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "    .OUTPUT(y, TensorType({DT_FLOAT}))",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "// doc",
+            "",
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "    .OUTPUT(y, TensorType({DT_FLOAT}))",
+        ],
         "line 3:",
         &["REG_OP(Foo) is not closed by OP_END_FACTORY_REG(Foo)"],
     );
     // Another block, or other code, before the end.
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "REG_OP(Bar)",
-        "    .OP_END_FACTORY_REG(Bar)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "REG_OP(Bar)",
+            "    .OP_END_FACTORY_REG(Bar)",
+        ],
         "line 1:",
         &[
             "REG_OP(Foo) is not closed by OP_END_FACTORY_REG(Foo)",
@@ -650,20 +653,19 @@ fn error_block_not_closed() {
 
 #[test]
 fn error_end_name_mismatch() {
-    let m = err(&lines(&[
-        "namespace ge {",
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "    .OUTPUT(y, TensorType({DT_FLOAT}))",
-        "",
-        "",
-        "",
-        "",
-        "    .OP_END_FACTORY_REG(Bar)",
-        "}",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "namespace ge {",
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "    .OUTPUT(y, TensorType({DT_FLOAT}))",
+            "",
+            "",
+            "",
+            "",
+            "    .OP_END_FACTORY_REG(Bar)",
+            "}",
+        ],
         "line 9:",
         &[
             "OP_END_FACTORY_REG(Bar) does not match REG_OP(Foo)",
@@ -680,24 +682,22 @@ fn error_end_name_mismatch() {
 
 #[test]
 fn error_unknown_dtype() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT, DT_FLAOT}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT, DT_FLAOT}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 2, col 37:",
         &["unknown data type 'DT_FLAOT'", "INPUT"],
     );
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, \"T\")",
-        "    .DATATYPE(T, TensorType({DT_FLOAT, DT_INTT32}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, \"T\")",
+            "    .DATATYPE(T, TensorType({DT_FLOAT, DT_INTT32}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 3, col 40:",
         &["unknown data type 'DT_INTT32'", "DATATYPE(T"],
     );
@@ -705,13 +705,12 @@ fn error_unknown_dtype() {
 
 #[test]
 fn error_unknown_type_set() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType::RealNumberTypes())",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType::RealNumberTypes())",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 2, col 15:",
         &[
             "unknown type set 'TensorType::RealNumberTypes()'",
@@ -730,19 +729,25 @@ fn error_unknown_type_set() {
 
 #[test]
 fn error_unknown_attr_type() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "    .ATTR(axis, Integer, 0)",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(&m, "line 3, col 17:", &["unknown attribute type 'Integer'"]);
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .REQUIRED_ATTR(fn, NamedAttrs)",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(&m, "line 2, col 24:", &["'NamedAttrs' is not supported"]);
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "    .ATTR(axis, Integer, 0)",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
+        "line 3, col 17:",
+        &["unknown attribute type 'Integer'"],
+    );
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .REQUIRED_ATTR(fn, NamedAttrs)",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
+        "line 2, col 24:",
+        &["'NamedAttrs' is not supported"],
+    );
 }
 
 #[test]
@@ -858,57 +863,56 @@ fn error_default_does_not_fit_type() {
 
 #[test]
 fn error_duplicate_names() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "    .INPUT(x, TensorType({DT_INT32}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "    .INPUT(x, TensorType({DT_INT32}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 3, col 12:",
         &["input 'x' is declared twice in REG_OP(Foo)"],
     );
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .OUTPUT(y, TensorType({DT_FLOAT}))",
-        "    .ATTR(k, Int, 1)",
-        "    .ATTR(k, Float, 1.0)",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(&m, "line 4, col 11:", &["attribute 'k' is declared twice"]);
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .OUTPUT(y, TensorType({DT_FLOAT}))",
+            "    .ATTR(k, Int, 1)",
+            "    .ATTR(k, Float, 1.0)",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
+        "line 4, col 11:",
+        &["attribute 'k' is declared twice"],
+    );
     // Across kinds, OpProto::check finds it.
-    let m = err(&lines(&[
-        "",
-        "REG_OP(Foo)",
-        "    .INPUT(x, TensorType({DT_FLOAT}))",
-        "    .ATTR(x, Int, 1)",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "",
+            "REG_OP(Foo)",
+            "    .INPUT(x, TensorType({DT_FLOAT}))",
+            "    .ATTR(x, Int, 1)",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 2:",
         &["REG_OP(Foo)", "the name 'x' is used twice"],
     );
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .DATATYPE(T, TensorType({DT_FLOAT}))",
-        "    .DATATYPE(T, TensorType({DT_INT32}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .DATATYPE(T, TensorType({DT_FLOAT}))",
+            "    .DATATYPE(T, TensorType({DT_INT32}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 3, col 15:",
         &["type variable 'T' is declared twice"],
     );
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .GRAPH(body)",
-        "    .DYNAMIC_GRAPH(body)",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .GRAPH(body)",
+            "    .DYNAMIC_GRAPH(body)",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 3, col 20:",
         &["subgraph 'body' is declared twice"],
     );
@@ -923,15 +927,14 @@ fn error_duplicate_names() {
 
 #[test]
 fn error_undeclared_type_variable() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUT(x, \"T\")",
-        "    .OUTPUT(y, \"T2\")",
-        "    .DATATYPE(T, TensorType({DT_FLOAT}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(
-        &m,
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUT(x, \"T\")",
+            "    .OUTPUT(y, \"T2\")",
+            "    .DATATYPE(T, TensorType({DT_FLOAT}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
         "line 3, col 16:",
         &["type variable \"T2\" of output 'y' is not declared by a DATATYPE(T2, ...)"],
     );
@@ -947,12 +950,15 @@ fn error_undeclared_type_variable() {
 
 #[test]
 fn error_unknown_method_and_bad_punctuation() {
-    let m = err(&lines(&[
-        "REG_OP(Foo)",
-        "    .INPUTS(x, TensorType({DT_FLOAT}))",
-        "    .OP_END_FACTORY_REG(Foo)",
-    ]));
-    assert_msg(&m, "line 2, col 6:", &["unknown REG_OP method 'INPUTS'"]);
+    rejects(
+        &[
+            "REG_OP(Foo)",
+            "    .INPUTS(x, TensorType({DT_FLOAT}))",
+            "    .OP_END_FACTORY_REG(Foo)",
+        ],
+        "line 2, col 6:",
+        &["unknown REG_OP method 'INPUTS'"],
+    );
     let m = err("REG_OP(Foo)\n    .INPUT(x, TensorType({DT_FLOAT})\n    .OP_END_FACTORY_REG(Foo)");
     assert_msg(
         &m,
