@@ -233,6 +233,19 @@ pub(super) fn norm_axes(
     Ok(out)
 }
 
+/// `data_format` ("NHWC" by default) of an op taking channels first or last in 2 or 3 spatial
+/// dims: the name, and whether channels are last.
+pub(super) fn channel_format<'a>(ctx: &InferCtx<'a>) -> Result<(&'a str, bool)> {
+    let fmt = opt_str(ctx, "data_format", "NHWC")?;
+    match fmt {
+        "NHWC" | "NDHWC" => Ok((fmt, true)),
+        "NCHW" | "NCDHW" => Ok((fmt, false)),
+        other => Err(ctx.err(format!(
+            "attribute 'data_format' must be \"NHWC\", \"NCHW\", \"NDHWC\" or \"NCDHW\", got {other:?}"
+        ))),
+    }
+}
+
 /// Output dtype of a matrix product: the bound type, else x's dtype, with int8/int4 giving int32.
 pub(super) fn product_dtype(ctx: &InferCtx, x: &TensorDesc) -> DataType {
     let t = ctx.output_dtype(0);

@@ -2,14 +2,14 @@
 //! DeformableConv2D) and BiasAdd.
 
 use super::common::{
-    check_dim, check_len, check_min_at, check_min_rank, check_rank, data_layout, dim, dtype_like,
-    in_layout, merge_dim, merge_named, opt_bool, opt_int, opt_ints, opt_str, output_allows,
+    channel_format, check_dim, check_len, check_min_at, check_min_rank, check_rank, data_layout,
+    dim, dtype_like, in_layout, merge_dim, merge_named, opt_bool, opt_int, opt_ints, opt_str,
     product_dtype, single, vector_len, Layout,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
 use crate::opmath::{same_out, window_out, SizeError};
-use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
+use crate::types::{Format, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
 pub(super) fn rule(op_type: &str) -> Option<InferFn> {
@@ -221,17 +221,22 @@ fn check_pads(ctx: &InferCtx, pads: &[i64]) -> Result<()> {
     }
 }
 
-/// The spatial dims of a forward convolution's output (floor mode, explicit pads) written into
-/// `out` at x's spatial positions: `fp` gives the filter's dims (out, in, spatial...), `attrs`
-/// the strides, dilations (in x's order) and pads ([begin, end] per spatial dim).
-fn conv_spatial(
+/// The output of a forward convolution of `x` with `filter` (floor mode, explicit pads) and
+/// `oc` output channels, in x's layout `xl`, after checking the bias: `fp` gives the filter's
+/// dims (out, in, spatial...), `attrs` the strides, dilations (in x's order) and pads ([begin,
+/// end] per spatial dim).
+fn conv_output(
     ctx: &InferCtx,
     (x, filter): (&TensorDesc, &TensorDesc),
-    l: Layout,
+    (l, xl): (Layout, Format),
     fp: &[usize],
     (strides, dilations, pads): (&[i64], &[i64], &[i64]),
-    out: &mut [i64],
-) -> Result<()> {
+    oc: i64,
+) -> Result<Vec<TensorDesc>> {
+    check_bias(ctx, oc)?;
+    let mut out = vec![UNKNOWN_DIM; fp.len()];
+    out[0] = dim(&x.shape, 0);
+    out[l.c()] = oc;
     const AXES: [&str; 3] = ["depth", "height", "width"];
     let n = fp.len() - 2;
     for (i, name) in AXES[3 - n..].iter().enumerate() {
@@ -249,7 +254,7 @@ fn conv_spatial(
             (pads[2 * i], pads[2 * i + 1]),
         )?;
     }
-    Ok(())
+    Ok(in_layout(product_dtype(ctx, x), Shape::from(out), xl))
 }
 
 /// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
@@ -265,19 +270,6 @@ fn filter_nd<const R: usize>(
         .and_then(|p| <[usize; R]>::try_from(p).ok())
         .ok_or_else(|| ctx.err(format!("input 'filter' has format {fl}")))?;
     Ok((pos, fl))
-}
-
-/// The dtype of a convolution output: the bound type, else x's, with int8 giving int32.
-fn conv_dtype(ctx: &InferCtx, x: &TensorDesc) -> DataType {
-    let t = ctx.output_dtype(0);
-    if t != DataType::UNDEFINED {
-        return t;
-    }
-    if matches!(x.dtype, DataType::INT8 | DataType::INT4) && output_allows(ctx, 0, DataType::INT32)
-    {
-        return DataType::INT32;
-    }
-    dtype_like(ctx, 0, Some(x))
 }
 
 /// Checks an optional 1-D bias against the output channels.
@@ -364,7 +356,7 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         UNKNOWN_DIM
     };
     check_bias(ctx, oc)?;
-    let dt = conv_dtype(ctx, x);
+    let dt = product_dtype(ctx, x);
     let isz = ctx.req("input_size")?;
     if let Some(n) = vector_len(ctx, "input_size", Some(isz))? {
         if n != 4 {
@@ -446,19 +438,14 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         (a, b) if a >= 0 && b >= 0 => a.saturating_mul(b),
         _ => UNKNOWN_DIM,
     };
-    check_bias(ctx, oc)?;
-    let mut out = vec![UNKNOWN_DIM; 4];
-    out[0] = dim(&x.shape, 0);
-    out[l.c()] = oc;
-    conv_spatial(
+    conv_output(
         ctx,
         (x, filter),
-        l,
+        (l, xl),
         &fp,
         (strides, dilations, pads),
-        &mut out,
-    )?;
-    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
+        oc,
+    )
 }
 
 /// Conv3D: 5-D x (NDHWC or NCDHW) and filter (NCDHW, NDHWC or DHWCN), in the layouts
@@ -497,35 +484,21 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             filter.shape
         )));
     }
-    check_bias(ctx, kn)?;
-    let mut out = vec![UNKNOWN_DIM; 5];
-    out[0] = dim(&x.shape, 0);
-    out[l.c()] = kn;
-    conv_spatial(
+    conv_output(
         ctx,
         (x, filter),
-        l,
+        (l, xl),
         &fp,
         (strides, dilations, pads),
-        &mut out,
-    )?;
-    Ok(in_layout(conv_dtype(ctx, x), Shape::from(out), xl))
+        kn,
+    )
 }
 
 /// BiasAdd: x's shape; bias is 1-D with x's channel count.
 fn bias_add(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let b = ctx.req("bias")?;
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let channel_last = match fmt {
-        "NHWC" | "NDHWC" => true,
-        "NCHW" | "NCDHW" => false,
-        other => {
-            return Err(ctx.err(format!(
-                "attribute 'data_format' must be \"NHWC\", \"NCHW\", \"NDHWC\" or \"NCDHW\", got {other:?}"
-            )))
-        }
-    };
+    let (fmt, channel_last) = channel_format(ctx)?;
     check_min_rank(ctx, "x", &x.shape, 2)?;
     let c = match x.shape.rank() {
         Some(r) => x.shape.0[if channel_last { r - 1 } else { 1 }],

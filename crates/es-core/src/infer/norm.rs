@@ -5,8 +5,8 @@
 //! `add_rms_norm_infershape.cpp`.
 
 use super::common::{
-    check_min_rank, check_param_shape, check_rank, dtype_like, layout, merge_dim, opt_bool,
-    opt_int, opt_ints, opt_str, out_name, output_allows, single, vector_len,
+    channel_format, check_min_rank, check_param_shape, check_rank, dtype_like, layout, merge_dim,
+    opt_bool, opt_int, opt_ints, opt_str, out_name, output_allows, single, vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -29,16 +29,7 @@ pub(super) fn rule(op_type: &str) -> Option<InferFn> {
 /// BatchNorm: y like x; per-channel statistics [C]; reserve_space_3 [1].
 fn batch_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let fmt = opt_str(ctx, "data_format", "NHWC")?;
-    let channel_last = match fmt {
-        "NHWC" | "NDHWC" => true,
-        "NCHW" | "NCDHW" => false,
-        other => {
-            return Err(ctx.err(format!(
-                "attribute 'data_format' must be \"NHWC\", \"NCHW\", \"NDHWC\" or \"NCDHW\", got {other:?}"
-            )))
-        }
-    };
+    let (fmt, channel_last) = channel_format(ctx)?;
     let mut c = match x.shape.rank() {
         None => UNKNOWN_DIM,
         Some(r) if r == 4 || r == 5 => {

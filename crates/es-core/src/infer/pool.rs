@@ -7,7 +7,7 @@ use super::common::{
 use super::{InferCtx, InferFn};
 use crate::error::Result;
 use crate::opmath::{same_out, window_out, SizeError};
-use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
+use crate::types::{DataType, Format, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
 pub(super) fn rule(op_type: &str) -> Option<InferFn> {
@@ -93,22 +93,20 @@ fn pool_window(ctx: &InferCtx, l: Layout, fmt: &str) -> Result<[(i64, i64); 2]> 
     Ok([(ksize[h], strides[h]), (ksize[w], strides[w])])
 }
 
-/// The output of a 2-D pooling: x with its H and W replaced.
-fn pooled(x: &Shape, l: Layout, hw: [i64; 2]) -> Shape {
-    match x.rank() {
-        None => {
-            let mut o = vec![UNKNOWN_DIM; 4];
-            o[l.sp(0)] = hw[0];
-            o[l.sp(1)] = hw[1];
-            Shape::from(o)
-        }
-        Some(_) => {
-            let mut o = x.0.clone();
-            o[l.sp(0)] = hw[0];
-            o[l.sp(1)] = hw[1];
-            Shape(o)
-        }
-    }
+/// The output of a 2-D pooling: x with its H and W replaced, of dtype `dt`, in x's layout `xl`.
+fn pooled(
+    x: &TensorDesc,
+    (l, xl): (Layout, Format),
+    dt: DataType,
+    hw: [i64; 2],
+) -> Vec<TensorDesc> {
+    let mut o = match x.shape.rank() {
+        None => vec![UNKNOWN_DIM; 4],
+        Some(_) => x.shape.0.to_vec(),
+    };
+    o[l.sp(0)] = hw[0];
+    o[l.sp(1)] = hw[1];
+    in_layout(dt, Shape::from(o), xl)
 }
 
 /// MaxPool / AvgPool: `padding` "SAME" or "VALID".
@@ -128,11 +126,7 @@ fn pool_padding(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     };
     check_rank(ctx, "x", &x.shape, 4)?;
     let hw = pool_hw(ctx, &x.shape, l, win, &[0; 4], mode)?;
-    Ok(in_layout(
-        dtype_like(ctx, 0, Some(x)),
-        pooled(&x.shape, l, hw),
-        xl,
-    ))
+    Ok(pooled(x, (l, xl), dtype_like(ctx, 0, Some(x)), hw))
 }
 
 /// MaxPoolV3 / AvgPoolV2: `padding_mode` CALCULATED (explicit pads), SAME or VALID; ceil_mode;
@@ -175,11 +169,7 @@ fn pool_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         pool_hw(ctx, &x.shape, l, win, pads, mode)?
     };
-    Ok(in_layout(
-        dtype_like(ctx, 0, Some(x)),
-        pooled(&x.shape, l, hw),
-        xl,
-    ))
+    Ok(pooled(x, (l, xl), dtype_like(ctx, 0, Some(x)), hw))
 }
 
 /// GlobalAveragePool: N and C kept, every other dim 1.
@@ -232,5 +222,5 @@ fn caffe_pooling(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     } else {
         dtype_like(ctx, 0, Some(x))
     };
-    Ok(in_layout(dt, pooled(&x.shape, l, hw), xl))
+    Ok(pooled(x, (l, xl), dt, hw))
 }
