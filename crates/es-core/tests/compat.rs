@@ -94,6 +94,15 @@ fn refused(g: &Graph, from: &OpRegistry, to: &OpRegistry) -> String {
     m
 }
 
+/// [`refused`] with a message starting with `prefix` and containing each of `parts`.
+fn refused_with(g: &Graph, from: &OpRegistry, to: &OpRegistry, prefix: &str, parts: &[&str]) {
+    let m = refused(g, from, to);
+    assert!(m.starts_with(prefix), "{m}");
+    for p in parts {
+        assert!(m.contains(p), "{m}");
+    }
+}
+
 /// Adapts expecting success; checks the graph's integrity and version.
 fn adapted(g: &Graph, from: &OpRegistry, to: &OpRegistry) -> (Graph, AdaptReport) {
     let mut work = g.clone();
@@ -149,13 +158,13 @@ fn row1_set_attribute_the_target_lacks_is_refused() {
         )
         .unwrap();
     });
-    let m = refused(&g, &new, &old);
-    assert!(
-        m.starts_with(
-            "node 'XcA_0' (XcA): attribute 'c' is set to 3 but library 8.0.0 does not have it \
-             (graph built against 8.1.0)"
-        ),
-        "{m}"
+    refused_with(
+        &g,
+        &new,
+        &old,
+        "node 'XcA_0' (XcA): attribute 'c' is set to 3 but library 8.0.0 does not have it \
+             (graph built against 8.1.0)",
+        &[],
     );
 }
 
@@ -220,11 +229,19 @@ fn row3_attribute_unknown_to_the_graph_version_is_refused() {
             .unwrap()
             .attrs
             .insert("c".into(), AttrValue::Int(v));
-        let m = refused(&g, &old, &new);
-        assert!(m.contains("node 'XcA_0' (XcA)"), "{m}");
-        assert!(m.contains("attribute 'c'"), "{m}");
-        assert!(m.contains("8.0.0") && m.contains("8.1.0"), "{m}");
-        assert!(m.contains("does not match its recorded version"), "{m}");
+        refused_with(
+            &g,
+            &old,
+            &new,
+            "",
+            &[
+                "node 'XcA_0' (XcA)",
+                "attribute 'c'",
+                "8.0.0",
+                "8.1.0",
+                "does not match its recorded version",
+            ],
+        );
     }
 }
 
@@ -320,12 +337,13 @@ fn row7_connected_input_unknown_to_the_graph_version_is_refused() {
         index: 0,
     };
     g.add_data_edge(src, InPort { node: id, index: 2 }).unwrap();
-    let m = refused(&g, &old, &new);
-    assert!(
-        m.starts_with("node 'XcI_0' (XcI): input 'o2' is connected"),
-        "{m}"
+    refused_with(
+        &g,
+        &old,
+        &new,
+        "node 'XcI_0' (XcI): input 'o2' is connected",
+        &["8.0.0", "8.1.0"],
     );
-    assert!(m.contains("8.0.0") && m.contains("8.1.0"), "{m}");
 }
 
 /// Row 8: graph IR lacks the optional input, target IR has it, the input is unconnected
@@ -403,12 +421,13 @@ fn added_and_removed_in_one_op_is_refused_both_ways() {
         let g = build(&ra, |bl, x| {
             bl.add_op("XcA", args(vec![Some(x), None], &[])).unwrap();
         });
-        let m = refused(&g, &ra, &rb);
-        assert!(
-            m.starts_with("node 'XcA_0' (XcA): operator XcA changed incompatibly"),
-            "{m}"
+        refused_with(
+            &g,
+            &ra,
+            &rb,
+            "node 'XcA_0' (XcA): operator XcA changed incompatibly",
+            &["8.0.0", "8.1.0"],
         );
-        assert!(m.contains("8.0.0") && m.contains("8.1.0"), "{m}");
     }
 }
 
@@ -428,10 +447,12 @@ fn op_missing_from_either_library_is_refused() {
     // A node whose op the graph's own library lacks cannot be interpreted.
     let mut g2 = g.clone();
     g2.ops_version = "8.1.0".into();
-    let m = refused(&g2, &other, &new);
-    assert!(
-        m.contains("library 8.1.0, which the graph was built against, does not have operator XcA"),
-        "{m}"
+    refused_with(
+        &g2,
+        &other,
+        &new,
+        "",
+        &["library 8.1.0, which the graph was built against, does not have operator XcA"],
     );
 }
 
@@ -464,8 +485,7 @@ fn required_attribute_or_input_added_or_removed_is_refused() {
             b.add_op("XcR", args(vec![Some(x)], &[("a", 1.into())]))
                 .unwrap();
         });
-        let m = refused(&g, &r0, &r1);
-        assert!(m.contains(want) && m.contains("node 'XcR_0' (XcR)"), "{m}");
+        refused_with(&g, &r0, &r1, "", &[want, "node 'XcR_0' (XcR)"]);
         // Downgrading: a required attribute/input cannot be dropped.
         let by_input = want.contains("input");
         let g = build(&r1, |b, x| {
@@ -479,11 +499,7 @@ fn required_attribute_or_input_added_or_removed_is_refused() {
             };
             b.add_op("XcR", args(ins, &at)).unwrap();
         });
-        let m = refused(&g, &r1, &r0);
-        assert!(
-            m.contains("required") && m.contains("is not in library 8.0.0"),
-            "{m}"
-        );
+        refused_with(&g, &r1, &r0, "", &["required", "is not in library 8.0.0"]);
     }
 }
 
@@ -522,11 +538,12 @@ fn other_prototype_changes_are_refused() {
             b.add_op("XcC", args(vec![Some(x), None, None], &[]))
                 .unwrap();
         });
-        let m = refused(&g, &r0, &r1);
-        assert!(m.contains(want), "{m}");
-        assert!(
-            m.starts_with("node 'XcC_0' (XcC): operator XcC changed incompatibly"),
-            "{m}"
+        refused_with(
+            &g,
+            &r0,
+            &r1,
+            "node 'XcC_0' (XcC): operator XcC changed incompatibly",
+            &[want],
         );
     }
 }
@@ -568,10 +585,12 @@ fn changed_default_and_relaxed_input_keep_the_node_as_is() {
         b.add_op("XcD", args(vec![Some(x), None, None], &[]))
             .unwrap();
     });
-    let m = refused(&g, &r1, &r0);
-    assert!(
-        m.contains("input 'w' is optional in library 8.1.0 (graph) but required in library 8.0.0"),
-        "{m}"
+    refused_with(
+        &g,
+        &r1,
+        &r0,
+        "",
+        &["input 'w' is optional in library 8.1.0 (graph) but required in library 8.0.0"],
     );
 }
 
@@ -773,10 +792,12 @@ fn dynamic_input_added_or_removed_is_refused() {
         )
         .unwrap();
     });
-    let m = refused(&g, &r0, &r1);
-    assert!(
-        m.contains("dynamic input 'more' is in library 8.1.0 but not in library 8.0.0"),
-        "{m}"
+    refused_with(
+        &g,
+        &r0,
+        &r1,
+        "",
+        &["dynamic input 'more' is in library 8.1.0 but not in library 8.0.0"],
     );
     let g = build(&r1, |b, x| {
         b.add_op(
@@ -788,8 +809,7 @@ fn dynamic_input_added_or_removed_is_refused() {
         )
         .unwrap();
     });
-    let m = refused(&g, &r1, &r0);
-    assert!(m.contains("dynamic input 'more'"), "{m}");
+    refused_with(&g, &r1, &r0, "", &["dynamic input 'more'"]);
 }
 
 /// Adaptation reaches nodes inside subgraphs; refusals there say where.
@@ -836,12 +856,12 @@ fn subgraphs_are_adapted_recursively() {
     let body = lpn.subgraph("body").unwrap();
     assert_eq!(body.ops_version, "8.0.0");
     assert!(out == mk(&r0, None));
-    let m = refused(&mk(&r1, Some(3)), &r1, &r0);
-    assert!(
-        m.starts_with(
-            "subgraph 'body' of node 'XcLoop_0': node 'XcA_0' (XcA): attribute 'c' is set to 3"
-        ),
-        "{m}"
+    refused_with(
+        &mk(&r1, Some(3)),
+        &r1,
+        &r0,
+        "subgraph 'body' of node 'XcLoop_0': node 'XcA_0' (XcA): attribute 'c' is set to 3",
+        &[],
     );
 }
 
@@ -878,10 +898,12 @@ fn version_mismatch_and_identity() {
         b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
             .unwrap();
     });
-    let m = refused(&g, &new, &old);
-    assert!(
-        m.contains("records operator library 8.0.0 but was to be adapted from library 8.1.0"),
-        "{m}"
+    refused_with(
+        &g,
+        &new,
+        &old,
+        "",
+        &["records operator library 8.0.0 but was to be adapted from library 8.1.0"],
     );
     let (same, rep) = adapted(&g, &old, &old);
     assert!(rep.is_empty());
