@@ -411,33 +411,39 @@ static void test_unary_softmax(void) {
     aclrtFree(px); aclrtFree(po); aclrtFree(ps); aclrtFree(pso);
 }
 
-static void test_cast(void) {
+/* Casts the n elements at host `src` (dtype `from`, src_bytes bytes) to dtype `to` on the double
+ * and copies them to host `dst` (dst_bytes bytes). With `refused` other than ACL_DT_UNDEFINED,
+ * first checks that the same tensors refuse a cast to that dtype. */
+static void cast_1d(const char *what, const void *src, size_t src_bytes, int from, void *dst, size_t dst_bytes,
+                    int to, int64_t n, int refused) {
     uint64_t ws;
     aclOpExecutor *ex;
-    /* f32 -> int32 (truncation toward zero, saturation, NaN -> 0) */
+    int64_t d[1] = {n};
+    void *ps = dev_from(src, src_bytes), *pd = dev_alloc(dst_bytes);
+    aclTensor *ts = mkt(d, 1, from, NULL, ps), *td = mkt(d, 1, to, NULL, pd);
+    if (refused != ACL_DT_UNDEFINED) {
+        CHECK_RC(aclnnCastGetWorkspaceSize(ts, refused, td, &ws, &ex), 161002);
+        check_msg("dtype");
+    }
+    go(what, aclnnCastGetWorkspaceSize(ts, to, td, &ws, &ex), &ws, &ex, aclnnCast);
+    to_host(dst, pd, dst_bytes);
+    aclDestroyTensor(ts); aclDestroyTensor(td);
+    aclrtFree(ps); aclrtFree(pd);
+}
+
+static void test_cast(void) {
+    /* f32 -> int32 (truncation toward zero, saturation, NaN -> 0); a cast to int8 is refused */
     float x[6] = {1.7f, -1.7f, 2.5f, -0.2f, 3e9f, __builtin_nanf("")};
     int32_t xi[6];
-    int64_t d6[1] = {6};
-    void *px = dev_from(x, sizeof x), *pi = dev_alloc(sizeof xi);
-    aclTensor *tx = mkt(d6, 1, ACL_FLOAT, NULL, px), *ti = mkt(d6, 1, ACL_INT32, NULL, pi);
-    go("Cast i32", aclnnCastGetWorkspaceSize(tx, ACL_INT32, ti, &ws, &ex), &ws, &ex, aclnnCast);
-    to_host(xi, pi, sizeof xi);
+    cast_1d("Cast i32", x, sizeof x, ACL_FLOAT, xi, sizeof xi, ACL_INT32, 6, ACL_INT8);
     int32_t wi[6] = {1, -1, 2, 0, 2147483647, 0};
     for (int i = 0; i < 6; i++) CHECK(xi[i] == wi[i], "cast i32[%d] = %d, expected %d", i, xi[i], wi[i]);
-    CHECK_RC(aclnnCastGetWorkspaceSize(tx, ACL_INT8, ti, &ws, &ex), 161002);
-    check_msg("dtype");
 
     /* f32 -> f16 -> f32 */
     float h[9] = {1.0f, 0.1f, 65504.0f, 1e-7f, 2049.0f, 2051.0f, -2.5f, 65520.0f, 1e-8f}, back[9];
     uint16_t bits[9];
-    int64_t d9[1] = {9};
-    void *ph = dev_from(h, sizeof h), *p16 = dev_alloc(sizeof bits), *pback = dev_alloc(sizeof back);
-    aclTensor *th = mkt(d9, 1, ACL_FLOAT, NULL, ph), *t16 = mkt(d9, 1, ACL_FLOAT16, NULL, p16),
-              *tb = mkt(d9, 1, ACL_FLOAT, NULL, pback);
-    go("Cast f16", aclnnCastGetWorkspaceSize(th, ACL_FLOAT16, t16, &ws, &ex), &ws, &ex, aclnnCast);
-    go("Cast f32", aclnnCastGetWorkspaceSize(t16, ACL_FLOAT, tb, &ws, &ex), &ws, &ex, aclnnCast);
-    to_host(bits, p16, sizeof bits);
-    to_host(back, pback, sizeof back);
+    cast_1d("Cast f16", h, sizeof h, ACL_FLOAT, bits, sizeof bits, ACL_FLOAT16, 9, ACL_DT_UNDEFINED);
+    cast_1d("Cast f32", bits, sizeof bits, ACL_FLOAT16, back, sizeof back, ACL_FLOAT, 9, ACL_DT_UNDEFINED);
     uint16_t wb[9] = {0x3C00, 0x2E66, 0x7BFF, 0x0002, 0x6800, 0x6802, 0xC100, 0x7C00, 0x0000};
     for (int i = 0; i < 9; i++) CHECK(bits[i] == wb[i], "f16 bits[%d] = 0x%04x, expected 0x%04x", i, bits[i], wb[i]);
     double wback[9] = {1.0, 0.0999755859375, 65504.0, 1.1920928955078125e-07, 2048.0, 2052.0, -2.5, 0, 0.0};
@@ -449,17 +455,9 @@ static void test_cast(void) {
     /* f32 -> bf16 (round to nearest even) */
     float bfx[4] = {1.0f, 1.00390625f, 1.01171875f, -3.0f};
     uint16_t bfb[4];
-    int64_t d4[1] = {4};
-    void *pbx = dev_from(bfx, sizeof bfx), *pbb = dev_alloc(sizeof bfb);
-    aclTensor *tbx = mkt(d4, 1, ACL_FLOAT, NULL, pbx), *tbb = mkt(d4, 1, ACL_BF16, NULL, pbb);
-    go("Cast bf16", aclnnCastGetWorkspaceSize(tbx, ACL_BF16, tbb, &ws, &ex), &ws, &ex, aclnnCast);
-    to_host(bfb, pbb, sizeof bfb);
+    cast_1d("Cast bf16", bfx, sizeof bfx, ACL_FLOAT, bfb, sizeof bfb, ACL_BF16, 4, ACL_DT_UNDEFINED);
     uint16_t wbf[4] = {0x3F80, 0x3F80, 0x3F82, 0xC040};
     for (int i = 0; i < 4; i++) CHECK(bfb[i] == wbf[i], "bf16[%d] = 0x%04x, expected 0x%04x", i, bfb[i], wbf[i]);
-
-    aclDestroyTensor(tx); aclDestroyTensor(ti); aclDestroyTensor(th); aclDestroyTensor(t16);
-    aclDestroyTensor(tb); aclDestroyTensor(tbx); aclDestroyTensor(tbb);
-    aclrtFree(px); aclrtFree(pi); aclrtFree(ph); aclrtFree(p16); aclrtFree(pback); aclrtFree(pbx); aclrtFree(pbb);
 }
 
 static void test_permute(void) {
