@@ -6,10 +6,18 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import List
 
 from ge.passes import clear_registered_passes
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "fusion_pass"
+# The samples' shared helpers (imported by them, not a sample itself).
+HELPER = "sample_common.py"
+
+
+def sample_files() -> List[str]:
+    """The file names of the samples, sorted (every ``*.py`` of the folder but the helper)."""
+    return sorted(p.name for p in SAMPLES.glob("*.py") if p.name != HELPER)
 
 # Every sample, in the order of the examples' README: MatMul + Add -> GEMM (three styles),
 # Add(x, 0) removal (two), the grouped-Conv2D decomposition, then the BatchMatMul, Tile, Concat,
