@@ -225,6 +225,11 @@ impl T {
     pub fn fails(&mut self, ty: &str, ins: Ins, attrs: Attrs, parts: &[&str]) {
         has(&self.fail(ty, ins, attrs).to_string(), parts);
     }
+    /// [`T::fails`] on inputs given by [`In`].
+    pub fn fails_in(&mut self, ty: &str, spec: InSpec, attrs: Attrs, parts: &[&str]) {
+        let e = self.with_inputs(spec, |t, ins| t.fail(ty, ins, attrs));
+        has(&e.to_string(), parts);
+    }
     /// [`T::rejects`] for each case: (inputs, attributes, parts of the expected message).
     pub fn rejects_each(&mut self, ty: &str, cases: &[(Ins, Attrs, &[&str])]) {
         for &(ins, attrs, parts) in cases {

@@ -3,7 +3,7 @@
 
 use super::*;
 
-const BINARY: &[&str] = &["Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum"];
+pub(crate) const BINARY: &[&str] = &["Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum"];
 
 #[test]
 fn binary_broadcast_known() {
@@ -65,7 +65,7 @@ fn binary_broadcast_mismatch() {
     }
 }
 
-const UNARY: &[&str] = &[
+pub(crate) const UNARY: &[&str] = &[
     "Neg",
     "Relu",
     "Relu6",
@@ -370,8 +370,12 @@ fn is_nan_and_is_inf_give_bool() {
             t.ok_in(ty, &[("x", Typed(FLOAT16, &[3, U]))], &[]),
             (BOOL, vec![3, U])
         );
-        let x = t.input(INT32, &[3]);
-        t.fails(ty, &[("x", &[x])], &[], &["input 'x' has dtype DT_INT32"]);
+        t.fails_in(
+            ty,
+            &[("x", Typed(INT32, &[3]))],
+            &[],
+            &["input 'x' has dtype DT_INT32"],
+        );
     }
 }
 
@@ -408,11 +412,9 @@ fn binary_broadcast_known_unknown_and_errors() {
         // promote.rs).
         let other = allowed(&p, "x1").into_iter().find(|&d| d != dt);
         if let (Some(other), false) = (other, es_core::infer::promotes(ty)) {
-            let x1 = t.input(dt, &[2]);
-            let x2 = t.input(other, &[2]);
-            t.fails(
+            t.fails_in(
                 ty,
-                &[("x1", &[x1]), ("x2", &[x2])],
+                &[("x1", Typed(dt, &[2])), ("x2", Typed(other, &[2]))],
                 &[],
                 &["both must have the same dtype"],
             );
@@ -448,19 +450,15 @@ fn comparisons_and_logical_ops_give_bool() {
         ),
         (BOOL, vec![2, 3])
     );
-    let x1 = t.input(FLOAT, &[2]);
-    let x2 = t.input(FLOAT, &[2]);
-    t.fails(
+    t.fails_in(
         "LogicalOr",
-        &[("x1", &[x1]), ("x2", &[x2])],
+        &[("x1", Typed(FLOAT, &[2])), ("x2", Typed(FLOAT, &[2]))],
         &[],
         &["input 'x1' has dtype DT_FLOAT"],
     );
-    let x1 = t.input(FLOAT, &[2]);
-    let x2 = t.input(FLOAT, &[2]);
-    t.fails(
+    t.fails_in(
         "BitwiseAnd",
-        &[("x1", &[x1]), ("x2", &[x2])],
+        &[("x1", Typed(FLOAT, &[2])), ("x2", Typed(FLOAT, &[2]))],
         &[],
         &["expected one of"],
     );
@@ -518,10 +516,9 @@ fn prelu() {
         &[],
         &["x [4] has no channel dim (rank < 2)"],
     );
-    let h = t.input(FLOAT16, &[3]);
-    t.fails(
+    t.fails_in(
         "PRelu",
-        &[("x", &[x]), ("weight", &[h])],
+        &[("x", Port(x)), ("weight", Typed(FLOAT16, &[3]))],
         &[],
         &["both must have the same dtype"],
     );

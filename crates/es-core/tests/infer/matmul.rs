@@ -70,10 +70,9 @@ fn matmul_errors() {
         &[],
         &["'x1' must be 2-D", "[2, 2, 3]"],
     );
-    let bias = t.f(&[4]);
-    t.rejects(
+    t.rejects_in(
         "MatMulV2",
-        &[("x1", &[a]), ("x2", &[c]), ("bias", &[bias])],
+        &[("x1", Port(a)), ("x2", Port(c)), ("bias", F(&[4]))],
         &[],
         &["'bias' [4]", "[2, 5]"],
     );

@@ -251,11 +251,9 @@ fn non_max_suppression_v6() {
         ),
         (INT32, vec![U, 3])
     );
-    let boxes = t.f(&[1, 6, 4]);
-    let scores = t.f(&[1, 2, 5]);
-    t.rejects(
+    t.rejects_in(
         "NonMaxSuppressionV6",
-        &[("boxes", &[boxes]), ("scores", &[scores])],
+        &[("boxes", F(&[1, 6, 4])), ("scores", F(&[1, 2, 5]))],
         &[],
         &["'boxes'", "'scores'", "(6)", "(5)"],
     );
