@@ -1,7 +1,7 @@
 //! Inference rules of the HCCL collectives (HcomAllReduce, HcomAllGather, HcomReduceScatter,
 //! HcomBroadcast): all-gather multiplies dim 0 by rank_size, reduce-scatter divides it.
 
-use super::common::{dtype_like, opt_int, same_as_x, single};
+use super::common::{dtype_like, one_per_input, opt_int, same_as_x, single};
 use super::{InferCtx, InferFn};
 use crate::error::Result;
 use crate::types::{Shape, TensorDesc, UNKNOWN_DIM};
@@ -86,15 +86,10 @@ fn broadcast_collective(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         return Err(ctx.err(format!("attribute 'root_rank' is {root}; it must be >= 0")));
     }
     let xs = ctx.inputs_of("x")?;
-    if xs.len() != ctx.num_outputs() {
-        return Err(ctx.err(format!(
-            "{} inputs 'x' but {} outputs 'y'",
-            xs.len(),
-            ctx.num_outputs()
-        )));
-    }
-    Ok(xs
-        .iter()
-        .map(|x| TensorDesc::new(dtype_like(ctx, 0, Some(x)), x.shape.clone()))
-        .collect())
+    one_per_input(
+        ctx,
+        &xs,
+        |x| dtype_like(ctx, 0, Some(x)),
+        |i, o| format!("{i} inputs 'x' but {o} outputs 'y'"),
+    )
 }

@@ -246,6 +246,23 @@ pub(super) fn channel_format<'a>(ctx: &InferCtx<'a>) -> Result<(&'a str, bool)> 
     }
 }
 
+/// One output per input `xs`, each with its input's shape and the dtype `dt(x)`; when the
+/// counts differ, the error is `what(inputs, outputs)`.
+pub(super) fn one_per_input(
+    ctx: &InferCtx,
+    xs: &[&TensorDesc],
+    dt: impl Fn(&TensorDesc) -> DataType,
+    what: impl FnOnce(usize, usize) -> String,
+) -> Result<Vec<TensorDesc>> {
+    if xs.len() != ctx.num_outputs() {
+        return Err(ctx.err(what(xs.len(), ctx.num_outputs())));
+    }
+    Ok(xs
+        .iter()
+        .map(|x| TensorDesc::new(dt(x), x.shape.clone()))
+        .collect())
+}
+
 /// Output dtype of a matrix product: the bound type, else x's dtype, with int8/int4 giving int32.
 pub(super) fn product_dtype(ctx: &InferCtx, x: &TensorDesc) -> DataType {
     let t = ctx.output_dtype(0);

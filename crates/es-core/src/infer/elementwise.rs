@@ -2,7 +2,8 @@
 //! bit operations and shifts, activations, casts, clipping and selection.
 
 use super::common::{
-    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, output_allows, same_as_x, single,
+    attr_dtype, bcast, check_one_element, dtype_like, one_per_input, opt_bool, output_allows,
+    same_as_x, single,
 };
 use super::{broadcast, InferCtx, InferFn};
 use crate::error::Result;
@@ -104,17 +105,12 @@ fn fused_mul_add(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// IdentityN: every output is its input.
 fn identity_n(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let xs: Vec<&TensorDesc> = ctx.inputs.iter().filter_map(|d| *d).collect();
-    if xs.len() != ctx.num_outputs() {
-        return Err(ctx.err(format!(
-            "the node has {} inputs 'x' but {} outputs 'y'; they must match",
-            xs.len(),
-            ctx.num_outputs()
-        )));
-    }
-    Ok(xs
-        .iter()
-        .map(|d| TensorDesc::new(d.dtype, d.shape.clone()))
-        .collect())
+    one_per_input(
+        ctx,
+        &xs,
+        |d| d.dtype,
+        |i, o| format!("the node has {i} inputs 'x' but {o} outputs 'y'; they must match"),
+    )
 }
 
 /// Numpy broadcast of the named required inputs; the error names the input that does not fit.

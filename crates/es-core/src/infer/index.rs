@@ -72,13 +72,8 @@ fn top_k(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     };
     let mut out = Vec::with_capacity(ctx.num_outputs());
     for &ir in &ctx.output_ir {
+        let name = out_name(ctx, ir);
         let ir = ir as usize;
-        let name = ctx
-            .proto
-            .outputs
-            .get(ir)
-            .map(|o| o.name.as_str())
-            .unwrap_or("");
         let t = if name == "indices" {
             let t = attr_dtype(ctx, "indices_dtype", Some(DataType::INT32))?;
             if !matches!(t, DataType::INT32 | DataType::INT64) || !output_allows(ctx, ir, t) {

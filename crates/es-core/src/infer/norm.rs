@@ -26,6 +26,22 @@ pub(super) fn rule(op_type: &str) -> Option<InferFn> {
     })
 }
 
+/// The outputs of a normalisation: "y" like x, every other output (the statistics) of shape
+/// `stat`, all of x's dtype unless bound otherwise.
+fn y_and_stats(ctx: &InferCtx, x: &TensorDesc, stat: Shape) -> Vec<TensorDesc> {
+    ctx.output_ir
+        .iter()
+        .map(|&ir| {
+            let shape = if out_name(ctx, ir) == "y" {
+                x.shape.clone()
+            } else {
+                stat.clone()
+            };
+            TensorDesc::new(dtype_like(ctx, ir as usize, Some(x)), shape)
+        })
+        .collect()
+}
+
 /// BatchNorm: y like x; per-channel statistics [C]; reserve_space_3 [1].
 fn batch_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
@@ -65,13 +81,8 @@ fn batch_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let stat_like = ctx.input("scale")?;
     let mut out = Vec::with_capacity(ctx.num_outputs());
     for &ir in &ctx.output_ir {
+        let name = out_name(ctx, ir);
         let ir = ir as usize;
-        let name = ctx
-            .proto
-            .outputs
-            .get(ir)
-            .map(|o| o.name.as_str())
-            .unwrap_or("");
         let d = match name {
             "y" => TensorDesc::new(dtype_like(ctx, ir, Some(x)), x.shape.clone()),
             "reserve_space_3" => {
@@ -137,18 +148,7 @@ fn layer_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             Shape::from(s)
         }
     };
-    Ok(ctx
-        .output_ir
-        .iter()
-        .map(|&ir| {
-            let shape = if out_name(ctx, ir) == "y" {
-                x.shape.clone()
-            } else {
-                stat.clone()
-            };
-            TensorDesc::new(dtype_like(ctx, ir as usize, Some(x)), shape)
-        })
-        .collect())
+    Ok(y_and_stats(ctx, x, stat))
 }
 
 /// The channel count of a parameter input (its element count), checked against `c`.
@@ -241,18 +241,7 @@ fn group_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     }
     check_channel_param(ctx, "gamma", c, &x.shape)?;
     check_channel_param(ctx, "beta", c, &x.shape)?;
-    Ok(ctx
-        .output_ir
-        .iter()
-        .map(|&ir| {
-            let shape = if out_name(ctx, ir) == "y" {
-                x.shape.clone()
-            } else {
-                Shape::from(vec![n, groups])
-            };
-            TensorDesc::new(dtype_like(ctx, ir as usize, Some(x)), shape)
-        })
-        .collect())
+    Ok(y_and_stats(ctx, x, Shape::from(vec![n, groups])))
 }
 
 /// LRN: a 4-D x, unchanged shape.
