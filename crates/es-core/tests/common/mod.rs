@@ -60,6 +60,11 @@ pub type Want<'a> = (DataType, &'a [i64]);
 /// Inputs by name, for the `*_in` calls.
 pub type InSpec<'a, 'b> = &'b [(&'b str, In<'a>)];
 
+/// The inputs x1 and x2 of a binary operator, for the `*_in` calls.
+pub fn x12<'a>(x1: In<'a>, x2: In<'a>) -> [(&'static str, In<'a>); 2] {
+    [("x1", x1), ("x2", x2)]
+}
+
 /// A builder with helpers to make inputs and call operators by input name.
 pub struct T {
     pub b: GraphBuilder,

@@ -12,13 +12,9 @@ fn binary_broadcast_known() {
         t.ok_each_in(
             ty,
             &[
+                (&x12(F(&[2, 1, 3]), F(&[4, 1])), &[], (FLOAT, &[2, 4, 3])),
                 (
-                    &[("x1", F(&[2, 1, 3])), ("x2", F(&[4, 1]))],
-                    &[],
-                    (FLOAT, &[2, 4, 3]),
-                ),
-                (
-                    &[("x1", Typed(INT32, &[])), ("x2", Typed(INT32, &[5]))],
+                    &x12(Typed(INT32, &[]), Typed(INT32, &[5])),
                     &[],
                     (INT32, &[5]),
                 ),
@@ -32,7 +28,7 @@ fn binary_broadcast_unknown() {
     for ty in BINARY {
         let mut t = T::new();
         assert_eq!(
-            t.dims_in(ty, &[("x1", F(&[U, 3])), ("x2", F(&[1, 3]))], &[]),
+            t.dims_in(ty, &x12(F(&[U, 3]), F(&[1, 3])), &[]),
             vec![U, 3],
             "{ty}"
         );
@@ -40,8 +36,8 @@ fn binary_broadcast_unknown() {
         t.dims_each_in(
             ty,
             &[
-                (&[("x1", F(&[U, 1])), ("x2", Port(c))], &[], &[5, 4]),
-                (&[("x1", F(&[-2])), ("x2", Port(c))], &[], &[-2]),
+                (&x12(F(&[U, 1]), Port(c)), &[], &[5, 4]),
+                (&x12(F(&[-2]), Port(c)), &[], &[-2]),
             ],
         );
     }
@@ -53,7 +49,7 @@ fn binary_broadcast_mismatch() {
         let mut t = T::new();
         t.rejects_in(
             ty,
-            &[("x1", F(&[2, 3])), ("x2", F(&[4, 3]))],
+            &x12(F(&[2, 3]), F(&[4, 3])),
             &[],
             &[
                 &format!("{ty} '{ty}_0'"),
@@ -396,7 +392,7 @@ fn binary_broadcast_known_unknown_and_errors() {
         ];
         for (a, c, out) in cases {
             assert_eq!(
-                t.ok_in(ty, &[("x1", Typed(dt, a)), ("x2", Typed(dt, c))], &[]),
+                t.ok_in(ty, &x12(Typed(dt, a), Typed(dt, c)), &[]),
                 (want, out.to_vec()),
                 "{ty} {a:?} {c:?}"
             );
@@ -404,7 +400,7 @@ fn binary_broadcast_known_unknown_and_errors() {
         let x1 = t.input(dt, &[2, 3]);
         t.rejects_in(
             ty,
-            &[("x1", Port(x1)), ("x2", Typed(dt, &[4]))],
+            &x12(Port(x1), Typed(dt, &[4])),
             &[],
             &[ty, "'x1' [2, 3]", "'x2' [4]", "cannot be broadcast"],
         );
@@ -414,7 +410,7 @@ fn binary_broadcast_known_unknown_and_errors() {
         if let (Some(other), false) = (other, es_core::infer::promotes(ty)) {
             t.fails_in(
                 ty,
-                &[("x1", Typed(dt, &[2])), ("x2", Typed(other, &[2]))],
+                &x12(Typed(dt, &[2]), Typed(other, &[2])),
                 &[],
                 &["both must have the same dtype"],
             );
@@ -434,34 +430,26 @@ fn comparisons_and_logical_ops_give_bool() {
         "LessEqual",
     ] {
         assert_eq!(
-            t.ok_in(
-                ty,
-                &[("x1", Typed(INT32, &[2, 3])), ("x2", Typed(INT32, &[3]))],
-                &[]
-            ),
+            t.ok_in(ty, &x12(Typed(INT32, &[2, 3]), Typed(INT32, &[3])), &[]),
             (BOOL, vec![2, 3])
         );
     }
     assert_eq!(
         t.ok_in(
             "LogicalAnd",
-            &[("x1", Typed(BOOL, &[2, 3])), ("x2", Typed(BOOL, &[1]))],
+            &x12(Typed(BOOL, &[2, 3]), Typed(BOOL, &[1])),
             &[]
         ),
         (BOOL, vec![2, 3])
     );
-    t.fails_in(
-        "LogicalOr",
-        &[("x1", Typed(FLOAT, &[2])), ("x2", Typed(FLOAT, &[2]))],
-        &[],
-        &["input 'x1' has dtype DT_FLOAT"],
-    );
-    t.fails_in(
-        "BitwiseAnd",
-        &[("x1", Typed(FLOAT, &[2])), ("x2", Typed(FLOAT, &[2]))],
-        &[],
-        &["expected one of"],
-    );
+    // Float operands: refused by the logical and the bitwise ops.
+    for (ty, part) in [
+        ("LogicalOr", "input 'x1' has dtype DT_FLOAT"),
+        ("BitwiseAnd", "expected one of"),
+    ] {
+        let floats = x12(Typed(FLOAT, &[2]), Typed(FLOAT, &[2]));
+        t.fails_in(ty, &floats, &[], &[part]);
+    }
 }
 
 #[test]
@@ -603,34 +591,34 @@ fn select() {
         vec![4]
     );
     // Errors.
-    let c3 = t.input(BOOL, &[3]);
-    t.rejects(
+    let c23 = t.input(BOOL, &[3, 2]);
+    let (cx1, cx2) = (("x1", Port(x1)), ("x2", Port(x2)));
+    t.rejects_each_in(
         "Select",
-        &named(ins, [&[c3], &[x1], &[x2]]),
-        &[],
         &[
-            "'condition' [3] is a vector",
-            "first dim of x1/x2 [2, 3] (2), got 3",
+            (
+                &[("condition", Typed(BOOL, &[3])), cx1, cx2],
+                &[],
+                &[
+                    "'condition' [3] is a vector",
+                    "first dim of x1/x2 [2, 3] (2), got 3",
+                ],
+            ),
+            (
+                &[("condition", Port(c23)), cx1, cx2],
+                &[],
+                &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"],
+            ),
+            (
+                &[("condition", Port(c23)), cx1, ("x2", F(&[4, 3]))],
+                &[],
+                &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"],
+            ),
         ],
     );
-    let c23 = t.input(BOOL, &[3, 2]);
-    t.rejects(
+    t.fails_in(
         "Select",
-        &named(ins, [&[c23], &[x1], &[x2]]),
-        &[],
-        &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"],
-    );
-    let x3 = t.f(&[4, 3]);
-    t.rejects(
-        "Select",
-        &named(ins, [&[c23], &[x1], &[x3]]),
-        &[],
-        &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"],
-    );
-    let cf = t.f(&[2, 3]);
-    t.fails(
-        "Select",
-        &named(ins, [&[cf], &[x1], &[x2]]),
+        &[("condition", F(&[2, 3])), cx1, cx2],
         &[],
         &["input 'condition' has dtype DT_FLOAT"],
     );

@@ -16,7 +16,7 @@ fn element_wise_ops_promote_mixed_dtypes_as_ge() {
     ];
     for (op, a, c, want) in cases {
         let mut t = T::new();
-        let got = t.ok_in(op, &[("x1", Typed(a, &[2])), ("x2", Typed(c, &[2]))], &[]);
+        let got = t.ok_in(op, &x12(Typed(a, &[2]), Typed(c, &[2])), &[]);
         assert_eq!(got.0, want, "{op}({a}, {c})");
     }
     // An op outside the family keeps one dtype per type variable.
