@@ -623,23 +623,25 @@ fn broadcast_to(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
         None => match len {
             Some(n) if n > MAX_RANK => Shape::unknown_rank(),
-            Some(n) => {
-                let n = n as usize;
-                let mut o = vec![UNKNOWN_DIM; n];
-                if let Some(xr) = xr {
-                    // A known x dim other than 1 is the output dim.
-                    for (j, &d) in x.shape.0.iter().enumerate() {
-                        if d != 1 {
-                            o[n - xr + j] = d;
-                        }
-                    }
-                }
-                Shape::from(o)
-            }
+            Some(n) => broadcast_target(&x.shape, n as usize),
             None => Shape::unknown_rank(),
         },
     };
     Ok(single(dt, out))
+}
+
+/// The broadcast of `x` to a target of `n` (>= x's rank) dims of unknown values: a known x dim
+/// other than 1 is the output dim (right-aligned), every other dim unknown.
+fn broadcast_target(x: &Shape, n: usize) -> Shape {
+    let mut o = vec![UNKNOWN_DIM; n];
+    if let Some(xr) = x.rank() {
+        for (j, &d) in x.0.iter().enumerate() {
+            if d != 1 {
+                o[n - xr + j] = d;
+            }
+        }
+    }
+    Shape::from(o)
 }
 
 /// Tile: x repeated `multiples` times per dim (x is right-aligned when `multiples` is longer).
@@ -1107,14 +1109,7 @@ fn expand(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
         None => match (x.shape.rank(), len) {
             (Some(xr), Some(n)) if n <= MAX_RANK => {
-                let n = (n as usize).max(xr);
-                let mut o = vec![UNKNOWN_DIM; n];
-                for (j, &d) in x.shape.0.iter().enumerate() {
-                    if d != 1 {
-                        o[n - xr + j] = d;
-                    }
-                }
-                Shape::from(o)
+                broadcast_target(&x.shape, (n as usize).max(xr))
             }
             _ => Shape::unknown_rank(),
         },
