@@ -11,10 +11,7 @@ fn graph_add_and_query_edges() {
     assert_eq!(g.find("zz"), None);
     assert_eq!(g.producer(b, 0).unwrap(), Some(out0(a)));
     assert!(g.producer(a, 0).is_err(), "a has no inputs");
-    assert_eq!(
-        g.out_edges(a).unwrap(),
-        vec![(0, InPort { node: b, index: 0 })]
-    );
+    assert_eq!(g.out_edges(a).unwrap(), vec![(0, in_port(b, 0))]);
     assert!(g.node(b).unwrap().in_control.contains(&a));
     assert!(g.node(a).unwrap().out_control.contains(&b));
     assert!(g.check_integrity().is_ok());
@@ -24,31 +21,20 @@ fn graph_add_and_query_edges() {
     link(&mut g, a, d, 0);
     assert_eq!(
         g.out_edges(a).unwrap(),
-        vec![
-            (0, InPort { node: b, index: 0 }),
-            (0, InPort { node: d, index: 1 }),
-            (0, InPort { node: d, index: 0 })
-        ]
+        vec![(0, in_port(b, 0)), (0, in_port(d, 1)), (0, in_port(d, 0))]
     );
     // Connected input, bad ports.
-    let e = err_text(g.add_data_edge(out0(c), InPort { node: d, index: 0 }));
+    let e = err_text(g.add_data_edge(out0(c), in_port(d, 0)));
     assert!(e.contains("already connected"), "{e}");
     assert!(g
-        .add_data_edge(OutPort { node: a, index: 1 }, InPort { node: c, index: 0 })
+        .add_data_edge(OutPort { node: a, index: 1 }, in_port(c, 0))
         .is_err());
-    assert!(g
-        .add_data_edge(out0(c), InPort { node: d, index: 2 })
-        .is_err());
+    assert!(g.add_data_edge(out0(c), in_port(d, 2)).is_err());
     // Remove edge.
-    g.remove_data_edge(out0(a), InPort { node: d, index: 1 })
-        .unwrap();
+    g.remove_data_edge(out0(a), in_port(d, 1)).unwrap();
     assert_eq!(g.producer(d, 1).unwrap(), None);
-    assert!(g
-        .remove_data_edge(out0(a), InPort { node: d, index: 1 })
-        .is_err());
-    assert!(g
-        .remove_data_edge(out0(c), InPort { node: d, index: 0 })
-        .is_err());
+    assert!(g.remove_data_edge(out0(a), in_port(d, 1)).is_err());
+    assert!(g.remove_data_edge(out0(c), in_port(d, 0)).is_err());
     assert_eq!(g.out_edges(a).unwrap().len(), 2);
     assert!(g.check_integrity().is_ok());
     assert!(g.out_desc(out0(a)).is_ok());
@@ -83,15 +69,9 @@ fn graph_stale_node_id_is_an_error() {
     assert!(g.node(b).is_err());
     assert!(g.node_mut(b).is_err());
     assert!(g.remove_node(b).is_err());
-    assert!(g
-        .add_data_edge(out0(b), InPort { node: c, index: 0 })
-        .is_err());
-    assert!(g
-        .add_data_edge(out0(a), InPort { node: b, index: 0 })
-        .is_err());
-    assert!(g
-        .remove_data_edge(out0(a), InPort { node: b, index: 0 })
-        .is_err());
+    assert!(g.add_data_edge(out0(b), in_port(c, 0)).is_err());
+    assert!(g.add_data_edge(out0(a), in_port(b, 0)).is_err());
+    assert!(g.remove_data_edge(out0(a), in_port(b, 0)).is_err());
     assert!(g.add_control_edge(b, c).is_err());
     assert!(g.add_control_edge(a, b).is_err());
     assert!(g.remove_control_edge(a, b).is_err());
@@ -140,7 +120,7 @@ fn graph_add_node_ignores_stored_edges() {
     let a = relu(&mut g, "a", 0);
     let mut n = raw_node("b", "Relu", 1, 1);
     n.inputs[0].source = Some(out0(a));
-    n.outputs[0].consumers.push(InPort { node: a, index: 0 });
+    n.outputs[0].consumers.push(in_port(a, 0));
     n.in_control.push(a);
     let b = g.add_node(n).unwrap();
     let nb = g.node(b).unwrap();
@@ -268,8 +248,7 @@ fn graph_validate_errors() {
 
     // Unconnected required input.
     let (mut g, d, r) = valid();
-    g.remove_data_edge(out0(d), InPort { node: r, index: 0 })
-        .unwrap();
+    g.remove_data_edge(out0(d), in_port(r, 0)).unwrap();
     let e = err_text(g.validate());
     assert!(e.contains("not connected") && e.contains("'r'"), "{e}");
 
@@ -335,8 +314,7 @@ fn graph_validate_errors() {
     // A broken subgraph fails the parent, naming the subgraph.
     let (mut g, _, r) = valid();
     let (mut sub, sd, sr) = valid();
-    sub.remove_data_edge(out0(sd), InPort { node: sr, index: 0 })
-        .unwrap();
+    sub.remove_data_edge(out0(sd), in_port(sr, 0)).unwrap();
     g.node_mut(r)
         .unwrap()
         .subgraphs

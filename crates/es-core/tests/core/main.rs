@@ -83,6 +83,11 @@ fn relus<const N: usize>(g: &mut Graph, specs: [(&str, usize); N]) -> [NodeId; N
     specs.map(|(name, n_in)| relu(g, name, n_in))
 }
 
+/// Input `index` of `node`.
+fn in_port(node: NodeId, index: u32) -> InPort {
+    InPort { node, index }
+}
+
 /// Connects output 0 of `from` to input `index` of `to`.
 fn link(g: &mut Graph, from: NodeId, to: NodeId, index: u32) {
     g.add_data_edge(out0(from), InPort { node: to, index })

@@ -256,7 +256,7 @@ proptest! {
             match e {
                 EdgeEdit::Connect(a, b, i) => {
                     if a != b && alive[a] && alive[b] && !edges.contains_key(&(b, i)) {
-                        g.add_data_edge(out0(ids[a]), InPort { node: ids[b], index: i as u32 }).unwrap();
+                        g.add_data_edge(out0(ids[a]), in_port(ids[b], i as u32)).unwrap();
                         edges.insert((b, i), a);
                     }
                 }
@@ -266,7 +266,7 @@ proptest! {
                     if !keys.is_empty() {
                         let (b, i) = keys[k % keys.len()];
                         let a = edges.remove(&(b, i)).unwrap();
-                        g.remove_data_edge(out0(ids[a]), InPort { node: ids[b], index: i as u32 }).unwrap();
+                        g.remove_data_edge(out0(ids[a]), in_port(ids[b], i as u32)).unwrap();
                     }
                 }
                 EdgeEdit::RemoveNode(a) => {
