@@ -58,6 +58,18 @@ fn matched(e: MatchExplanation) -> MatchResult {
     }
 }
 
+/// `why` names the pattern node `pattern_node` (and the target node `target`, when given) and
+/// its reason contains each of `parts`.
+fn assert_why(why: &NoMatchReason, pattern_node: &str, target: Option<&str>, parts: &[&str]) {
+    assert_eq!(why.pattern_node, pattern_node, "{why}");
+    if let Some(target) = target {
+        assert_eq!(why.target_node.as_deref(), Some(target), "{why}");
+    }
+    for p in parts {
+        assert!(why.reason.contains(p), "{why}");
+    }
+}
+
 fn explain(g: &Graph, p: &Pattern, c: PatternMatcherConfig, at: OutPort) -> NoMatchReason {
     no_match(explain_match(g, p, c, at.node).unwrap())
 }
@@ -121,8 +133,7 @@ fn explain_counts_differ(mk: impl Fn(&str, usize) -> Graph, node: &str, reason: 
     let g = mk("g", 3);
     let at = g.find(node).unwrap();
     let why = no_match(explain_match(&g, &p, PatternMatcherConfig::default(), at).unwrap());
-    assert_eq!(why.pattern_node, node);
-    assert!(why.reason.contains(reason), "{why}");
+    assert_why(&why, node, None, &[reason]);
 }
 
 #[test]
@@ -171,10 +182,7 @@ fn explain_ir_attr_differs() {
         MatchExplanation::Matched(_)
     ));
     let why = explain(&g, &p, cfg(false, true, true), l);
-    assert_eq!(why.pattern_node, "leaky");
-    assert_eq!(why.target_node.as_deref(), Some("lr"));
-    assert!(why.reason.contains("negative_slope"), "{why}");
-    assert!(why.reason.contains("0.1 != 0.2"), "{why}");
+    assert_why(&why, "leaky", Some("lr"), &["negative_slope", "0.1 != 0.2"]);
 }
 
 #[test]
@@ -194,13 +202,12 @@ fn explain_const_value_differs() {
     let p = Pattern::new(finish(pb, &[pa])).unwrap();
     // Without commutative matching, the search fails exactly at the constant.
     let why = explain(&g, &p, cfg(true, false, false), a);
-    assert_eq!(why.pattern_node, "zero");
-    assert_eq!(
-        why.target_node.as_deref(),
-        Some(name_of(&g, one.node).as_str())
+    assert_why(
+        &why,
+        "zero",
+        Some(name_of(&g, one.node).as_str()),
+        &["const value differs", "00000000 != 0000803f"],
     );
-    assert!(why.reason.contains("const value differs"), "{why}");
-    assert!(why.reason.contains("00000000 != 0000803f"), "{why}");
     // Value matching off: a match.
     assert!(matches!(
         explain_match(&g, &p, cfg(false, false, false), a.node).unwrap(),
@@ -220,20 +227,7 @@ fn explain_pattern_edge_not_in_target() {
     let m = op_named(&mut b, "Mul", &[Some(a), Some(x)], &[], Some("Mul_3"));
     let g = finish(b, &[m]);
     let why = explain(&g, &p, cfg(false, false, false), m);
-    assert_eq!(why.pattern_node, "add");
-    assert_eq!(
-        why.target_node.as_deref(),
-        Some(name_of(&g, a.node).as_str())
-    );
-    assert!(
-        why.reason
-            .contains("input 1 of 'Mul_3' (matched by pattern node 'mul') in the target is produced by 'x0:0'"),
-        "{why}"
-    );
-    assert!(
-        why.reason.contains("the pattern needs output 0 of"),
-        "{why}"
-    );
+    assert_why(&why, "add", Some(name_of(&g, a.node).as_str()), &["input 1 of 'Mul_3' (matched by pattern node 'mul') in the target is produced by 'x0:0'", "the pattern needs output 0 of"]);
     // The same pattern input used twice must bind one port.
     let (mut pb, [px]) = inputs("square");
     let pm = op_named(&mut pb, "Mul", &[Some(px), Some(px)], &[], Some("sq"));
@@ -242,12 +236,14 @@ fn explain_pattern_edge_not_in_target() {
     let m = op(&mut b, "Mul", &[x, y]);
     let g = finish(b, &[m]);
     let why = explain(&g, &p, cfg(false, false, false), m);
-    assert_eq!(why.pattern_node, "x0");
-    assert!(why.reason.contains("produced by 'x1:0'"), "{why}");
-    assert!(
-        why.reason
-            .contains("the pattern needs 'x0:0' (the tensor bound to pattern input 'x0')"),
-        "{why}"
+    assert_why(
+        &why,
+        "x0",
+        None,
+        &[
+            "produced by 'x1:0'",
+            "the pattern needs 'x0:0' (the tensor bound to pattern input 'x0')",
+        ],
     );
     // An input the target leaves unconnected.
     let (mut pb, [pa, pw, pbias]) = inputs_dims("mm_bias", [&[2, 3], &[3, 4], &[4]]);
@@ -257,13 +253,15 @@ fn explain_pattern_edge_not_in_target() {
     let mm = matmul_v2(&mut b, [Some(a), Some(w), None, None], None);
     let g = finish(b, &[mm]);
     let why = explain(&g, &p, PatternMatcherConfig::default(), mm);
-    assert_eq!(why.pattern_node, "mm");
-    assert!(
-        why.reason
-            .contains("input 2 of 'MatMulV2_0' in the target is unconnected"),
-        "{why}"
+    assert_why(
+        &why,
+        "mm",
+        None,
+        &[
+            "input 2 of 'MatMulV2_0' in the target is unconnected",
+            "pattern node 'x2'",
+        ],
     );
-    assert!(why.reason.contains("pattern node 'x2'"), "{why}");
     // The other way round: the pattern leaves the bias unconnected, the target does not.
     let (mut b, [a, w, bias]) = inputs_dims("g", [&[2, 3], &[3, 4], &[4]]);
     let mm = matmul_v2(&mut b, [Some(a), Some(w), Some(bias), None], None);
@@ -272,12 +270,14 @@ fn explain_pattern_edge_not_in_target() {
     let pmm = matmul_v2(&mut pb, [Some(pa), Some(pw), None, None], Some("mm"));
     let p = Pattern::new(finish(pb, &[pmm])).unwrap();
     let why = explain(&g, &p, PatternMatcherConfig::default(), mm);
-    assert_eq!(why.pattern_node, "mm");
-    assert!(why.reason.contains("is produced by 'x2:0'"), "{why}");
-    assert!(
-        why.reason
-            .contains("the pattern leaves its input 2 unconnected"),
-        "{why}"
+    assert_why(
+        &why,
+        "mm",
+        None,
+        &[
+            "is produced by 'x2:0'",
+            "the pattern leaves its input 2 unconnected",
+        ],
     );
 }
 
@@ -294,11 +294,11 @@ fn explain_target_node_already_used() {
     let m = op(&mut b, "Mul", &[r, r]);
     let g = finish(b, &[m]);
     let why = explain(&g, &p, PatternMatcherConfig::default(), m);
-    assert_eq!(why.pattern_node, "r2");
-    assert_eq!(why.target_node.as_deref(), Some("the_relu"));
-    assert!(
-        why.reason.contains("already matched by pattern node 'r1'"),
-        "{why}"
+    assert_why(
+        &why,
+        "r2",
+        Some("the_relu"),
+        &["already matched by pattern node 'r1'"],
     );
 }
 
@@ -310,22 +310,17 @@ fn explain_boundary_not_self_contained() {
     let n = op_named(&mut b, "Neg", &[Some(a)], &[], Some("outsider"));
     let g = finish(b, &[r, n]);
     let why = explain(&g, &p, PatternMatcherConfig::default(), r);
-    assert_eq!(why.pattern_node, "add");
-    assert_eq!(
-        why.target_node.as_deref(),
-        Some(name_of(&g, a.node).as_str())
-    );
-    assert!(why.reason.contains("not self-contained"), "{why}");
-    assert!(
-        why.reason.contains("used outside the match by 'outsider'"),
-        "{why}"
+    assert_why(
+        &why,
+        "add",
+        Some(name_of(&g, a.node).as_str()),
+        &["not self-contained", "used outside the match by 'outsider'"],
     );
     // The Add is a graph output.
     let (b, [_, a, r]) = add_self_relu("g2");
     let g = finish(b, &[r, a]);
     let why = explain(&g, &p, PatternMatcherConfig::default(), r);
-    assert_eq!(why.pattern_node, "add");
-    assert!(why.reason.contains("graph output"), "{why}");
+    assert_why(&why, "add", None, &["graph output"]);
 }
 
 #[test]
@@ -340,12 +335,11 @@ fn explain_pattern_input_produced_inside() {
         .unwrap()
         .is_empty());
     let why = explain(&g, &p, PatternMatcherConfig::default(), s);
-    assert_eq!(why.pattern_node, "x1");
-    assert_eq!(why.target_node.as_deref(), Some("R"));
-    assert!(
-        why.reason
-            .contains("produced inside the match (by pattern node 'relu')"),
-        "{why}"
+    assert_why(
+        &why,
+        "x1",
+        Some("R"),
+        &["produced inside the match (by pattern node 'relu')"],
     );
 }
 
@@ -361,14 +355,7 @@ fn explain_rewrite_would_create_cycle() {
     let s = op(&mut b, "Add", &[r, e]);
     let g = finish(b, &[s]);
     let why = explain(&g, &p, cfg(false, false, false), r);
-    assert_eq!(why.pattern_node, "relu");
-    assert_eq!(why.target_node.as_deref(), Some("R"));
-    assert!(why.reason.contains("cycle"), "{why}");
-    assert!(
-        why.reason
-            .contains("'N' uses the output of 'R' and reaches 'E', which feeds the match as pattern input 'x1'"),
-        "{why}"
-    );
+    assert_why(&why, "relu", Some("R"), &["cycle", "'N' uses the output of 'R' and reaches 'E', which feeds the match as pattern input 'x1'"]);
 }
 
 #[test]
