@@ -151,13 +151,12 @@ fn input_libs() -> (Arc<OpRegistry>, Arc<OpRegistry>) {
 #[test]
 fn row1_set_attribute_the_target_lacks_is_refused() {
     let (old, new) = attr_libs();
-    let g = build(&new, |b, x| {
-        b.add_op(
-            "XcA",
-            args(vec![Some(x)], &[("a", 1.into()), ("c", AttrValue::Int(3))]),
-        )
-        .unwrap();
-    });
+    let g = one_op(
+        &new,
+        "XcA",
+        &[true],
+        &[("a", 1.into()), ("c", AttrValue::Int(3))],
+    );
     refused_with(
         &g,
         &new,
@@ -196,17 +195,11 @@ fn row2_unset_attribute_the_target_lacks_is_deleted() {
                 value: AttrValue::Int(7),
             }
         );
-        let expect = build(&old, |b, x| {
-            b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-                .unwrap();
-        });
+        let expect = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
         assert!(out == expect);
     }
     // A node that lacks the attribute altogether (made by hand) has nothing to delete.
-    let mut g = build(&new, |b, x| {
-        b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-            .unwrap();
-    });
+    let mut g = one_op(&new, "XcA", &[true], &[("a", 1.into())]);
     let id = node_id(&g, "XcA_0");
     g.node_mut(id).unwrap().attrs.remove("c");
     let (out, rep) = adapted(&g, &new, &old);
@@ -220,10 +213,7 @@ fn row2_unset_attribute_the_target_lacks_is_deleted() {
 fn row3_attribute_unknown_to_the_graph_version_is_refused() {
     let (old, new) = attr_libs();
     for v in [3, 7] {
-        let mut g = build(&old, |b, x| {
-            b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-                .unwrap();
-        });
+        let mut g = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
         let id = node_id(&g, "XcA_0");
         g.node_mut(id)
             .unwrap()
@@ -250,25 +240,13 @@ fn row3_attribute_unknown_to_the_graph_version_is_refused() {
 #[test]
 fn row4_attribute_only_the_target_has_gets_its_default() {
     let (old, new) = attr_libs();
-    let g = build(&old, |b, x| {
-        b.add_op(
-            "XcA",
-            args(vec![Some(x)], &[("a", 1.into()), ("b", 5.into())]),
-        )
-        .unwrap();
-    });
+    let g = one_op(&old, "XcA", &[true], &[("a", 1.into()), ("b", 5.into())]);
     let (out, rep) = adapted(&g, &old, &new);
     let n = out.node(node_id(&out, "XcA_0")).unwrap();
     assert_eq!(n.attrs.get("c"), Some(&AttrValue::Int(7)));
     assert_eq!(n.attrs.get("b"), Some(&AttrValue::Int(5)));
     assert_eq!(rows(&rep), vec![4]);
-    let expect = build(&new, |b, x| {
-        b.add_op(
-            "XcA",
-            args(vec![Some(x)], &[("a", 1.into()), ("b", 5.into())]),
-        )
-        .unwrap();
-    });
+    let expect = one_op(&new, "XcA", &[true], &[("a", 1.into()), ("b", 5.into())]);
     assert!(out == expect);
 }
 
@@ -277,10 +255,7 @@ fn row4_attribute_only_the_target_has_gets_its_default() {
 #[test]
 fn row5_connected_input_the_target_lacks_is_refused() {
     let (old, new) = input_libs();
-    let g = build(&new, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), None, Some(x)], &[]))
-            .unwrap();
-    });
+    let g = one_op(&new, "XcI", &[true, false, true], &[]);
     let m = refused(&g, &new, &old);
     assert_eq!(
         m,
@@ -295,29 +270,30 @@ fn row5_connected_input_the_target_lacks_is_refused() {
 fn row6_unconnected_input_the_target_lacks_is_deleted() {
     let (old, new) = input_libs();
     for o1 in [None, Some(())] {
-        let g = build(&new, |b, x| {
-            b.add_op("XcI", args(vec![Some(x), o1.map(|_| x), None], &[]))
-                .unwrap();
-        });
+        let g = one_op(&new, "XcI", &[true, o1.is_some(), false], &[]);
         let (out, rep) = adapted(&g, &new, &old);
         assert_eq!(rows(&rep), vec![6]);
         let n = out.node(node_id(&out, "XcI_0")).unwrap();
         assert_eq!(n.inputs.len(), 2);
         assert!(n.inputs.iter().all(|s| s.name != "o2"));
-        let expect = build(&old, |b, x| {
-            b.add_op("XcI", args(vec![Some(x), o1.map(|_| x)], &[]))
-                .unwrap();
-        });
+        let expect = one_op(&old, "XcI", &[true, o1.is_some()], &[]);
         assert!(out == expect);
     }
+}
+
+/// A graph of one `op` node over the library `r`: input i is fed by the graph's input x when
+/// `fed[i]`, else left unconnected.
+fn one_op(r: &Arc<OpRegistry>, op: &str, fed: &[bool], attrs: &[(&str, AttrValue)]) -> Graph {
+    build(r, |b, x| {
+        let inputs = fed.iter().map(|&f| f.then_some(x)).collect();
+        b.add_op(op, args(inputs, attrs)).unwrap();
+    })
 }
 
 /// XcI(x, o1 unconnected) built with `old` (which lacks the input o2), carrying by hand an
 /// unconnected slot for o2; the graph and the XcI node.
 fn xci_with_a_slot_for_o2(old: &Arc<OpRegistry>) -> (Graph, NodeId) {
-    let mut g = build(old, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), None], &[])).unwrap();
-    });
+    let mut g = one_op(old, "XcI", &[true, false], &[]);
     let id = node_id(&g, "XcI_0");
     g.node_mut(id)
         .unwrap()
@@ -351,9 +327,7 @@ fn row7_connected_input_unknown_to_the_graph_version_is_refused() {
 #[test]
 fn row8_input_only_the_target_has_stays_unconnected() {
     let (old, new) = input_libs();
-    let g = build(&old, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), Some(x)], &[])).unwrap();
-    });
+    let g = one_op(&old, "XcI", &[true, true], &[]);
     let (out, rep) = adapted(&g, &old, &new);
     assert_eq!(
         rep.changes,
@@ -370,10 +344,7 @@ fn row8_input_only_the_target_has_stays_unconnected() {
     assert_eq!(n.inputs[2].name, "o2");
     assert_eq!(n.inputs[2].ir_index, 2);
     assert!(n.inputs[2].source.is_none());
-    let expect = build(&new, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), Some(x), None], &[]))
-            .unwrap();
-    });
+    let expect = one_op(&new, "XcI", &[true, true, false], &[]);
     assert!(out == expect);
 }
 
@@ -385,10 +356,7 @@ fn row8_unconnected_slot_unknown_to_the_graph_version_is_ignored() {
     let (g, _) = xci_with_a_slot_for_o2(&old);
     let (out, rep) = adapted(&g, &old, &new);
     assert!(rep.is_empty(), "{rep}");
-    let expect = build(&new, |b, x| {
-        b.add_op("XcI", args(vec![Some(x), None, None], &[]))
-            .unwrap();
-    });
+    let expect = one_op(&new, "XcI", &[true, false, false], &[]);
     assert!(out == expect);
 }
 
@@ -418,9 +386,7 @@ fn added_and_removed_in_one_op_is_refused_both_ways() {
     for (a, b) in [(v1.clone(), v2.clone()), (v2, v1.clone()), (v1, v3)] {
         let ra = reg("8.0.0", vec![a]);
         let rb = reg("8.1.0", vec![b]);
-        let g = build(&ra, |bl, x| {
-            bl.add_op("XcA", args(vec![Some(x), None], &[])).unwrap();
-        });
+        let g = one_op(&ra, "XcA", &[true, false], &[]);
         refused_with(
             &g,
             &ra,
@@ -435,10 +401,7 @@ fn added_and_removed_in_one_op_is_refused_both_ways() {
 fn op_missing_from_either_library_is_refused() {
     let (old, new) = attr_libs();
     let other = reg("8.1.0", vec![op("XcOther", &[("x", "required")], vec![])]);
-    let g = build(&old, |b, x| {
-        b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-            .unwrap();
-    });
+    let g = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
     let m = refused(&g, &old, &other);
     assert_eq!(
         m,
@@ -481,10 +444,7 @@ fn required_attribute_or_input_added_or_removed_is_refused() {
         let r0 = reg("8.0.0", vec![base.clone()]);
         let r1 = reg("8.1.0", vec![newer.clone()]);
         // Upgrading: the target requires something the graph has no value for.
-        let g = build(&r0, |b, x| {
-            b.add_op("XcR", args(vec![Some(x)], &[("a", 1.into())]))
-                .unwrap();
-        });
+        let g = one_op(&r0, "XcR", &[true], &[("a", 1.into())]);
         refused_with(&g, &r0, &r1, "", &[want, "node 'XcR_0' (XcR)"]);
         // Downgrading: a required attribute/input cannot be dropped.
         let by_input = want.contains("input");
@@ -534,10 +494,7 @@ fn other_prototype_changes_are_refused() {
     for (newer, want) in cases {
         let r0 = reg("8.0.0", vec![base.clone()]);
         let r1 = reg("8.1.0", vec![newer]);
-        let g = build(&r0, |b, x| {
-            b.add_op("XcC", args(vec![Some(x), None, None], &[]))
-                .unwrap();
-        });
+        let g = one_op(&r0, "XcC", &[true, false, false], &[]);
         refused_with(
             &g,
             &r0,
@@ -568,9 +525,7 @@ fn changed_default_and_relaxed_input_keep_the_node_as_is() {
             vec![int_attr("b", 2)],
         )],
     );
-    let g = build(&r0, |b, x| {
-        b.add_op("XcD", args(vec![Some(x), Some(x)], &[])).unwrap();
-    });
+    let g = one_op(&r0, "XcD", &[true, true], &[]);
     let (out, rep) = adapted(&g, &r0, &r1);
     assert_eq!(rows(&rep), vec![8]);
     let n = out.node(node_id(&out, "XcD_0")).unwrap();
@@ -581,10 +536,7 @@ fn changed_default_and_relaxed_input_keep_the_node_as_is() {
     assert_eq!(rows(&rep), vec![6]);
     assert!(back == g);
     // An unconnected input that the target requires is refused.
-    let g = build(&r1, |b, x| {
-        b.add_op("XcD", args(vec![Some(x), None, None], &[]))
-            .unwrap();
-    });
+    let g = one_op(&r1, "XcD", &[true, false, false], &[]);
     refused_with(
         &g,
         &r1,
@@ -617,10 +569,7 @@ fn float_default_tolerance() {
         (0.5 + 1e-3, false),
         (0.5 - 1e-3, false),
     ] {
-        let g = build(&r1, |b, x| {
-            b.add_op("XcF", args(vec![Some(x)], &[("beta", AttrValue::Float(v))]))
-                .unwrap();
-        });
+        let g = one_op(&r1, "XcF", &[true], &[("beta", AttrValue::Float(v))]);
         let mut work = g.clone();
         let r = adapt(&mut work, &r1, &r0);
         if ok {
@@ -641,13 +590,12 @@ fn float_default_tolerance() {
             vec![float_attr("beta", 1e6)],
         )],
     );
-    let g = build(&r1, |b, x| {
-        b.add_op(
-            "XcF",
-            args(vec![Some(x)], &[("beta", AttrValue::Float(1e6 + 1.0))]),
-        )
-        .unwrap();
-    });
+    let g = one_op(
+        &r1,
+        "XcF",
+        &[true],
+        &[("beta", AttrValue::Float(1e6 + 1.0))],
+    );
     assert!(adapt(&mut g.clone(), &r1, &r0).is_ok());
 }
 
@@ -894,10 +842,7 @@ fn graph_unchanged_after_error() {
 #[test]
 fn version_mismatch_and_identity() {
     let (old, new) = attr_libs();
-    let g = build(&old, |b, x| {
-        b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-            .unwrap();
-    });
+    let g = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
     refused_with(
         &g,
         &new,
@@ -914,10 +859,7 @@ fn version_mismatch_and_identity() {
 #[test]
 fn report_names_rows_and_nodes() {
     let (old, new) = attr_libs();
-    let g = build(&old, |b, x| {
-        b.add_op("XcA", args(vec![Some(x)], &[("a", 1.into())]))
-            .unwrap();
-    });
+    let g = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
     let (_, rep) = adapted(&g, &old, &new);
     assert_eq!(rep.changes[0].node(), "XcA_0");
     assert_eq!(
