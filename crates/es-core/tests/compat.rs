@@ -51,6 +51,11 @@ fn reg(version: &str, ops: Vec<Value>) -> Arc<OpRegistry> {
     Arc::new(OpRegistry::from_json_str(&doc.to_string()).expect("registry"))
 }
 
+/// A library `version` of the one operator `op(name, ios, attrs)`.
+fn reg_op(version: &str, name: &str, ios: &[(&str, &str)], attrs: Vec<Value>) -> Arc<OpRegistry> {
+    reg(version, vec![op(name, ios, attrs)])
+}
+
 fn data(b: &mut GraphBuilder, index: i64) -> OutPort {
     float_data(b, index, &[2, 3])
 }
@@ -400,7 +405,7 @@ fn added_and_removed_in_one_op_is_refused_both_ways() {
 #[test]
 fn op_missing_from_either_library_is_refused() {
     let (old, new) = attr_libs();
-    let other = reg("8.1.0", vec![op("XcOther", &[("x", "required")], vec![])]);
+    let other = reg_op("8.1.0", "XcOther", &[("x", "required")], vec![]);
     let g = one_op(&old, "XcA", &[true], &[("a", 1.into())]);
     let m = refused(&g, &old, &other);
     assert_eq!(
@@ -509,21 +514,17 @@ fn other_prototype_changes_are_refused() {
 /// input that became optional stays connected.
 #[test]
 fn changed_default_and_relaxed_input_keep_the_node_as_is() {
-    let r0 = reg(
+    let r0 = reg_op(
         "8.0.0",
-        vec![op(
-            "XcD",
-            &[("x", "required"), ("w", "required")],
-            vec![int_attr("b", 1)],
-        )],
+        "XcD",
+        &[("x", "required"), ("w", "required")],
+        vec![int_attr("b", 1)],
     );
-    let r1 = reg(
+    let r1 = reg_op(
         "8.1.0",
-        vec![op(
-            "XcD",
-            &[("x", "required"), ("w", "optional"), ("o", "optional")],
-            vec![int_attr("b", 2)],
-        )],
+        "XcD",
+        &[("x", "required"), ("w", "optional"), ("o", "optional")],
+        vec![int_attr("b", 2)],
     );
     let g = one_op(&r0, "XcD", &[true, true], &[]);
     let (out, rep) = adapted(&g, &r0, &r1);
@@ -553,14 +554,12 @@ fn changed_default_and_relaxed_input_keep_the_node_as_is() {
 /// Float defaults compare within 1e-5: 1e-6 off the default is unset, 1e-3 off is set.
 #[test]
 fn float_default_tolerance() {
-    let r0 = reg("8.0.0", vec![op("XcF", &[("x", "required")], vec![])]);
-    let r1 = reg(
+    let r0 = reg_op("8.0.0", "XcF", &[("x", "required")], vec![]);
+    let r1 = reg_op(
         "8.1.0",
-        vec![op(
-            "XcF",
-            &[("x", "required")],
-            vec![float_attr("beta", 0.5)],
-        )],
+        "XcF",
+        &[("x", "required")],
+        vec![float_attr("beta", 0.5)],
     );
     for (v, ok) in [
         (0.5f32, true),
@@ -582,13 +581,11 @@ fn float_default_tolerance() {
         }
     }
     // A large default: the tolerance is relative too.
-    let r1 = reg(
+    let r1 = reg_op(
         "8.1.0",
-        vec![op(
-            "XcF",
-            &[("x", "required")],
-            vec![float_attr("beta", 1e6)],
-        )],
+        "XcF",
+        &[("x", "required")],
+        vec![float_attr("beta", 1e6)],
     );
     let g = one_op(
         &r1,
@@ -603,17 +600,17 @@ fn float_default_tolerance() {
 /// (the producer's consumer list is renumbered too), in both directions.
 #[test]
 fn inserted_input_renumbers_later_slots_and_edges() {
-    let r0 = reg(
+    let r0 = reg_op(
         "8.0.0",
-        vec![op("XcM", &[("x", "required"), ("y", "optional")], vec![])],
+        "XcM",
+        &[("x", "required"), ("y", "optional")],
+        vec![],
     );
-    let r1 = reg(
+    let r1 = reg_op(
         "8.1.0",
-        vec![op(
-            "XcM",
-            &[("x", "required"), ("m", "optional"), ("y", "optional")],
-            vec![],
-        )],
+        "XcM",
+        &[("x", "required"), ("m", "optional"), ("y", "optional")],
+        vec![],
     );
     let g = build(&r0, |b, x| {
         let a = b.add_op("XcM", args(vec![Some(x), None], &[])).unwrap();
