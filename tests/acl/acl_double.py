@@ -1,8 +1,8 @@
-"""The ACL test double for the Python tests: builds ``crates/acl-sys/testdouble/acl_test_double.c``
-(a C library that stands in for Huawei's ACL runtime: "device" memory on the host, the supported
+"""The ACL test double for the Python tests: builds ``crates/acl-sys/testdouble/`` (``SOURCES``:
+a C library that stands in for Huawei's ACL runtime: "device" memory on the host, the supported
 operators computed on the CPU, every call recorded, illegal use flagged) and reads its records.
 It is a test double: nothing that passes against it has run on an NPU. The Rust tests use the
-same source through ``acl_sys::test_double``."""
+same sources through ``acl_sys::test_double``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import List
 
-SOURCE = Path(__file__).resolve().parents[2] / "crates" / "acl-sys" / "testdouble" / "acl_test_double.c"
+TESTDOUBLE = Path(__file__).resolve().parents[2] / "crates" / "acl-sys" / "testdouble"
+# The double's sources, compiled together into one library (acl_double_internal.h says what
+# each one holds): the acl_*.c files, as acl_sys::test_double::SOURCES lists them.
+SOURCES = sorted(TESTDOUBLE.glob("acl_*.c"))
 LIBRARY_FILE = "libacl_test_double.so"
 
 
@@ -26,7 +29,7 @@ class AclTestDouble:
         out = lib64 / LIBRARY_FILE
         cc = os.environ.get("CC", "cc")
         subprocess.run(
-            [cc, "-std=c11", "-shared", "-fPIC", "-O1", "-o", str(out), str(SOURCE), "-lm", "-lpthread"],
+            [cc, "-std=c11", "-shared", "-fPIC", "-O1", "-Wl,-z,defs", "-o", str(out), *map(str, SOURCES), "-lm", "-lpthread"],
             check=True,
             capture_output=True,
         )

@@ -1,5 +1,5 @@
-//! The ACL **test double**: a small C library (`testdouble/acl_test_double.c`) that exports the
-//! ACL functions this crate loads, keeps "device" memory on the host, computes the supported
+//! The ACL **test double**: a small C library (`testdouble/`, the files in [`SOURCES`]) that exports
+//! the ACL functions this crate loads, keeps "device" memory on the host, computes the supported
 //! operators, records every call and flags illegal use (for example a synchronous call while a
 //! stream captures). It lets the tests check how ge-rs drives ACL without an NPU. It is not
 //! Huawei's runtime: nothing that passes against it has run on an NPU.
@@ -15,12 +15,30 @@ use std::os::raw::{c_char, c_int};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The double's C source.
-pub const SOURCE: &str = include_str!("../testdouble/acl_test_double.c");
+/// `(name, text)` of files in `testdouble/`, the text included at compile time.
+macro_rules! testdouble_files {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../testdouble/", $name)))),*]
+    };
+}
 
-/// The header with the CANN ABI types that [`SOURCE`] (and the double's self-test) includes,
+/// The double's C sources as (file name, text), compiled together into one library
+/// (`testdouble/acl_double_internal.h` says what each one holds).
+pub const SOURCES: &[(&str, &str)] = testdouble_files![
+    "acl_test_double.c",
+    "acl_double_runtime.c",
+    "acl_double_capture.c",
+    "acl_double_tensor.c",
+    "acl_double_kernels.c",
+    "acl_double_ops.c",
+];
+
+/// The header with the CANN ABI types that [`SOURCES`] (and the double's self-test) includes,
 /// as `acl_abi.h`.
 pub const ABI_HEADER: &str = include_str!("../testdouble/acl_abi.h");
+
+/// The header the [`SOURCES`] share their state and helpers through, as `acl_double_internal.h`.
+pub const INTERNAL_HEADER: &str = include_str!("../testdouble/acl_double_internal.h");
 
 /// The file the double is built into (inside `<dir>/lib64/`).
 pub const LIBRARY_FILE: &str = "libacl_test_double.so";
@@ -49,18 +67,28 @@ impl TestDouble {
     pub fn build_with(dir: &Path, flags: &[&str]) -> Result<TestDouble, String> {
         let lib64 = dir.join("lib64");
         std::fs::create_dir_all(&lib64).map_err(|e| format!("{}: {e}", lib64.display()))?;
-        let src = lib64.join("acl_test_double.c");
-        std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
-        let header = lib64.join("acl_abi.h");
-        std::fs::write(&header, ABI_HEADER).map_err(|e| format!("{}: {e}", header.display()))?;
+        let headers = [
+            ("acl_abi.h", ABI_HEADER),
+            ("acl_double_internal.h", INTERNAL_HEADER),
+        ];
+        let mut sources = Vec::with_capacity(SOURCES.len());
+        for (name, text) in headers.iter().chain(SOURCES) {
+            let path = lib64.join(name);
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            if name.ends_with(".c") {
+                sources.push(path);
+            }
+        }
         let out = lib64.join(LIBRARY_FILE);
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let status = Command::new(&cc)
             .args(["-std=c11", "-shared", "-fPIC", "-O1"])
             .args(flags)
+            // Every symbol resolved at link time: a source left out of SOURCES fails here.
+            .arg("-Wl,-z,defs")
             .arg("-o")
             .arg(&out)
-            .arg(&src)
+            .args(&sources)
             .args(["-lm", "-lpthread"])
             .output()
             .map_err(|e| format!("running the C compiler '{cc}': {e}"))?;
@@ -80,7 +108,7 @@ impl TestDouble {
             std::os::unix::fs::symlink(LIBRARY_FILE, &link)
                 .map_err(|e| format!("{}: {e}", link.display()))?;
         }
-        // SAFETY: the library just built from SOURCE.
+        // SAFETY: the library just built from SOURCES.
         let lib = unsafe { Library::new(&out) }.map_err(|e| format!("{}: {e}", out.display()))?;
         Ok(TestDouble {
             root: dir.to_path_buf(),
@@ -184,4 +212,23 @@ impl TestDouble {
 
 fn cstr(s: &str) -> CString {
     CString::new(s.replace('\0', "")).expect("no NUL left")
+}
+
+#[cfg(test)]
+mod tests {
+    /// SOURCES names every C source of the double in `testdouble/` (the Python tests compile
+    /// the `acl_*.c` files found there), the self-test aside.
+    #[test]
+    fn sources_are_the_c_files_of_testdouble() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdouble");
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("acl_") && n.ends_with(".c"))
+            .collect();
+        found.sort();
+        let mut listed: Vec<String> = super::SOURCES.iter().map(|(n, _)| n.to_string()).collect();
+        listed.sort();
+        assert_eq!(listed, found);
+    }
 }

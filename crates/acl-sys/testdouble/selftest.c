@@ -1,5 +1,5 @@
 /*
- * Self-test of the ACL test double (acl_test_double.c) for ge-rs tests.
+ * Self-test of the ACL test double (acl_test_double.c and the other acl_*.c sources) for ge-rs tests.
  * Not Huawei's library; nothing here runs on an NPU.
  *
  * Build and run:
