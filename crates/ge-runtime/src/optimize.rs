@@ -27,6 +27,15 @@ fn nondeterministic(op: &str) -> bool {
     op.starts_with("Random") || op.contains("Multinomial") || op == "Dropout"
 }
 
+/// A node folding and merging may touch: a deterministic, plain op that computes its output
+/// (not a Data or Const node).
+fn computed(n: &Node) -> bool {
+    !is_data_op(&n.op_type)
+        && n.const_value().is_none()
+        && !nondeterministic(&n.op_type)
+        && plain(n)
+}
+
 /// What the optimisations did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OptimizeCounts {
@@ -82,11 +91,7 @@ fn fold_constants(g: &mut Graph) -> Result<usize> {
     let mut folded = 0;
     for id in g.topo_order()? {
         let n = g.node(id)?;
-        if is_data_op(&n.op_type)
-            || n.const_value().is_some()
-            || nondeterministic(&n.op_type)
-            || !plain(n)
-        {
+        if !computed(n) {
             continue;
         }
         let Some(factory) = kernels::lookup(&n.op_type) else {
@@ -171,12 +176,7 @@ fn merge_duplicates(g: &mut Graph) -> Result<usize> {
     let mut merged = 0;
     for id in g.topo_order()? {
         let n = g.node(id)?;
-        if is_data_op(&n.op_type)
-            || n.const_value().is_some()
-            || nondeterministic(&n.op_type)
-            || !plain(n)
-            || n.inputs.is_empty()
-        {
+        if !computed(n) || n.inputs.is_empty() {
             continue;
         }
         let key = (

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use crate::{map_array, par};
 use es_core::infer::layout;
+use es_core::opmath::broadcast_dims;
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn, Zip};
@@ -227,13 +228,7 @@ pub(super) fn bad_attr(info: &NodeInfo, msg: impl std::fmt::Display) -> Error {
 
 /// A string attribute (`default` when absent).
 pub(super) fn str_attr(info: &NodeInfo, name: &str, default: &str) -> Result<String> {
-    match info.attr(name) {
-        None => Ok(default.to_string()),
-        Some(v) => v
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| bad_attr(info, format!("attribute '{name}' must be a string"))),
-    }
+    info.typed_attr(name, default).map(str::to_string)
 }
 
 /// A vector of `n` copies of `v`; running out of memory is an error, not an abort.
@@ -379,6 +374,18 @@ macro_rules! map_num {
 }
 pub(super) use map_num;
 
+/// `$go!(Variant, x, y)` for two values of one dtype among the listed variants; any other pair
+/// evaluates `$other`.
+macro_rules! same_dtype2 {
+    ($a:expr, $b:expr, $go:ident, [$($v:ident),*], $other:expr) => {
+        match ($a, $b) {
+            $(($crate::value::Value::$v(x), $crate::value::Value::$v(y)) => $go!($v, x, y),)*
+            _ => $other,
+        }
+    };
+}
+pub(super) use same_dtype2;
+
 /// Per dim of a source tensor, the source index of each output position (`None`: a fill value).
 pub(super) type Maps = Vec<Vec<Option<usize>>>;
 
@@ -480,33 +487,10 @@ pub(super) fn owned<C: Clone>(v: ndarray::ArrayViewD<'_, C>, dims: &[usize]) -> 
 // Broadcasting
 // ---------------------------------------------------------------------------------------------
 
-/// The numpy broadcast of two shapes.
+/// The numpy broadcast of two shapes (`es_core::opmath::broadcast_dims`).
 pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in 0..n {
-        let x = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        out[i] = match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => {
-                return Err(Error::kernel(format!(
-                    "shapes {a:?} and {b:?} do not broadcast"
-                )))
-            }
-        };
-    }
-    Ok(out)
+    broadcast_dims(a, b)
+        .map_err(|_| Error::kernel(format!("shapes {a:?} and {b:?} do not broadcast")))
 }
 
 /// `f` applied pairwise after broadcasting `a` and `b`.

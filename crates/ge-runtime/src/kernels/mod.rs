@@ -26,6 +26,7 @@ mod transformer;
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::attr::AttrValue;
+use es_core::opmath::{attr_or, FromAttr};
 use es_core::{DataType, Node, TensorDesc};
 use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
@@ -49,31 +50,26 @@ impl NodeInfo<'_> {
     pub fn attr(&self, name: &str) -> Option<&AttrValue> {
         self.node.attr(name)
     }
+    /// Attribute `name` as a `T` (`default` when absent; another type is an error), by
+    /// `es_core::opmath`'s typed getter.
+    pub(crate) fn typed_attr<'a, T: FromAttr<'a>>(&'a self, name: &str, default: T) -> Result<T> {
+        attr_or(self.attr(name), default).map_err(|e| self.bad_attr(name, e.words))
+    }
     pub fn int(&self, name: &str, default: i64) -> Result<i64> {
-        match self.attr(name) {
-            None => Ok(default),
-            Some(v) => v.as_int().ok_or_else(|| self.bad_attr(name, "an int")),
-        }
+        self.typed_attr(name, default)
     }
     pub fn float(&self, name: &str, default: f32) -> Result<f32> {
-        match self.attr(name) {
-            None => Ok(default),
-            Some(v) => v.as_float().ok_or_else(|| self.bad_attr(name, "a float")),
-        }
+        self.typed_attr(name, default)
     }
     pub fn bool(&self, name: &str, default: bool) -> Result<bool> {
-        match self.attr(name) {
-            None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| self.bad_attr(name, "a bool")),
-        }
+        self.typed_attr(name, default)
     }
     pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
         match self.attr(name) {
             None => Ok(None),
-            Some(v) => v
-                .as_list_int()
-                .map(|l| Some(l.to_vec()))
-                .ok_or_else(|| self.bad_attr(name, "a list of ints")),
+            Some(_) => self
+                .typed_attr::<&[i64]>(name, &[])
+                .map(|l| Some(l.to_vec())),
         }
     }
     pub fn dtype_attr(&self, name: &str) -> Result<Option<DataType>> {

@@ -1,7 +1,7 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
 //! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
 
-use super::common::broadcast_shape;
+use super::common::{broadcast_shape, same_dtype2};
 use super::{input, norm_axis, Factory, Kernel, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
@@ -405,28 +405,19 @@ fn select_factory(info: &NodeInfo) -> Result<Kernel> {
                 )
             }};
         }
-        let out = match (a, b) {
-            (Value::F32(x), Value::F32(y)) => go!(F32, x, y),
-            (Value::F64(x), Value::F64(y)) => go!(F64, x, y),
-            (Value::F16(x), Value::F16(y)) => go!(F16, x, y),
-            (Value::BF16(x), Value::BF16(y)) => go!(BF16, x, y),
-            (Value::I8(x), Value::I8(y)) => go!(I8, x, y),
-            (Value::I16(x), Value::I16(y)) => go!(I16, x, y),
-            (Value::I32(x), Value::I32(y)) => go!(I32, x, y),
-            (Value::I64(x), Value::I64(y)) => go!(I64, x, y),
-            (Value::U8(x), Value::U8(y)) => go!(U8, x, y),
-            (Value::U16(x), Value::U16(y)) => go!(U16, x, y),
-            (Value::U32(x), Value::U32(y)) => go!(U32, x, y),
-            (Value::U64(x), Value::U64(y)) => go!(U64, x, y),
-            (Value::Bool(x), Value::Bool(y)) => go!(Bool, x, y),
-            _ => {
+        let out = same_dtype2!(
+            a,
+            b,
+            go,
+            [F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool],
+            {
                 return Err(Error::kernel(format!(
                     "the two branches have dtypes {} and {}",
                     a.dtype(),
                     b.dtype()
-                )))
+                )));
             }
-        };
+        );
         Ok(vec![out])
     }))
 }

@@ -11,7 +11,7 @@
 
 use super::zip2;
 use crate::error::{Error, Result};
-use crate::kernels::common::{required, type_attr};
+use crate::kernels::common::{required, same_dtype2, type_attr};
 use crate::kernels::{input, Kernel, NodeInfo};
 use crate::value::{supported_dtype, Value};
 use es_core::DataType;
@@ -82,23 +82,19 @@ fn shift_values(name: &str, a: &Value, b: &Value, left: bool) -> Result<Value> {
             })
         };
     }
-    Ok(match (a, b) {
-        (Value::I8(x), Value::I8(y)) => go!(I8, x, y),
-        (Value::I16(x), Value::I16(y)) => go!(I16, x, y),
-        (Value::I32(x), Value::I32(y)) => go!(I32, x, y),
-        (Value::I64(x), Value::I64(y)) => go!(I64, x, y),
-        (Value::U8(x), Value::U8(y)) => go!(U8, x, y),
-        (Value::U16(x), Value::U16(y)) => go!(U16, x, y),
-        (Value::U32(x), Value::U32(y)) => go!(U32, x, y),
-        (Value::U64(x), Value::U64(y)) => go!(U64, x, y),
-        _ => {
+    Ok(same_dtype2!(
+        a,
+        b,
+        go,
+        [I8, I16, I32, I64, U8, U16, U32, U64],
+        {
             return Err(Error::kernel(format!(
                 "{name} needs integer inputs of one dtype, got {} and {}",
                 a.dtype(),
                 b.dtype()
-            )))
+            )));
         }
-    })
+    ))
 }
 
 pub(super) fn shift_factory(info: &NodeInfo) -> Result<Kernel> {

@@ -15,92 +15,28 @@ use crate::kernels::common::{
 use crate::kernels::input;
 use crate::kernels::{Kernel, NodeInfo};
 use crate::value::Value;
+use es_core::opmath::{parse_einsum, EinsumTerm};
 use es_core::DataType;
 use half::bf16;
 use half::f16;
 use ndarray::{ArrayD, Axis, IxDyn, LinalgScalar};
 use std::num::Wrapping;
 
-/// One term of an equation: the labels before and after an optional "...".
-#[derive(Clone, Debug, PartialEq)]
-struct Term {
-    pre: Vec<u8>,
-    post: Vec<u8>,
-    ellipsis: bool,
-}
-
-impl Term {
-    fn letters(&self) -> impl Iterator<Item = u8> + '_ {
-        self.pre.iter().chain(&self.post).copied()
-    }
-}
-
+/// A parsed equation: its operands' terms and its output term (numpy's implicit one when the
+/// equation has none), by `es_core::opmath`'s parser.
 #[derive(Clone, Debug)]
 struct Equation {
-    inputs: Vec<Term>,
-    output: Term,
-}
-
-fn parse_term(t: &str) -> std::result::Result<Term, String> {
-    let (pre, post, ellipsis) = match t.find("...") {
-        Some(p) => (&t[..p], &t[p + 3..], true),
-        None => (t, "", false),
-    };
-    if !pre
-        .bytes()
-        .chain(post.bytes())
-        .all(|c| c.is_ascii_alphabetic())
-    {
-        return Err(format!("invalid term {t:?}"));
-    }
-    Ok(Term {
-        pre: pre.bytes().collect(),
-        post: post.bytes().collect(),
-        ellipsis,
-    })
+    inputs: Vec<EinsumTerm>,
+    output: EinsumTerm,
 }
 
 fn parse_equation(eq: &str) -> std::result::Result<Equation, String> {
-    let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((l, r)) => (l, Some(r)),
-        None => (eq.as_str(), None),
-    };
-    let inputs = lhs
-        .split(',')
-        .map(parse_term)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let mut counts = [0usize; 256];
-    for c in inputs.iter().flat_map(Term::letters) {
-        counts[usize::from(c)] += 1;
-    }
-    let output = match rhs {
-        Some(r) => {
-            let t = parse_term(r)?;
-            let mut seen = [false; 256];
-            for c in t.letters() {
-                if counts[usize::from(c)] == 0 {
-                    return Err(format!(
-                        "output label '{}' appears in no operand",
-                        char::from(c)
-                    ));
-                }
-                if std::mem::replace(&mut seen[usize::from(c)], true) {
-                    return Err(format!("output label '{}' repeats", char::from(c)));
-                }
-            }
-            t
-        }
-        // numpy's implicit output: the ellipsis dims, then the labels seen once, sorted.
-        None => Term {
-            pre: Vec::new(),
-            post: (0..=255u8)
-                .filter(|&c| counts[usize::from(c)] == 1)
-                .collect(),
-            ellipsis: inputs.iter().any(|t| t.ellipsis),
-        },
-    };
-    Ok(Equation { inputs, output })
+    let e = parse_einsum(eq).map_err(|t| format!("invalid term {t:?}"))?;
+    e.check_output()?;
+    Ok(Equation {
+        output: e.output_term(),
+        inputs: e.inputs,
+    })
 }
 
 /// The label of the `j`-th of `ne` ellipsis dims (letters are their ASCII codes).

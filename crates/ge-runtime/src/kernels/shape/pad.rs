@@ -163,22 +163,14 @@ mod tests {
             pad_map(3, 2, 1, PadMode::Constant).unwrap(),
             vec![None, None, Some(0), Some(1), Some(2), None]
         );
-        assert_eq!(
-            pad_map(3, 2, 2, PadMode::Reflect).unwrap(),
-            some(&[2, 1, 0, 1, 2, 1, 0])
-        );
-        assert_eq!(
-            pad_map(3, 2, 2, PadMode::Symmetric).unwrap(),
-            some(&[1, 0, 0, 1, 2, 2, 1])
-        );
-        assert_eq!(
-            pad_map(3, 2, 2, PadMode::Edge).unwrap(),
-            some(&[0, 0, 0, 1, 2, 2, 2])
-        );
-        assert_eq!(
-            pad_map(3, 2, 2, PadMode::Circular).unwrap(),
-            some(&[1, 2, 0, 1, 2, 0, 1])
-        );
+        for (mode, want) in [
+            (PadMode::Reflect, [2, 1, 0, 1, 2, 1, 0]),
+            (PadMode::Symmetric, [1, 0, 0, 1, 2, 2, 1]),
+            (PadMode::Edge, [0, 0, 0, 1, 2, 2, 2]),
+            (PadMode::Circular, [1, 2, 0, 1, 2, 0, 1]),
+        ] {
+            assert_eq!(pad_map(3, 2, 2, mode).unwrap(), some(&want), "{mode:?}");
+        }
         assert_eq!(pad_map(3, -1, 0, PadMode::Constant).unwrap(), some(&[1, 2]));
         assert!(pad_map(3, -2, -2, PadMode::Constant).is_err());
         assert!(pad_map(0, 1, 0, PadMode::Edge).is_err());

@@ -5,6 +5,8 @@ use super::reshaped;
 use crate::error::{Error, Result};
 use crate::kernels::common::{bad_attr, full, ints, resolve, take_value, Maps};
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
+use es_core::opmath::slice::bit;
+use es_core::opmath::{strided_range, SliceMasks};
 
 /// Slice maps: offsets (negative from the end) and sizes (-1: the rest).
 fn slice_maps(xs: &[usize], offsets: &[i64], sizes: &[i64]) -> Result<Maps> {
@@ -63,44 +65,15 @@ pub(super) fn slice_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-/// StridedSlice's masks.
-#[derive(Clone, Copy, Debug, Default)]
-struct Masks {
-    begin: i64,
-    end: i64,
-    ellipsis: i64,
-    new_axis: i64,
-    shrink: i64,
-}
-
-fn bit(mask: i64, i: usize) -> bool {
-    i < 63 && (mask >> i) & 1 == 1
-}
-
-/// The indices one strided dim of size `d` reads (TensorFlow's canonical begin/end: negative
-/// values count from the end, then clamp; a masked begin/end is the start/end for the stride's
-/// direction).
+/// The indices one strided dim of size `d` reads (TensorFlow's canonical begin/end,
+/// `es_core::opmath::strided_range`).
 fn strided_indices(d: usize, b: i64, e: i64, s: i64, bm: bool, em: bool) -> Vec<Option<usize>> {
-    let d = d as i128;
+    let dd = i128::try_from(d).unwrap_or(i128::MAX);
+    let (mut i, e) = strided_range(i64::try_from(d).unwrap_or(i64::MAX), b, e, s, bm, em);
     let s = i128::from(s);
-    let (lower, upper) = if s > 0 { (0, d) } else { (-1, d - 1) };
-    let canon = |v: i64, masked: bool, is_begin: bool| -> i128 {
-        if masked {
-            if (s > 0) == is_begin {
-                lower
-            } else {
-                upper
-            }
-        } else {
-            let v = i128::from(v);
-            let v = if v < 0 { v + d } else { v };
-            v.clamp(lower, upper)
-        }
-    };
-    let (mut i, e) = (canon(b, bm, true), canon(e, em, false));
     let mut out = Vec::new();
     while (s > 0 && i < e) || (s < 0 && i > e) {
-        if i >= 0 && i < d {
+        if i >= 0 && i < dd {
             out.push(Some(i as usize));
         }
         i += s;
@@ -121,7 +94,7 @@ fn strided_plan(
     begin: &[i64],
     end: &[i64],
     strides: &[i64],
-    m: Masks,
+    m: SliceMasks,
 ) -> Result<(Maps, Vec<usize>)> {
     let n = begin.len();
     if end.len() != n || strides.len() != n {
@@ -134,7 +107,7 @@ fn strided_plan(
             "strides {strides:?} has a zero at {i}"
         )));
     }
-    if m.ellipsis < 0 || m.ellipsis.count_ones() > 1 {
+    if !m.one_ellipsis() {
         return Err(Error::kernel(format!(
             "ellipsis_mask {} must have at most one bit set",
             m.ellipsis
@@ -201,7 +174,7 @@ fn strided_plan(
 }
 
 pub(super) fn strided_slice_factory(info: &NodeInfo) -> Result<Kernel> {
-    let m = Masks {
+    let m = SliceMasks {
         begin: info.int("begin_mask", 0)?,
         end: info.int("end_mask", 0)?,
         ellipsis: info.int("ellipsis_mask", 0)?,
@@ -296,7 +269,7 @@ mod tests {
     #[test]
     fn strided_plan_masks() {
         let xs = [2, 3, 4];
-        let m = |begin, end, ellipsis, new_axis, shrink| Masks {
+        let m = |begin, end, ellipsis, new_axis, shrink| SliceMasks {
             begin,
             end,
             ellipsis,
@@ -321,10 +294,10 @@ mod tests {
         assert_eq!((maps[0].clone(), out), (some(&[1]), vec![3, 4]));
         assert!(strided_plan(&xs, &[2], &[3], &[1], m(0, 0, 0, 0, 1)).is_err());
         // Zero stride, two ellipses, too many indices, mismatched lengths.
-        assert!(strided_plan(&xs, &[0], &[1], &[0], Masks::default()).is_err());
+        assert!(strided_plan(&xs, &[0], &[1], &[0], SliceMasks::default()).is_err());
         assert!(strided_plan(&xs, &[0, 0], &[1, 1], &[1, 1], m(0, 0, 3, 0, 0)).is_err());
-        assert!(strided_plan(&xs, &[0; 4], &[1; 4], &[1; 4], Masks::default()).is_err());
-        assert!(strided_plan(&xs, &[0], &[1, 1], &[1], Masks::default()).is_err());
+        assert!(strided_plan(&xs, &[0; 4], &[1; 4], &[1; 4], SliceMasks::default()).is_err());
+        assert!(strided_plan(&xs, &[0], &[1, 1], &[1], SliceMasks::default()).is_err());
         // Masks with high bits do not overflow a shift.
         assert!(strided_plan(&xs, &[0], &[1], &[1], m(i64::MIN, -1, 0, 0, 0)).is_ok());
     }
