@@ -141,6 +141,16 @@ pub fn filter_positions(f: Format) -> Option<&'static [usize]> {
     })
 }
 
+/// The positions in a 2-D convolution filter of layout `f` of (out channels, in channels, kh,
+/// kw), as a kernel reads it: a filter stating no layout (ND) has its output channels leading
+/// whatever x's layout.
+pub fn filter_positions_2d(f: Format) -> Option<[usize; 4]> {
+    match f {
+        Format::ND => Some([0, 1, 2, 3]),
+        f => filter_positions(f).and_then(|p| p.try_into().ok()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,18 +15,10 @@
 pub(super) mod nd;
 
 use super::Factory;
-use es_core::infer::layout;
-use es_core::Format;
 use rustc_hash::FxHashMap;
 
 /// Filter dims (out channels, in channels, kh, kw) by the filter's tensor format.
-pub(super) fn filter_positions(f: Format) -> Option<[usize; 4]> {
-    match f {
-        // A filter stating no layout: its output channels lead in either of x's layouts.
-        Format::ND => Some([0, 1, 2, 3]),
-        f => layout::filter_positions(f).and_then(|p| p.try_into().ok()),
-    }
-}
+pub(super) use es_core::infer::layout::filter_positions_2d as filter_positions;
 
 pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
     m.insert("Conv2D", nd::conv2d_factory);
