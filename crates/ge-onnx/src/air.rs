@@ -777,33 +777,23 @@ impl<'a> Reader<'a> {
             let what = format!("{gwhat}, node '{}'", op.name);
             let proto = reg.get(&op.r#type);
             let mut node = Node::new(op.name.as_str(), op.r#type.as_str());
-            let in_names = port_names(
-                op,
+            // The names and IR indices of the inputs or outputs (`kind`).
+            let io = |kind: &str, count: usize, defs, stored: &[u32]| -> Result<_> {
+                let names = port_names(op, kind, count, defs, &what)?;
+                let ir = self.ir_index_list(stored, defs, &names, kind, &what)?;
+                Ok((names, ir))
+            };
+            let (in_names, in_ir) = io(
                 "input",
                 op.input_desc.len(),
                 proto.map(|p| p.inputs.as_slice()),
-                &what,
+                &op.ge_rs_input_ir_index,
             )?;
-            let out_names = port_names(
-                op,
+            let (out_names, out_ir) = io(
                 "output",
                 op.output_desc.len(),
                 proto.map(|p| p.outputs.as_slice()),
-                &what,
-            )?;
-            let in_ir = self.ir_index_list(
-                &op.ge_rs_input_ir_index,
-                proto.map(|p| p.inputs.as_slice()),
-                &in_names,
-                "input",
-                &what,
-            )?;
-            let out_ir = self.ir_index_list(
                 &op.ge_rs_output_ir_index,
-                proto.map(|p| p.outputs.as_slice()),
-                &out_names,
-                "output",
-                &what,
             )?;
             for (i, d) in op.input_desc.iter().enumerate() {
                 let desc = desc_from_def(d, &format!("{what}, input {i}"))?;

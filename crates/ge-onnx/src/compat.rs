@@ -6,7 +6,6 @@
 use crate::attrs::{self, OnnxAttr};
 use crate::error::{Error, Result};
 use crate::proto::NodeProto;
-use crate::translate::InputSrc;
 use es_core::Tensor;
 use std::borrow::Cow;
 
@@ -23,40 +22,89 @@ enum Lit {
     Floats,
 }
 
-/// `(op type, first opset where the attribute is an input, attribute, input position, form)`.
-/// Only the default domain.
-const ATTRS_TO_INPUTS: &[(&str, i64, &str, usize, Lit)] = &[
-    ("Split", 13, "split", 1, Lit::Ints),
-    ("Squeeze", 13, "axes", 1, Lit::Ints),
-    ("Unsqueeze", 13, "axes", 1, Lit::Ints),
-    ("ReduceSum", 13, "axes", 1, Lit::Ints),
-    ("ReduceMean", 18, "axes", 1, Lit::Ints),
-    ("ReduceMax", 18, "axes", 1, Lit::Ints),
-    ("ReduceMin", 18, "axes", 1, Lit::Ints),
-    ("ReduceProd", 18, "axes", 1, Lit::Ints),
-    ("ReduceL1", 18, "axes", 1, Lit::Ints),
-    ("ReduceL2", 18, "axes", 1, Lit::Ints),
-    ("ReduceLogSum", 18, "axes", 1, Lit::Ints),
-    ("ReduceLogSumExp", 18, "axes", 1, Lit::Ints),
-    ("ReduceSumSquare", 18, "axes", 1, Lit::Ints),
-    ("Clip", 11, "min", 1, Lit::FloatLike(0)),
-    ("Clip", 11, "max", 2, Lit::FloatLike(0)),
-    ("Pad", 11, "pads", 1, Lit::Ints),
-    ("Pad", 11, "paddings", 1, Lit::Ints),
-    ("Pad", 11, "value", 2, Lit::FloatLike(0)),
-    ("Slice", 10, "starts", 1, Lit::Ints),
-    ("Slice", 10, "ends", 2, Lit::Ints),
-    ("Slice", 10, "axes", 3, Lit::Ints),
-    ("TopK", 10, "k", 1, Lit::IntAs1D),
-    ("Reshape", 5, "shape", 1, Lit::Ints),
-    ("Upsample", 9, "scales", 1, Lit::Floats),
-    ("Dropout", 12, "ratio", 1, Lit::FloatLike(0)),
+/// `(attribute, input position, form)`.
+type AttrInput = (&'static str, usize, Lit);
+
+/// The reductions whose `axes` attribute became an input in opset 18 (ReduceSum: 13).
+const AXES_INPUT_SINCE_18: &[&str] = &[
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
 ];
+
+/// `(op type, first opset where the attributes are inputs, [(attribute, input position,
+/// form)])`, one row per operator; with [`AXES_INPUT_SINCE_18`]. Only the default domain.
+const ATTRS_TO_INPUTS: &[(&str, i64, &[AttrInput])] = &[
+    ("Split", 13, &[("split", 1, Lit::Ints)]),
+    ("Squeeze", 13, &[("axes", 1, Lit::Ints)]),
+    ("Unsqueeze", 13, &[("axes", 1, Lit::Ints)]),
+    ("ReduceSum", 13, &[("axes", 1, Lit::Ints)]),
+    (
+        "Clip",
+        11,
+        &[("min", 1, Lit::FloatLike(0)), ("max", 2, Lit::FloatLike(0))],
+    ),
+    (
+        "Pad",
+        11,
+        &[
+            ("pads", 1, Lit::Ints),
+            ("paddings", 1, Lit::Ints),
+            ("value", 2, Lit::FloatLike(0)),
+        ],
+    ),
+    (
+        "Slice",
+        10,
+        &[
+            ("starts", 1, Lit::Ints),
+            ("ends", 2, Lit::Ints),
+            ("axes", 3, Lit::Ints),
+        ],
+    ),
+    ("TopK", 10, &[("k", 1, Lit::IntAs1D)]),
+    ("Reshape", 5, &[("shape", 1, Lit::Ints)]),
+    ("Upsample", 9, &[("scales", 1, Lit::Floats)]),
+    ("Dropout", 12, &[("ratio", 1, Lit::FloatLike(0))]),
+];
+
+/// The attributes of `op` that are inputs from some opset on: `(since, attribute, input
+/// position, form)`, in table order.
+fn attrs_to_inputs(op: &str) -> impl Iterator<Item = (i64, &'static str, usize, Lit)> + '_ {
+    let reduce: &'static [AttrInput] = &[("axes", 1, Lit::Ints)];
+    let rows = ATTRS_TO_INPUTS
+        .iter()
+        .map(|&(ty, since, attrs)| (ty, since, attrs))
+        .chain(AXES_INPUT_SINCE_18.iter().map(move |&ty| (ty, 18, reduce)));
+    rows.filter(move |&(ty, _, _)| ty == op)
+        .flat_map(|(_, since, attrs)| attrs.iter().map(move |&(a, pos, lit)| (since, a, pos, lit)))
+}
+
+/// Whether the compatibility layer turns attribute `attr` of node `n` into an input at `opset`
+/// (the translator of the newest form reads the input).
+pub(crate) fn attr_becomes_input(n: &NodeProto, attr: &str, opset: i64) -> bool {
+    n.onnx_domain().is_empty()
+        && attrs_to_inputs(n.op_type()).any(|(since, a, _, _)| a == attr && opset < since)
+}
+
+/// A literal input made from an attribute: the tensor, and `like`, the input whose dtype it
+/// takes when it is materialised.
+#[derive(Debug, Clone)]
+pub(crate) struct Literal {
+    pub tensor: Tensor,
+    pub like: Option<usize>,
+}
 
 /// A node in the newest form, with the literal inputs made from attributes.
 pub(crate) struct Normalized<'n> {
     pub node: Cow<'n, NodeProto>,
-    pub literals: Vec<(usize, InputSrc)>,
+    pub literals: Vec<(usize, Literal)>,
 }
 
 pub(crate) fn normalize(n: &NodeProto, opset: i64) -> Result<Normalized<'_>> {
@@ -68,8 +116,8 @@ pub(crate) fn normalize(n: &NodeProto, opset: i64) -> Result<Normalized<'_>> {
         return Ok(out);
     }
     let op = n.op_type();
-    for &(ty, since, attr, pos, lit) in ATTRS_TO_INPUTS {
-        if ty != op || opset >= since {
+    for (since, attr, pos, lit) in attrs_to_inputs(op) {
+        if opset >= since {
             continue;
         }
         let Some(a) = n.attr(attr) else { continue };
@@ -92,7 +140,7 @@ pub(crate) fn normalize(n: &NodeProto, opset: i64) -> Result<Normalized<'_>> {
             Lit::FloatLike(i) => Some(i),
             _ => None,
         };
-        out.literals.push((pos, InputSrc::Literal(t, like)));
+        out.literals.push((pos, Literal { tensor: t, like }));
     }
     // Inputs that moved: Resize opset 10 and Upsample take (X, scales); the newest Resize
     // takes (X, roi, scales, sizes).
@@ -142,8 +190,8 @@ mod tests {
         let old = normalize(&n, 11).unwrap();
         assert_eq!(old.literals.len(), 1);
         match &old.literals[0] {
-            (1, InputSrc::Literal(t, None)) => {
-                assert_eq!(t.to_i64_vec().unwrap(), vec![0, 2])
+            (1, Literal { tensor, like: None }) => {
+                assert_eq!(tensor.to_i64_vec().unwrap(), vec![0, 2])
             }
             other => panic!("{other:?}"),
         }

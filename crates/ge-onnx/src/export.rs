@@ -19,6 +19,7 @@ use crate::proto::{
     TensorProto, ValueInfoProto,
 };
 use crate::types::{dtype_to_onnx, tensor_to_proto, type_from_desc};
+use es_core::opmath::{attr_or, FromAttr, Padding};
 use es_core::{AttrValue, DataType, Format, Graph, Node, NodeId, OutPort, TensorDesc};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -283,6 +284,17 @@ impl Ex<'_> {
     fn tmp(&mut self, base: &str) -> String {
         fresh(&mut self.used, base)
     }
+    /// Emits `op` as node `n`, with its outputs.
+    fn emit_as(
+        &mut self,
+        n: &Node,
+        io: &Io,
+        op: &str,
+        inputs: Vec<String>,
+        attrs: Vec<AttributeProto>,
+    ) {
+        self.emit(op, &n.name, inputs, io.outs.clone(), attrs);
+    }
     fn emit(
         &mut self,
         op: &str,
@@ -377,39 +389,31 @@ fn bad(n: &Node, msg: impl std::fmt::Display) -> Error {
     Error::unsupported(format!("node '{}' ({}): {msg}", n.name, n.op_type))
 }
 
+/// Attribute `k` of `n` as a `T`, `default` when absent.
+fn attr<'a, T: FromAttr<'a>>(n: &'a Node, k: &str, default: T) -> Result<T> {
+    attr_or(n.attrs.get(k), default)
+        .map_err(|e| bad(n, format!("attribute '{k}' is {}, not {}", e.got, e.words)))
+}
+/// An int attribute; a bool reads as 0 or 1.
 fn attr_i(n: &Node, k: &str, default: i64) -> Result<i64> {
     match n.attrs.get(k) {
-        None => Ok(default),
-        Some(AttrValue::Int(v)) => Ok(*v),
         Some(AttrValue::Bool(b)) => Ok(*b as i64),
-        Some(other) => Err(bad(n, format!("attribute '{k}' is {other}, not an int"))),
+        _ => attr(n, k, default),
     }
 }
 fn attr_b(n: &Node, k: &str, default: bool) -> Result<bool> {
     Ok(attr_i(n, k, default as i64)? != 0)
 }
 fn attr_f(n: &Node, k: &str, default: f32) -> Result<f32> {
-    match n.attrs.get(k) {
-        None => Ok(default),
-        Some(AttrValue::Float(v)) => Ok(*v),
-        Some(other) => Err(bad(n, format!("attribute '{k}' is {other}, not a float"))),
-    }
+    attr(n, k, default)
 }
 fn attr_s(n: &Node, k: &str, default: &str) -> Result<String> {
-    match n.attrs.get(k) {
-        None => Ok(default.into()),
-        Some(AttrValue::String(v)) => Ok(v.clone()),
-        Some(other) => Err(bad(n, format!("attribute '{k}' is {other}, not a string"))),
-    }
+    attr(n, k, default).map(str::to_string)
 }
 fn attr_ints(n: &Node, k: &str) -> Result<Option<Vec<i64>>> {
     match n.attrs.get(k) {
         None => Ok(None),
-        Some(AttrValue::ListInt(v)) => Ok(Some(v.clone())),
-        Some(other) => Err(bad(
-            n,
-            format!("attribute '{k}' is {other}, not a list of ints"),
-        )),
+        Some(_) => attr::<&[i64]>(n, k, &[]).map(|v| Some(v.to_vec())),
     }
 }
 
@@ -507,7 +511,7 @@ fn simple(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let ins = (0..n.inputs.len())
         .map(|i| io.input(i, n))
         .collect::<Result<Vec<_>>>()?;
-    ex.emit(onnx, &n.name, ins, io.outs.clone(), vec![]);
+    ex.emit_as(n, io, onnx, ins, vec![]);
     Ok(())
 }
 
@@ -522,7 +526,7 @@ fn div(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         ));
     }
     let (a, b) = (io.input(0, n)?, io.input(1, n)?);
-    ex.emit("Div", &n.name, vec![a, b], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Div", vec![a, b], vec![]);
     Ok(())
 }
 
@@ -549,11 +553,11 @@ fn activation(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         let alpha = ex.scalar(n, in_dtype(n, 0), attr_f(n, "scale", 1.0)? as f64)?;
         let ax = ex.op1("Mul", n, vec![x.clone(), alpha], vec![]);
         let s = ex.op1("Sigmoid", n, vec![ax], vec![]);
-        ex.emit("Mul", &n.name, vec![x, s], io.outs.clone(), vec![]);
+        ex.emit_as(n, io, "Mul", vec![x, s], vec![]);
         return Ok(());
     }
     let x = io.input(0, n)?;
-    ex.emit(onnx, &n.name, vec![x], io.outs.clone(), attrs);
+    ex.emit_as(n, io, onnx, vec![x], attrs);
     Ok(())
 }
 
@@ -569,13 +573,7 @@ fn cast(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     };
     let to = dtype_to_onnx(dt).ok_or_else(|| bad(n, format!("{dt} has no ONNX type")))?;
     let x = io.input(0, n)?;
-    ex.emit(
-        "Cast",
-        &n.name,
-        vec![x],
-        io.outs.clone(),
-        vec![a_int("to", to as i64)],
-    );
+    ex.emit_as(n, io, "Cast", vec![x], vec![a_int("to", to as i64)]);
     Ok(())
 }
 
@@ -610,9 +608,9 @@ fn matmul(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     if io.has(2) {
         let y = ex.op1("MatMul", n, vec![a, b], vec![]);
         let bias = io.input(2, n)?;
-        ex.emit("Add", &n.name, vec![y, bias], io.outs.clone(), vec![]);
+        ex.emit_as(n, io, "Add", vec![y, bias], vec![]);
     } else {
-        ex.emit("MatMul", &n.name, vec![a, b], io.outs.clone(), vec![]);
+        ex.emit_as(n, io, "MatMul", vec![a, b], vec![]);
     }
     Ok(())
 }
@@ -633,7 +631,7 @@ fn gemm(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let ab = ex.op1("MatMul", n, vec![a, b], vec![]);
     let l = ex.op1("Mul", n, vec![alpha, ab], vec![]);
     let r = ex.op1("Mul", n, vec![beta, c], vec![]);
-    ex.emit("Add", &n.name, vec![l, r], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Add", vec![l, r], vec![]);
     Ok(())
 }
 
@@ -686,32 +684,13 @@ fn conv2d(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         a_ints("dilations", d.to_vec()),
         a_int("group", attr_i(n, "groups", 1)?),
     ];
-    match n
+    let mode = n
         .private_attrs
         .get("padding")
         .and_then(AttrValue::as_str)
-        .unwrap_or("")
-    {
-        "" => {
-            let p = attr_ints(n, "pads")?.unwrap_or_else(|| vec![0; 4]);
-            if p.len() != 4 {
-                return Err(bad(n, "pads must have 4 entries"));
-            }
-            attrs.push(a_ints("pads", vec![p[0], p[2], p[1], p[3]]));
-        }
-        "SAME" => attrs.push(a_str("auto_pad", "SAME_UPPER")),
-        "VALID" => attrs.push(a_str("auto_pad", "VALID")),
-        other => return Err(bad(n, format!("padding {other:?}"))),
-    }
-    let mut x = io.input(0, n)?;
-    if !nchw {
-        x = ex.op1(
-            "Transpose",
-            n,
-            vec![x],
-            vec![a_ints("perm", TO_NCHW.to_vec())],
-        );
-    }
+        .unwrap_or("");
+    attrs.push(padding_attr(n, mode, Some(""))?);
+    let x = to_nchw(ex, n, io.input(0, n)?, nchw);
     let mut w = io.input(1, n)?;
     // The filter's layout as the rule and the kernel read it; [out, in, kh, kw] for ONNX.
     let fl: Format = es_core::infer::layout::filter_layout(
@@ -730,19 +709,65 @@ fn conv2d(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     if io.has(2) {
         ins.push(io.input(2, n)?);
     }
+    emit_nchw(ex, n, io, ("Conv", ins, attrs), nchw);
+    Ok(())
+}
+
+/// `x` in NCHW: transposed from NHWC unless `nchw`.
+fn to_nchw(ex: &mut Ex<'_>, n: &Node, x: String, nchw: bool) -> String {
     if nchw {
-        ex.emit("Conv", &n.name, ins, io.outs.clone(), attrs);
+        return x;
+    }
+    ex.op1(
+        "Transpose",
+        n,
+        vec![x],
+        vec![a_ints("perm", TO_NCHW.to_vec())],
+    )
+}
+
+/// Emits the NCHW ONNX op `(op, inputs, attributes)` as node `n` with its outputs, transposed
+/// back to NHWC unless `nchw`.
+fn emit_nchw(
+    ex: &mut Ex<'_>,
+    n: &Node,
+    io: &Io,
+    (op, ins, attrs): (&str, Vec<String>, Vec<AttributeProto>),
+    nchw: bool,
+) {
+    if nchw {
+        ex.emit_as(n, io, op, ins, attrs);
     } else {
-        let y = ex.op1("Conv", n, ins, attrs);
-        ex.emit(
+        let y = ex.op1(op, n, ins, attrs);
+        ex.emit_as(
+            n,
+            io,
             "Transpose",
-            &n.name,
             vec![y],
-            io.outs.clone(),
             vec![a_ints("perm", TO_NHWC.to_vec())],
         );
     }
-    Ok(())
+}
+
+/// The ONNX padding attribute of a GE padding `mode`: SAME and VALID as `auto_pad`, the mode
+/// named `explicit` (when the op has one) as `pads` from the attribute `pads` ([top, bottom,
+/// left, right]).
+fn padding_attr(n: &Node, mode: &str, explicit: Option<&str>) -> Result<AttributeProto> {
+    // Without an explicit mode, a name that parses as one is refused.
+    let parsed = Padding::parse(mode, explicit.unwrap_or(""), (0, 0))
+        .filter(|p| explicit.is_some() || !matches!(p, Padding::Explicit(..)));
+    Ok(match parsed {
+        Some(Padding::Same) => a_str("auto_pad", "SAME_UPPER"),
+        Some(Padding::Valid) => a_str("auto_pad", "VALID"),
+        Some(Padding::Explicit(..)) => {
+            let p = attr_ints(n, "pads")?.unwrap_or_else(|| vec![0; 4]);
+            if p.len() != 4 {
+                return Err(bad(n, "pads must have 4 entries"));
+            }
+            a_ints("pads", vec![p[0], p[2], p[1], p[3]])
+        }
+        None => return Err(bad(n, format!("padding {mode:?}"))),
+    })
 }
 
 fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
@@ -764,15 +789,7 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     }
     check_attrs(n, &handled)?;
     let nchw = layout(ex, n, if v1 { "NHWC" } else { "NCHW" })?;
-    let mut x = io.input(0, n)?;
-    if !nchw {
-        x = ex.op1(
-            "Transpose",
-            n,
-            vec![x],
-            vec![a_ints("perm", TO_NCHW.to_vec())],
-        );
-    }
+    let x = to_nchw(ex, n, io.input(0, n)?, nchw);
     let (onnx, attrs) = if !v1 && attr_b(n, "global_pooling", false)? {
         (
             if avg {
@@ -800,18 +817,11 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         } else {
             attr_s(n, "padding_mode", "CALCULATED")?
         };
-        match mode.as_str() {
-            "SAME" => attrs.push(a_str("auto_pad", "SAME_UPPER")),
-            "VALID" => attrs.push(a_str("auto_pad", "VALID")),
-            "CALCULATED" if !v1 => {
-                let p = attr_ints(n, "pads")?.unwrap_or_else(|| vec![0; 4]);
-                if p.len() != 4 {
-                    return Err(bad(n, "pads must have 4 entries"));
-                }
-                attrs.push(a_ints("pads", vec![p[0], p[2], p[1], p[3]]));
-                attrs.push(a_int("ceil_mode", attr_b(n, "ceil_mode", false)? as i64));
-            }
-            other => return Err(bad(n, format!("padding {other:?}"))),
+        // The V2 poolings' explicit mode is CALCULATED; the V1 ones have none.
+        let explicit = (!v1).then_some("CALCULATED");
+        attrs.push(padding_attr(n, &mode, explicit)?);
+        if explicit == Some(mode.as_str()) {
+            attrs.push(a_int("ceil_mode", attr_b(n, "ceil_mode", false)? as i64));
         }
         if avg {
             let exclusive = v1 || attr_b(n, "exclusive", true)?;
@@ -819,18 +829,7 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         }
         (if avg { "AveragePool" } else { "MaxPool" }, attrs)
     };
-    if nchw {
-        ex.emit(onnx, &n.name, vec![x], io.outs.clone(), attrs);
-    } else {
-        let y = ex.op1(onnx, n, vec![x], attrs);
-        ex.emit(
-            "Transpose",
-            &n.name,
-            vec![y],
-            io.outs.clone(),
-            vec![a_ints("perm", TO_NHWC.to_vec())],
-        );
-    }
+    emit_nchw(ex, n, io, (onnx, vec![x], attrs), nchw);
     Ok(())
 }
 
@@ -849,13 +848,7 @@ fn softmax(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         "Softmax"
     };
     let x = io.input(0, n)?;
-    ex.emit(
-        onnx,
-        &n.name,
-        vec![x],
-        io.outs.clone(),
-        vec![a_int("axis", axes[0])],
-    );
+    ex.emit_as(n, io, onnx, vec![x], vec![a_int("axis", axes[0])]);
     Ok(())
 }
 
@@ -863,7 +856,7 @@ fn reshape(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &[])?;
     let x = io.input(0, n)?;
     let s = ex.as_i64(n, io, 1)?;
-    ex.emit("Reshape", &n.name, vec![x, s], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Reshape", vec![x, s], vec![]);
     Ok(())
 }
 
@@ -871,13 +864,7 @@ fn transpose(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &[])?;
     let perm = ex.need_const_ints(n, 1, "perm")?;
     let x = io.input(0, n)?;
-    ex.emit(
-        "Transpose",
-        &n.name,
-        vec![x],
-        io.outs.clone(),
-        vec![a_ints("perm", perm)],
-    );
+    ex.emit_as(n, io, "Transpose", vec![x], vec![a_ints("perm", perm)]);
     Ok(())
 }
 
@@ -897,13 +884,7 @@ fn concat(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let ins = (0..count)
         .map(|i| io.input(i, n))
         .collect::<Result<Vec<_>>>()?;
-    ex.emit(
-        "Concat",
-        &n.name,
-        ins,
-        io.outs.clone(),
-        vec![a_int("axis", axis)],
-    );
+    ex.emit_as(n, io, "Concat", ins, vec![a_int("axis", axis)]);
     Ok(())
 }
 
@@ -916,13 +897,7 @@ fn pack(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         let x = io.input(i, n)?;
         parts.push(ex.op1("Unsqueeze", n, vec![x, ax.clone()], vec![]));
     }
-    ex.emit(
-        "Concat",
-        &n.name,
-        parts,
-        io.outs.clone(),
-        vec![a_int("axis", axis)],
-    );
+    ex.emit_as(n, io, "Concat", parts, vec![a_int("axis", axis)]);
     Ok(())
 }
 
@@ -955,11 +930,11 @@ fn reduce(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
             attr_b(n, "noop_with_empty_axes", true)?,
         )
     };
-    ex.emit(
+    ex.emit_as(
+        n,
+        io,
         onnx,
-        &n.name,
         vec![x, axes],
-        io.outs.clone(),
         vec![
             a_int("keepdims", keep),
             a_int("noop_with_empty_axes", noop as i64),
@@ -1013,7 +988,7 @@ fn split(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         Some(s) => ins.push(ex.const_i64(n, &s)?),
         None => attrs.push(a_int("num_outputs", num)),
     }
-    ex.emit("Split", &n.name, ins, io.outs.clone(), attrs);
+    ex.emit_as(n, io, "Split", ins, attrs);
     Ok(())
 }
 
@@ -1032,7 +1007,7 @@ fn squeeze(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     } else if n.op_type == "Unsqueeze" {
         return Err(bad(n, "Unsqueeze without axes"));
     }
-    ex.emit(&n.op_type, &n.name, ins, io.outs.clone(), vec![]);
+    ex.emit_as(n, io, &n.op_type, ins, vec![]);
     Ok(())
 }
 
@@ -1045,7 +1020,7 @@ fn with_i64_second(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     };
     let x = io.input(0, n)?;
     let s = ex.as_i64(n, io, 1)?;
-    ex.emit(onnx, &n.name, vec![x, s], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, onnx, vec![x, s], vec![]);
     Ok(())
 }
 
@@ -1053,7 +1028,7 @@ fn fill(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &[])?;
     let dims = ex.as_i64(n, io, 0)?;
     let v = io.input(1, n)?;
-    ex.emit("Expand", &n.name, vec![v, dims], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Expand", vec![v, dims], vec![]);
     Ok(())
 }
 
@@ -1070,13 +1045,7 @@ fn gather(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
             .ok_or_else(|| bad(n, "empty axis"))?
     };
     let (x, i) = (io.input(0, n)?, io.input(1, n)?);
-    ex.emit(
-        "Gather",
-        &n.name,
-        vec![x, i],
-        io.outs.clone(),
-        vec![a_int("axis", axis)],
-    );
+    ex.emit_as(n, io, "Gather", vec![x, i], vec![a_int("axis", axis)]);
     Ok(())
 }
 
@@ -1096,7 +1065,7 @@ fn bias_add(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
             b = ex.op1("Unsqueeze", n, vec![b, ax], vec![]);
         }
     }
-    ex.emit("Add", &n.name, vec![x, b], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Add", vec![x, b], vec![]);
     Ok(())
 }
 
@@ -1148,17 +1117,11 @@ fn shape(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let dt = DataType::from_value(attr_i(n, "dtype", 3)?)?;
     let x = io.input(0, n)?;
     if dt == DataType::INT64 {
-        ex.emit("Shape", &n.name, vec![x], io.outs.clone(), vec![]);
+        ex.emit_as(n, io, "Shape", vec![x], vec![]);
     } else {
         let to = dtype_to_onnx(dt).ok_or_else(|| bad(n, format!("dtype {dt}")))?;
         let s = ex.op1("Shape", n, vec![x], vec![]);
-        ex.emit(
-            "Cast",
-            &n.name,
-            vec![s],
-            io.outs.clone(),
-            vec![a_int("to", to as i64)],
-        );
+        ex.emit_as(n, io, "Cast", vec![s], vec![a_int("to", to as i64)]);
     }
     Ok(())
 }
@@ -1166,11 +1129,11 @@ fn shape(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
 fn flatten(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &["axis"])?;
     let x = io.input(0, n)?;
-    ex.emit(
+    ex.emit_as(
+        n,
+        io,
         "Flatten",
-        &n.name,
         vec![x],
-        io.outs.clone(),
         vec![a_int("axis", attr_i(n, "axis", 1)?)],
     );
     Ok(())
@@ -1202,40 +1165,29 @@ fn slice(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let s = ex.const_i64(n, &off)?;
     let e = ex.const_i64(n, &ends)?;
     let a = ex.const_i64(n, &axes)?;
-    ex.emit("Slice", &n.name, vec![x, s, e, a], io.outs.clone(), vec![]);
+    ex.emit_as(n, io, "Slice", vec![x, s, e, a], vec![]);
     Ok(())
 }
 
-/// The built-in exporters by GE op type.
-pub fn exporters() -> &'static BTreeMap<&'static str, ExportFn> {
-    use std::sync::OnceLock;
-    static M: OnceLock<BTreeMap<&'static str, ExportFn>> = OnceLock::new();
-    M.get_or_init(|| {
-        let mut m: BTreeMap<&'static str, ExportFn> = BTreeMap::new();
-        for (ge, _) in SIMPLE {
-            m.insert(ge, simple);
-        }
-        m.insert("Div", div);
-        for op in ["Elu", "LeakyRelu", "HardSigmoid", "Swish"] {
-            m.insert(op, activation);
-        }
-        m.insert("Cast", cast);
-        for op in ["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"] {
-            m.insert(op, matmul);
-        }
-        m.insert("GEMM", gemm);
-        m.insert("Conv2D", conv2d);
-        for op in ["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"] {
-            m.insert(op, pool);
-        }
-        m.insert("SoftmaxV2", softmax);
-        m.insert("LogSoftmaxV2", softmax);
-        m.insert("Reshape", reshape);
-        m.insert("Transpose", transpose);
-        m.insert("ConcatV2", concat);
-        m.insert("ConcatD", concat);
-        m.insert("Pack", pack);
-        for op in [
+/// The exporters other than [`SIMPLE`]'s: the GE op types each one handles.
+const EXPORTERS: &[(&[&str], ExportFn)] = &[
+    (&["Div"], div),
+    (&["Elu", "LeakyRelu", "HardSigmoid", "Swish"], activation),
+    (&["Cast"], cast),
+    (
+        &["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"],
+        matmul,
+    ),
+    (&["GEMM"], gemm),
+    (&["Conv2D"], conv2d),
+    (&["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"], pool),
+    (&["SoftmaxV2", "LogSoftmaxV2"], softmax),
+    (&["Reshape"], reshape),
+    (&["Transpose"], transpose),
+    (&["ConcatV2", "ConcatD"], concat),
+    (&["Pack"], pack),
+    (
+        &[
             "ReduceSum",
             "ReduceSumD",
             "ReduceMean",
@@ -1246,35 +1198,45 @@ pub fn exporters() -> &'static BTreeMap<&'static str, ExportFn> {
             "ReduceMinD",
             "ReduceProd",
             "ReduceProdD",
-        ] {
-            m.insert(op, reduce);
-        }
-        for op in ["Split", "SplitD", "SplitV"] {
-            m.insert(op, split);
-        }
-        m.insert("Squeeze", squeeze);
-        m.insert("Unsqueeze", squeeze);
-        for op in ["Tile", "Expand", "BroadcastTo"] {
-            m.insert(op, with_i64_second);
-        }
-        m.insert("Fill", fill);
-        m.insert("GatherV2", gather);
-        m.insert("GatherV2D", gather);
-        m.insert("BiasAdd", bias_add);
-        for op in [
+        ],
+        reduce,
+    ),
+    (&["Split", "SplitD", "SplitV"], split),
+    (&["Squeeze", "Unsqueeze"], squeeze),
+    (&["Tile", "Expand", "BroadcastTo"], with_i64_second),
+    (&["Fill"], fill),
+    (&["GatherV2", "GatherV2D"], gather),
+    (&["BiasAdd"], bias_add),
+    (
+        &[
             "Square",
             "Rsqrt",
             "SquaredDifference",
             "Relu6",
             "ClipByValue",
             "ZerosLike",
-        ] {
-            m.insert(op, composite);
+        ],
+        composite,
+    ),
+    (&["Shape"], shape),
+    (&["Flatten"], flatten),
+    (&["Slice", "SliceD"], slice),
+];
+
+/// The built-in exporters by GE op type.
+pub fn exporters() -> &'static BTreeMap<&'static str, ExportFn> {
+    use std::sync::OnceLock;
+    static M: OnceLock<BTreeMap<&'static str, ExportFn>> = OnceLock::new();
+    M.get_or_init(|| {
+        let mut m: BTreeMap<&'static str, ExportFn> = BTreeMap::new();
+        for (ge, _) in SIMPLE {
+            m.insert(ge, simple);
         }
-        m.insert("Shape", shape);
-        m.insert("Flatten", flatten);
-        m.insert("Slice", slice);
-        m.insert("SliceD", slice);
+        for &(ops, f) in EXPORTERS {
+            for op in ops {
+                m.insert(op, f);
+            }
+        }
         m
     })
 }

@@ -125,6 +125,22 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    /// Adds the frame's next Data node, for the value `name`.
+    fn add_data(&mut self, name: &str, desc: TensorDesc) -> Result<OutPort> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let node_name = self.b.graph().unique_name(name);
+        let port = self.b.create_input(
+            index,
+            Some(node_name),
+            "Data",
+            desc.dtype,
+            Format::ND,
+            desc.shape,
+        )?;
+        self.names.insert(name.to_string(), port);
+        Ok(port)
+    }
     fn new(name: &str, opsets: Arc<BTreeMap<String, i64>>) -> Frame {
         Frame {
             b: GraphBuilder::new(name),
@@ -182,27 +198,19 @@ pub fn translate_model(
     }
     // Every op type without a translator, before any work.
     if options.unsupported == UnsupportedMode::Error {
-        let mut missing: BTreeMap<String, String> = BTreeMap::new();
-        scan_unsupported(
-            g,
+        let mut scan = UnsupportedScan {
             registry,
-            &functions,
-            &mut missing,
-            0,
-            options.limits.max_depth,
-        )?;
+            functions: &functions,
+            missing: BTreeMap::new(),
+            max_depth: options.limits.max_depth,
+        };
+        scan.graph(g, 0)?;
         for f in &model.functions {
             for n in &f.node {
-                scan_node(
-                    n,
-                    registry,
-                    &functions,
-                    &mut missing,
-                    1,
-                    options.limits.max_depth,
-                )?;
+                scan.node(n, 1)?;
             }
         }
+        let missing = scan.missing;
         if !missing.is_empty() {
             return Err(Error::Unsupported(missing.into_iter().collect()));
         }
@@ -232,46 +240,48 @@ pub fn translate_model(
     Ok(graph)
 }
 
-fn scan_node(
-    n: &NodeProto,
-    registry: &Registry,
-    functions: &FxHashMap<String, Arc<FunctionProto>>,
-    missing: &mut BTreeMap<String, String>,
-    depth: usize,
+/// The walk that lists every op type without a translator (or a model function), with the
+/// first node of each, through the subgraphs.
+struct UnsupportedScan<'r> {
+    registry: &'r Registry,
+    functions: &'r FxHashMap<String, Arc<FunctionProto>>,
+    missing: BTreeMap<String, String>,
     max_depth: usize,
-) -> Result<()> {
-    let key = op_key(n.onnx_domain(), n.op_type());
-    if !registry.contains(n.onnx_domain(), n.op_type()) && !functions.contains_key(&key) {
-        missing.entry(key).or_insert_with(|| unsupported_label(n));
-    }
-    for a in &n.attribute {
-        if let Some(g) = a.g.as_ref() {
-            scan_unsupported(g, registry, functions, missing, depth + 1, max_depth)?;
-        }
-        for g in &a.graphs {
-            scan_unsupported(g, registry, functions, missing, depth + 1, max_depth)?;
-        }
-    }
-    Ok(())
 }
 
-fn scan_unsupported(
-    g: &GraphProto,
-    registry: &Registry,
-    functions: &FxHashMap<String, Arc<FunctionProto>>,
-    missing: &mut BTreeMap<String, String>,
-    depth: usize,
-    max_depth: usize,
-) -> Result<()> {
-    if depth > max_depth {
-        return Err(Error::tr(format!(
-            "subgraphs are nested more than {max_depth} deep"
-        )));
+impl UnsupportedScan<'_> {
+    fn node(&mut self, n: &NodeProto, depth: usize) -> Result<()> {
+        let key = op_key(n.onnx_domain(), n.op_type());
+        if !self.registry.contains(n.onnx_domain(), n.op_type())
+            && !self.functions.contains_key(&key)
+        {
+            self.missing
+                .entry(key)
+                .or_insert_with(|| unsupported_label(n));
+        }
+        for a in &n.attribute {
+            if let Some(g) = a.g.as_ref() {
+                self.graph(g, depth + 1)?;
+            }
+            for g in &a.graphs {
+                self.graph(g, depth + 1)?;
+            }
+        }
+        Ok(())
     }
-    for n in &g.node {
-        scan_node(n, registry, functions, missing, depth, max_depth)?;
+
+    fn graph(&mut self, g: &GraphProto, depth: usize) -> Result<()> {
+        if depth > self.max_depth {
+            return Err(Error::tr(format!(
+                "subgraphs are nested more than {} deep",
+                self.max_depth
+            )));
+        }
+        for n in &g.node {
+            self.node(n, depth)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// How an unsupported node is named in the error: `node 'name'` or `node producing 'y'`.
@@ -320,38 +330,14 @@ impl Program {
         let outer = self.resolve(d - 1, name)?;
         let desc = self.frames[d - 1].b.graph().out_desc(outer)?.clone();
         let f = &mut self.frames[d];
-        let index = f.next_index;
-        f.next_index += 1;
-        let data_name = f.b.graph().unique_name(name);
-        let port = f.b.create_input(
-            index,
-            Some(data_name),
-            "Data",
-            desc.dtype,
-            Format::ND,
-            desc.shape.clone(),
-        )?;
-        f.names.insert(name.to_string(), port);
+        let port = f.add_data(name, desc)?;
         f.captures.push((name.to_string(), outer));
         Ok(port)
     }
 
     /// Adds a Data node for a graph input.
     fn add_input(&mut self, name: &str, desc: TensorDesc) -> Result<OutPort> {
-        let f = self.frame();
-        let index = f.next_index;
-        f.next_index += 1;
-        let node_name = f.b.graph().unique_name(name);
-        let port = f.b.create_input(
-            index,
-            Some(node_name),
-            "Data",
-            desc.dtype,
-            Format::ND,
-            desc.shape,
-        )?;
-        f.names.insert(name.to_string(), port);
-        Ok(port)
+        self.frame().add_data(name, desc)
     }
 
     fn add_const(&mut self, name: &str, t: Tensor, mutable: bool) -> Result<OutPort> {
@@ -467,7 +453,7 @@ impl Program {
             if inputs.len() <= i {
                 inputs.resize(i + 1, InputSrc::Absent);
             }
-            inputs[i] = lit;
+            inputs[i] = InputSrc::Literal(lit.tensor, lit.like);
         }
         let base = if n.name().is_empty() {
             n.output
@@ -890,81 +876,75 @@ impl<'a> NodeCtx<'a> {
     pub fn has_attr(&self, name: &str) -> bool {
         self.node.attr(name).is_some()
     }
-    pub fn attr_i(&self, name: &str, default: i64) -> Result<i64> {
+    /// Attribute `name` as `get` reads it; a value of another kind is an error naming `want`.
+    fn attr_as<T>(
+        &self,
+        name: &str,
+        want: &str,
+        get: impl FnOnce(&OnnxAttr<'a>) -> Option<T>,
+    ) -> Result<Option<T>> {
         match self.attr(name)? {
-            None => Ok(default),
-            Some(OnnxAttr::Int(v)) => Ok(v),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be INT, got {}",
-                o.kind()
-            ))),
+            None => Ok(None),
+            Some(a) => get(&a).map(Some).ok_or_else(|| {
+                Error::tr(format!(
+                    "attribute '{name}' must be {want}, got {}",
+                    a.kind()
+                ))
+            }),
         }
+    }
+    pub fn attr_i(&self, name: &str, default: i64) -> Result<i64> {
+        let v = self.attr_as(name, "INT", |a| match a {
+            OnnxAttr::Int(v) => Some(*v),
+            _ => None,
+        })?;
+        Ok(v.unwrap_or(default))
     }
     pub fn attr_f(&self, name: &str, default: f32) -> Result<f32> {
-        match self.attr(name)? {
-            None => Ok(default),
-            Some(OnnxAttr::Float(v)) => Ok(v),
-            Some(OnnxAttr::Int(v)) => Ok(v as f32),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be FLOAT, got {}",
-                o.kind()
-            ))),
-        }
+        let v = self.attr_as(name, "FLOAT", |a| match a {
+            OnnxAttr::Float(v) => Some(*v),
+            OnnxAttr::Int(v) => Some(*v as f32),
+            _ => None,
+        })?;
+        Ok(v.unwrap_or(default))
     }
     pub fn attr_s(&self, name: &str, default: &str) -> Result<String> {
-        match self.attr(name)? {
-            None => Ok(default.to_string()),
-            Some(OnnxAttr::String(v)) => Ok(v),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be STRING, got {}",
-                o.kind()
-            ))),
-        }
+        let v = self.attr_as(name, "STRING", |a| match a {
+            OnnxAttr::String(v) => Some(v.clone()),
+            _ => None,
+        })?;
+        Ok(v.unwrap_or_else(|| default.to_string()))
     }
     pub fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(OnnxAttr::Ints(v)) => Ok(Some(v.to_vec())),
-            Some(OnnxAttr::Int(v)) => Ok(Some(vec![v])),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be INTS, got {}",
-                o.kind()
-            ))),
-        }
+        self.attr_as(name, "INTS", |a| match a {
+            OnnxAttr::Ints(v) => Some(v.to_vec()),
+            OnnxAttr::Int(v) => Some(vec![*v]),
+            _ => None,
+        })
     }
     pub fn attr_floats(&self, name: &str) -> Result<Option<Vec<f32>>> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(OnnxAttr::Floats(v)) => Ok(Some(v.to_vec())),
-            Some(OnnxAttr::Float(v)) => Ok(Some(vec![v])),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be FLOATS, got {}",
-                o.kind()
-            ))),
-        }
+        self.attr_as(name, "FLOATS", |a| match a {
+            OnnxAttr::Floats(v) => Some(v.to_vec()),
+            OnnxAttr::Float(v) => Some(vec![*v]),
+            _ => None,
+        })
     }
     pub fn attr_tensor(&self, name: &str) -> Result<Option<Tensor>> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(OnnxAttr::Tensor(t)) => Ok(Some(
-                tensor_from_proto(t, &self.prog.dir, &self.prog.options.limits)
-                    .map_err(|e| e.context(&format!("attribute '{name}'")))?,
-            )),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be TENSOR, got {}",
-                o.kind()
-            ))),
-        }
+        let t = self.attr_as(name, "TENSOR", |a| match a {
+            OnnxAttr::Tensor(t) => Some(*t),
+            _ => None,
+        })?;
+        t.map(|t| {
+            tensor_from_proto(t, &self.prog.dir, &self.prog.options.limits)
+                .map_err(|e| e.context(&format!("attribute '{name}'")))
+        })
+        .transpose()
     }
     pub fn attr_graph(&self, name: &str) -> Result<Option<&'a GraphProto>> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(OnnxAttr::Graph(g)) => Ok(Some(g)),
-            Some(o) => Err(Error::tr(format!(
-                "attribute '{name}' must be GRAPH, got {}",
-                o.kind()
-            ))),
-        }
+        self.attr_as(name, "GRAPH", |a| match a {
+            OnnxAttr::Graph(g) => Some(*g),
+            _ => None,
+        })
     }
     /// The ONNX attribute `name` coerced to the type GE op `ge_op` declares for `ge_attr`.
     pub fn attr_for(&self, name: &str, ge_op: &str, ge_attr: &str) -> Result<Option<AttrValue>> {

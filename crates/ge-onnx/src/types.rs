@@ -466,22 +466,21 @@ mod tests {
 
     #[test]
     fn half_and_bool_from_int32_data() {
-        let h = TensorProto {
-            dims: vec![1],
-            data_type: Some(E::Float16 as i32),
-            int32_data: vec![0x3c00],
-            ..Default::default()
-        };
-        let t = tensor_from_proto(&h, &DataDir::default(), &limits()).unwrap();
-        assert_eq!(t.data.as_slice(), &[0x00, 0x3c]);
-        let b = TensorProto {
-            dims: vec![3],
-            data_type: Some(E::Bool as i32),
-            int32_data: vec![1, 0, 1],
-            ..Default::default()
-        };
-        let t = tensor_from_proto(&b, &DataDir::default(), &limits()).unwrap();
-        assert_eq!(t.data.as_slice(), &[1, 0, 1]);
+        // (element type, int32_data, the bytes of the tensor)
+        let cases: [(E, Vec<i32>, &[u8]); 2] = [
+            (E::Float16, vec![0x3c00], &[0x00, 0x3c]),
+            (E::Bool, vec![1, 0, 1], &[1, 0, 1]),
+        ];
+        for (ty, int32_data, bytes) in cases {
+            let p = TensorProto {
+                dims: vec![int32_data.len() as i64],
+                data_type: Some(ty as i32),
+                int32_data,
+                ..Default::default()
+            };
+            let t = tensor_from_proto(&p, &DataDir::default(), &limits()).unwrap();
+            assert_eq!(t.data.as_slice(), bytes);
+        }
     }
 
     #[test]

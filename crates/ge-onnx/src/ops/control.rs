@@ -7,8 +7,9 @@
 //! shape of the last element) and the captured outer values, passed through unchanged. The
 //! ONNX body is translated as a subgraph and then rewired in place into the While body.
 
+use super::util::{Out, Translator};
 use crate::error::{Error, Result};
-use crate::translate::{unify_captures, NodeCtx, Registry, Subgraph};
+use crate::translate::{unify_captures, NodeCtx, Subgraph};
 use crate::types::desc_from_type;
 use es_core::graph::is_data_op;
 use es_core::{
@@ -16,15 +17,10 @@ use es_core::{
     TensorDesc,
 };
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("If", Arc::new(if_op));
-    r.register("Loop", Arc::new(loop_op));
-    r.register("Scan", Arc::new(scan_op));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] =
+    &[("If", if_op), ("Loop", loop_op), ("Scan", scan_op)];
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -142,6 +138,19 @@ type Rewired = (
     FxHashMap<i64, OutPort>,
     FxHashMap<i64, OutPort>,
 );
+
+/// The lookup of the rewired body's input ports of an `op` node.
+fn body_port<'p>(
+    ports: &'p FxHashMap<i64, OutPort>,
+    op: &'p str,
+) -> impl Fn(i64) -> Result<OutPort> + 'p {
+    move |i| {
+        ports
+            .get(&i)
+            .copied()
+            .ok_or_else(|| Error::tr(format!("internal: the {op} body has no input {i}")))
+    }
+}
 
 fn rewire(sub: Subgraph, rw: Rewire) -> Result<Rewired> {
     let mut b = GraphBuilder::new(sub.graph.name.clone());
@@ -276,6 +285,58 @@ fn body_out_desc(sub: &Subgraph, g: &crate::proto::GraphProto, i: usize) -> Resu
 }
 
 /// The initial value of a scan accumulator: an empty 1-D tensor (dims relaxed).
+/// Closes the body `b` with the outputs `outs` and adds the While over the loop values `head`,
+/// then each accumulator with its shape, then the captures `caps`; `with_cond`: the third loop
+/// value is a condition too (see [`cond_graph`]). Returns the While's outputs.
+fn build_while(
+    ctx: &mut NodeCtx<'_>,
+    b: &mut GraphBuilder,
+    outs: &[OutPort],
+    head: Vec<OutPort>,
+    accs: &[(OutPort, OutPort)],
+    caps: Vec<OutPort>,
+    with_cond: bool,
+) -> Result<Vec<OutPort>> {
+    b.graph_mut().outputs.clear();
+    for (i, p) in outs.iter().enumerate() {
+        b.set_output(*p, i)?;
+    }
+    let body_g = b.build_and_reset()?;
+    let mut ins = head;
+    for (a, s) in accs {
+        ins.push(*a);
+        ins.push(*s);
+    }
+    ins.extend(caps);
+    let descs = ins
+        .iter()
+        .map(|p| ctx.desc(*p))
+        .collect::<Result<Vec<_>>>()?;
+    let cond_g = cond_graph(&descs, with_cond)?;
+    let n = ins.len();
+    ctx.op_with_subgraphs(
+        "While",
+        vec![ins.into_iter().map(Some).collect()],
+        vec![vec![cond_g], vec![body_g]],
+        n,
+    )
+}
+
+/// The body inputs of the accumulators of the values `acc_descs` from body input `first` on:
+/// each a flat accumulator and its shape, as `(input, description, name)`.
+fn acc_inputs(acc_descs: &[TensorDesc], first: i64) -> Vec<(i64, TensorDesc, String)> {
+    let mut out = Vec::with_capacity(2 * acc_descs.len());
+    for (k, d) in acc_descs.iter().enumerate() {
+        let base = first + 2 * k as i64;
+        let acc = TensorDesc::new(d.dtype, Shape::new(vec![-1]));
+        out.push((base, acc, format!("scan_acc_{k}")));
+        let r = d.shape.rank().unwrap_or(0) as i64;
+        let shape = TensorDesc::new(DataType::INT64, Shape::new(vec![r]));
+        out.push((base + 1, shape, format!("scan_shape_{k}")));
+    }
+    out
+}
+
 fn acc_init(ctx: &mut NodeCtx<'_>, d: &TensorDesc, what: &str) -> Result<(OutPort, OutPort)> {
     if d.dtype == DataType::UNDEFINED {
         return Err(Error::unsupported(format!(
@@ -321,7 +382,7 @@ fn acc_result(
 // ---------------------------------------------------------------------------------------------
 
 fn if_op(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.check_attrs(&["then_branch", "else_branch"])?;
+    ctx.known_attrs(&["then_branch", "else_branch"])?;
     let then_g = ctx
         .attr_graph("then_branch")?
         .ok_or_else(|| Error::tr("If needs the attribute 'then_branch'"))?;
@@ -365,7 +426,7 @@ fn if_op(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// While values: [i, M, cond, v_1..v_N, (acc_k, shape_k) for each scan output, captures].
 fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.check_attrs(&["body"])?;
+    ctx.known_attrs(&["body"])?;
     let body = ctx
         .attr_graph("body")?
         .ok_or_else(|| Error::tr("Loop needs the attribute 'body'"))?;
@@ -445,20 +506,7 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
     let shift = 1 + 2 * ns as i64;
     let ncl = nc as i64;
     let mut new_inputs = vec![(1, scalar_desc(DataType::INT64), "trip_count".to_string())];
-    for (k, d) in acc_descs.iter().enumerate() {
-        let base = 3 + ncl + 2 * k as i64;
-        new_inputs.push((
-            base,
-            TensorDesc::new(d.dtype, Shape::new(vec![-1])),
-            format!("scan_acc_{k}"),
-        ));
-        let r = d.shape.rank().unwrap_or(0) as i64;
-        new_inputs.push((
-            base + 1,
-            TensorDesc::new(DataType::INT64, Shape::new(vec![r])),
-            format!("scan_shape_{k}"),
-        ));
-    }
+    new_inputs.extend(acc_inputs(&acc_descs, 3 + ncl));
     let old_outs = sub.graph.outputs.clone();
     let (mut b, ports, _) = rewire(
         sub,
@@ -474,12 +522,7 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
             new_inputs,
         },
     )?;
-    let port = |i: i64| -> Result<OutPort> {
-        ports
-            .get(&i)
-            .copied()
-            .ok_or_else(|| Error::tr(format!("internal: the Loop body has no input {i}")))
-    };
+    let port = body_port(&ports, "Loop");
     let one = bconst_i64(&mut b, &[1], &[])?;
     let i_next = bop1(&mut b, "Add", &[port(0)?, one], vec![])?;
     let cond_next = if has_cond {
@@ -510,31 +553,10 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
     for c in 0..ncap {
         outs.push(port(3 + ncl + 2 * ns as i64 + c as i64)?);
     }
-    b.graph_mut().outputs.clear();
-    for (i, p) in outs.iter().enumerate() {
-        b.set_output(*p, i)?;
-    }
-    let body_g = b.build_and_reset()?;
     // The While.
-    let mut ins = vec![ctx.const_i64(&[0], &[])?, m, cond];
-    ins.extend(vs);
-    for (a, s) in &accs {
-        ins.push(*a);
-        ins.push(*s);
-    }
-    ins.extend(caps);
-    let descs = ins
-        .iter()
-        .map(|p| ctx.desc(*p))
-        .collect::<Result<Vec<_>>>()?;
-    let cond_g = cond_graph(&descs, true)?;
-    let n = ins.len();
-    let res = ctx.op_with_subgraphs(
-        "While",
-        vec![ins.into_iter().map(Some).collect()],
-        vec![vec![cond_g], vec![body_g]],
-        n,
-    )?;
+    let mut head = vec![ctx.const_i64(&[0], &[])?, m, cond];
+    head.extend(vs);
+    let res = build_while(ctx, &mut b, &outs, head, &accs, caps, true)?;
     let mut out = Vec::with_capacity(nc + ns);
     for j in 0..nc {
         out.push(Some(res[3 + j]));
@@ -574,7 +596,7 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
             "Scan before opset 9 (batch axis and sequence_lens)",
         ));
     }
-    ctx.check_attrs(&[
+    ctx.known_attrs(&[
         "body",
         "num_scan_inputs",
         "scan_input_axes",
@@ -693,20 +715,7 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
         let d = ctx.desc(*x)?;
         new_inputs.push((2 + nl + i as i64, d, format!("scan_input_{i}")));
     }
-    for (k, d) in acc_descs.iter().enumerate() {
-        let base = 2 + nl + ml + 2 * k as i64;
-        new_inputs.push((
-            base,
-            TensorDesc::new(d.dtype, Shape::new(vec![-1])),
-            format!("scan_acc_{k}"),
-        ));
-        let r = d.shape.rank().unwrap_or(0) as i64;
-        new_inputs.push((
-            base + 1,
-            TensorDesc::new(DataType::INT64, Shape::new(vec![r])),
-            format!("scan_shape_{k}"),
-        ));
-    }
+    new_inputs.extend(acc_inputs(&acc_descs, 2 + nl + ml));
     let (mut b, ports, dropped) = rewire(
         sub,
         Rewire {
@@ -722,12 +731,7 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
             new_inputs,
         },
     )?;
-    let port = |i: i64| -> Result<OutPort> {
-        ports
-            .get(&i)
-            .copied()
-            .ok_or_else(|| Error::tr(format!("internal: the Scan body has no input {i}")))
-    };
+    let port = body_port(&ports, "Scan");
     let axis0 = bconst_i64(&mut b, &[0], &[])?;
     for i in 0..m {
         let Some(&old) = dropped.get(&(nl + i as i64)) else {
@@ -759,32 +763,11 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
     for c in 0..ncap {
         outs.push(port(2 + nl + ml + 2 * kl + c as i64)?);
     }
-    b.graph_mut().outputs.clear();
-    for (i, p) in outs.iter().enumerate() {
-        b.set_output(*p, i)?;
-    }
-    let body_g = b.build_and_reset()?;
-    let mut ins = vec![ctx.const_i64(&[0], &[])?, t];
-    ins.extend(states);
-    ins.extend(xs);
-    for (a, s) in &accs {
-        ins.push(*a);
-        ins.push(*s);
-    }
-    ins.extend(caps);
-    let descs = ins
-        .iter()
-        .map(|p| ctx.desc(*p))
-        .collect::<Result<Vec<_>>>()?;
+    let mut head = vec![ctx.const_i64(&[0], &[])?, t];
+    head.extend(states);
+    head.extend(xs);
     // Less(i, T) only: the third loop value is not a condition here.
-    let cond_g = cond_graph(&descs, false)?;
-    let total = ins.len();
-    let res = ctx.op_with_subgraphs(
-        "While",
-        vec![ins.into_iter().map(Some).collect()],
-        vec![vec![cond_g], vec![body_g]],
-        total,
-    )?;
+    let res = build_while(ctx, &mut b, &outs, head, &accs, caps, false)?;
     let mut out = Vec::with_capacity(n + k_out);
     for j in 0..n {
         out.push(Some(res[2 + j]));

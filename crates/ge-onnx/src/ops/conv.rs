@@ -7,43 +7,49 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, OutPort};
-use std::sync::Arc;
+use crate::translate::NodeCtx;
+use es_core::opmath::split_pads;
+use es_core::AttrValue;
 
-type Out = Result<Vec<Option<OutPort>>>;
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] =
+    &[("Conv", conv), ("ConvTranspose", conv_transpose)];
 
-pub(crate) fn register(r: &mut Registry) {
-    r.register("Conv", Arc::new(conv));
-    r.register("ConvTranspose", Arc::new(conv_transpose));
-}
+/// The attributes of Conv (ConvTranspose adds `output_padding` and `output_shape`).
+const CONV_ATTRS: [&str; 6] = [
+    "auto_pad",
+    "dilations",
+    "group",
+    "kernel_shape",
+    "pads",
+    "strides",
+];
 
 fn conv(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.known_attrs(&[
-        "auto_pad",
-        "dilations",
-        "group",
-        "kernel_shape",
-        "pads",
-        "strides",
-    ])?;
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "Conv needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}"
-        )));
-    }
-    let n = xd.len() - 2;
-    let k = kernel_shape(ctx, n, 1)?;
-    let win = window(ctx, k, &xd[2..])?;
+    let (win, group) = conv_window(ctx, 1)?;
+    let (x, w, b) = (ctx.input(0)?, ctx.input(1)?, ctx.opt_input(2)?);
+    one(conv_core(ctx, x, w, b, &win, group)?)
+}
+
+/// The attribute `group`, >= 1.
+fn group_attr(ctx: &NodeCtx<'_>) -> Result<i64> {
     let group = ctx.attr_i("group", 1)?;
     if group < 1 {
         return Err(Error::tr(format!(
             "attribute 'group' must be >= 1, got {group}"
         )));
     }
-    let (x, w, b) = (ctx.input(0)?, ctx.input(1)?, ctx.opt_input(2)?);
-    Ok(vec![Some(conv_core(ctx, x, w, b, &win, group)?)])
+    Ok(group)
+}
+
+/// The geometry attributes of a convolution node (Conv, ConvInteger, QLinearConv) over input 0
+/// and weight `wi`: its window and group.
+pub(super) fn conv_window(ctx: &NodeCtx<'_>, wi: usize) -> Result<(Window, i64)> {
+    ctx.known_attrs(&CONV_ATTRS)?;
+    let xd = spatial_input_dims(ctx)?;
+    let k = kernel_shape(ctx, xd.len() - 2, wi)?;
+    let win = window(ctx, k, &xd[2..])?;
+    Ok((win, group_attr(ctx)?))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -51,22 +57,8 @@ fn conv(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.known_attrs(&[
-        "auto_pad",
-        "dilations",
-        "group",
-        "kernel_shape",
-        "output_padding",
-        "output_shape",
-        "pads",
-        "strides",
-    ])?;
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "ConvTranspose needs an input of rank >= 3, got {xd:?}"
-        )));
-    }
+    ctx.known_attrs(&[&CONV_ATTRS[..], &["output_padding", "output_shape"]].concat())?;
+    let xd = spatial_input_dims(ctx)?;
     let n = xd.len() - 2;
     if n > 2 {
         return Err(Error::unsupported(format!(
@@ -75,12 +67,7 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     let wd = ctx.rank_dims(1)?;
-    let group = ctx.attr_i("group", 1)?;
-    if group < 1 {
-        return Err(Error::tr(format!(
-            "attribute 'group' must be >= 1, got {group}"
-        )));
-    }
+    let group = group_attr(ctx)?;
     let k = kernel_shape(ctx, n, 1)?;
     let s = spatial_list(ctx, "strides", n, 1, 1)?;
     let d = spatial_list(ctx, "dilations", n, 1, 1)?;
@@ -101,20 +88,9 @@ fn conv_transpose(ctx: &mut NodeCtx<'_>) -> Out {
         .collect();
     let auto_pad = ctx.attr_s("auto_pad", "NOTSET")?;
     let out_shape = ctx.attr_ints("output_shape")?;
+    // Floor halves (ONNX's reference), also for negative totals.
     let split = |total: &[i64], upper: bool| -> (Vec<i64>, Vec<i64>) {
-        // Floor halves (ONNX's reference), also for negative totals.
-        let half = |t: &i64| t.div_euclid(2);
-        if upper {
-            (
-                total.iter().map(half).collect(),
-                total.iter().map(|t| t - half(t)).collect(),
-            )
-        } else {
-            (
-                total.iter().map(|t| t - half(t)).collect(),
-                total.iter().map(half).collect(),
-            )
-        }
+        total.iter().map(|&t| split_pads(t, upper)).unzip()
     };
     let (p0, p1) = if let Some(os) = out_shape {
         if os.len() < n {

@@ -9,59 +9,31 @@ use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    // Binary arithmetic and comparisons with the unsigned-dtype bridges.
-    r.register("Add", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Add)));
-    r.register("Sub", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Sub)));
-    r.register("Mul", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Mul)));
-    r.register("Div", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Div)));
-    r.register("Equal", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Eq)));
-    r.register(
-        "Greater",
-        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Gt)),
-    );
-    r.register("Less", Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Lt)));
-    r.register(
-        "GreaterOrEqual",
-        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Ge)),
-    );
-    r.register(
-        "LessOrEqual",
-        Arc::new(|c: &mut NodeCtx<'_>| binary(c, Bin::Le)),
-    );
-    r.register("Mod", Arc::new(modulo));
-    r.register("Pow", Arc::new(pow));
-    r.register("Max", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Max)));
-    r.register("Min", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Min)));
-    r.register("Sum", Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Sum)));
-    r.register(
-        "Mean",
-        Arc::new(|c: &mut NodeCtx<'_>| variadic(c, Var::Mean)),
-    );
-    r.register("Clip", Arc::new(clip));
-    r.register("Xor", Arc::new(xor));
-    r.register("IsInf", Arc::new(is_inf));
-    r.register("Selu", Arc::new(selu));
-    r.register("Celu", Arc::new(celu));
-    r.register("Gelu", Arc::new(gelu));
-    r.register("Shrink", Arc::new(shrink));
-    r.register("ThresholdedRelu", Arc::new(thresholded_relu));
-    r.register("HardSwish", Arc::new(hard_swish));
-    r.register("PRelu", Arc::new(prelu));
-    r.register("Round", Arc::new(round));
-    r.register("BitShift", Arc::new(bit_shift));
-    r.register("BitCast", Arc::new(bit_cast));
-    r.register("SwiGLU", Arc::new(swiglu));
-    r.register("ai.onnx.ml::Binarizer", Arc::new(binarizer));
-    r.register("Dropout", Arc::new(dropout));
-    r.register("Cast", Arc::new(cast));
-    r.register("CastLike", Arc::new(cast_like));
-    r.register("Identity", Arc::new(identity));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("Mod", modulo),
+    ("Pow", pow),
+    ("Clip", clip),
+    ("Xor", xor),
+    ("IsInf", is_inf),
+    ("Selu", selu),
+    ("Celu", celu),
+    ("Gelu", gelu),
+    ("Shrink", shrink),
+    ("ThresholdedRelu", thresholded_relu),
+    ("HardSwish", hard_swish),
+    ("PRelu", prelu),
+    ("Round", round),
+    ("BitShift", bit_shift),
+    ("BitCast", bit_cast),
+    ("SwiGLU", swiglu),
+    ("ai.onnx.ml::Binarizer", binarizer),
+    ("Dropout", dropout),
+    ("Cast", cast),
+    ("CastLike", cast_like),
+    ("Identity", identity),
+];
 
 /// A signed (or wider float) type that holds every value of `dt` and that more GE ops take.
 fn widen(dt: DataType) -> Option<DataType> {
@@ -91,18 +63,17 @@ fn extreme(ctx: &mut NodeCtx<'_>, dt: DataType, hi: bool) -> Result<OutPort> {
 
 // Binary arithmetic and comparisons.
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Bin {
+variants!(Bin {
     Add,
     Sub,
     Mul,
     Div,
-    Eq,
-    Gt,
-    Lt,
-    Ge,
-    Le,
-}
+    Equal,
+    Greater,
+    Less,
+    GreaterOrEqual,
+    LessOrEqual
+});
 
 impl Bin {
     fn ge_op(self, dt: DataType) -> &'static str {
@@ -112,22 +83,25 @@ impl Bin {
             Bin::Mul => "Mul",
             Bin::Div if dt.is_integer() => "Div",
             Bin::Div => "RealDiv",
-            Bin::Eq => "Equal",
-            Bin::Gt => "Greater",
-            Bin::Lt => "Less",
-            Bin::Ge => "GreaterEqual",
-            Bin::Le => "LessEqual",
+            Bin::Equal => "Equal",
+            Bin::Greater => "Greater",
+            Bin::Less => "Less",
+            Bin::GreaterOrEqual => "GreaterEqual",
+            Bin::LessOrEqual => "LessEqual",
         }
     }
     fn is_order(self) -> bool {
-        matches!(self, Bin::Gt | Bin::Lt | Bin::Ge | Bin::Le)
+        matches!(
+            self,
+            Bin::Greater | Bin::Less | Bin::GreaterOrEqual | Bin::LessOrEqual
+        )
     }
 }
 
 /// Opset < 7 `broadcast`/`axis`: numpy broadcasting is the same when B's dims align with the
 /// end of A's (no `axis`, or `axis` = rank(A) - rank(B)).
 fn check_legacy_broadcast(ctx: &NodeCtx<'_>) -> Result<()> {
-    ctx.only_attrs(&["broadcast", "axis", "consumed_inputs"])?;
+    ctx.known_attrs(&["broadcast", "axis", "consumed_inputs"])?;
     if ctx.has_attr("axis") {
         let axis = ctx.attr_i("axis", 0)?;
         let (ra, rb) = (ctx.input_rank(0)? as i64, ctx.input_rank(1)? as i64);
@@ -177,7 +151,7 @@ fn binary(ctx: &mut NodeCtx<'_>, op: Bin) -> Out {
 
 /// fmod=0: FloorMod (the divisor's sign, as numpy's mod); fmod=1: Mod (truncated, C's fmod).
 fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["fmod"])?;
+    ctx.known_attrs(&["fmod"])?;
     let fmod = ctx.attr_i("fmod", 0)?;
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
     let dt = ctx.in_dtype(0)?;
@@ -204,7 +178,7 @@ fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
 /// bases with a float exponent in f64, truncated back; integer bases with integer exponents in
 /// int64 (wrapping, whose low bits are the narrower type's result).
 fn pow(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["broadcast", "axis"])?;
+    ctx.known_attrs(&["broadcast", "axis"])?;
     if ctx.has_attr("axis") {
         check_legacy_broadcast(ctx)?;
     }
@@ -254,16 +228,23 @@ fn pow(ctx: &mut NodeCtx<'_>) -> Out {
 
 // Variadic Max/Min/Sum/Mean.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Var {
+variants!(Var {
     Max,
     Min,
     Sum,
-    Mean,
+    Mean
+});
+
+/// Registers the translators of the variants of [`Bin`] and [`Var`].
+pub(super) fn register_variant_ops(r: &mut Registry) {
+    // Binary arithmetic and comparisons with the unsigned-dtype bridges, and the variadic
+    // ones: the ONNX name is the variant's name.
+    register_variants(r, Bin::ALL, |v| format!("{v:?}"), binary);
+    register_variants(r, Var::ALL, |v| format!("{v:?}"), variadic);
 }
 
 fn variadic(ctx: &mut NodeCtx<'_>, v: Var) -> Out {
-    ctx.only_attrs(&["consumed_inputs"])?;
+    ctx.known_attrs(&["consumed_inputs"])?;
     let mut xs = Vec::new();
     for i in 0..ctx.num_inputs() {
         if let Some(p) = ctx.opt_input(i)? {
@@ -336,7 +317,7 @@ fn variadic(ctx: &mut NodeCtx<'_>, v: Var) -> Out {
 /// Absent bounds are the dtype's lowest/highest value (infinities for floats: an infinite
 /// input stays infinite); opsets < 11 default to float's finite limits, as ONNX's Clip-6 does.
 fn clip(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["min", "max", "consumed_inputs"])?;
+    ctx.known_attrs(&["min", "max", "consumed_inputs"])?;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
     let bound = |ctx: &mut NodeCtx<'_>, i: usize, hi: bool| -> Result<OutPort> {
@@ -374,7 +355,7 @@ fn xor(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn is_inf(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["detect_negative", "detect_positive"])?;
+    ctx.known_attrs(&["detect_negative", "detect_positive"])?;
     let neg = ctx.attr_i("detect_negative", 1)? != 0;
     let pos = ctx.attr_i("detect_positive", 1)? != 0;
     let x = ctx.input(0)?;
@@ -409,7 +390,7 @@ fn elu(ctx: &mut NodeCtx<'_>, x: OutPort, alpha: f32, scale: f32, input_scale: f
 /// Selu(x) = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) = Elu(alpha, scale=gamma), with the
 /// attributes' own (float) values.
 fn selu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["alpha", "gamma", "consumed_inputs"])?;
+    ctx.known_attrs(&["alpha", "gamma", "consumed_inputs"])?;
     let alpha = ctx.attr_f("alpha", 1.673_263_2)?;
     let gamma = ctx.attr_f("gamma", 1.050_701)?;
     let x = ctx.input(0)?;
@@ -418,7 +399,7 @@ fn selu(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Celu(x; a) = max(0, x) + min(0, a * (exp(x / a) - 1)) = Elu(alpha=a, input_scale=1/a).
 fn celu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["alpha"])?;
+    ctx.known_attrs(&["alpha"])?;
     let alpha = ctx.attr_f("alpha", 1.0)?;
     if alpha == 0.0 {
         return Err(Error::tr("Celu: alpha must not be 0"));
@@ -430,7 +411,7 @@ fn celu(ctx: &mut NodeCtx<'_>) -> Out {
 /// approximate="none": 0.5 x (1 + erf(x / sqrt 2)); "tanh": GE's Gelu (the tanh form), or the
 /// formula for dtypes it does not take.
 fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["approximate"])?;
+    ctx.known_attrs(&["approximate"])?;
     let approx = ctx.attr_s("approximate", "none")?;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
@@ -469,7 +450,7 @@ fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// x < -lambd: x + bias; x > lambd: x - bias; else 0.
 fn shrink(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["bias", "lambd"])?;
+    ctx.known_attrs(&["bias", "lambd"])?;
     let bias = ctx.attr_f("bias", 0.0)? as f64;
     let lambd = ctx.attr_f("lambd", 0.5)? as f64;
     let x = ctx.input(0)?;
@@ -498,7 +479,7 @@ fn shrink(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// x > alpha ? x : 0.
 fn thresholded_relu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["alpha"])?;
+    ctx.known_attrs(&["alpha"])?;
     let alpha = ctx.attr_f("alpha", 1.0)? as f64;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
@@ -511,7 +492,7 @@ fn thresholded_relu(ctx: &mut NodeCtx<'_>) -> Out {
 /// x * HardSigmoid(x; alpha=1/6, beta=0.5) (clip(x/6 + 0.5, 0, 1) for dtypes HardSigmoid
 /// does not take).
 fn hard_swish(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&[])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
     let hs = if ctx.accepts("HardSigmoid", dt)? && dt.is_float() {
@@ -537,7 +518,7 @@ fn hard_swish(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// x < 0 ? x * slope : x (slope broadcasts onto x; before opset 7 a 1-D slope is per channel).
 fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["consumed_inputs"])?;
+    ctx.known_attrs(&["consumed_inputs"])?;
     let (x, slope) = (ctx.input(0)?, ctx.input(1)?);
     let dt = ctx.in_dtype(0)?;
     if is_unsigned(dt) {
@@ -562,13 +543,13 @@ fn prelu(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Round halves to even, as ONNX.
 fn round(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&[])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     one(ctx.un("Round", x)?)
 }
 
 fn bit_shift(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["direction"])?;
+    ctx.known_attrs(&["direction"])?;
     let op = match ctx.attr_s("direction", "")?.as_str() {
         "LEFT" => "LeftShift",
         "RIGHT" => "RightShift",
@@ -584,7 +565,7 @@ fn bit_shift(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Same-width reinterpretation (ONNX requires equal bit widths).
 fn bit_cast(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["to"])?;
+    ctx.known_attrs(&["to"])?;
     let to = ctx.attr_i("to", -1)?;
     if to < 0 {
         return Err(Error::tr("BitCast needs the attribute 'to'"));
@@ -616,7 +597,7 @@ fn bit_cast(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Swish(A; alpha) * B.
 fn swiglu(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["alpha"])?;
+    ctx.known_attrs(&["alpha"])?;
     let alpha = ctx.attr_f("alpha", 1.0)?;
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
     let dt = ctx.in_dtype(0)?;
@@ -633,7 +614,7 @@ fn swiglu(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// X > threshold ? 1 : 0, in X's dtype.
 fn binarizer(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["threshold"])?;
+    ctx.known_attrs(&["threshold"])?;
     let t = ctx.attr_f("threshold", 0.0)? as f64;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
@@ -644,11 +625,7 @@ fn binarizer(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Inference behaviour: the output is the input, the mask all true.
 fn dropout(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(
-        ctx,
-        &["seed"],
-        &[("ratio", 12), ("is_test", 7), ("consumed_inputs", 6)],
-    )?;
+    known_attrs_old(ctx, &["seed"], &[("is_test", 7), ("consumed_inputs", 6)])?;
     let zero_ratio = match ctx.const_input(1) {
         Some(t) => t.to_f64_vec()?.iter().all(|&v| v == 0.0),
         None => false,
@@ -712,12 +689,11 @@ fn cast_to(ctx: &mut NodeCtx<'_>, to: DataType) -> Out {
         ));
     }
     let x = ctx.input(0)?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "Cast",
         &[x],
         vec![("dst_type", AttrValue::Int(to.value() as i64))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn cast(ctx: &mut NodeCtx<'_>) -> Out {

@@ -2,31 +2,26 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
+use crate::translate::NodeCtx;
+use es_core::{AttrValue, DataType, Tensor};
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register(
-        "ai.onnx.ml::ArrayFeatureExtractor",
-        Arc::new(array_feature_extractor),
-    );
-    r.register("Gather", Arc::new(gather));
-    r.register("GatherElements", Arc::new(gather_elements));
-    r.register("GatherND", Arc::new(gather_nd));
-    r.register("ScatterND", Arc::new(scatter_nd));
-    r.register("OneHot", Arc::new(one_hot));
-    r.register("Compress", Arc::new(compress));
-    r.register("NonZero", Arc::new(non_zero));
-    r.register("TopK", Arc::new(top_k));
-    r.register("Unique", Arc::new(unique));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("ai.onnx.ml::ArrayFeatureExtractor", array_feature_extractor),
+    ("Gather", gather),
+    ("GatherElements", gather_elements),
+    ("GatherND", gather_nd),
+    ("ScatterND", scatter_nd),
+    ("OneHot", one_hot),
+    ("Compress", compress),
+    ("NonZero", non_zero),
+    ("TopK", top_k),
+    ("Unique", unique),
+];
 
 /// X[..., indices] (indices flattened); a 1-D X gives [1, n].
 fn array_feature_extractor(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&[])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     let idx = ctx.input(1)?;
     let rank = ctx.input_rank(0)?;
@@ -51,7 +46,7 @@ fn array_feature_extractor(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 fn gather(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let x = ctx.input(0)?;
     let idx = ctx.input(1)?;
     let dt = ctx.desc(idx)?.dtype;
@@ -65,16 +60,15 @@ fn gather(ctx: &mut NodeCtx<'_>) -> Out {
         axis = norm_axis(axis, d.len(), "Gather axis")? as i64;
     }
     let a = ctx.const_i64(&[axis], &[])?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "GatherV2",
         &[x, idx, a],
         vec![("negative_index_support", AttrValue::Bool(true))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let x = ctx.input(0)?;
     let r = ctx.input_rank(0)?;
     let axis = norm_axis(ctx.attr_i("axis", 0)?, r, "GatherElements axis")?;
@@ -83,12 +77,11 @@ fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
     let s = ctx.shape_i64(x)?;
     let d = ctx.gather_const(s, &[axis as i64])?;
     let idx = wrap_negative(ctx, idx, d)?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "GatherElements",
         &[x, idx],
         vec![("dim", AttrValue::Int(axis as i64))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 /// A constant [B1, .., Bb, I.., b] of the batch coordinates of every index position (indices
@@ -117,7 +110,7 @@ fn batch_coords(idims: &[i64], b: usize) -> Result<Tensor> {
 /// GatherNd (negative indices supported); batch_dims > 0: the batch coordinates are
 /// prepended to the indices (static index shape).
 fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["batch_dims"])?;
+    ctx.known_attrs(&["batch_dims"])?;
     let x = ctx.input(0)?;
     let idx = ctx.input(1)?;
     let idx = ctx.cast(idx, I64)?;
@@ -134,26 +127,20 @@ fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
         }
         let c = batch_coords(&idims, b as usize)?;
         let c = ctx.constant(c)?;
-        let last = ctx.const_i64(&[-1], &[])?;
-        ctx.op(
-            "ConcatV2",
-            vec![vec![Some(c), Some(idx)], vec![Some(last)]],
-            vec![],
-        )?[0]
+        ctx.concat(&[c, idx], -1)?
     };
-    let y = ctx.op1(
+    one(ctx.op1(
         "GatherNd",
         &[x, idx],
         vec![("negative_index_support", AttrValue::Bool(true))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 /// reduction none: ScatterNdUpdate on a TensorMove copy of data; add/mul/max/min: flat
 /// element indices and ScatterElements(axis 0) on the flattened data (static data shape).
 /// Negative indices are wrapped by the data dims.
 fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["reduction"])?;
+    ctx.known_attrs(&["reduction"])?;
     let data = ctx.input(0)?;
     let k = match ctx.input_dims(1)?.and_then(|d| d.last().copied()) {
         Some(k) if k >= 0 => k as usize,
@@ -227,7 +214,7 @@ fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 fn one_hot(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let idx = ctx.input(0)?;
     let r = ctx.input_rank(0)?;
     let axis = ctx.attr_i("axis", -1)?;
@@ -247,16 +234,15 @@ fn one_hot(ctx: &mut NodeCtx<'_>) -> Out {
         &[("y", 2)],
     )?;
     let (off, on) = (parts[0], parts[1]);
-    let y = ctx.op1(
+    one(ctx.op1(
         "OneHot",
         &[idx, depth, on, off],
         vec![("axis", AttrValue::Int(axis))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn compress(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let x = ctx.input(0)?;
     let cond = ctx.input(1)?;
     let cond = ctx.cast(cond, DataType::BOOL)?;
@@ -281,7 +267,7 @@ fn compress(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &[])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     if ctx.input_dims(0)?.is_some_and(|d| d.is_empty()) {
         // A scalar: ONNX gives [0, count] (the reference: [1, count] of zeros is numpy's
@@ -294,7 +280,7 @@ fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn top_k(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &["axis", "largest", "sorted"], &[("k", 10)])?;
+    ctx.known_attrs(&["axis", "largest", "sorted"])?;
     let x = ctx.input(0)?;
     let r = ctx.input_rank(0)?;
     let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "TopK axis")?;
@@ -322,7 +308,7 @@ fn top_k(ctx: &mut NodeCtx<'_>) -> Out {
 /// Without axis: UniqueWithCountsAndSorting on the flattened input; the first-occurrence
 /// indices are the ScatterElements-min of the positions by inverse index.
 fn unique(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis", "sorted"])?;
+    ctx.known_attrs(&["axis", "sorted"])?;
     if ctx.has_attr("axis") {
         return Err(Error::unsupported(
             "Unique with axis (GE's UniqueWithCountsAndSorting works on the flattened input)",

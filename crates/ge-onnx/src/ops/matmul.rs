@@ -2,18 +2,17 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
+use crate::translate::NodeCtx;
+use es_core::opmath::{parse_einsum, EinsumTerm};
 use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("MatMul", Arc::new(matmul));
-    r.register("Gemm", Arc::new(gemm));
-    r.register("Einsum", Arc::new(einsum));
-    r.register("DFT", Arc::new(dft));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("MatMul", matmul),
+    ("Gemm", gemm),
+    ("Einsum", einsum),
+    ("DFT", dft),
+];
 
 // ---------------------------------------------------------------------------------------------
 // MatMul, Gemm
@@ -58,7 +57,7 @@ fn gemm(ctx: &mut NodeCtx<'_>) -> Out {
 /// GE's Einsum takes float16, float32 and int32; other dtypes are refused (a cast would not be
 /// exact for every value).
 fn einsum(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["equation"])?;
+    ctx.known_attrs(&["equation"])?;
     let eq = ctx.attr_s("equation", "")?;
     if eq.is_empty() {
         return Err(Error::tr("Einsum needs the attribute 'equation'"));
@@ -102,25 +101,23 @@ fn einsum_terms(
     eq: &str,
     ranks: &[usize],
 ) -> Result<(Vec<Vec<char>>, Vec<char>)> {
-    let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((l, r)) => (l.to_string(), Some(r.to_string())),
-        None => (eq.clone(), None),
-    };
-    let ins: Vec<&str> = lhs.split(',').collect();
-    if ins.len() != ranks.len() {
+    let e = parse_einsum(eq).map_err(|t| Error::tr(format!("Einsum: invalid term '{t}'")))?;
+    if e.inputs.len() != ranks.len() {
         return Err(Error::tr(format!(
             "Einsum: the equation has {} operands, the node {}",
-            ins.len(),
+            e.inputs.len(),
             ranks.len()
         )));
     }
+    let named = |t: &EinsumTerm| t.pre.len() + t.post.len();
     let mut ell = 0usize;
-    for (t, &r) in ins.iter().zip(ranks) {
-        if t.contains("...") {
-            let named = t.replace("...", "").chars().count();
-            ell = ell.max(r.checked_sub(named).ok_or_else(|| {
-                Error::tr(format!("Einsum: term '{t}' has more letters than rank {r}"))
+    for (t, &r) in e.inputs.iter().zip(ranks) {
+        if t.ellipsis {
+            ell = ell.max(r.checked_sub(named(t)).ok_or_else(|| {
+                Error::tr(format!(
+                    "Einsum: a term of '{}' has more letters than rank {r}",
+                    e.text
+                ))
             })?);
         }
     }
@@ -128,76 +125,46 @@ fn einsum_terms(
         return Err(unsupported(ctx, "more than 26 ellipsis dims"));
     }
     let caps: Vec<char> = ('A'..='Z').take(ell).collect();
-    let expand = |t: &str, r: Option<usize>| -> Result<Vec<char>> {
-        let mut out = Vec::new();
-        let parts: Vec<&str> = t.split("...").collect();
-        if parts.len() > 2 {
-            return Err(Error::tr(format!("Einsum: term '{t}' has two ellipses")));
-        }
-        for c in parts[0].chars() {
-            if !c.is_ascii_lowercase() && !c.is_ascii_uppercase() {
-                return Err(Error::tr(format!("Einsum: bad character '{c}' in '{t}'")));
-            }
-            out.push(c);
-        }
-        if parts.len() == 2 {
-            let named = parts[0].chars().count() + parts[1].chars().count();
-            let k = match r {
-                Some(r) => r - named,
-                None => ell,
-            };
+    // The term's letters with its ellipsis as the last `k` capitals.
+    let expand = |t: &EinsumTerm, k: usize| -> Vec<char> {
+        let mut out = t.pre.clone();
+        if t.ellipsis {
             out.extend_from_slice(&caps[ell - k..]);
-            for c in parts[1].chars() {
-                if !c.is_ascii_lowercase() && !c.is_ascii_uppercase() {
-                    return Err(Error::tr(format!("Einsum: bad character '{c}' in '{t}'")));
-                }
-                out.push(c);
-            }
         }
-        Ok(out)
+        out.extend_from_slice(&t.post);
+        out
     };
     let mut terms = Vec::new();
-    for (t, &r) in ins.iter().zip(ranks) {
-        let e = expand(t, Some(r))?;
-        if e.len() != r {
+    for (t, &r) in e.inputs.iter().zip(ranks) {
+        if !t.ellipsis && named(t) != r {
             return Err(Error::tr(format!(
-                "Einsum: term '{t}' does not match rank {r}"
+                "Einsum: a term of '{}' does not match rank {r}",
+                e.text
             )));
         }
-        if ell > 0
-            && e.iter()
-                .any(|c| c.is_ascii_uppercase() && !caps.contains(c))
-        {
+        if ell > 0 && t.letters().any(|c| c.is_ascii_uppercase()) {
             return Err(unsupported(
                 ctx,
                 "capital letters together with an ellipsis",
             ));
         }
-        terms.push(e);
+        terms.push(expand(t, r.saturating_sub(named(t))));
     }
-    let out = match rhs {
-        Some(r) => expand(&r, None)?,
-        None => {
-            let mut counts: std::collections::BTreeMap<char, usize> = Default::default();
-            for t in &terms {
-                for &c in t {
-                    if !caps.contains(&c) {
-                        *counts.entry(c).or_default() += 1;
-                    }
-                }
-            }
-            let mut o = caps.clone();
-            o.extend(counts.into_iter().filter(|e| e.1 == 1).map(|e| e.0));
-            o
-        }
-    };
-    Ok((terms, out))
+    Ok((terms, expand(&e.output_term(), ell)))
 }
 
 /// Einsum for dtypes GE's Einsum does not take: diagonals by masking, then every operand
 /// transposed and unsqueezed onto one letter order, multiplied (broadcasting), the letters
 /// not in the output summed, and the rest transposed into the output order. Exact products;
 /// the sums' order may differ from other implementations.
+/// The positions in `order` of the letters that are not in `letters`.
+fn positions_not_in(order: &[char], letters: &[char]) -> Vec<i64> {
+    (0..order.len())
+        .filter(|&i| !letters.contains(&order[i]))
+        .map(|i| i as i64)
+        .collect()
+}
+
 fn einsum_composite(ctx: &mut NodeCtx<'_>, eq: &str, xs: &[OutPort]) -> Result<OutPort> {
     let mut ranks = Vec::new();
     for &x in xs {
@@ -256,12 +223,7 @@ fn einsum_composite(ctx: &mut NodeCtx<'_>, eq: &str, xs: &[OutPort]) -> Result<O
             let pc = ctx.const_i64(&pv, &[pv.len() as i64])?;
             x = ctx.op1("Transpose", &[x, pc], vec![])?;
         }
-        let missing: Vec<i64> = order
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !t.contains(c))
-            .map(|(i, _)| i as i64)
-            .collect();
+        let missing = positions_not_in(&order, &t);
         if !missing.is_empty() {
             x = ctx.op1(
                 "Unsqueeze",
@@ -275,12 +237,7 @@ fn einsum_composite(ctx: &mut NodeCtx<'_>, eq: &str, xs: &[OutPort]) -> Result<O
         });
     }
     let mut y = acc.ok_or_else(|| Error::tr("Einsum needs at least one input"))?;
-    let summed: Vec<i64> = order
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| !out.contains(c))
-        .map(|(i, _)| i as i64)
-        .collect();
+    let summed = positions_not_in(&order, &out);
     let kept: Vec<char> = order.iter().copied().filter(|c| out.contains(c)).collect();
     if !summed.is_empty() {
         y = reduce_op(ctx, "ReduceSum", y, &Axes::List(summed), false)?;
@@ -308,7 +265,7 @@ fn einsum_composite(ctx: &mut NodeCtx<'_>, eq: &str, xs: &[OutPort]) -> Result<O
 /// L/2 + 1 bins), inverse (1/L, conjugate), and inverse onesided (numpy's irfft: the Hermitian
 /// extension, a real output). The input's shape and dft_length/axis must be known at import.
 fn dft(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["axis", "inverse", "onesided"])?;
+    ctx.known_attrs(&["axis", "inverse", "onesided"])?;
     let inverse = ctx.attr_i("inverse", 0)? != 0;
     let onesided = ctx.attr_i("onesided", 0)? != 0;
     let x = ctx.input(0)?;

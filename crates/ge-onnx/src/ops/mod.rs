@@ -27,19 +27,27 @@ pub fn builtin() -> &'static Registry {
     R.get_or_init(|| {
         let mut r = Registry::empty();
         direct::register(&mut r);
-        shape::register(&mut r);
-        conv::register(&mut r);
-        matmul::register(&mut r);
-        pool::register(&mut r);
-        norm::register(&mut r);
-        sampling::register(&mut r);
-        reduce::register(&mut r);
-        control::register(&mut r);
-        recurrent::register(&mut r);
-        transformer::register(&mut r);
-        elementwise::register(&mut r);
-        index::register(&mut r);
-        source::register(&mut r);
+        for table in [
+            shape::TABLE,
+            conv::TABLE,
+            matmul::TABLE,
+            pool::TABLE,
+            norm::TABLE,
+            sampling::TABLE,
+            reduce::TABLE,
+            control::TABLE,
+            recurrent::TABLE,
+            transformer::TABLE,
+            elementwise::TABLE,
+            index::TABLE,
+            source::TABLE,
+        ] {
+            util::register_table(&mut r, table);
+        }
+        elementwise::register_variant_ops(&mut r);
+        norm::register_variant_ops(&mut r);
+        reduce::register_variant_ops(&mut r);
+        source::register_variant_ops(&mut r);
         r
     })
 }

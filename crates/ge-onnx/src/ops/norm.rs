@@ -4,32 +4,18 @@ use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("BatchNormalization", Arc::new(batch_norm));
-    r.register("InstanceNormalization", Arc::new(instance_norm));
-    r.register("LayerNormalization", Arc::new(layer_norm));
-    r.register("LRN", Arc::new(lrn));
-    r.register("GroupNormalization", Arc::new(group_norm));
-    r.register("RMSNormalization", Arc::new(rms_norm));
-    r.register(
-        "Softmax",
-        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::Softmax)),
-    );
-    r.register(
-        "LogSoftmax",
-        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::LogSoftmax)),
-    );
-    r.register(
-        "Hardmax",
-        Arc::new(|c: &mut NodeCtx<'_>| softmax(c, Soft::Hardmax)),
-    );
-    r.register("MeanVarianceNormalization", Arc::new(mvn));
-    r.register("LpNormalization", Arc::new(lp_normalization));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("BatchNormalization", batch_norm),
+    ("InstanceNormalization", instance_norm),
+    ("LayerNormalization", layer_norm),
+    ("LRN", lrn),
+    ("GroupNormalization", group_norm),
+    ("RMSNormalization", rms_norm),
+    ("MeanVarianceNormalization", mvn),
+    ("LpNormalization", lp_normalization),
+];
 
 // ---------------------------------------------------------------------------------------------
 // Normalisations
@@ -138,11 +124,8 @@ fn instance_norm(ctx: &mut NodeCtx<'_>) -> Out {
     Ok(vec![Some(outs[0])])
 }
 
-fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.known_attrs(&["axis", "epsilon", "stash_type"])?;
-    let r = ctx.input_rank(0)?;
-    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "LayerNormalization axis")? as i64;
-    let eps = ctx.attr_f("epsilon", 1e-5)?;
+/// The attribute `stash_type`: the float type the statistics are computed in.
+fn stash_type(ctx: &NodeCtx<'_>) -> Result<DataType> {
     let stash = ctx.attr_i("stash_type", 1)?;
     let stash_dt = crate::types::dtype_from_onnx(stash as i32)
         .map_err(|e| e.context("attribute 'stash_type'"))?;
@@ -151,6 +134,15 @@ fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
             "attribute 'stash_type' must be a float type, got {stash_dt}"
         )));
     }
+    Ok(stash_dt)
+}
+
+fn layer_norm(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["axis", "epsilon", "stash_type"])?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "LayerNormalization axis")? as i64;
+    let eps = ctx.attr_f("epsilon", 1e-5)?;
+    let stash_dt = stash_type(ctx)?;
     let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
     let bias = match ctx.opt_input(2)? {
         Some(b) => b,
@@ -195,7 +187,7 @@ fn lrn(ctx: &mut NodeCtx<'_>) -> Out {
     let beta = ctx.attr_f("beta", 0.75)?;
     let bias = ctx.attr_f("bias", 1.0)?;
     let x = ctx.input(0)?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "LRN",
         &[x],
         vec![
@@ -205,8 +197,7 @@ fn lrn(ctx: &mut NodeCtx<'_>) -> Out {
             ("beta", AttrValue::Float(beta)),
             ("norm_region", st("ACROSS_CHANNELS")),
         ],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,12 +219,7 @@ fn group_norm(ctx: &mut NodeCtx<'_>) -> Out {
              rounds once)",
         ));
     }
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "GroupNormalization needs an input of rank >= 3, got {xd:?}"
-        )));
-    }
+    let xd = spatial_input_dims(ctx)?;
     let (x, mut scale, mut bias) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
     if ctx.opset < 21 {
         // Opset 18: one scale and bias per group; repeat them to one per channel.
@@ -273,14 +259,7 @@ fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let r = ctx.input_rank(0)?;
     let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "RMSNormalization axis")?;
     let eps = f64::from(ctx.attr_f("epsilon", 1e-5)?);
-    let stash = ctx.attr_i("stash_type", 1)?;
-    let stash_dt = crate::types::dtype_from_onnx(stash as i32)
-        .map_err(|e| e.context("attribute 'stash_type'"))?;
-    if !stash_dt.is_float() {
-        return Err(Error::tr(format!(
-            "attribute 'stash_type' must be a float type, got {stash_dt}"
-        )));
-    }
+    let stash_dt = stash_type(ctx)?;
     let (x, scale) = (ctx.input(0)?, ctx.input(1)?);
     let xdt = ctx.desc(x)?.dtype;
     let xs = ctx.cast(x, stash_dt)?;
@@ -297,17 +276,21 @@ fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let inv = ctx.op1("Rsqrt", &[me], vec![])?;
     let n = ctx.op1("Mul", &[xs, inv], vec![])?;
     let n = ctx.cast(n, xdt)?;
-    let y = ctx.op1("Mul", &[n, scale], vec![])?;
-    Ok(vec![Some(y)])
+    one(ctx.op1("Mul", &[n, scale], vec![])?)
 }
 
 // Softmax, LogSoftmax, Hardmax.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Soft {
+variants!(Soft {
     Softmax,
     LogSoftmax,
-    Hardmax,
+    Hardmax
+});
+
+/// Registers the translators of the variants of [`Soft`].
+pub(super) fn register_variant_ops(r: &mut Registry) {
+    // Softmax, LogSoftmax, Hardmax: the ONNX name is the variant's name.
+    register_variants(r, Soft::ALL, |v| format!("{v:?}"), softmax);
 }
 
 /// The op along `axis` (normalised) of `x` (rank `rank`).
@@ -350,7 +333,7 @@ fn soft_along(ctx: &mut NodeCtx<'_>, s: Soft, x: OutPort, axis: usize) -> Result
 }
 
 fn softmax(ctx: &mut NodeCtx<'_>, s: Soft) -> Out {
-    ctx.only_attrs(&["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let x = ctx.input(0)?;
     let rank = ctx.input_rank(0)?;
     let old = ctx.opset < 13;
@@ -372,7 +355,7 @@ fn softmax(ctx: &mut NodeCtx<'_>, s: Soft) -> Out {
 
 /// ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
 fn mvn(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["axes"])?;
+    ctx.known_attrs(&["axes"])?;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
     let rank = ctx.input_rank(0)?;
@@ -396,7 +379,7 @@ fn mvn(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// x / ||x||_p along `axis` (p = 1: sum |x|, or 2).
 fn lp_normalization(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["axis", "p"])?;
+    ctx.known_attrs(&["axis", "p"])?;
     let x = ctx.input(0)?;
     let rank = ctx.input_rank(0)?;
     let axis = norm_axis(ctx.attr_i("axis", -1)?, rank, "axis")?;

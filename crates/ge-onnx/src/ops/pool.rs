@@ -6,22 +6,23 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
+use crate::translate::NodeCtx;
+use es_core::opmath::{window_out, SizeError};
 use es_core::{AttrValue, OutPort};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("MaxPool", max_pool),
+    ("AveragePool", average_pool),
+    ("GlobalMaxPool", global_max_pool),
+    ("LpPool", lp_pool),
+    ("MaxUnpool", max_unpool),
+];
 
-pub(crate) fn register(r: &mut Registry) {
-    r.register("MaxPool", Arc::new(max_pool));
-    r.register("AveragePool", Arc::new(average_pool));
-    r.register("GlobalMaxPool", Arc::new(global_max_pool));
-    r.register("LpPool", Arc::new(lp_pool));
-    r.register("MaxUnpool", Arc::new(max_unpool));
-}
-
-/// The required attribute `kernel_shape`, with one value per spatial dim.
-fn required_kernel_shape(ctx: &NodeCtx<'_>, n: usize) -> Result<Vec<i64>> {
+/// The window of a pooling node over an input of dims `xd` (N, C, spatial dims): the required
+/// attribute `kernel_shape`, with one value per spatial dim, and the strides, dilations and pads.
+fn pool_window(ctx: &NodeCtx<'_>, xd: &[i64]) -> Result<Window> {
+    let n = xd.len() - 2;
     let k = ctx
         .attr_ints("kernel_shape")?
         .ok_or_else(|| Error::tr("attribute 'kernel_shape' is required"))?;
@@ -30,7 +31,7 @@ fn required_kernel_shape(ctx: &NodeCtx<'_>, n: usize) -> Result<Vec<i64>> {
             "kernel_shape {k:?} must have {n} values (one per spatial dim of the input)"
         )));
     }
-    Ok(k)
+    window(ctx, k, &xd[2..])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -51,37 +52,22 @@ enum Pool {
 /// trailing pad).
 fn pooled_size(size: i64, win: &Window, i: usize, ceil: bool) -> Result<i64> {
     check_bound(&[size], MAX_DIM, "input spatial dim")?;
-    let eff = (win.k[i] - 1) * win.d[i] + 1;
-    let span = size + win.p0[i] + win.p1[i] - eff;
-    if span < 0 {
-        return Err(Error::tr(format!(
-            "the pooling window {eff} (dilated) is larger than the padded input {}",
-            size + win.p0[i] + win.p1[i]
-        )));
-    }
-    let s = win.s[i];
-    let mut o = if ceil {
-        (span + s - 1) / s + 1
-    } else {
-        span / s + 1
-    };
-    if ceil && (o - 1) * s >= size + win.p0[i] {
-        o -= 1;
-    }
-    Ok(o)
+    let (k, s, d, pads) = (win.k[i], win.s[i], win.d[i], (win.p0[i], win.p1[i]));
+    window_out(size, k, s, d, pads, ceil).map_err(|e| match e {
+        SizeError::Empty { padded, span } => Error::tr(format!(
+            "the pooling window {span} (dilated) is larger than the padded input {padded}"
+        )),
+        SizeError::TooLarge(o) => Error::tr(format!("the pooled size {o} is too large")),
+        SizeError::NotPositive => Error::tr(format!(
+            "kernel {k}, stride {s} and dilation {d} must be >= 1"
+        )),
+    })
 }
 
 fn pool(ctx: &mut NodeCtx<'_>, kind: Pool) -> Result<OutPort> {
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
-            ctx.op_type()
-        )));
-    }
+    let xd = spatial_input_dims(ctx)?;
     let n = xd.len() - 2;
-    let k = required_kernel_shape(ctx, n)?;
-    let win = window(ctx, k, &xd[2..])?;
+    let win = pool_window(ctx, &xd)?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
     if n <= 2 && win.d.iter().all(|&d| d == 1) && kind != Pool::Sum {
@@ -170,26 +156,12 @@ fn separable_pool(
             let v = ctx.const_of(dt, &[fill], &[])?;
             y = ctx.op1("PadV3", &[y, pads, v], vec![("mode", st("constant"))])?;
         }
-        let mask = ((1i64 << r) - 1) & !(1i64 << axis);
+        let mask = axis_mask(r, axis);
         let mut acc: Option<OutPort> = None;
         for j in 0..k {
-            let mut begin = vec![0i64; r];
-            let mut endv = vec![0i64; r];
-            let mut strides = vec![1i64; r];
-            begin[axis] = j * d;
-            endv[axis] = j * d + (o - 1) * s + 1;
-            strides[axis] = s;
-            let bb = ctx.const_i64(&begin, &[r as i64])?;
-            let ee = ctx.const_i64(&endv, &[r as i64])?;
-            let ss = ctx.const_i64(&strides, &[r as i64])?;
-            let part = ctx.op1(
-                "StridedSlice",
-                &[y, bb, ee, ss],
-                vec![
-                    ("begin_mask", AttrValue::Int(mask)),
-                    ("end_mask", AttrValue::Int(mask)),
-                ],
-            )?;
+            let tap = (j * d, j * d + (o - 1) * s + 1, s);
+            let bounds = ctx.axis_slice_bounds(r, axis, tap)?;
+            let part = ctx.strided_slice(y, bounds, mask)?;
             acc = Some(match acc {
                 None => part,
                 Some(a) => {
@@ -289,12 +261,11 @@ fn global_max_pool(ctx: &mut NodeCtx<'_>) -> Out {
     let x = ctx.input(0)?;
     let axes: Vec<i64> = (2..r as i64).collect();
     let axes = ctx.const_i64(&axes, &[r as i64 - 2])?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "ReduceMax",
         &[x, axes],
         vec![("keep_dims", AttrValue::Bool(true))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
@@ -315,15 +286,8 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
     if p <= 0.0 {
         return Err(Error::tr(format!("LpPool needs p > 0, got {p}")));
     }
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "LpPool needs an input of rank >= 3, got {xd:?}"
-        )));
-    }
-    let n = xd.len() - 2;
-    let k = required_kernel_shape(ctx, n)?;
-    let win = window(ctx, k, &xd[2..])?;
+    let xd = spatial_input_dims(ctx)?;
+    let win = pool_window(ctx, &xd)?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
     let a = if p == 2.0 {
@@ -354,12 +318,7 @@ fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
 /// at a time from the last (so that ties keep the first in row-major order); x's dims must be
 /// known.
 fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option<OutPort>>> {
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "MaxPool needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}"
-        )));
-    }
+    let xd = spatial_input_dims(ctx)?;
     if xd.iter().any(|&v| v < 0) {
         return Err(Error::unsupported(format!(
             "MaxPool with the Indices output needs the input dims at import, got {xd:?}"
@@ -367,8 +326,7 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
     }
     let r = xd.len();
     let n = r - 2;
-    let k = required_kernel_shape(ctx, n)?;
-    let win = window(ctx, k, &xd[2..])?;
+    let win = pool_window(ctx, &xd)?;
     let ceil = ctx.attr_i("ceil_mode", 0)? != 0;
     let x = ctx.input(0)?;
     let dt = ctx.desc(x)?.dtype;
@@ -427,24 +385,13 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
     for i in (0..n).rev() {
         let axis = 2 + i;
         let (k, s, d, o) = (win.k[i], win.s[i], win.d[i], outs[i]);
-        let mask = ((1i64 << r) - 1) & !(1i64 << axis);
+        let mask = axis_mask(r, axis);
         let mut acc: Option<(OutPort, OutPort)> = None;
         for j in 0..k {
-            let mut begin = vec![0i64; r];
-            let mut end = vec![0i64; r];
-            let mut strides = vec![1i64; r];
-            begin[axis] = j * d;
-            end[axis] = j * d + (o - 1) * s + 1;
-            strides[axis] = s;
-            let bb = ctx.const_i64(&begin, &[r as i64])?;
-            let ee = ctx.const_i64(&end, &[r as i64])?;
-            let ss = ctx.const_i64(&strides, &[r as i64])?;
-            let masks = vec![
-                ("begin_mask", AttrValue::Int(mask)),
-                ("end_mask", AttrValue::Int(mask)),
-            ];
-            let pv = ctx.op1("StridedSlice", &[vp, bb, ee, ss], masks.clone())?;
-            let pi = ctx.op1("StridedSlice", &[ip, bb, ee, ss], masks)?;
+            let tap = (j * d, j * d + (o - 1) * s + 1, s);
+            let bounds = ctx.axis_slice_bounds(r, axis, tap)?;
+            let pv = ctx.strided_slice(vp, bounds, mask)?;
+            let pi = ctx.strided_slice(ip, bounds, mask)?;
             acc = Some(match acc {
                 None => (pv, pi),
                 Some((av, ai)) => {
@@ -481,8 +428,7 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     let n = xd.len() - 2;
-    let k = required_kernel_shape(ctx, n)?;
-    let win = window(ctx, k, &xd[2..])?;
+    let win = pool_window(ctx, &xd)?;
     let mut out = xd[..2].to_vec();
     for i in 0..n {
         out.push((xd[2 + i] - 1) * win.s[i] + win.k[i] - win.p0[i] - win.p1[i]);

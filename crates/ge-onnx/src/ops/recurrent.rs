@@ -1,17 +1,12 @@
 //! Recurrent layers: RNN, GRU, LSTM.
 
+use super::util::{Out, Translator};
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
+use crate::translate::NodeCtx;
 use es_core::{AttrValue, DataType, OutPort};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("RNN", Arc::new(rnn));
-    r.register("GRU", Arc::new(gru));
-    r.register("LSTM", Arc::new(lstm));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[("RNN", rnn), ("GRU", gru), ("LSTM", lstm)];
 
 // ---------------------------------------------------------------------------------------------
 // RNN, GRU, LSTM: unrolled over the static sequence length
@@ -214,7 +209,7 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
         Cell::Lstm => known.push("input_forget"),
         Cell::Rnn => {}
     }
-    ctx.check_attrs(&known)?;
+    ctx.known_attrs(&known)?;
     let op = ctx.op_type().to_string();
     let direction = ctx.attr_s("direction", "forward")?;
     let dirs: Vec<bool> = match direction.as_str() {
@@ -441,23 +436,22 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
                         let r = rec(ctx, h, k)?;
                         ctx.op1("Add", &[xw[k][t], r], vec![])
                     };
-                    let mut ip = pre(ctx, 0)?;
-                    if let Some(pi) = pd[0] {
-                        let m = ctx.op1("Mul", &[pi, c], vec![])?;
-                        ip = ctx.op1("Add", &[ip, m], vec![])?;
-                    }
-                    let ip = clipped(ctx, ip)?;
+                    // Gate k's clipped pre-activation, with its peephole on `cell`.
+                    let gate = |ctx: &mut NodeCtx<'_>, k: usize, cell: OutPort| {
+                        let mut v = pre(ctx, k)?;
+                        if let Some(p) = pd[k] {
+                            let m = ctx.op1("Mul", &[p, cell], vec![])?;
+                            v = ctx.op1("Add", &[v, m], vec![])?;
+                        }
+                        clipped(ctx, v)
+                    };
+                    let ip = gate(ctx, 0, c)?;
                     let i_g = ctx.activate(ip, &act[0], dt)?;
                     let f_g = if input_forget {
                         let one = ctx.scalar_like(1.0, dt)?;
                         ctx.op1("Sub", &[one, i_g], vec![])?
                     } else {
-                        let mut fp = pre(ctx, 2)?;
-                        if let Some(pf) = pd[2] {
-                            let m = ctx.op1("Mul", &[pf, c], vec![])?;
-                            fp = ctx.op1("Add", &[fp, m], vec![])?;
-                        }
-                        let fp = clipped(ctx, fp)?;
+                        let fp = gate(ctx, 2, c)?;
                         ctx.activate(fp, &act[0], dt)?
                     };
                     let cp = pre(ctx, 3)?;
@@ -466,12 +460,7 @@ fn recurrent(ctx: &mut NodeCtx<'_>, cell: Cell) -> Out {
                     let fc = ctx.op1("Mul", &[f_g, c], vec![])?;
                     let ic = ctx.op1("Mul", &[i_g, c_t], vec![])?;
                     let c2 = ctx.op1("Add", &[fc, ic], vec![])?;
-                    let mut op_ = pre(ctx, 1)?;
-                    if let Some(po) = pd[1] {
-                        let m = ctx.op1("Mul", &[po, c2], vec![])?;
-                        op_ = ctx.op1("Add", &[op_, m], vec![])?;
-                    }
-                    let op_ = clipped(ctx, op_)?;
+                    let op_ = gate(ctx, 1, c2)?;
                     let o_g = ctx.activate(op_, &act[0], dt)?;
                     let hc = ctx.activate(c2, &act[2], dt)?;
                     (ctx.op1("Mul", &[o_g, hc], vec![])?, Some(c2))

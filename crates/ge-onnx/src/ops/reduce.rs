@@ -4,30 +4,16 @@ use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
 
 type Out = Result<Vec<Option<OutPort>>>;
 
-pub(crate) fn register(r: &mut Registry) {
-    r.register("NegativeLogLikelihoodLoss", Arc::new(nll_loss));
-    r.register("SoftmaxCrossEntropyLoss", Arc::new(softmax_cross_entropy));
-    for (name, red) in [
-        ("ReduceMax", Red::Max),
-        ("ReduceMin", Red::Min),
-        ("ReduceSum", Red::Sum),
-        ("ReduceMean", Red::Mean),
-        ("ReduceProd", Red::Prod),
-        ("ReduceL1", Red::L1),
-        ("ReduceL2", Red::L2),
-        ("ReduceLogSum", Red::LogSum),
-        ("ReduceLogSumExp", Red::LogSumExp),
-        ("ReduceSumSquare", Red::SumSquare),
-    ] {
-        r.register(name, Arc::new(move |c: &mut NodeCtx<'_>| reduce(c, red)));
-    }
-    r.register("ArgMax", Arc::new(|c: &mut NodeCtx<'_>| arg(c, true)));
-    r.register("ArgMin", Arc::new(|c: &mut NodeCtx<'_>| arg(c, false)));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("NegativeLogLikelihoodLoss", nll_loss),
+    ("SoftmaxCrossEntropyLoss", softmax_cross_entropy),
+    ("ArgMax", |c| arg(c, true)),
+    ("ArgMin", |c| arg(c, false)),
+];
 
 // ---------------------------------------------------------------------------------------------
 // Losses
@@ -121,8 +107,7 @@ fn softmax_cross_entropy(ctx: &mut NodeCtx<'_>) -> Out {
 
 // Reductions.
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Red {
+variants!(Red {
     Max,
     Min,
     Sum,
@@ -132,7 +117,13 @@ enum Red {
     L2,
     LogSum,
     LogSumExp,
-    SumSquare,
+    SumSquare
+});
+
+/// Registers the translators of the variants of [`Red`].
+pub(super) fn register_variant_ops(r: &mut Registry) {
+    // ReduceMax, ..., ReduceSumSquare: the ONNX name is "Reduce" and the variant's name.
+    register_variants(r, Red::ALL, |v| format!("Reduce{v:?}"), reduce);
 }
 
 fn reduce_axes(ctx: &mut NodeCtx<'_>) -> Result<Axes> {
@@ -168,7 +159,7 @@ fn reduce(ctx: &mut NodeCtx<'_>, red: Red) -> Out {
             ctx.opset
         )));
     }
-    ctx.only_attrs(&["keepdims", "noop_with_empty_axes", "axes"])?;
+    ctx.known_attrs(&["keepdims", "noop_with_empty_axes", "axes"])?;
     let keep = ctx.attr_i("keepdims", 1)? != 0;
     let axes = reduce_axes(ctx)?;
     let x = ctx.input(0)?;
@@ -339,7 +330,7 @@ fn empty_reduction(
 // ArgMax/ArgMin.
 
 fn arg(ctx: &mut NodeCtx<'_>, max: bool) -> Out {
-    ctx.only_attrs(&["axis", "keepdims", "select_last_index"])?;
+    ctx.known_attrs(&["axis", "keepdims", "select_last_index"])?;
     let x = ctx.input(0)?;
     let rank = ctx.input_rank(0)?;
     let axis = norm_axis(ctx.attr_i("axis", 0)?, rank, "axis")?;

@@ -2,19 +2,17 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
-use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
+use crate::translate::NodeCtx;
+use es_core::{AttrValue, DataType, Tensor};
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("GridSample", Arc::new(grid_sample));
-    r.register("RoiAlign", Arc::new(roi_align));
-    r.register("NonMaxSuppression", Arc::new(nms));
-    r.register("Resize", Arc::new(resize));
-    r.register("Upsample", Arc::new(upsample));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("GridSample", grid_sample),
+    ("RoiAlign", roi_align),
+    ("NonMaxSuppression", nms),
+    ("Resize", resize),
+    ("Upsample", upsample),
+];
 
 // ---------------------------------------------------------------------------------------------
 // GridSample, RoiAlign, NonMaxSuppression
@@ -119,7 +117,7 @@ fn roi_align(ctx: &mut NodeCtx<'_>) -> Out {
         vec![vec![Some(idx), Some(rois)], vec![Some(axis)]],
         vec![("N", AttrValue::Int(2))],
     )?[0];
-    let y = ctx.op1(
+    one(ctx.op1(
         "ROIAlign",
         &[x, rois5],
         vec![
@@ -142,8 +140,7 @@ fn roi_align(ctx: &mut NodeCtx<'_>) -> Out {
             ("roi_end_mode", AttrValue::Int(end_mode)),
             ("pool_mode", st(&mode)),
         ],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn nms(ctx: &mut NodeCtx<'_>) -> Out {
@@ -189,20 +186,17 @@ fn nms(ctx: &mut NodeCtx<'_>) -> Out {
 /// scales/sizes/roi, keep_aspect_ratio_policy into sizes (static shapes); antialias and
 /// half_pixel_symmetric are refused.
 fn resize(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(
-        ctx,
-        &[
-            "mode",
-            "coordinate_transformation_mode",
-            "cubic_coeff_a",
-            "exclude_outside",
-            "extrapolation_value",
-            "nearest_mode",
-            "antialias",
-            "axes",
-            "keep_aspect_ratio_policy",
-        ],
-    )?;
+    ctx.known_attrs(&[
+        "mode",
+        "coordinate_transformation_mode",
+        "cubic_coeff_a",
+        "exclude_outside",
+        "extrapolation_value",
+        "nearest_mode",
+        "antialias",
+        "axes",
+        "keep_aspect_ratio_policy",
+    ])?;
     let old = ctx.opset < 11;
     let mode = ctx.attr_s("mode", "nearest")?;
     let mode = match mode.as_str() {
@@ -329,20 +323,8 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
                 (Some(ax), Some(r)) => {
                     // Untouched axes keep X's dims: Concat([sizes, Shape(X)]) gathered.
                     let shp = ctx.shape_i64(x)?;
-                    let axis0 = ctx.const_i64(&[0], &[])?;
-                    let both = ctx.op(
-                        "ConcatV2",
-                        vec![vec![Some(s), Some(shp)], vec![Some(axis0)]],
-                        vec![],
-                    )?[0];
-                    let n = ax.len() as i64;
-                    let idx: Vec<i64> = (0..r)
-                        .map(|d| match ax.iter().position(|&a| a == d) {
-                            Some(k) => k as i64,
-                            None => n + d as i64,
-                        })
-                        .collect();
-                    ctx.gather_const(both, &idx)?
+                    let both = ctx.concat(&[s, shp], 0)?;
+                    ctx.gather_const(both, &placement(ax, r))?
                 }
                 _ => s,
             });
@@ -395,11 +377,7 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
 /// Upsample (opsets 7-9): Resize-10's behaviour (the compatibility layer moved scales to
 /// input 2).
 fn upsample(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(
-        ctx,
-        &["mode"],
-        &[("scales", 9), ("height_scale", 7), ("width_scale", 7)],
-    )?;
+    known_attrs_old(ctx, &["mode"], &[("height_scale", 7), ("width_scale", 7)])?;
     if ctx.has_attr("height_scale") || ctx.has_attr("width_scale") {
         return Err(Error::unsupported(
             "Upsample-1 (height_scale/width_scale attributes)",

@@ -8,30 +8,28 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
+use crate::translate::NodeCtx;
 use es_core::{AttrValue, OutPort};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("Reshape", Arc::new(reshape));
-    r.register("Concat", Arc::new(concat));
-    r.register("Slice", Arc::new(slice));
-    r.register("Transpose", Arc::new(transpose));
-    r.register("Unsqueeze", Arc::new(unsqueeze));
-    r.register("Squeeze", Arc::new(squeeze));
-    r.register("Split", Arc::new(split));
-    r.register("Pad", Arc::new(pad));
-    r.register("CenterCropPad", Arc::new(center_crop_pad));
-    r.register("ReverseSequence", Arc::new(reverse_sequence));
-    r.register("Flatten", Arc::new(flatten));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("Reshape", reshape),
+    ("Concat", concat),
+    ("Slice", slice),
+    ("Transpose", transpose),
+    ("Unsqueeze", unsqueeze),
+    ("Squeeze", squeeze),
+    ("Split", split),
+    ("Pad", pad),
+    ("CenterCropPad", center_crop_pad),
+    ("ReverseSequence", reverse_sequence),
+    ("Flatten", flatten),
+];
 
 /// GE's Reshape copies the input dim for a 0 entry (ONNX allowzero=0). allowzero=1 with a 0
 /// entry makes an empty tensor: a Fill of the (constant) shape.
 fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &["allowzero"], &[("shape", 5), ("consumed_inputs", 5)])?;
+    known_attrs_old(ctx, &["allowzero"], &[("consumed_inputs", 5)])?;
     let x = ctx.input(0)?;
     let allowzero = ctx.attr_i("allowzero", 0)? != 0;
     if allowzero {
@@ -63,7 +61,7 @@ fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn concat(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axis"])?;
+    ctx.known_attrs(&["axis"])?;
     let mut xs = Vec::new();
     let mut rank = None;
     for i in 0..ctx.num_inputs() {
@@ -91,7 +89,7 @@ fn concat(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn transpose(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["perm"])?;
+    ctx.known_attrs(&["perm"])?;
     let x = ctx.input(0)?;
     let perm: Vec<i64> = match ctx.attr_ints("perm")? {
         Some(p) => {
@@ -127,7 +125,7 @@ fn transpose(ctx: &mut NodeCtx<'_>) -> Out {
 /// of out-of-range starts/ends is the run-time kernel's (TensorFlow's, as numpy and the ONNX
 /// reference).
 fn slice(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &[], &[("starts", 10), ("ends", 10), ("axes", 10)])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     let starts = ctx.input(1)?;
     let starts = ctx.cast(starts, I64)?;
@@ -217,21 +215,20 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
             return Err(Error::tr("Slice: steps must not be 0"));
         }
     }
-    let y = ctx.op1(
-        "StridedSlice",
-        &[x, begin, end, strides],
-        vec![
-            ("begin_mask", AttrValue::Int(mask)),
-            ("end_mask", AttrValue::Int(mask)),
-        ],
-    )?;
+    let y = ctx.strided_slice(x, [begin, end, strides], mask)?;
     Ok(vec![Some(y)])
 }
 
+/// Unsqueeze and Squeeze: checks the attributes; true when the axes are a run-time input.
+fn runtime_axes_input(ctx: &NodeCtx<'_>) -> Result<bool> {
+    ctx.known_attrs(&[])?;
+    Ok(ctx.has_input(1) && ctx.const_input(1).is_none())
+}
+
 fn unsqueeze(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &[], &[("axes", 13)])?;
+    let runtime = runtime_axes_input(ctx)?;
     let x = ctx.input(0)?;
-    if ctx.has_input(1) && ctx.const_input(1).is_none() {
+    if runtime {
         return unsqueeze_runtime(ctx, x);
     }
     let axes = ctx
@@ -258,14 +255,13 @@ fn unsqueeze(ctx: &mut NodeCtx<'_>) -> Out {
     if ax.windows(2).any(|w| w[0] == w[1]) {
         return Err(Error::tr(format!("Unsqueeze axes {axes:?} repeat an axis")));
     }
-    let y = ctx.op1("Unsqueeze", &[x], vec![("axes", AttrValue::ListInt(ax))])?;
-    Ok(vec![Some(y)])
+    one(ctx.op1("Unsqueeze", &[x], vec![("axes", AttrValue::ListInt(ax))])?)
 }
 
 fn squeeze(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &[], &[("axes", 13)])?;
+    let runtime = runtime_axes_input(ctx)?;
     let x = ctx.input(0)?;
-    if ctx.has_input(1) && ctx.const_input(1).is_none() {
+    if runtime {
         return squeeze_runtime(ctx, x);
     }
     let axes = ctx.const_ints(1, "axes")?.unwrap_or_default();
@@ -288,8 +284,7 @@ fn squeeze(ctx: &mut NodeCtx<'_>) -> Out {
             ))
         }
     };
-    let y = ctx.op1("Squeeze", &[x], vec![("axis", AttrValue::ListInt(ax))])?;
-    Ok(vec![Some(y)])
+    one(ctx.op1("Squeeze", &[x], vec![("axis", AttrValue::ListInt(ax))])?)
 }
 
 /// Unsqueeze by run-time axes: a Reshape to the computed shape (1 at the axes, X's dims in
@@ -344,8 +339,25 @@ fn squeeze_runtime(ctx: &mut NodeCtx<'_>, x: OutPort) -> Out {
 
 /// Split sizes (input or old attribute): SplitV; equal parts: Split; opset 18 num_outputs with
 /// a smaller last chunk: SplitV with static sizes.
+/// SplitV of `x` along `axis` into `n` parts of the sizes `s`.
+fn split_v(
+    ctx: &mut NodeCtx<'_>,
+    x: OutPort,
+    s: OutPort,
+    axis: i64,
+    n: usize,
+) -> Result<Vec<OutPort>> {
+    let a = ctx.const_i64(&[axis], &[])?;
+    ctx.op_with_counts(
+        "SplitV",
+        vec![vec![Some(x)], vec![Some(s)], vec![Some(a)]],
+        vec![("num_split", AttrValue::Int(n as i64))],
+        &[("y", n)],
+    )
+}
+
 fn split(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(ctx, &["axis", "num_outputs"], &[("split", 13)])?;
+    ctx.known_attrs(&["axis", "num_outputs"])?;
     let x = ctx.input(0)?;
     let dims = ctx.input_dims(0)?;
     let mut axis = ctx.attr_i("axis", 0)?;
@@ -391,13 +403,7 @@ fn split(ctx: &mut NodeCtx<'_>) -> Out {
                 }
             }
         }
-        let a = ctx.const_i64(&[axis], &[])?;
-        ctx.op_with_counts(
-            "SplitV",
-            vec![vec![Some(x)], vec![Some(s)], vec![Some(a)]],
-            vec![("num_split", AttrValue::Int(n as i64))],
-            &[("y", n)],
-        )?
+        split_v(ctx, x, s, axis, n)?
     } else {
         let uneven = match dim {
             Some(d) => d % n as i64 != 0,
@@ -420,13 +426,7 @@ fn split(ctx: &mut NodeCtx<'_>) -> Out {
             }
             sizes[n - 1] = last;
             let s = ctx.const_i64(&sizes, &[n as i64])?;
-            let a = ctx.const_i64(&[axis], &[])?;
-            ctx.op_with_counts(
-                "SplitV",
-                vec![vec![Some(x)], vec![Some(s)], vec![Some(a)]],
-                vec![("num_split", AttrValue::Int(n as i64))],
-                &[("y", n)],
-            )?
+            split_v(ctx, x, s, axis, n)?
         } else {
             if dim.is_none() && num_outputs {
                 return Err(Error::unsupported(
@@ -452,11 +452,7 @@ fn split(ctx: &mut NodeCtx<'_>) -> Out {
 /// PadV3 with ONNX's pads layout (all begins, then all ends: paddings_contiguous=false);
 /// wrap is PadV3's circular mode; negative pads crop.
 fn pad(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs_old(
-        ctx,
-        &["mode"],
-        &[("pads", 11), ("paddings", 11), ("value", 11)],
-    )?;
+    ctx.known_attrs(&["mode"])?;
     let x = ctx.input(0)?;
     let mode = ctx.attr_s("mode", "constant")?;
     let ge_mode = match mode.as_str() {
@@ -479,12 +475,7 @@ fn pad(ctx: &mut NodeCtx<'_>) -> Out {
             let ax = ctx.runtime_axes(3, r)?;
             let rr = ctx.const_i64(&[r as i64], &[])?;
             let ends = ctx.op1("Add", &[ax, rr], vec![])?;
-            let zero = ctx.const_i64(&[0], &[])?;
-            let pos = ctx.op(
-                "ConcatV2",
-                vec![vec![Some(ax), Some(ends)], vec![Some(zero)]],
-                vec![],
-            )?[0];
+            let pos = ctx.concat(&[ax, ends], 0)?;
             ctx.scatter_runtime(I64, &vec![0.0; 2 * r], pos, pads)?
         }
         None => pads,
@@ -524,7 +515,7 @@ fn pad(ctx: &mut NodeCtx<'_>) -> Out {
 /// Per axis: a centred StridedSlice crop and a centred constant-0 PadV3, the amounts computed
 /// from Shape(X) and the target shape at run time (X's rank must be known).
 fn center_crop_pad(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["axes"])?;
+    ctx.known_attrs(&["axes"])?;
     let x = ctx.input(0)?;
     let r = ctx.input_rank(0)?;
     let axes = match ctx.attr_ints("axes")? {
@@ -563,37 +554,24 @@ fn center_crop_pad(ctx: &mut NodeCtx<'_>) -> Out {
             mask |= 1 << dd;
         }
     }
-    let y = ctx.op1(
-        "StridedSlice",
-        &[x, b, e, st],
-        vec![
-            ("begin_mask", AttrValue::Int(mask)),
-            ("end_mask", AttrValue::Int(mask)),
-        ],
-    )?;
-    let zero0 = ctx.const_i64(&[0], &[])?;
-    let pv = ctx.op(
-        "ConcatV2",
-        vec![vec![Some(pb), Some(pe)], vec![Some(zero0)]],
-        vec![],
-    )?[0];
+    let y = ctx.strided_slice(x, [b, e, st], mask)?;
+    let pv = ctx.concat(&[pb, pe], 0)?;
     let mut pos = axes.clone();
     pos.extend(axes.iter().map(|a| a + r));
     let pads = scatter_fill(ctx, pv, &pos, &vec![0.0; 2 * r])?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "PadV3",
         &[y, pads],
         vec![
             ("mode", AttrValue::String("constant".into())),
             ("paddings_contiguous", AttrValue::Bool(false)),
         ],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 /// index[t, b] = len[b] - 1 - t where t < len[b], else t; GatherElements along time_axis.
 fn reverse_sequence(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["batch_axis", "time_axis"])?;
+    ctx.known_attrs(&["batch_axis", "time_axis"])?;
     let x = ctx.input(0)?;
     let dims = ctx.input_dims(0)?.ok_or_else(|| {
         Error::unsupported("ReverseSequence: the rank of input must be known at import")
@@ -631,18 +609,17 @@ fn reverse_sequence(ctx: &mut NodeCtx<'_>) -> Out {
     let ls = ctx.const_i64(&lshape, &[r as i64])?;
     let lens = ctx.op1("Reshape", &[lens, ls], vec![])?;
     let lt = ctx.op1("Less", &[tp, lens], vec![])?;
-    let one = ctx.const_i64(&[1], &[])?;
-    let lm1 = ctx.op1("Sub", &[lens, one], vec![])?;
+    let c1 = ctx.const_i64(&[1], &[])?;
+    let lm1 = ctx.op1("Sub", &[lens, c1], vec![])?;
     let rev = ctx.op1("Sub", &[lm1, tp], vec![])?;
     let idx = ctx.op1("SelectV2", &[lt, rev, tp], vec![])?;
     let s = ctx.shape_i64(x)?;
     let idx = ctx.op1("BroadcastTo", &[idx, s], vec![])?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "GatherElements",
         &[x, idx],
         vec![("dim", AttrValue::Int(ta as i64))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 /// axis > 0: Flatten(axis); axis = 0: Reshape to [1, -1].

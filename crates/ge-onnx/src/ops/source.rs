@@ -4,46 +4,37 @@ use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort, Tensor};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register(
-        "BlackmanWindow",
-        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Blackman)),
-    );
-    r.register(
-        "HammingWindow",
-        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Hamming)),
-    );
-    r.register(
-        "HannWindow",
-        Arc::new(|c: &mut NodeCtx<'_>| window(c, Win::Hann)),
-    );
-    r.register("MelWeightMatrix", Arc::new(mel_weight_matrix));
-    r.register("Bernoulli", Arc::new(bernoulli));
-    r.register("RandomUniformLike", Arc::new(random_uniform_like));
-    r.register("Shape", Arc::new(shape));
-    r.register("Size", Arc::new(size));
-    r.register("ConstantOfShape", Arc::new(constant_of_shape));
-    r.register("EyeLike", Arc::new(eye_like));
-    r.register("Constant", Arc::new(constant));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("MelWeightMatrix", mel_weight_matrix),
+    ("Bernoulli", bernoulli),
+    ("RandomUniformLike", random_uniform_like),
+    ("Shape", shape),
+    ("Size", size),
+    ("ConstantOfShape", constant_of_shape),
+    ("EyeLike", eye_like),
+    ("Constant", constant),
+];
 
 // Windows.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Win {
+variants!(Win {
     Blackman,
     Hamming,
-    Hann,
+    Hann
+});
+
+/// Registers the translators of the variants of [`Win`].
+pub(super) fn register_variant_ops(r: &mut Registry) {
+    // BlackmanWindow, HammingWindow, HannWindow.
+    register_variants(r, Win::ALL, |v| format!("{v:?}Window"), window);
 }
 
 /// ONNX's definitions over n = 0..size in f64 (N = size, or size - 1 when not periodic), cast
 /// to `output_datatype`.
 fn window(ctx: &mut NodeCtx<'_>, w: Win) -> Out {
-    ctx.only_attrs(&["output_datatype", "periodic"])?;
+    ctx.known_attrs(&["output_datatype", "periodic"])?;
     let out = crate::types::dtype_from_onnx(ctx.attr_i("output_datatype", 1)? as i32)
         .map_err(|e| e.context("attribute 'output_datatype'"))?;
     let periodic = ctx.attr_i("periodic", 1)? != 0;
@@ -120,7 +111,7 @@ fn uniform(ctx: &mut NodeCtx<'_>, x: OutPort, dt: DataType, seed: i64) -> Result
 
 /// Cast(RandomUniform(shape(x)) < x, dtype).
 fn bernoulli(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["dtype", "seed"])?;
+    ctx.known_attrs(&["dtype", "seed"])?;
     let (out, seed) = random_setup(ctx)?;
     let x = ctx.input(0)?;
     let dt = ctx.in_dtype(0)?;
@@ -131,7 +122,7 @@ fn bernoulli(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// low + (high - low) * RandomUniform(shape(x)).
 fn random_uniform_like(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["dtype", "seed", "high", "low"])?;
+    ctx.known_attrs(&["dtype", "seed", "high", "low"])?;
     let (dt, seed) = random_setup(ctx)?;
     if !dt.is_float() {
         return Err(unsupported(ctx, format_args!("output dtype {dt}")));
@@ -151,7 +142,7 @@ fn random_uniform_like(ctx: &mut NodeCtx<'_>) -> Out {
 /// Folded into a Const at import (its shape depends on the input values, which must be
 /// constants), computed as ONNX's reference implementation does.
 fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.only_attrs(&["output_datatype"])?;
+    ctx.known_attrs(&["output_datatype"])?;
     let out = crate::types::dtype_from_onnx(ctx.attr_i("output_datatype", 1)? as i32)
         .map_err(|e| e.context("attribute 'output_datatype'"))?;
     let scalar = |ctx: &NodeCtx<'_>, i: usize, what: &str| -> Result<f64> {
@@ -229,7 +220,7 @@ fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// Shape (int64); start/end (opset 15) slice the result as ONNX clamps them.
 fn shape(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["start", "end"])?;
+    ctx.known_attrs(&["start", "end"])?;
     let x = ctx.input(0)?;
     let s = ctx.shape_i64(x)?;
     let start = ctx.attr_i("start", 0)?;
@@ -241,16 +232,15 @@ fn shape(ctx: &mut NodeCtx<'_>) -> Out {
     let b = ctx.const_i64(&[start], &[1])?;
     let en = ctx.const_i64(&[e], &[1])?;
     let st = ctx.const_i64(&[1], &[1])?;
-    let y = ctx.op1(
+    one(ctx.op1(
         "StridedSlice",
         &[s, b, en, st],
         vec![("end_mask", AttrValue::Int(if end { 0 } else { 1 }))],
-    )?;
-    Ok(vec![Some(y)])
+    )?)
 }
 
 fn size(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &[])?;
+    ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
     Ok(vec![Some(ctx.op1(
         "Size",
@@ -260,7 +250,7 @@ fn size(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 fn constant_of_shape(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["value"])?;
+    ctx.known_attrs(&["value"])?;
     let dims = ctx.input(0)?;
     let dims = ctx.cast(dims, I64)?;
     let v = match ctx.attr_tensor("value")? {
@@ -285,7 +275,7 @@ fn constant_of_shape(ctx: &mut NodeCtx<'_>) -> Out {
 
 /// A constant (the input's shape is static): ones on diagonal k.
 fn eye_like(ctx: &mut NodeCtx<'_>) -> Out {
-    known_attrs(ctx, &["dtype", "k"])?;
+    ctx.known_attrs(&["dtype", "k"])?;
     let dims = ctx.static_dims(0, "the output is built at import")?;
     let [n, m] = dims[..] else {
         return Err(Error::tr(format!(

@@ -2,25 +2,24 @@
 //! DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger,
 //! QLinearConv).
 
+use super::conv::conv_window;
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::{NodeCtx, Registry};
+use crate::translate::NodeCtx;
 use es_core::{AttrValue, DataType, OutPort};
-use std::sync::Arc;
 
-type Out = Result<Vec<Option<OutPort>>>;
-
-pub(crate) fn register(r: &mut Registry) {
-    r.register("Attention", Arc::new(attention));
-    r.register("RotaryEmbedding", Arc::new(rotary_embedding));
-    r.register("QuantizeLinear", Arc::new(quantize_linear));
-    r.register("DequantizeLinear", Arc::new(dequantize_linear));
-    r.register("DynamicQuantizeLinear", Arc::new(dynamic_quantize_linear));
-    r.register("MatMulInteger", Arc::new(matmul_integer));
-    r.register("QLinearMatMul", Arc::new(qlinear_matmul));
-    r.register("ConvInteger", Arc::new(conv_integer));
-    r.register("QLinearConv", Arc::new(qlinear_conv));
-}
+/// The family's translators.
+pub(super) const TABLE: &[(&str, Translator)] = &[
+    ("Attention", attention),
+    ("RotaryEmbedding", rotary_embedding),
+    ("QuantizeLinear", quantize_linear),
+    ("DequantizeLinear", dequantize_linear),
+    ("DynamicQuantizeLinear", dynamic_quantize_linear),
+    ("MatMulInteger", matmul_integer),
+    ("QLinearMatMul", qlinear_matmul),
+    ("ConvInteger", conv_integer),
+    ("QLinearConv", qlinear_conv),
+];
 
 // ---------------------------------------------------------------------------------------------
 // Attention (opset 23), following onnx's reference: 3-D inputs split into heads, past key/value
@@ -41,7 +40,7 @@ fn static_dims(ctx: &NodeCtx<'_>, p: OutPort, what: &str) -> Result<Vec<i64>> {
 }
 
 fn attention(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.check_attrs(&[
+    ctx.known_attrs(&[
         "is_causal",
         "kv_num_heads",
         "q_num_heads",
@@ -304,7 +303,7 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 fn rotary_embedding(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.check_attrs(&["interleaved", "num_heads", "rotary_embedding_dim"])?;
+    ctx.known_attrs(&["interleaved", "num_heads", "rotary_embedding_dim"])?;
     let x = ctx.input(0)?;
     let cos = ctx.input(1)?;
     let sin = ctx.input(2)?;
@@ -636,34 +635,6 @@ fn qlinear_matmul(ctx: &mut NodeCtx<'_>) -> Out {
     Ok(vec![Some(requant(ctx, y, 6, 7)?)])
 }
 
-/// The geometry attributes of a convolution node over input 0 and weight `wi`.
-fn conv_window(ctx: &NodeCtx<'_>, wi: usize) -> Result<(Window, i64)> {
-    ctx.known_attrs(&[
-        "auto_pad",
-        "dilations",
-        "group",
-        "kernel_shape",
-        "pads",
-        "strides",
-    ])?;
-    let xd = ctx.rank_dims(0)?;
-    if xd.len() < 3 {
-        return Err(Error::tr(format!(
-            "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
-            ctx.op_type()
-        )));
-    }
-    let k = kernel_shape(ctx, xd.len() - 2, wi)?;
-    let win = window(ctx, k, &xd[2..])?;
-    let group = ctx.attr_i("group", 1)?;
-    if group < 1 {
-        return Err(Error::tr(format!(
-            "attribute 'group' must be >= 1, got {group}"
-        )));
-    }
-    Ok((win, group))
-}
-
 /// Float convolution of the operands less their zero points, cast to int32. Exact while every
 /// partial sum stays below 2^24 (f32's integer range).
 fn conv_integer(ctx: &mut NodeCtx<'_>) -> Out {
@@ -754,20 +725,8 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
     let s = ctx.const_i64(&shape, &[r as i64])?;
     let mut y = ctx.op1("Reshape", &[t, s], vec![])?;
     if shape[a] != xd[a] {
-        let mask = ((1i64 << r) - 1) & !(1i64 << a);
-        let mut end = vec![0i64; r];
-        end[a] = xd[a];
-        let b = ctx.const_i64(&vec![0; r], &[r as i64])?;
-        let e = ctx.const_i64(&end, &[r as i64])?;
-        let st1 = ctx.const_i64(&vec![1; r], &[r as i64])?;
-        y = ctx.op1(
-            "StridedSlice",
-            &[y, b, e, st1],
-            vec![
-                ("begin_mask", AttrValue::Int(mask)),
-                ("end_mask", AttrValue::Int(mask)),
-            ],
-        )?;
+        let bounds = ctx.axis_slice_bounds(r, a, (0, xd[a], 1))?;
+        y = ctx.strided_slice(y, bounds, axis_mask(r, a))?;
     }
     Ok(y)
 }

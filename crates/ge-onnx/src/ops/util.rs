@@ -1,10 +1,54 @@
 //! Small helpers shared by the special handlers.
 
+use crate::compat;
 use crate::error::{Error, Result};
-use crate::translate::NodeCtx;
+use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, DataType, OutPort};
 
 pub(crate) type Out = Result<Vec<Option<OutPort>>>;
+
+/// A translator as a family's table lists it.
+pub(crate) type Translator = fn(&mut NodeCtx<'_>) -> Out;
+
+/// Registers every `(key, translator)` row of a family's table.
+pub(crate) fn register_table(r: &mut Registry, table: &[(&str, Translator)]) {
+    for &(key, f) in table {
+        r.register(key, std::sync::Arc::new(f));
+    }
+}
+
+/// A family's enum of operator variants (`Clone, Copy, PartialEq, Eq, Debug`), with `ALL`,
+/// every variant in order: `variants!(Win { Blackman, Hamming, Hann })`.
+macro_rules! variants {
+    ($name:ident { $($v:ident),+ $(,)? }) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        enum $name {
+            $($v),+
+        }
+
+        impl $name {
+            const ALL: &'static [$name] = &[$($name::$v),+];
+        }
+    };
+}
+pub(crate) use variants;
+
+/// Registers `f(ctx, v)` for each of a family's `variants` under the key `key(v)`.
+pub(crate) fn register_variants<E>(
+    r: &mut Registry,
+    variants: &[E],
+    key: impl Fn(E) -> String,
+    f: fn(&mut NodeCtx<'_>, E) -> Out,
+) where
+    E: Copy + Send + Sync + 'static,
+{
+    for &v in variants {
+        r.register(
+            &key(v),
+            std::sync::Arc::new(move |c: &mut NodeCtx<'_>| f(c, v)),
+        );
+    }
+}
 
 /// `axis` (ONNX allows negative values counting from the end) as an index into `rank` dims.
 pub(crate) fn norm_axis(axis: i64, rank: usize, what: &str) -> Result<usize> {
@@ -57,18 +101,38 @@ pub(crate) fn first(outs: Vec<OutPort>, op: &str) -> Result<OutPort> {
 
 // NodeCtx helpers shared by several families.
 impl NodeCtx<'_> {
-    /// Fails on any attribute not in `known`.
-    pub(crate) fn check_attrs(&self, known: &[&str]) -> Result<()> {
-        for a in &self.node.attribute {
-            let name = a.name.as_deref().unwrap_or("");
-            if !known.contains(&name) {
-                return Err(Error::unsupported(format!(
-                    "{}: attribute '{name}' is not supported",
-                    self.op_type()
-                )));
-            }
+    /// StridedSlice of `x` with `mask` as both its begin and end mask (a set bit: that dim
+    /// whole).
+    pub(crate) fn strided_slice(
+        &mut self,
+        x: OutPort,
+        [begin, end, strides]: [OutPort; 3],
+        mask: i64,
+    ) -> Result<OutPort> {
+        let masks = vec![
+            ("begin_mask", AttrValue::Int(mask)),
+            ("end_mask", AttrValue::Int(mask)),
+        ];
+        self.op1("StridedSlice", &[x, begin, end, strides], masks)
+    }
+
+    /// The constant (begin, end, strides) of a slice of a rank-`r` value along `axis` only:
+    /// `[start, end)` by `step`; with [`axis_mask`] the other dims stay whole.
+    pub(crate) fn axis_slice_bounds(
+        &mut self,
+        r: usize,
+        axis: usize,
+        (start, end, step): (i64, i64, i64),
+    ) -> Result<[OutPort; 3]> {
+        let mut bounds = [vec![0i64; r], vec![0i64; r], vec![1i64; r]];
+        for (b, v) in bounds.iter_mut().zip([start, end, step]) {
+            b[axis] = v;
         }
-        Ok(())
+        let mut out = Vec::with_capacity(3);
+        for b in &bounds {
+            out.push(self.const_i64(b, &[r as i64])?);
+        }
+        Ok([out[0], out[1], out[2]])
     }
 
     pub(crate) fn concat(&mut self, xs: &[OutPort], axis: i64) -> Result<OutPort> {
@@ -108,6 +172,11 @@ impl NodeCtx<'_> {
     }
 }
 
+/// The StridedSlice mask of a rank-`r` value that keeps every dim but `axis` whole.
+pub(crate) fn axis_mask(r: usize, axis: usize) -> i64 {
+    ((1i64 << r) - 1) & !(1i64 << axis)
+}
+
 pub(crate) fn li(v: &[i64]) -> AttrValue {
     AttrValue::ListInt(v.to_vec())
 }
@@ -117,18 +186,10 @@ pub(crate) fn st(v: &str) -> AttrValue {
 }
 
 impl NodeCtx<'_> {
-    /// Every attribute of the node must be one of `known` (the translation handles them).
+    /// Every attribute of the node must be one of `known` (the translation handles them), or
+    /// one the compatibility layer made an input.
     pub(crate) fn known_attrs(&self, known: &[&str]) -> Result<()> {
-        for a in &self.node.attribute {
-            let name = a.name.as_deref().unwrap_or("");
-            if !known.contains(&name) {
-                return Err(Error::unsupported(format!(
-                    "attribute '{name}' of {} is not handled by its translation",
-                    self.op_type()
-                )));
-            }
-        }
-        Ok(())
+        known_attrs_old(self, known, &[])
     }
 
     /// The dims of input `i` (-1 where unknown); its rank must be known.
@@ -262,6 +323,18 @@ pub(crate) fn window(ctx: &NodeCtx<'_>, k: Vec<i64>, sp: &[i64]) -> Result<Windo
         }
     };
     Ok(Window { k, s, d, p0, p1 })
+}
+
+/// The dims of input 0 of a convolution or pooling, of rank >= 3 (N, C, spatial dims).
+pub(crate) fn spatial_input_dims(ctx: &NodeCtx<'_>) -> Result<Vec<i64>> {
+    let xd = ctx.rank_dims(0)?;
+    if xd.len() < 3 {
+        return Err(Error::tr(format!(
+            "{} needs an input of rank >= 3 (N, C, spatial dims), got {xd:?}",
+            ctx.op_type()
+        )));
+    }
+    Ok(xd)
 }
 
 /// The kernel's spatial dims: attribute `kernel_shape`, or the weight's dims 2.. .
@@ -399,36 +472,20 @@ pub(crate) fn one(p: OutPort) -> Out {
 // Helpers.
 
 impl NodeCtx<'_> {
-    /// Every attribute of the node must be in `known`.
-    pub(crate) fn only_attrs(&self, known: &[&str]) -> Result<()> {
-        for a in &self.node.attribute {
-            let name = a.name.as_deref().unwrap_or("");
-            if !known.contains(&name) {
-                return Err(Error::unsupported(format!(
-                    "attribute '{name}' of {}",
-                    self.op_type()
-                )));
-            }
-        }
-        Ok(())
-    }
     /// The dtype of input `i`, which must be known at import.
     pub(crate) fn in_dtype(&self, i: usize) -> Result<DataType> {
         let dt = self.input_desc(i)?.dtype;
-        if dt == DataType::UNDEFINED {
-            return Err(Error::unsupported(format!(
-                "{}: the dtype of input {i} must be known at import",
-                self.op_type()
-            )));
-        }
-        Ok(dt)
+        self.known_dtype(dt, format_args!("the dtype of input {i}"))
     }
     /// The dtype of port `p`, which must be known.
     pub(crate) fn port_dtype(&self, p: OutPort) -> Result<DataType> {
-        let dt = self.desc(p)?.dtype;
+        self.known_dtype(self.desc(p)?.dtype, "a dtype")
+    }
+    /// `dt` (`what`), which must be known at import.
+    fn known_dtype(&self, dt: DataType, what: impl std::fmt::Display) -> Result<DataType> {
         if dt == DataType::UNDEFINED {
             return Err(Error::unsupported(format!(
-                "{}: a dtype must be known at import",
+                "{}: {what} must be known at import",
                 self.op_type()
             )));
         }
@@ -552,31 +609,32 @@ pub(crate) fn reduce_op(
 
 pub(crate) const I64: DataType = DataType::INT64;
 
-/// Refuses any attribute not in `known` (attributes the compatibility layer turned into
-/// inputs are listed by the callers).
-pub(crate) fn known_attrs(ctx: &NodeCtx<'_>, known: &[&str]) -> Result<()> {
-    known_attrs_old(ctx, known, &[])
-}
-
-/// [`known_attrs`] plus attributes known before opset `.1` only (those the compatibility
-/// layer turned into inputs, or that later opsets removed).
+/// Refuses any attribute of the node that is not in `known`, nor in `old` before the opset
+/// given there (attributes later opsets removed), nor one the compatibility layer made an
+/// input at this opset ([`compat::attr_becomes_input`]).
 pub(crate) fn known_attrs_old(
     ctx: &NodeCtx<'_>,
     known: &[&str],
     old: &[(&str, i64)],
 ) -> Result<()> {
-    for a in &ctx.node.attribute {
-        let name = a.name.as_deref().unwrap_or("");
-        let was = old.iter().any(|&(n, until)| n == name && ctx.opset < until);
-        if !known.contains(&name) && !was {
-            return Err(Error::unsupported(format!(
-                "{}: attribute '{name}' is not supported (opset {})",
-                ctx.op_type(),
-                ctx.opset
-            )));
-        }
+    let accepted = |name: &str| {
+        known.contains(&name)
+            || old.iter().any(|&(n, until)| n == name && ctx.opset < until)
+            || compat::attr_becomes_input(ctx.node, name, ctx.opset)
+    };
+    let names = ctx
+        .node
+        .attribute
+        .iter()
+        .map(|a| a.name.as_deref().unwrap_or(""));
+    match names.into_iter().find(|&name| !accepted(name)) {
+        Some(name) => Err(Error::unsupported(format!(
+            "{}: attribute '{name}' is not supported (opset {})",
+            ctx.op_type(),
+            ctx.opset
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub(crate) fn dtype_attr(dt: DataType) -> AttrValue {
@@ -673,39 +731,8 @@ impl NodeCtx<'_> {
         rank: usize,
         fill: &[f64],
     ) -> Result<OutPort> {
-        let dt = self.desc(v)?.dtype;
-        if let Some(t) = self.const_value(v) {
-            let vals = t.to_f64_vec()?;
-            if vals.len() != axes.len() {
-                return Err(Error::tr(format!(
-                    "{}: {} values for {} axes",
-                    self.op_type(),
-                    vals.len(),
-                    axes.len()
-                )));
-            }
-            let mut full: Vec<f64> = (0..rank).map(|d| fill[d % fill.len()]).collect();
-            for (k, &a) in axes.iter().enumerate() {
-                full[a] = vals[k];
-            }
-            return self.const_of(dt, &full, &[rank as i64]);
-        }
-        // Run-time values: Concat([v, fill]) gathered at each axis' position.
-        let n = axes.len() as i64;
-        let f = self.const_of(dt, fill, &[fill.len() as i64])?;
-        let axis0 = self.const_i64(&[0], &[])?;
-        let both = self.op(
-            "ConcatV2",
-            vec![vec![Some(v), Some(f)], vec![Some(axis0)]],
-            vec![],
-        )?[0];
-        let idx: Vec<i64> = (0..rank)
-            .map(|d| match axes.iter().position(|&a| a == d) {
-                Some(k) => k as i64,
-                None => n + (d % fill.len()) as i64,
-            })
-            .collect();
-        self.gather_const(both, &idx)
+        let full: Vec<f64> = (0..rank).map(|d| fill[d % fill.len()]).collect();
+        scatter_into(self, v, axes, &full, "axes")
     }
 }
 
@@ -734,13 +761,25 @@ pub(crate) fn scatter_fill(
     pos: &[usize],
     fill: &[f64],
 ) -> Result<OutPort> {
+    scatter_into(ctx, v, pos, fill, "positions")
+}
+
+/// The vector `fill` with the values `v` (1-D, one per entry of `pos`) placed at `pos`:
+/// constant-folded when `v` is constant, else Concat([v, fill]) gathered at each position.
+fn scatter_into(
+    ctx: &mut NodeCtx<'_>,
+    v: OutPort,
+    pos: &[usize],
+    fill: &[f64],
+    what: &str,
+) -> Result<OutPort> {
     let dt = ctx.desc(v)?.dtype;
     let len = fill.len();
     if let Some(t) = ctx.const_value(v) {
         let vals = t.to_f64_vec()?;
         if vals.len() != pos.len() {
             return Err(Error::tr(format!(
-                "{}: {} values for {} positions",
+                "{}: {} values for {} {what}",
                 ctx.op_type(),
                 vals.len(),
                 pos.len()
@@ -752,21 +791,21 @@ pub(crate) fn scatter_fill(
         }
         return ctx.const_of(dt, &full, &[len as i64]);
     }
-    let n = pos.len() as i64;
     let f = ctx.const_of(dt, fill, &[len as i64])?;
-    let axis0 = ctx.const_i64(&[0], &[])?;
-    let both = ctx.op(
-        "ConcatV2",
-        vec![vec![Some(v), Some(f)], vec![Some(axis0)]],
-        vec![],
-    )?[0];
-    let idx: Vec<i64> = (0..len)
+    let both = ctx.concat(&[v, f], 0)?;
+    ctx.gather_const(both, &placement(pos, len))
+}
+
+/// The indices that gather, from Concat([v, full]) (`v`: one value per entry of `pos`; `full`:
+/// `len` values), v's value at each position in `pos` and full's elsewhere.
+pub(crate) fn placement(pos: &[usize], len: usize) -> Vec<i64> {
+    let n = pos.len() as i64;
+    (0..len)
         .map(|d| match pos.iter().position(|&a| a == d) {
             Some(k) => k as i64,
             None => n + d as i64,
         })
-        .collect();
-    ctx.gather_const(both, &idx)
+        .collect()
 }
 
 #[cfg(test)]
