@@ -45,7 +45,8 @@ fn attrs2(p: [usize; 4], same: bool, groups: Option<usize>) -> ConvAttrs {
     }
 }
 
-fn conv2d<T: Pick + LinalgScalar>(
+/// A convolution with attributes `a` run in the compute type `T`.
+fn conv_run<T: Pick + LinalgScalar>(
     x: &Value,
     f: &Value,
     bias: Option<&Value>,
@@ -60,7 +61,7 @@ fn conv_matches_a_direct_sum() {
     let x = Value::F64(arr(&[1, 1, 3, 3], (1..=9).map(f64::from).collect()));
     let f = Value::F64(arr(&[1, 1, 2, 2], vec![1.0; 4]));
     let a = attrs2([1, 0, 1, 0], false, Some(1));
-    let y = conv2d::<f64>(&x, &f, None, &a).unwrap();
+    let y = conv_run::<f64>(&x, &f, None, &a).unwrap();
     assert_eq!(y.shape(), &[1, 1, 3, 3]);
     let want = [1., 3., 5., 5., 12., 16., 11., 24., 28.];
     assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
@@ -69,7 +70,7 @@ fn conv_matches_a_direct_sum() {
     let mut a2 = a;
     a2.last = true;
     let x2 = crate::kernels::shape::reshape(&x, &[1, 3, 3, 1]).unwrap();
-    let y2 = conv2d::<f64>(&x2, &f, Some(&b), &a2).unwrap();
+    let y2 = conv_run::<f64>(&x2, &f, Some(&b), &a2).unwrap();
     assert_eq!(y2.shape(), &[1, 3, 3, 1]);
     assert_eq!(
         y2.iter().copied().collect::<Vec<_>>(),
@@ -77,12 +78,12 @@ fn conv_matches_a_direct_sum() {
     );
     // A mismatched filter and too much dilation are errors, not panics.
     let f3 = Value::F64(arr(&[1, 2, 2, 2], vec![1.0; 8]));
-    assert!(conv2d::<f64>(&x, &f3, None, &a).is_err());
+    assert!(conv_run::<f64>(&x, &f3, None, &a).is_err());
     let mut a3 = attrs2([0; 4], false, Some(1));
     a3.d = [1, 5, 5];
-    assert!(conv2d::<f64>(&x, &f, None, &a3).is_err());
+    assert!(conv_run::<f64>(&x, &f, None, &a3).is_err());
     // SAME: 3x3 output with pads (0, 1) on each spatial dim for a 2x2 kernel.
-    let y4 = conv2d::<f64>(&x, &f, None, &attrs2([0; 4], true, Some(1))).unwrap();
+    let y4 = conv_run::<f64>(&x, &f, None, &attrs2([0; 4], true, Some(1))).unwrap();
     assert_eq!(
         y4.iter().copied().collect::<Vec<_>>(),
         [12., 16., 9., 24., 28., 15., 15., 17., 9.]
@@ -95,7 +96,7 @@ fn depthwise_is_a_grouped_conv() {
     let x = Value::F32(arr(&[1, 2, 1, 2], vec![1., 2., 3., 4.]));
     let f = Value::F32(arr(&[2, 1, 1, 1], vec![10., 100.]));
     let a = attrs2([0; 4], false, None);
-    let y = conv2d::<f32>(&x, &f, None, &a).unwrap();
+    let y = conv_run::<f32>(&x, &f, None, &a).unwrap();
     assert_eq!(
         y.iter().copied().collect::<Vec<_>>(),
         vec![10., 20., 300., 400.]
@@ -157,32 +158,14 @@ fn conv3d_sums_a_cube() {
     assert_eq!(y.dtype(), DataType::INT32);
     // A bias of the wrong length and a mismatched filter are errors.
     let b2 = Value::I32(arr(&[2], vec![1, 2]));
-    let r2 = ConvRun {
-        a: &a,
-        x: &x,
-        f: &f,
-        bias: Some(&b2),
-    };
-    assert!(r2.run::<i64>().is_err());
+    assert!(conv_run::<i64>(&x, &f, Some(&b2), &a).is_err());
     let f2 = Value::I8(arr(&[1, 2, 2, 2, 2], vec![1; 16]));
-    let r3 = ConvRun {
-        a: &a,
-        x: &x,
-        f: &f2,
-        bias: None,
-    };
-    assert!(r3.run::<i64>().is_err());
+    assert!(conv_run::<i64>(&x, &f2, None, &a).is_err());
     // A kernel larger than the padded input.
     let mut a4 = a;
     a4.p = [[0, 0]; 3];
     a4.d = [3, 1, 1];
-    let r4 = ConvRun {
-        a: &a4,
-        x: &x,
-        f: &f,
-        bias: None,
-    };
-    assert!(r4.run::<i64>().is_err());
+    assert!(conv_run::<i64>(&x, &f, None, &a4).is_err());
 }
 
 #[test]
