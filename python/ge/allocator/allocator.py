@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from ge._internal.accessors import read_only
+
 __all__ = ["Allocator", "MemBlock"]
 
 
@@ -22,13 +24,8 @@ class MemBlock:
         self._addr = addr
         self._size = size
 
-    @property
-    def addr(self) -> int:
-        return self._addr
-
-    @property
-    def size(self) -> int:
-        return self._size
+    addr: int = read_only("_addr")
+    size: int = read_only("_size")
 
     def __repr__(self) -> str:
         return f"MemBlock(addr=0x{self._addr:x}, size={self._size})"

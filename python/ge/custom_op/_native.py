@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ge._internal.accessors import read_only
 from ge.graph.tensor import _DT_TO_NP, _NP_TO_DT
 from ge.graph.types import DataType
 from ge.runtime import StorageFormat, StorageShape, Tensor
@@ -295,13 +296,8 @@ class WorkspaceAddr(_NotConstructible):
         w._index, w._addr = index, addr
         return w
 
-    @property
-    def index(self) -> int:
-        return self._index
-
-    @property
-    def addr(self) -> int:
-        return self._addr
+    index: int = read_only("_index")
+    addr: int = read_only("_addr")
 
 
 class AnnotatedKernelLaunchInfo:

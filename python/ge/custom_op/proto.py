@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import inspect
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union, get_type_hints
+
+from ge._internal.descriptor_table import DescriptorTable
 
 from ge.graph import DataType
 from ge.runtime import Tensor, TensorDesc
@@ -114,31 +115,28 @@ def _source(label: str, d: OpProtoDescriptor) -> str:
             f"descriptor_key '{d.descriptor_key}'")
 
 
-_LOCK = threading.RLock()
-_BY_KEY: Dict[str, OpProtoDescriptor] = {}
-_BY_TYPE: Dict[str, OpProtoDescriptor] = {}
+_TABLE: DescriptorTable[OpProtoDescriptor] = DescriptorTable(lambda d: (d.op_type,))
 # Called with each newly registered descriptor (the operator library hooks in here).
 _LISTENERS: List[Callable[[OpProtoDescriptor], None]] = []
 
 
 def _register(d: OpProtoDescriptor) -> OpProtoDescriptor:
-    with _LOCK:
-        old = _BY_KEY.get(d.descriptor_key)
+    with _TABLE.lock:
+        old = _TABLE.by_key.get(d.descriptor_key)
         if old is not None:
             if not _same(old._definition(), d._definition()):
                 raise ValueError(
                     f"python op proto descriptor content changed for descriptor_key "
                     f"'{d.descriptor_key}'; {_source('existing', old)}; {_source('current', d)}")
             return old
-        old = _BY_TYPE.get(d.op_type)
+        old = _TABLE.by_type.get(d.op_type)
         if old is not None:
             raise ValueError(
                 f"python op proto op type '{d.op_type}' already registered by "
                 f"'{old.descriptor_key}'; {_source('existing', old)}; {_source('current', d)}")
         for listener in list(_LISTENERS):  # a listener that refuses leaves nothing registered
             listener(d)
-        _BY_KEY[d.descriptor_key] = d
-        _BY_TYPE[d.op_type] = d
+        _TABLE.add(d)
     return d
 
 
@@ -361,14 +359,11 @@ def register_op(*, op_type: str, mutates_args: Any = ()) -> Callable[[Callable[.
 
 def clear_registered_op_protos() -> None:
     """Forgets every registered prototype (operators already in the library stay there)."""
-    with _LOCK:
-        _BY_KEY.clear()
-        _BY_TYPE.clear()
+    _TABLE.clear()
 
 
 def get_registered_op_protos() -> List[OpProtoDescriptor]:
-    with _LOCK:
-        return sorted(_BY_TYPE.values(), key=lambda d: d.op_type)
+    return sorted(_TABLE.all(), key=lambda d: d.op_type)
 
 
 def get_registered_op_proto_dicts() -> List[dict]:
@@ -376,10 +371,8 @@ def get_registered_op_proto_dicts() -> List[dict]:
 
 
 def get_registered_op_proto_by_descriptor_key(descriptor_key: str) -> Optional[OpProtoDescriptor]:
-    with _LOCK:
-        return _BY_KEY.get(descriptor_key)
+    return _TABLE.of_key(descriptor_key)
 
 
 def _proto_of_type(op_type: str) -> Optional[OpProtoDescriptor]:
-    with _LOCK:
-        return _BY_TYPE.get(op_type)
+    return _TABLE.of_type(op_type)

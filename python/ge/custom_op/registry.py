@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Callable, List, Optional, Type
+
+from ge._internal.descriptor_table import DescriptorTable
+
 
 INTERFACE_EAGER_EXECUTE = "eager_execute"
 INTERFACE_ANNOTATED_ARGS = "annotated_args"
@@ -31,23 +33,20 @@ class OpImplDescriptor:
                 "interfaces": list(self.interfaces)}
 
 
-_LOCK = threading.RLock()
-_BY_KEY: Dict[str, OpImplDescriptor] = {}
-_BY_TYPE: Dict[str, OpImplDescriptor] = {}
+_TABLE: DescriptorTable[OpImplDescriptor] = DescriptorTable(lambda d: (d.op_type,))
 # Called with each new descriptor (the operator library hooks in here).
 _LISTENERS: List[Callable[[OpImplDescriptor], None]] = []
 _CLEAR_LISTENERS: List[Callable[[List[OpImplDescriptor]], None]] = []
 
 
 def _register(descriptor: OpImplDescriptor) -> OpImplDescriptor:
-    with _LOCK:
-        if descriptor.descriptor_key in _BY_KEY:
+    with _TABLE.lock:
+        if descriptor.descriptor_key in _TABLE.by_key:
             raise ValueError(
                 f"python op impl descriptor_key already exists: {descriptor.descriptor_key}")
-        if descriptor.op_type in _BY_TYPE:
+        if descriptor.op_type in _TABLE.by_type:
             raise ValueError(f"python op impl type already exists: {descriptor.op_type}")
-        _BY_KEY[descriptor.descriptor_key] = descriptor
-        _BY_TYPE[descriptor.op_type] = descriptor
+        _TABLE.add(descriptor)
     for listener in list(_LISTENERS):
         listener(descriptor)
     return descriptor
@@ -87,17 +86,13 @@ def register_op_impl(*, op_type: str) -> Callable[[Type[Any]], Type[Any]]:
 
 def clear_registered_op_impls() -> None:
     """Forgets every registered implementation (their CPU kernels are removed too)."""
-    with _LOCK:
-        gone = list(_BY_KEY.values())
-        _BY_KEY.clear()
-        _BY_TYPE.clear()
+    gone = _TABLE.clear()
     for listener in list(_CLEAR_LISTENERS):
         listener(gone)
 
 
 def get_registered_op_impls() -> List[OpImplDescriptor]:
-    with _LOCK:
-        return list(_BY_KEY.values())
+    return _TABLE.all()
 
 
 def get_registered_op_impl_dicts() -> List[dict]:
@@ -105,10 +100,8 @@ def get_registered_op_impl_dicts() -> List[dict]:
 
 
 def get_registered_op_impl_by_descriptor_key(descriptor_key: str) -> Optional[OpImplDescriptor]:
-    with _LOCK:
-        return _BY_KEY.get(descriptor_key)
+    return _TABLE.of_key(descriptor_key)
 
 
 def _impl_of_type(op_type: str) -> Optional[OpImplDescriptor]:
-    with _LOCK:
-        return _BY_TYPE.get(op_type)
+    return _TABLE.of_type(op_type)

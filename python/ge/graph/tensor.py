@@ -18,6 +18,7 @@ from typing import Any, List, NoReturn, Optional, Sequence, Union
 
 import numpy as np
 
+from ge._internal.accessors import from_getter, read_only
 from ge._native import TensorData
 from ge.graph.tensor_desc import Shape, TensorDesc, _dims
 from ge.graph.types import DataType, Format, Placement
@@ -246,25 +247,11 @@ class Tensor:
 
     # GE's properties.
 
-    @property
-    def data(self) -> TensorValue:
-        return self.get_data()
-
-    @property
-    def data_type(self) -> DataType:
-        return self.get_data_type()
-
-    @property
-    def format(self) -> Format:
-        return self.get_format()
-
-    @property
-    def shape(self) -> Shape:
-        return self.get_shape()
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+    data: TensorValue = from_getter("get_data")
+    data_type: DataType = from_getter("get_data_type")
+    format: Format = from_getter("get_format")
+    shape: Shape = from_getter("get_shape")
+    placement: Placement = read_only("_placement")
 
     # GE's accessors.
 

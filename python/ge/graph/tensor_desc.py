@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
+from ge._internal.accessors import from_getter, read_only
 from ge.graph.types import DataType, Format, Placement
 
 UNKNOWN_DIM = -1
@@ -118,25 +119,11 @@ class TensorDesc:
 
     # GE's properties.
 
-    @property
-    def shape(self) -> Shape:
-        return self.get_shape()
-
-    @property
-    def origin_shape(self) -> Shape:
-        return self.get_origin_shape()
-
-    @property
-    def format(self) -> Format:
-        return self._format
-
-    @property
-    def origin_format(self) -> Format:
-        return self._origin_format
-
-    @property
-    def data_type(self) -> DataType:
-        return self._dtype
+    shape: Shape = from_getter("get_shape")
+    origin_shape: Shape = from_getter("get_origin_shape")
+    format: Format = read_only("_format")
+    origin_format: Format = read_only("_origin_format")
+    data_type: DataType = read_only("_dtype")
 
     # GE's accessors; every setter returns the description.
 
@@ -177,9 +164,7 @@ class TensorDesc:
 
     # Beyond GE's Python API: placement and tensor attributes (ge::TensorDesc has them in C++).
 
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+    placement: Placement = read_only("_placement")
 
     def get_placement(self) -> Placement:
         return self._placement

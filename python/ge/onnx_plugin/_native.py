@@ -8,6 +8,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Mapping, Tuple
 
+from ge._internal.accessors import read_only
+
 __all__ = ["OnnxNode"]
 
 
@@ -21,25 +23,11 @@ class OnnxNode:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("OnnxNode objects are created by the ONNX importer only")
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def origin_type(self) -> str:
-        return self._origin_type
-
-    @property
-    def inputs(self) -> Tuple[str, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> Tuple[str, ...]:
-        return self._outputs
-
-    @property
-    def attrs(self) -> Mapping[str, Any]:
-        return self._attrs
+    name: str = read_only("_name")
+    origin_type: str = read_only("_origin_type")
+    inputs: Tuple[str, ...] = read_only("_inputs")
+    outputs: Tuple[str, ...] = read_only("_outputs")
+    attrs: Mapping[str, Any] = read_only("_attrs")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"OnnxNode is read-only: cannot set '{name}'")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
+from ge._internal.descriptor_table import DescriptorTable
 from ge._internal.plugin_loader import add_rollback_hook
 
 __all__ = [
@@ -47,48 +47,41 @@ class OnnxPluginDescriptor:
 
 
 class _Registry:
+    """ONNX plugins by descriptor key and by origin type."""
+
     def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._by_key: Dict[str, OnnxPluginDescriptor] = {}
-        self._by_origin: Dict[str, OnnxPluginDescriptor] = {}
+        self._table: DescriptorTable[OnnxPluginDescriptor] = DescriptorTable(
+            lambda d: d.origin_types)
 
     def clear(self) -> None:
-        with self._lock:
-            self._by_key.clear()
-            self._by_origin.clear()
+        self._table.clear()
 
     def register(self, descriptor: OnnxPluginDescriptor) -> OnnxPluginDescriptor:
         # All checks come before any change: an overlapping registration leaves nothing behind.
-        with self._lock:
-            if descriptor.descriptor_key in self._by_key:
+        with self._table.lock:
+            if descriptor.descriptor_key in self._table.by_key:
                 raise ValueError(
                     f"python ONNX Plugin descriptor_key already exists: {descriptor.descriptor_key}"
                 )
             for origin_type in descriptor.origin_types:
-                if origin_type in self._by_origin:
+                if origin_type in self._table.by_type:
                     raise ValueError(f"python ONNX Plugin origin type already exists: {origin_type}")
-            self._by_key[descriptor.descriptor_key] = descriptor
-            for origin_type in descriptor.origin_types:
-                self._by_origin[origin_type] = descriptor
+            self._table.add(descriptor)
         return descriptor
 
     def unregister_module(self, module_name: str) -> List[OnnxPluginDescriptor]:
-        with self._lock:
-            gone = [d for d in self._by_key.values()
+        with self._table.lock:
+            gone = [d for d in self._table.by_key.values()
                     if d.module_name == module_name or d.module_name.startswith(module_name + ".")]
             for d in gone:
-                del self._by_key[d.descriptor_key]
-                for origin_type in d.origin_types:
-                    self._by_origin.pop(origin_type, None)
+                self._table.remove(d)
             return gone
 
     def get_all(self) -> List[OnnxPluginDescriptor]:
-        with self._lock:
-            return list(self._by_key.values())
+        return self._table.all()
 
     def get_by_origin_type(self, origin_type: str) -> Optional[OnnxPluginDescriptor]:
-        with self._lock:
-            return self._by_origin.get(origin_type)
+        return self._table.of_type(origin_type)
 
 
 _REGISTRY = _Registry()
