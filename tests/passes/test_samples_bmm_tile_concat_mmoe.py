@@ -317,11 +317,17 @@ def test_tile_registration_and_patterns() -> None:
                      "bmm_tile_reshape_transpose_x1", "bmm_tile_reshape_transpose_x2"]
 
 
-def test_tile_on_x1_is_removed_and_attrs_kept() -> None:
+def _bmm_operands(name: str, x_shape: List[int], w_name: str,
+                  w_shape: List[int]) -> Tuple[GraphBuilder, TensorHolder, TensorHolder]:
+    """The tile sample loaded, and a builder with the product's operands: input 0 "x" and input 1
+    ``w_name``."""
     load_sample("remove_redundant_tile_pass.py")
-    b = GraphBuilder("x1")
-    x = b.create_input(0, name="x", shape=[1, 8, 16, 32])
-    y = b.create_input(1, name="y", shape=[4, 8, 64, 32])
+    b = GraphBuilder(name)
+    return b, b.create_input(0, name="x", shape=x_shape), b.create_input(1, name=w_name, shape=w_shape)
+
+
+def test_tile_on_x1_is_removed_and_attrs_kept() -> None:
+    b, x, y = _bmm_operands("x1", [1, 8, 16, 32], "y", [4, 8, 64, 32])
     tiled = Tile(x, b.create_const_int32([4, 1, 1, 1]))
     g = b.build_and_reset([Relu(BatchMatMulV2(tiled, y, adj_x2=True))])
     before = output_descs(g)
@@ -339,10 +345,7 @@ def test_tile_on_x1_is_removed_and_attrs_kept() -> None:
 
 
 def test_tile_on_x2_over_two_batch_dims_is_removed() -> None:
-    load_sample("remove_redundant_tile_pass.py")
-    b = GraphBuilder("x2")
-    x = b.create_input(0, name="x", shape=[4, 8, 16, 32])
-    w = b.create_input(1, name="w", shape=[1, 1, 32, 64])
+    b, x, w = _bmm_operands("x2", [4, 8, 16, 32], "w", [1, 1, 32, 64])
     tiled = Tile(w, b.create_const_int64([4, 8, 1, 1]))
     g = b.build_and_reset([BatchMatMulV2(x, tiled)])
     before = output_descs(g)
@@ -355,10 +358,7 @@ def test_tile_on_x2_over_two_batch_dims_is_removed() -> None:
 
 
 def test_tile_on_both_inputs_loses_only_one() -> None:
-    load_sample("remove_redundant_tile_pass.py")
-    b = GraphBuilder("both")
-    x = b.create_input(0, name="x", shape=[1, 8, 16, 32])
-    w = b.create_input(1, name="w", shape=[1, 8, 32, 64])
+    b, x, w = _bmm_operands("both", [1, 8, 16, 32], "w", [1, 8, 32, 64])
     g = b.build_and_reset([BatchMatMulV2(Tile(x, b.create_const_int64([4, 1, 1, 1])),
                                          Tile(w, b.create_const_int64([4, 1, 1, 1])))])
     before = output_descs(g)
