@@ -34,23 +34,24 @@ pub enum Error {
     NotSupported(String),
 }
 
-impl Error {
-    pub fn build(msg: impl Into<String>) -> Self {
-        Error::GraphBuild(msg.into())
-    }
-    pub fn infer(msg: impl Into<String>) -> Self {
-        Error::ShapeInference(msg.into())
-    }
-    pub fn value(msg: impl Into<String>) -> Self {
-        Error::Value(msg.into())
-    }
-    pub fn type_err(msg: impl Into<String>) -> Self {
-        Error::Type(msg.into())
-    }
-    pub fn state(msg: impl Into<String>) -> Self {
-        Error::State(msg.into())
-    }
-    pub fn serial(msg: impl Into<String>) -> Self {
-        Error::Serialization(msg.into())
-    }
+/// `Error::<ctor>(msg)`: the constructor of each message-carrying variant.
+macro_rules! constructors {
+    ($($ctor:ident => $variant:ident),* $(,)?) => {
+        impl Error {
+            $(
+                pub fn $ctor(msg: impl Into<String>) -> Self {
+                    Error::$variant(msg.into())
+                }
+            )*
+        }
+    };
+}
+
+constructors! {
+    build => GraphBuild,
+    infer => ShapeInference,
+    value => Value,
+    type_err => Type,
+    state => State,
+    serial => Serialization,
 }

@@ -594,8 +594,11 @@ pub fn tensor_from_i64(dtype: DataType, shape: Vec<i64>, values: &[i64]) -> Resu
 pub fn tensor_from_f64(dtype: DataType, shape: Vec<i64>, values: &[f64]) -> Result<Tensor> {
     use DataType::*;
     macro_rules! conv {
+        (|&$v:ident| $e:expr) => {
+            Tensor::from_values(&values.iter().map(|&$v| $e).collect::<Vec<_>>(), shape)
+        };
         ($t:ty) => {
-            Tensor::from_values(&values.iter().map(|&v| v as $t).collect::<Vec<$t>>(), shape)
+            conv!(|&v| v as $t)
         };
     }
     match dtype {
@@ -609,21 +612,9 @@ pub fn tensor_from_f64(dtype: DataType, shape: Vec<i64>, values: &[f64]) -> Resu
         UINT16 => conv!(u16),
         UINT32 => conv!(u32),
         UINT64 => conv!(u64),
-        FLOAT16 => Tensor::from_values(
-            &values
-                .iter()
-                .map(|&v| half::f16::from_f64(v))
-                .collect::<Vec<_>>(),
-            shape,
-        ),
-        BF16 => Tensor::from_values(
-            &values
-                .iter()
-                .map(|&v| half::bf16::from_f64(v))
-                .collect::<Vec<_>>(),
-            shape,
-        ),
-        BOOL => Tensor::from_values(&values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(), shape),
+        FLOAT16 => conv!(|&v| half::f16::from_f64(v)),
+        BF16 => conv!(|&v| half::bf16::from_f64(v)),
+        BOOL => conv!(|&v| v != 0.0),
         other => Err(Error::NotSupported(format!(
             "tensor values of dtype {other}"
         ))),

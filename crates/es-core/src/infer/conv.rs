@@ -228,11 +228,11 @@ fn check_pads(ctx: &InferCtx, pads: &[i64]) -> Result<()> {
 fn conv_output(
     ctx: &InferCtx,
     (x, filter): (&TensorDesc, &TensorDesc),
-    (l, xl): (Layout, Format),
+    a: &ConvAttrs,
     fp: &[usize],
-    (strides, dilations, pads): (&[i64], &[i64], &[i64]),
     oc: i64,
 ) -> Result<Vec<TensorDesc>> {
+    let (l, strides, dilations, pads) = (a.l, a.strides, a.dilations, a.pads);
     check_bias(ctx, oc)?;
     let mut out = vec![UNKNOWN_DIM; fp.len()];
     out[0] = dim(&x.shape, 0);
@@ -254,7 +254,7 @@ fn conv_output(
             (pads[2 * i], pads[2 * i + 1]),
         )?;
     }
-    Ok(in_layout(product_dtype(ctx, x), Shape::from(out), xl))
+    Ok(in_layout(product_dtype(ctx, x), Shape::from(out), a.xl))
 }
 
 /// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
@@ -290,8 +290,8 @@ fn check_bias(ctx: &InferCtx, oc: i64) -> Result<()> {
     }
 }
 
-/// The common attributes of a 2-D convolution, checked.
-struct Conv2dAttrs<'a> {
+/// The common attributes of a 2-D or 3-D convolution, checked.
+struct ConvAttrs<'a> {
     l: Layout,
     xl: Format,
     fmt: &'static str,
@@ -300,19 +300,28 @@ struct Conv2dAttrs<'a> {
     pads: &'a [i64],
 }
 
-fn conv2d_attrs<'a>(ctx: &InferCtx<'a>, x: &TensorDesc) -> Result<Conv2dAttrs<'a>> {
-    let (l, xl, fmt) = data_layout(ctx, x, "NHWC", super::layout::DATA_2D)?;
+/// Reads and checks the layout, strides, dilations and pads of a convolution with `nd` (2 or 3)
+/// spatial dims.
+fn conv_attrs<'a>(ctx: &InferCtx<'a>, x: &TensorDesc, nd: usize) -> Result<ConvAttrs<'a>> {
+    let (default_fmt, allowed, pads_order, sp_names) = if nd == 3 {
+        let order = "head, tail, top, bottom, left, right";
+        ("NDHWC", super::layout::DATA_3D, order, "D, H and W")
+    } else {
+        let order = "top, bottom, left, right";
+        ("NHWC", super::layout::DATA_2D, order, "H and W")
+    };
+    let (l, xl, fmt) = data_layout(ctx, x, default_fmt, allowed)?;
     let order = format!("{fmt} order");
     let strides = ctx.attr_ints("strides")?;
-    check_len(ctx, "strides", strides, 4, &order)?;
-    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1])?;
-    check_len(ctx, "dilations", dilations, 4, &order)?;
+    check_len(ctx, "strides", strides, nd + 2, &order)?;
+    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1, 1][..nd + 2])?;
+    check_len(ctx, "dilations", dilations, nd + 2, &order)?;
     let pads = ctx.attr_ints("pads")?;
-    check_len(ctx, "pads", pads, 4, "top, bottom, left, right")?;
-    let hw = [l.sp(0), l.sp(1)];
-    check_min_at(ctx, "strides", strides, &hw, 1, "H and W")?;
-    check_min_at(ctx, "dilations", dilations, &hw, 1, "H and W")?;
-    Ok(Conv2dAttrs {
+    check_len(ctx, "pads", pads, 2 * nd, pads_order)?;
+    let sp: Vec<usize> = (0..nd).map(|i| l.sp(i)).collect();
+    check_min_at(ctx, "strides", strides, &sp, 1, sp_names)?;
+    check_min_at(ctx, "dilations", dilations, &sp, 1, sp_names)?;
+    Ok(ConvAttrs {
         l,
         xl,
         fmt,
@@ -328,14 +337,9 @@ fn conv2d_attrs<'a>(ctx: &InferCtx<'a>, x: &TensorDesc) -> Result<Conv2dAttrs<'a
 fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
-    let Conv2dAttrs {
-        l,
-        xl,
-        fmt,
-        strides,
-        dilations,
-        pads,
-    } = conv2d_attrs(ctx, x)?;
+    let a = conv_attrs(ctx, x, 2)?;
+    let (l, xl, fmt) = (a.l, a.xl, a.fmt);
+    let (strides, dilations, pads) = (a.strides, a.dilations, a.pads);
     let op = opt_ints(ctx, "output_padding", &[0, 0, 0, 0])?;
     check_len(ctx, "output_padding", op, 4, &format!("{fmt} order"))?;
     let groups = groups_attr(ctx, "groups")?;
@@ -414,15 +418,9 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
-    let Conv2dAttrs {
-        l,
-        xl,
-        fmt,
-        strides,
-        dilations,
-        pads,
-    } = conv2d_attrs(ctx, x)?;
-    check_pads(ctx, pads)?;
+    let a = conv_attrs(ctx, x, 2)?;
+    let (l, fmt) = (a.l, a.fmt);
+    check_pads(ctx, a.pads)?;
     check_rank(ctx, "x", &x.shape, 4)?;
     check_rank(ctx, "filter", &filter.shape, 4)?;
     let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
@@ -438,14 +436,7 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         (a, b) if a >= 0 && b >= 0 => a.saturating_mul(b),
         _ => UNKNOWN_DIM,
     };
-    conv_output(
-        ctx,
-        (x, filter),
-        (l, xl),
-        &fp,
-        (strides, dilations, pads),
-        oc,
-    )
+    conv_output(ctx, (x, filter), &a, &fp, oc)
 }
 
 /// Conv3D: 5-D x (NDHWC or NCDHW) and filter (NCDHW, NDHWC or DHWCN), in the layouts
@@ -453,18 +444,9 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let filter = ctx.req("filter")?;
-    let (l, xl, fmt) = data_layout(ctx, x, "NDHWC", super::layout::DATA_3D)?;
-    let order = format!("{fmt} order");
-    let strides = ctx.attr_ints("strides")?;
-    check_len(ctx, "strides", strides, 5, &order)?;
-    let dilations = opt_ints(ctx, "dilations", &[1, 1, 1, 1, 1])?;
-    check_len(ctx, "dilations", dilations, 5, &order)?;
-    let pads = ctx.attr_ints("pads")?;
-    check_len(ctx, "pads", pads, 6, "head, tail, top, bottom, left, right")?;
-    let sp = [l.sp(0), l.sp(1), l.sp(2)];
-    check_min_at(ctx, "strides", strides, &sp, 1, "D, H and W")?;
-    check_min_at(ctx, "dilations", dilations, &sp, 1, "D, H and W")?;
-    check_pads(ctx, pads)?;
+    let a = conv_attrs(ctx, x, 3)?;
+    let (l, fmt) = (a.l, a.fmt);
+    check_pads(ctx, a.pads)?;
     let groups = groups_attr(ctx, "groups")?;
     check_rank(ctx, "x", &x.shape, 5)?;
     check_rank(ctx, "filter", &filter.shape, 5)?;
@@ -484,14 +466,7 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             filter.shape
         )));
     }
-    conv_output(
-        ctx,
-        (x, filter),
-        (l, xl),
-        &fp,
-        (strides, dilations, pads),
-        kn,
-    )
+    conv_output(ctx, (x, filter), &a, &fp, kn)
 }
 
 /// BiasAdd: x's shape; bias is 1-D with x's channel count.

@@ -12,7 +12,7 @@ use crate::attr::AttrValue;
 use crate::error::Result;
 use crate::opmath::slice::bit;
 use crate::opmath::{slice_spec, strided_len, SliceMasks, SpecDim};
-use crate::types::{Shape, TensorDesc, UNKNOWN_DIM};
+use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
 pub(super) fn rule(op_type: &str) -> Option<InferFn> {
@@ -582,9 +582,7 @@ fn split_v(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// BroadcastTo: x broadcast to the constant `shape`.
 fn broadcast_to(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
-    let len = vector_len(ctx, "shape", Some(ctx.req("shape")?))?;
-    let dt = dtype_like(ctx, 0, Some(x));
+    let (x, len, dt) = x_and_vector(ctx, "shape")?;
     let xr = x.shape.rank();
     if let (Some(xr), Some(n)) = (xr, len) {
         if xr as i64 > n {
@@ -594,13 +592,8 @@ fn broadcast_to(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             )));
         }
     }
-    let out = match ctx.const_ints("shape")? {
+    let out = match nonneg_const_ints(ctx, "shape", "dim")? {
         Some(t) => {
-            if let Some((i, d)) = t.iter().enumerate().find(|(_, &d)| d < 0) {
-                return Err(ctx.err(format!(
-                    "input 'shape' {t:?} has negative dim {d} at index {i}"
-                )));
-            }
             if let Some(xr) = xr {
                 if xr > t.len() {
                     return Err(ctx.err(format!(
@@ -630,6 +623,31 @@ fn broadcast_to(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, out))
 }
 
+/// BroadcastTo's and Tile's inputs: x, the length of the vector input `name` when known, and the
+/// output dtype (x's).
+fn x_and_vector<'a>(
+    ctx: &InferCtx<'a>,
+    name: &str,
+) -> Result<(&'a TensorDesc, Option<i64>, DataType)> {
+    let x = ctx.req("x")?;
+    let len = vector_len(ctx, name, Some(ctx.req(name)?))?;
+    Ok((x, len, dtype_like(ctx, 0, Some(x))))
+}
+
+/// The constant values of input `name` when known, an error naming the first negative one
+/// (`what` names an entry: "dim", "value").
+fn nonneg_const_ints(ctx: &InferCtx, name: &str, what: &str) -> Result<Option<Vec<i64>>> {
+    let v = ctx.const_ints(name)?;
+    if let Some(t) = &v {
+        if let Some((i, d)) = t.iter().enumerate().find(|(_, &d)| d < 0) {
+            return Err(ctx.err(format!(
+                "input '{name}' {t:?} has negative {what} {d} at index {i}"
+            )));
+        }
+    }
+    Ok(v)
+}
+
 /// The broadcast of `x` to a target of `n` (>= x's rank) dims of unknown values: a known x dim
 /// other than 1 is the output dim (right-aligned), every other dim unknown.
 fn broadcast_target(x: &Shape, n: usize) -> Shape {
@@ -646,9 +664,7 @@ fn broadcast_target(x: &Shape, n: usize) -> Shape {
 
 /// Tile: x repeated `multiples` times per dim (x is right-aligned when `multiples` is longer).
 fn tile(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
-    let len = vector_len(ctx, "multiples", Some(ctx.req("multiples")?))?;
-    let dt = dtype_like(ctx, 0, Some(x));
+    let (x, len, dt) = x_and_vector(ctx, "multiples")?;
     let xr = x.shape.rank();
     if let (Some(xr), Some(n)) = (xr, len) {
         if (n as usize) < xr {
@@ -658,46 +674,39 @@ fn tile(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             )));
         }
     }
-    let out = match ctx.const_ints("multiples")? {
-        Some(m) => {
-            if let Some((i, v)) = m.iter().enumerate().find(|(_, &v)| v < 0) {
-                return Err(ctx.err(format!(
-                    "input 'multiples' {m:?} has negative value {v} at index {i}"
-                )));
-            }
-            match xr {
-                Some(xr) => {
-                    if m.len() < xr {
-                        return Err(ctx.err(format!(
-                            "input 'multiples' {m:?} has {} values, fewer than the rank {xr} of x {}",
-                            m.len(),
-                            x.shape
-                        )));
-                    }
-                    let off = m.len() - xr;
-                    Shape::from(
-                        m.iter()
-                            .enumerate()
-                            .map(|(i, &k)| {
-                                let d = if i < off { 1 } else { x.shape.0[i - off] };
-                                if k == 0 {
-                                    0
-                                } else if d < 0 {
-                                    UNKNOWN_DIM
-                                } else {
-                                    d.checked_mul(k).unwrap_or(UNKNOWN_DIM)
-                                }
-                            })
-                            .collect::<Vec<i64>>(),
-                    )
+    let out = match nonneg_const_ints(ctx, "multiples", "value")? {
+        Some(m) => match xr {
+            Some(xr) => {
+                if m.len() < xr {
+                    return Err(ctx.err(format!(
+                        "input 'multiples' {m:?} has {} values, fewer than the rank {xr} of x {}",
+                        m.len(),
+                        x.shape
+                    )));
                 }
-                None => Shape::from(
+                let off = m.len() - xr;
+                Shape::from(
                     m.iter()
-                        .map(|&k| if k == 0 { 0 } else { UNKNOWN_DIM })
+                        .enumerate()
+                        .map(|(i, &k)| {
+                            let d = if i < off { 1 } else { x.shape.0[i - off] };
+                            if k == 0 {
+                                0
+                            } else if d < 0 {
+                                UNKNOWN_DIM
+                            } else {
+                                d.checked_mul(k).unwrap_or(UNKNOWN_DIM)
+                            }
+                        })
                         .collect::<Vec<i64>>(),
-                ),
+                )
             }
-        }
+            None => Shape::from(
+                m.iter()
+                    .map(|&k| if k == 0 { 0 } else { UNKNOWN_DIM })
+                    .collect::<Vec<i64>>(),
+            ),
+        },
         None => match len {
             Some(n) => unknown_dims_of(n),
             None => Shape::unknown_rank(),

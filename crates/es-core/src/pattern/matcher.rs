@@ -449,20 +449,7 @@ impl Ctx<'_> {
                     return self.try_bind(depth, q, Bound::Port(src));
                 }
                 // The output index is checked by `edges_consistent` (edge from q to `from`).
-                if let Err(f) = self.node_fits(q, src.node) {
-                    self.fail(depth, f);
-                    return false;
-                }
-                for &swapped in self.swaps(q) {
-                    let b = Bound::Node {
-                        id: src.node,
-                        swapped,
-                    };
-                    if self.try_bind(depth, q, b) {
-                        return true;
-                    }
-                }
-                false
+                self.bind_node(depth, q, src.node, None)
             }
             Step::Fwd {
                 from,
@@ -482,28 +469,39 @@ impl Ctx<'_> {
                 if consumers.is_empty() {
                     self.fail(depth, Failure::NoConsumer { q, from, port });
                 }
-                for c in consumers {
-                    if let Err(f) = self.node_fits(q, c.node) {
-                        self.fail(depth, f);
-                        continue;
-                    }
-                    for &swapped in self.swaps(q) {
-                        if perm(swapped, input) != c.index as usize {
-                            self.fail(depth, Failure::WrongSlot { q, port, c, input });
-                            continue;
-                        }
-                        let b = Bound::Node {
-                            id: c.node,
-                            swapped,
-                        };
-                        if self.try_bind(depth, q, b) {
-                            return true;
-                        }
-                    }
-                }
-                false
+                consumers
+                    .into_iter()
+                    .any(|c| self.bind_node(depth, q, c.node, Some((port, c, input))))
             }
         }
+    }
+
+    /// Binds pattern node `q` to target node `id` under the first of q's input swaps that
+    /// completes the match. `slot` (forward steps) is the consumer port `c` of `port` that q's
+    /// pattern input `input` must land on once swapped.
+    fn bind_node(
+        &mut self,
+        depth: usize,
+        q: usize,
+        id: NodeId,
+        slot: Option<(OutPort, InPort, usize)>,
+    ) -> bool {
+        if let Err(f) = self.node_fits(q, id) {
+            self.fail(depth, f);
+            return false;
+        }
+        for &swapped in self.swaps(q) {
+            if let Some((port, c, input)) = slot {
+                if perm(swapped, input) != c.index as usize {
+                    self.fail(depth, Failure::WrongSlot { q, port, c, input });
+                    continue;
+                }
+            }
+            if self.try_bind(depth, q, Bound::Node { id, swapped }) {
+                return true;
+            }
+        }
+        false
     }
 
     fn node_of(&self, q: usize) -> Option<NodeId> {
