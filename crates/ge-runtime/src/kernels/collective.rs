@@ -7,9 +7,8 @@
 //! is compiled, with an error that says so.
 
 use super::common::str_attr;
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
-use rustc_hash::FxHashMap;
 
 // ---------------------------------------------------------------------------------------------
 // HCCL collectives on a world of one rank
@@ -64,9 +63,13 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("HcomAllReduce", collective_factory);
-    m.insert("HcomAllGather", collective_factory);
-    m.insert("HcomReduceScatter", collective_factory);
-    m.insert("HcomBroadcast", collective_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[(
+    &[
+        "HcomAllReduce",
+        "HcomAllGather",
+        "HcomReduceScatter",
+        "HcomBroadcast",
+    ],
+    collective_factory,
+)];

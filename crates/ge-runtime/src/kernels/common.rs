@@ -2,12 +2,12 @@
 //! attributes (layout_2d, filter_positions_of, four, positive_hw, pads_attr), values as f64 and
 //! back (floats, from_f64, float_out) and checked sub-slices (sub, sub_mut).
 
-use super::conv::filter_positions;
 use super::NodeInfo;
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use crate::{map_array, par};
 use es_core::infer::layout;
+use es_core::infer::layout::filter_positions_2d as filter_positions;
 use es_core::opmath::broadcast_dims;
 use es_core::DataType;
 use half::{bf16, f16};

@@ -5,7 +5,7 @@
 //! Data nodes by index, fed from the node's `input` instances, and its outputs become the
 //! node's outputs.
 
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{signature, Signature, Value};
 use es_core::Graph;
@@ -183,8 +183,9 @@ fn while_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("If", if_factory);
-    m.insert("Case", case_factory);
-    m.insert("While", while_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["If"], if_factory),
+    (&["Case"], case_factory),
+    (&["While"], while_factory),
+];

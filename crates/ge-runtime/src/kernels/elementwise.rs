@@ -7,7 +7,7 @@
 
 use super::common::zip2;
 use super::common::{float_out, floats, from_f64, map};
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 
 mod bitwise;
 mod math;
@@ -18,7 +18,6 @@ use crate::par;
 use crate::value::{Elem, Value};
 use half::{bf16, f16};
 use ndarray::{ArrayD, Zip};
-use rustc_hash::FxHashMap;
 
 // ---------------------------------------------------------------------------------------------
 // Arithmetic per element type
@@ -994,6 +993,19 @@ const BINARY: &[(&str, BinaryFn)] = &[
     ("BitwiseXor", |a, b| bitwise("BitwiseXor", a, b, 2)),
 ];
 
+/// The names of the binary ops, for the registry.
+const BINARY_OPS: [&str; BINARY.len()] = binary_names();
+
+const fn binary_names<const N: usize>() -> [&'static str; N] {
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        names[i] = BINARY[i].0;
+        i += 1;
+    }
+    names
+}
+
 fn binary_factory(info: &NodeInfo) -> Result<Kernel> {
     let f: BinaryFn = BINARY
         .iter()
@@ -1026,28 +1038,6 @@ fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
     }
     Ok(Box::new(move |inputs| {
         Ok(vec![input(inputs, 0)?.cast(to)?])
-    }))
-}
-
-/// Variable: its input when connected, else its initial value (the `value` attribute). The
-/// library has no assignment op, so a variable keeps that value.
-fn variable_factory(info: &NodeInfo) -> Result<Kernel> {
-    let init = match info
-        .attr("value")
-        .and_then(es_core::attr::AttrValue::as_tensor)
-    {
-        Some(t) if !t.data.is_empty() => Some(Value::from_tensor(t)?),
-        _ => None,
-    };
-    let name = info.node.name.to_string();
-    Ok(Box::new(move |inputs| {
-        match (inputs.first().copied().flatten(), &init) {
-            (Some(x), _) => Ok(vec![x.clone()]),
-            (None, Some(v)) => Ok(vec![v.clone()]),
-            (None, None) => Err(Error::kernel(format!(
-                "variable '{name}' has no value: connect its input or give it a 'value' attribute"
-            ))),
-        }
     }))
 }
 
@@ -1105,35 +1095,51 @@ fn prelu_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    for op in UNARY {
-        m.insert(op, unary_factory);
-    }
-    for (op, _) in BINARY {
-        m.insert(op, binary_factory);
-    }
-    for op in ["IsNan", "IsInf", "IsFinite"] {
-        m.insert(op, predicate_factory);
-    }
-    m.insert("LogicalNot", logical_not);
-    m.insert("Cast", cast_factory);
-    for op in ["Identity", "IdentityN", "TensorMove"] {
-        m.insert(op, identity_factory);
-    }
-    m.insert("Variable", variable_factory);
-    m.insert("Threshold", threshold_factory);
-    m.insert("PRelu", prelu_factory);
-    m.insert("FusedMulAdd", ternary::fused_mul_add_factory);
-    m.insert("Addcmul", ternary::addcmul_factory);
-    m.insert("ClipByValue", ternary::clip_factory);
-    m.insert("Atan2", math::atan2_factory);
-    m.insert("Round", math::round_factory);
-    m.insert("Fills", math::fills_factory);
-    m.insert("Invert", bitwise::invert_factory);
-    m.insert("LeftShift", bitwise::shift_factory);
-    m.insert("RightShift", bitwise::shift_factory);
-    m.insert("Bitcast", bitwise::bitcast_factory);
+/// BiasAdd: x + bias along x's channel axis (1 for a `data_format` starting NC, else the last).
+fn bias_add_factory(info: &NodeInfo) -> Result<Kernel> {
+    let fmt = match info.attr("data_format").and_then(|v| v.as_str()) {
+        Some(s) => s.to_string(),
+        None => "NHWC".to_string(),
+    };
+    Ok(Box::new(move |inputs| {
+        let (x, b) = (input(inputs, 0)?, input(inputs, 1)?);
+        let rank = x.shape().len();
+        if b.shape().len() != 1 || rank < 2 {
+            return Err(Error::kernel(format!(
+                "BiasAdd needs a 1-D bias and x of rank >= 2, got {:?} and {:?}",
+                x.shape(),
+                b.shape()
+            )));
+        }
+        let ch = if fmt.starts_with("NC") { 1 } else { rank - 1 };
+        let mut dims = vec![1; rank];
+        dims[ch] = b.len();
+        let b = super::shape::reshape(b, &dims)?;
+        add(x, &b).map(|v| vec![v])
+    }))
 }
+
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (UNARY, unary_factory),
+    (&BINARY_OPS, binary_factory),
+    (&["IsNan", "IsInf", "IsFinite"], predicate_factory),
+    (&["LogicalNot"], logical_not),
+    (&["Cast"], cast_factory),
+    (&["Identity", "IdentityN", "TensorMove"], identity_factory),
+    (&["Threshold"], threshold_factory),
+    (&["PRelu"], prelu_factory),
+    (&["BiasAdd"], bias_add_factory),
+    (&["FusedMulAdd"], ternary::fused_mul_add_factory),
+    (&["Addcmul"], ternary::addcmul_factory),
+    (&["ClipByValue"], ternary::clip_factory),
+    (&["Atan2"], math::atan2_factory),
+    (&["Round"], math::round_factory),
+    (&["Fills"], math::fills_factory),
+    (&["Invert"], bitwise::invert_factory),
+    (&["LeftShift", "RightShift"], bitwise::shift_factory),
+    (&["Bitcast"], bitwise::bitcast_factory),
+];
 
 #[cfg(test)]
 mod tests {

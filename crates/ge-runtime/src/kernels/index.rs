@@ -16,13 +16,12 @@ pub(super) use super::common::{
     alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, Pick,
 };
 use super::elementwise::Arith;
-use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;
 use crate::value::{Elem, Value};
 use es_core::DataType;
 use ndarray::ArrayD;
-use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 
 mod bag;
@@ -634,23 +633,21 @@ fn nonzero_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("GatherV2", gather_v2_factory);
-    m.insert("MaskedFill", masked::masked_fill_factory);
-    m.insert("EmbeddingBag", bag::embedding_bag_factory);
-    m.insert("UniqueWithCountsAndSorting", unique::unique_factory);
-    m.insert("GatherV2D", gather_v2_factory);
-    m.insert("GatherElements", gather_elements_factory);
-    m.insert("GatherNd", gather_nd_factory);
-    m.insert("ScatterElements", scatter_elements_factory);
-    m.insert("ScatterNd", scatter_nd_factory);
-    m.insert("ScatterNdUpdate", scatter_nd_update_factory);
-    m.insert("OneHot", one_hot_factory);
-    m.insert("OneHotD", one_hot_factory);
-    m.insert("TopKV2", top_k_factory);
-    m.insert("Where", nonzero_factory);
-    m.insert("NonZero", nonzero_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["GatherV2", "GatherV2D"], gather_v2_factory),
+    (&["MaskedFill"], masked::masked_fill_factory),
+    (&["EmbeddingBag"], bag::embedding_bag_factory),
+    (&["UniqueWithCountsAndSorting"], unique::unique_factory),
+    (&["GatherElements"], gather_elements_factory),
+    (&["GatherNd"], gather_nd_factory),
+    (&["ScatterElements"], scatter_elements_factory),
+    (&["ScatterNd"], scatter_nd_factory),
+    (&["ScatterNdUpdate"], scatter_nd_update_factory),
+    (&["OneHot", "OneHotD"], one_hot_factory),
+    (&["TopKV2"], top_k_factory),
+    (&["Where", "NonZero"], nonzero_factory),
+];
 
 #[cfg(test)]
 mod tests {

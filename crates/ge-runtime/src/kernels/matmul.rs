@@ -7,14 +7,13 @@
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
 use super::common::{broadcast_shape, zip2};
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
 use crate::value::Value;
 use half::{bf16, f16};
 use ndarray::LinalgScalar;
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, Ix3, IxDyn};
-use rustc_hash::FxHashMap;
 
 mod determinant;
 mod einsum;
@@ -406,14 +405,16 @@ fn gemm_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    for op in ["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"] {
-        m.insert(op, matmul_factory);
-    }
-    m.insert("GEMM", gemm_factory);
-    m.insert("Einsum", einsum::einsum_factory);
-    m.insert("MatrixDeterminant", determinant::determinant_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (
+        &["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"],
+        matmul_factory,
+    ),
+    (&["GEMM"], gemm_factory),
+    (&["Einsum"], einsum::einsum_factory),
+    (&["MatrixDeterminant"], determinant::determinant_factory),
+];
 
 #[cfg(test)]
 mod tests {

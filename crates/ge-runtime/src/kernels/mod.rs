@@ -117,24 +117,36 @@ impl NodeInfo<'_> {
 /// Makes the kernel for one node.
 pub type Factory = fn(&NodeInfo) -> Result<Kernel>;
 
+/// A family's kernels: the op types each factory serves.
+type Kernels = &'static [(&'static [&'static str], Factory)];
+
+/// The kernel families' tables (the convolutions register theirs through `conv::register`).
+const FAMILIES: &[Kernels] = &[
+    elementwise::KERNELS,
+    shape::KERNELS,
+    source::KERNELS,
+    matmul::KERNELS,
+    reduce::KERNELS,
+    pool::KERNELS,
+    index::KERNELS,
+    control::KERNELS,
+    sampling::KERNELS,
+    norm::KERNELS,
+    transformer::KERNELS,
+    collective::KERNELS,
+];
+
 /// The kernels, by op type.
 pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
     static REG: OnceLock<FxHashMap<&'static str, Factory>> = OnceLock::new();
     REG.get_or_init(|| {
         let mut m: FxHashMap<&'static str, Factory> = FxHashMap::default();
-        elementwise::register(&mut m);
-        shape::register(&mut m);
-        source::register(&mut m);
-        matmul::register(&mut m);
-        reduce::register(&mut m);
+        for &(ops, f) in FAMILIES.iter().copied().flatten() {
+            for &op in ops {
+                m.insert(op, f);
+            }
+        }
         conv::register(&mut m);
-        pool::register(&mut m);
-        index::register(&mut m);
-        control::register(&mut m);
-        sampling::register(&mut m);
-        norm::register(&mut m);
-        transformer::register(&mut m);
-        collective::register(&mut m);
         m
     })
 }
@@ -218,4 +230,24 @@ pub fn norm_axis(a: i64, rank: usize) -> Result<usize> {
         )));
     }
     Ok(x as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_op_type_has_one_kernel_table_entry() {
+        let mut conv: FxHashMap<&'static str, Factory> = FxHashMap::default();
+        conv::register(&mut conv);
+        let mut seen = rustc_hash::FxHashSet::default();
+        let tables = FAMILIES.iter().copied().flatten();
+        for op in tables
+            .flat_map(|&(ops, _)| ops.iter().copied())
+            .chain(conv.into_keys())
+        {
+            assert!(seen.insert(op), "{op} is registered twice");
+        }
+        assert_eq!(seen.len(), registry().len());
+    }
 }

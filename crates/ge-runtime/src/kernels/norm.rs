@@ -2,14 +2,14 @@
 //! GroupNorm and LRN. BatchNorm, LayerNorm, InstanceNorm, GroupNorm and LRN accumulate in f64 and
 //! round once to the output dtype.
 
-use super::common::{alloc, array, bad_attr, float_out, floats, from_f64, str_attr, sub};
-use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use super::common::{alloc, array, bad_attr, float_out, floats, from_f64, str_attr, sub, zip2};
+use super::reduce::{axes_of, fold};
+use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
 use crate::value::{Elem, Value};
 use es_core::{DataType, Format};
 use ndarray::ArrayD;
-use rustc_hash::FxHashMap;
 
 // ---------------------------------------------------------------------------------------------
 // RmsNorm, AddRmsNorm
@@ -578,12 +578,111 @@ fn lrn_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("RmsNorm", rms_norm_factory);
-    m.insert("AddRmsNorm", rms_norm_factory);
-    m.insert("BatchNorm", batch_norm_factory);
-    m.insert("LayerNorm", layer_norm_factory);
-    m.insert("InstanceNorm", instance_norm_factory);
-    m.insert("GroupNorm", group_norm_factory);
-    m.insert("LRN", lrn_factory);
+// ---------------------------------------------------------------------------------------------
+// SoftmaxV2, LogSoftmaxV2
+// ---------------------------------------------------------------------------------------------
+
+/// Softmax (or log-softmax) over the last axis of a standard-layout array, row by row: f64
+/// arithmetic per row, each result rounded once to `O` (no full-size temporaries). Rows are
+/// split across the run's threads when there are many.
+fn softmax_rows<T: Elem, O: Elem + Default>(a: &ArrayD<T>, log: bool) -> Option<ArrayD<O>> {
+    let n = *a.shape().last()?;
+    let data = a.as_slice()?;
+    let mut out: Vec<O> = vec![O::default(); data.len()];
+    if n > 0 {
+        // exp costs about 8 simple operations.
+        let work = data.len().saturating_mul(8);
+        crate::par::for_chunks_mut(&mut out, n, work, |start, rows| {
+            let mut row = Vec::with_capacity(n);
+            for (i, o) in rows.chunks_exact_mut(n).enumerate() {
+                let s = start + i * n;
+                row.clear();
+                row.extend(data[s..s + n].iter().map(|&v| v.to_f64()));
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if log {
+                    let l = row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
+                    for (o, &v) in o.iter_mut().zip(&row) {
+                        *o = O::from_f64(v - max - l);
+                    }
+                } else {
+                    // One exp per element: the row keeps exp(v - max) for the division.
+                    let mut sum = 0.0;
+                    for v in row.iter_mut() {
+                        *v = (*v - max).exp();
+                        sum += *v;
+                    }
+                    for (o, &e) in o.iter_mut().zip(&row) {
+                        *o = O::from_f64(e / sum);
+                    }
+                }
+            }
+            Ok(())
+        })
+        .ok()?;
+    }
+    ArrayD::from_shape_vec(a.raw_dim(), out).ok()
 }
+
+/// The row-wise softmax when the axes are just the last one and the layout is standard.
+fn softmax_fast(x: &Value, ax: &[usize], log: bool, out: DataType) -> Option<Value> {
+    if ax != [x.shape().len().checked_sub(1)?] {
+        return None;
+    }
+    Some(match (x, out) {
+        (Value::F32(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        (Value::F64(a), DataType::DOUBLE) => Value::F64(softmax_rows(a, log)?),
+        (Value::F16(a), DataType::FLOAT16) => Value::F16(softmax_rows(a, log)?),
+        (Value::F16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        (Value::BF16(a), DataType::BF16) => Value::BF16(softmax_rows(a, log)?),
+        (Value::BF16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        _ => return None,
+    })
+}
+
+/// Softmax (or log-softmax) over `axes`, in f64, rounded to the output dtype.
+fn softmax(x: &Value, axes: &[i64], log: bool, out: DataType) -> Result<Value> {
+    if let Some(v) = softmax_fast(x, &axes_of(axes, x.shape().len())?, log, out) {
+        return Ok(v);
+    }
+    let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
+        return Err(Error::kernel("internal cast error"));
+    };
+    let ax = axes_of(axes, a.ndim())?;
+    let max = fold(&a, &ax, true, f64::NEG_INFINITY, f64::max);
+    let shifted = zip2(&a, &max, |v, m| v - m)?;
+    let sum = fold(&shifted.mapv(f64::exp), &ax, true, 0.0, |p, q| p + q);
+    let y = if log {
+        zip2(&shifted, &sum, |v, s| v - s.ln())?
+    } else {
+        zip2(&shifted, &sum, |v, s| v.exp() / s)?
+    };
+    Value::F64(y).cast(out)
+}
+
+fn softmax_factory(info: &NodeInfo) -> Result<Kernel> {
+    let axes = info.ints("axes")?.unwrap_or_else(|| vec![-1]);
+    let log = info.op() == "LogSoftmaxV2";
+    let out = info.out_dtype(0)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        if !x.dtype().is_float() {
+            return Err(Error::kernel(format!(
+                "softmax needs a float input, got {}",
+                x.dtype()
+            )));
+        }
+        let dt = if out.is_float() { out } else { x.dtype() };
+        Ok(vec![softmax(x, &axes, log, dt)?])
+    }))
+}
+
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["RmsNorm", "AddRmsNorm"], rms_norm_factory),
+    (&["BatchNorm"], batch_norm_factory),
+    (&["LayerNorm"], layer_norm_factory),
+    (&["InstanceNorm"], instance_norm_factory),
+    (&["GroupNorm"], group_norm_factory),
+    (&["LRN"], lrn_factory),
+    (&["SoftmaxV2", "LogSoftmaxV2"], softmax_factory),
+];

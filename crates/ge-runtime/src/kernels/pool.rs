@@ -15,14 +15,13 @@ use super::common::{
     alloc, array, bad_attr, float_out, floats, four, from_f64, layout_2d, numel, pads_attr,
     positive_hw, std_slice, str_attr, sub,
 };
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;
 use crate::par;
 use crate::value::{Elem, Value};
 use es_core::DataType;
 use ndarray::ArrayD;
-use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 // ---------------------------------------------------------------------------------------------
@@ -589,13 +588,15 @@ fn pooling_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    for op in ["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"] {
-        m.insert(op, pool_factory);
-    }
-    m.insert("GlobalAveragePool", global_avg_pool_factory);
-    m.insert("Pooling", pooling_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (
+        &["MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV2"],
+        pool_factory,
+    ),
+    (&["GlobalAveragePool"], global_avg_pool_factory),
+    (&["Pooling"], pooling_factory),
+];
 
 #[cfg(test)]
 mod tests {

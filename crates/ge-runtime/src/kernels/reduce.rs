@@ -6,13 +6,11 @@
 //! Integers accumulate exactly in i128 (every i64 and u64 value fits): sums and products wrap
 //! into the dtype, the mean is the exact mean truncated toward zero.
 
-use super::common::zip2;
-use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use es_core::DataType;
 use ndarray::{ArrayD, Axis};
-use rustc_hash::FxHashMap;
 
 mod arg;
 mod cumulative;
@@ -42,7 +40,7 @@ pub(super) fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
     Ok(v)
 }
 
-fn fold<T: Copy>(
+pub(super) fn fold<T: Copy>(
     a: &ArrayD<T>,
     axes: &[usize],
     keep: bool,
@@ -282,151 +280,30 @@ fn reduce_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-/// Softmax (or log-softmax) over the last axis of a standard-layout array, row by row: f64
-/// arithmetic per row, each result rounded once to `O` (no full-size temporaries). Rows are
-/// split across the run's threads when there are many.
-fn softmax_rows<T: Elem, O: Elem + Default>(a: &ArrayD<T>, log: bool) -> Option<ArrayD<O>> {
-    let n = *a.shape().last()?;
-    let data = a.as_slice()?;
-    let mut out: Vec<O> = vec![O::default(); data.len()];
-    if n > 0 {
-        // exp costs about 8 simple operations.
-        let work = data.len().saturating_mul(8);
-        crate::par::for_chunks_mut(&mut out, n, work, |start, rows| {
-            let mut row = Vec::with_capacity(n);
-            for (i, o) in rows.chunks_exact_mut(n).enumerate() {
-                let s = start + i * n;
-                row.clear();
-                row.extend(data[s..s + n].iter().map(|&v| v.to_f64()));
-                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if log {
-                    let l = row.iter().map(|&v| (v - max).exp()).sum::<f64>().ln();
-                    for (o, &v) in o.iter_mut().zip(&row) {
-                        *o = O::from_f64(v - max - l);
-                    }
-                } else {
-                    // One exp per element: the row keeps exp(v - max) for the division.
-                    let mut sum = 0.0;
-                    for v in row.iter_mut() {
-                        *v = (*v - max).exp();
-                        sum += *v;
-                    }
-                    for (o, &e) in o.iter_mut().zip(&row) {
-                        *o = O::from_f64(e / sum);
-                    }
-                }
-            }
-            Ok(())
-        })
-        .ok()?;
-    }
-    ArrayD::from_shape_vec(a.raw_dim(), out).ok()
-}
-
-/// The row-wise softmax when the axes are just the last one and the layout is standard.
-fn softmax_fast(x: &Value, ax: &[usize], log: bool, out: DataType) -> Option<Value> {
-    if ax != [x.shape().len().checked_sub(1)?] {
-        return None;
-    }
-    Some(match (x, out) {
-        (Value::F32(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
-        (Value::F64(a), DataType::DOUBLE) => Value::F64(softmax_rows(a, log)?),
-        (Value::F16(a), DataType::FLOAT16) => Value::F16(softmax_rows(a, log)?),
-        (Value::F16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
-        (Value::BF16(a), DataType::BF16) => Value::BF16(softmax_rows(a, log)?),
-        (Value::BF16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
-        _ => return None,
-    })
-}
-
-/// Softmax (or log-softmax) over `axes`, in f64, rounded to the output dtype.
-fn softmax(x: &Value, axes: &[i64], log: bool, out: DataType) -> Result<Value> {
-    if let Some(v) = softmax_fast(x, &axes_of(axes, x.shape().len())?, log, out) {
-        return Ok(v);
-    }
-    let Value::F64(a) = x.cast(DataType::DOUBLE)? else {
-        return Err(Error::kernel("internal cast error"));
-    };
-    let ax = axes_of(axes, a.ndim())?;
-    let max = fold(&a, &ax, true, f64::NEG_INFINITY, f64::max);
-    let shifted = zip2(&a, &max, |v, m| v - m)?;
-    let sum = fold(&shifted.mapv(f64::exp), &ax, true, 0.0, |p, q| p + q);
-    let y = if log {
-        zip2(&shifted, &sum, |v, s| v - s.ln())?
-    } else {
-        zip2(&shifted, &sum, |v, s| v.exp() / s)?
-    };
-    Value::F64(y).cast(out)
-}
-
-fn softmax_factory(info: &NodeInfo) -> Result<Kernel> {
-    let axes = info.ints("axes")?.unwrap_or_else(|| vec![-1]);
-    let log = info.op() == "LogSoftmaxV2";
-    let out = info.out_dtype(0)?;
-    Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        if !x.dtype().is_float() {
-            return Err(Error::kernel(format!(
-                "softmax needs a float input, got {}",
-                x.dtype()
-            )));
-        }
-        let dt = if out.is_float() { out } else { x.dtype() };
-        Ok(vec![softmax(x, &axes, log, dt)?])
-    }))
-}
-
-fn bias_add_factory(info: &NodeInfo) -> Result<Kernel> {
-    let fmt = match info.attr("data_format").and_then(|v| v.as_str()) {
-        Some(s) => s.to_string(),
-        None => "NHWC".to_string(),
-    };
-    Ok(Box::new(move |inputs| {
-        let (x, b) = (input(inputs, 0)?, input(inputs, 1)?);
-        let rank = x.shape().len();
-        if b.shape().len() != 1 || rank < 2 {
-            return Err(Error::kernel(format!(
-                "BiasAdd needs a 1-D bias and x of rank >= 2, got {:?} and {:?}",
-                x.shape(),
-                b.shape()
-            )));
-        }
-        let ch = if fmt.starts_with("NC") { 1 } else { rank - 1 };
-        let mut dims = vec![1; rank];
-        dims[ch] = b.len();
-        let b = super::shape::reshape(b, &dims)?;
-        super::elementwise::add(x, &b).map(|v| vec![v])
-    }))
-}
-
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    for op in [
-        "ReduceSum",
-        "ReduceSumD",
-        "ReduceMean",
-        "ReduceMeanD",
-        "ReduceMax",
-        "ReduceMaxD",
-        "ReduceMin",
-        "ReduceMinD",
-        "ReduceProd",
-        "ReduceProdD",
-        "ReduceAll",
-        "ReduceAny",
-    ] {
-        m.insert(op, reduce_factory);
-    }
-    m.insert("SoftmaxV2", softmax_factory);
-    m.insert("LogSoftmaxV2", softmax_factory);
-    m.insert("BiasAdd", bias_add_factory);
-    m.insert("Cumprod", cumulative::cumprod_factory);
-    m.insert("Cumsum", cumulative::cumsum_factory);
-    m.insert("CumsumD", cumulative::cumsum_factory);
-    m.insert("ArgMaxV2", arg::arg_factory);
-    m.insert("ArgMaxD", arg::arg_factory);
-    m.insert("ArgMin", arg::arg_factory);
-    m.insert("ReduceLogSumExp", log_sum_exp::log_sum_exp_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (
+        &[
+            "ReduceSum",
+            "ReduceSumD",
+            "ReduceMean",
+            "ReduceMeanD",
+            "ReduceMax",
+            "ReduceMaxD",
+            "ReduceMin",
+            "ReduceMinD",
+            "ReduceProd",
+            "ReduceProdD",
+            "ReduceAll",
+            "ReduceAny",
+        ],
+        reduce_factory,
+    ),
+    (&["Cumprod"], cumulative::cumprod_factory),
+    (&["Cumsum", "CumsumD"], cumulative::cumsum_factory),
+    (&["ArgMaxV2", "ArgMaxD", "ArgMin"], arg::arg_factory),
+    (&["ReduceLogSumExp"], log_sum_exp::log_sum_exp_factory),
+];
 
 #[cfg(test)]
 mod tests {

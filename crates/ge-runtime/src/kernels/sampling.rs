@@ -48,11 +48,10 @@
 //!   order; a positive `max_boxes_size` caps the rows (no padding).
 
 use super::common::{array, bad_attr, Pick};
-use super::{Factory, NodeInfo};
+use super::{Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
-use rustc_hash::FxHashMap;
 use std::ops::{Add, Div, Mul, Rem, Sub};
 
 mod detection;
@@ -214,12 +213,17 @@ impl Img {
     }
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("ResizeNearestNeighborV2", resize::tf_resize_factory);
-    m.insert("ResizeBilinearV2", resize::tf_resize_factory);
-    m.insert("Resize", resize::resize_factory);
-    m.insert("GridSampler2D", grid::grid_sampler_factory);
-    m.insert("GridSampler3D", grid::grid_sampler_factory);
-    m.insert("ROIAlign", detection::roi_align_factory);
-    m.insert("NonMaxSuppressionV6", detection::nms_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (
+        &["ResizeNearestNeighborV2", "ResizeBilinearV2"],
+        resize::tf_resize_factory,
+    ),
+    (&["Resize"], resize::resize_factory),
+    (
+        &["GridSampler2D", "GridSampler3D"],
+        grid::grid_sampler_factory,
+    ),
+    (&["ROIAlign"], detection::roi_align_factory),
+    (&["NonMaxSuppressionV6"], detection::nms_factory),
+];

@@ -2,12 +2,11 @@
 //! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
 
 use super::common::{broadcast_shape, same_dtype2};
-use super::{input, norm_axis, Factory, Kernel, NodeInfo};
+use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
-use crate::value::{Elem, Value};
-use crate::{map_array, with_array};
+use crate::map_array;
+use crate::value::Value;
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
-use rustc_hash::FxHashMap;
 
 mod pad;
 mod rearrange;
@@ -347,20 +346,6 @@ fn broadcast_to_factory(_: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-fn shape_factory(info: &NodeInfo) -> Result<Kernel> {
-    let dt = info.out_dtype(0)?;
-    Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        let dims: Vec<i64> = x.dims();
-        Value::I64(
-            ArrayD::from_shape_vec(IxDyn(&[dims.len()]), dims)
-                .map_err(|e| Error::kernel(e.to_string()))?,
-        )
-        .cast(dt)
-        .map(|v| vec![v])
-    }))
-}
-
 fn select_factory(info: &NodeInfo) -> Result<Kernel> {
     let legacy = info.op() == "Select";
     Ok(Box::new(move |inputs| {
@@ -422,34 +407,6 @@ fn select_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-fn zeros_like_factory(_: &NodeInfo) -> Result<Kernel> {
-    Ok(Box::new(|inputs| {
-        let x = input(inputs, 0)?;
-        Ok(vec![
-            // Zero whatever x holds (0 * inf and 0 * NaN would be NaN).
-            map_array!(x, a => a.mapv(|_| Elem::from_f64(0.0))),
-        ])
-    }))
-}
-
-fn fill_factory(_: &NodeInfo) -> Result<Kernel> {
-    Ok(Box::new(|inputs| {
-        let dims = input(inputs, 0)?.to_i64_vec();
-        if dims.iter().any(|&d| d < 0) {
-            return Err(Error::kernel(format!("bad dims {dims:?}")));
-        }
-        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-        let v = input(inputs, 1)?;
-        if v.len() != 1 {
-            return Err(Error::kernel("the fill value must be a scalar"));
-        }
-        Ok(vec![with_array!(v, a => {
-            let x = *a.iter().next().expect("one element");
-            Elem::wrap(ArrayD::from_elem(IxDyn(&dims), x))
-        })])
-    }))
-}
-
 /// Concat: concat_dim (a one-element tensor) first, then the tensors of x.
 fn concat_factory(_: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(|inputs| {
@@ -467,76 +424,50 @@ fn reshaped(x: Value, dims: &[usize]) -> Result<Value> {
     reshape(&x, dims)
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("Reshape", reshape_factory);
-    m.insert("Squeeze", squeeze_factory);
-    m.insert("Unsqueeze", unsqueeze_factory);
-    m.insert("Flatten", flatten_factory);
-    m.insert("Transpose", transpose_factory);
-    m.insert("ConcatV2", concat_v2_factory);
-    m.insert("ConcatD", concat_d_factory);
-    m.insert("Pack", pack_factory);
-    m.insert("Tile", tile_factory);
-    m.insert("BroadcastTo", broadcast_to_factory);
-    m.insert("Expand", broadcast_to_factory);
-    m.insert("Shape", shape_factory);
-    m.insert("Select", select_factory);
-    m.insert("SelectV2", select_factory);
-    m.insert("ZerosLike", zeros_like_factory);
-    m.insert("Fill", fill_factory);
-    m.insert("Concat", concat_factory);
-    m.insert("Slice", slice::slice_factory);
-    m.insert("SliceD", slice::slice_factory);
-    m.insert("StridedSlice", slice::strided_slice_factory);
-    m.insert("StridedSliceD", slice::strided_slice_factory);
-    m.insert("ReverseV2", slice::reverse_factory);
-    m.insert("Split", split::split_factory);
-    m.insert("SplitD", split::split_factory);
-    m.insert("SplitV", split::split_factory);
-    m.insert("Unpack", split::unpack_factory);
-    m.insert("Pad", pad::pad_factory);
-    m.insert("PadD", pad::pad_factory);
-    m.insert("PadV3", pad::pad_factory);
-    m.insert("Tril", triangle::triangle_factory);
-    m.insert("Triu", triangle::triangle_factory);
-    m.insert("Trilu", triangle::triangle_factory);
-    m.insert("ExpandD", rearrange::expand_d_factory);
-    m.insert("FlattenV2", rearrange::flatten_v2_factory);
-    m.insert("SpaceToDepth", rearrange::space_depth_factory);
-    m.insert("DepthToSpace", rearrange::space_depth_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["Reshape"], reshape_factory),
+    (&["Squeeze"], squeeze_factory),
+    (&["Unsqueeze"], unsqueeze_factory),
+    (&["Flatten"], flatten_factory),
+    (&["Transpose"], transpose_factory),
+    (&["ConcatV2"], concat_v2_factory),
+    (&["ConcatD"], concat_d_factory),
+    (&["Pack"], pack_factory),
+    (&["Tile"], tile_factory),
+    (&["BroadcastTo", "Expand"], broadcast_to_factory),
+    (&["Select", "SelectV2"], select_factory),
+    (&["Concat"], concat_factory),
+    (&["Slice", "SliceD"], slice::slice_factory),
+    (
+        &["StridedSlice", "StridedSliceD"],
+        slice::strided_slice_factory,
+    ),
+    (&["ReverseV2"], slice::reverse_factory),
+    (&["Split", "SplitD", "SplitV"], split::split_factory),
+    (&["Unpack"], split::unpack_factory),
+    (&["Pad", "PadD", "PadV3"], pad::pad_factory),
+    (&["Tril", "Triu", "Trilu"], triangle::triangle_factory),
+    (&["ExpandD"], rearrange::expand_d_factory),
+    (&["FlattenV2"], rearrange::flatten_v2_factory),
+    (
+        &["SpaceToDepth", "DepthToSpace"],
+        rearrange::space_depth_factory,
+    ),
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn run(f: Factory, info_op: &str, inputs: &[&Value]) -> Vec<Value> {
-        let node = es_core::Node::new(info_op, info_op);
-        let info = NodeInfo {
-            node: &node,
-            inputs: Vec::new(),
-            const_inputs: Vec::new(),
-        };
-        let args: Vec<Option<&Value>> = inputs.iter().map(|v| Some(*v)).collect();
-        f(&info).unwrap()(&args).unwrap()
-    }
+    use crate::kernels::common::testing::run1;
 
     #[test]
     fn tile_right_aligns_x_like_numpy() {
         let x = Value::I32(ArrayD::from_shape_vec(IxDyn(&[2]), vec![1, 2]).unwrap());
         let reps = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![2, 3]).unwrap());
-        let y = &run(tile_factory, "Tile", &[&x, &reps])[0];
+        let y = &run1("Tile", &[], &[&x, &reps]).unwrap();
         assert_eq!(y.shape(), &[2, 6]);
         assert_eq!(y.to_i64_vec(), [1, 2, 1, 2, 1, 2].repeat(2));
-    }
-
-    #[test]
-    fn zeros_like_zeroes_inf_and_nan() {
-        let x = Value::F32(
-            ArrayD::from_shape_vec(IxDyn(&[3]), vec![f32::INFINITY, f32::NAN, -2.0]).unwrap(),
-        );
-        let y = &run(zeros_like_factory, "ZerosLike", &[&x])[0];
-        assert_eq!(y.to_f64_vec(), vec![0.0; 3]);
     }
 
     #[test]

@@ -13,13 +13,13 @@
 //!   draws fresh seeds (the process's random hash keys, a counter, the time).
 
 use super::common::{array, bad_attr, ints, numel, type_attr, with_capacity};
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Elem, Value};
+use crate::{map_array, with_array};
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
-use rustc_hash::FxHashMap;
 
 /// A scalar of `dt` holding the integer `v`.
 fn int_scalar(dt: DataType, v: i64) -> Result<Value> {
@@ -306,12 +306,81 @@ fn range_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("Size", size_factory);
-    m.insert("Rank", rank_factory);
-    m.insert("Range", range_factory);
-    m.insert("RandomUniform", random_uniform_factory);
+/// Variable: its input when connected, else its initial value (the `value` attribute). The
+/// library has no assignment op, so a variable keeps that value.
+fn variable_factory(info: &NodeInfo) -> Result<Kernel> {
+    let init = match info
+        .attr("value")
+        .and_then(es_core::attr::AttrValue::as_tensor)
+    {
+        Some(t) if !t.data.is_empty() => Some(Value::from_tensor(t)?),
+        _ => None,
+    };
+    let name = info.node.name.to_string();
+    Ok(Box::new(move |inputs| {
+        match (inputs.first().copied().flatten(), &init) {
+            (Some(x), _) => Ok(vec![x.clone()]),
+            (None, Some(v)) => Ok(vec![v.clone()]),
+            (None, None) => Err(Error::kernel(format!(
+                "variable '{name}' has no value: connect its input or give it a 'value' attribute"
+            ))),
+        }
+    }))
 }
+
+fn shape_factory(info: &NodeInfo) -> Result<Kernel> {
+    let dt = info.out_dtype(0)?;
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let dims: Vec<i64> = x.dims();
+        Value::I64(
+            ArrayD::from_shape_vec(IxDyn(&[dims.len()]), dims)
+                .map_err(|e| Error::kernel(e.to_string()))?,
+        )
+        .cast(dt)
+        .map(|v| vec![v])
+    }))
+}
+
+fn zeros_like_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let x = input(inputs, 0)?;
+        Ok(vec![
+            // Zero whatever x holds (0 * inf and 0 * NaN would be NaN).
+            map_array!(x, a => a.mapv(|_| Elem::from_f64(0.0))),
+        ])
+    }))
+}
+
+fn fill_factory(_: &NodeInfo) -> Result<Kernel> {
+    Ok(Box::new(|inputs| {
+        let dims = input(inputs, 0)?.to_i64_vec();
+        if dims.iter().any(|&d| d < 0) {
+            return Err(Error::kernel(format!("bad dims {dims:?}")));
+        }
+        let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        let v = input(inputs, 1)?;
+        if v.len() != 1 {
+            return Err(Error::kernel("the fill value must be a scalar"));
+        }
+        Ok(vec![with_array!(v, a => {
+            let x = *a.iter().next().expect("one element");
+            Elem::wrap(ArrayD::from_elem(IxDyn(&dims), x))
+        })])
+    }))
+}
+
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["Size"], size_factory),
+    (&["Rank"], rank_factory),
+    (&["Range"], range_factory),
+    (&["RandomUniform"], random_uniform_factory),
+    (&["Variable"], variable_factory),
+    (&["Shape"], shape_factory),
+    (&["ZerosLike"], zeros_like_factory),
+    (&["Fill"], fill_factory),
+];
 
 #[cfg(test)]
 mod tests {
@@ -417,5 +486,12 @@ mod tests {
         assert_eq!(range_len_float(0.0, 1.0, 0.3, false).unwrap(), 4);
         assert!(range_len_float(0.0, f64::INFINITY, 1.0, false).is_err());
         assert!(range_len_float(0.0, 1e300, 1e-300, false).is_err());
+    }
+
+    #[test]
+    fn zeros_like_zeroes_inf_and_nan() {
+        let x = f32s(&[3], &[f32::INFINITY, f32::NAN, -2.0]);
+        let y = &run1("ZerosLike", &[], &[&x]).unwrap();
+        assert_eq!(y.to_f64_vec(), vec![0.0; 3]);
     }
 }

@@ -4,11 +4,10 @@
 //! and ND w, float32 scale).
 
 use super::common::{floats, from_f64, str_attr};
-use super::{input, Factory, Kernel, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
-use rustc_hash::FxHashMap;
 
 // ---------------------------------------------------------------------------------------------
 // DynamicQuant, MoeGatingTopKSoftmax
@@ -751,17 +750,18 @@ fn grouped_matmul_finalize_routing_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("DynamicQuant", dynamic_quant_factory);
-    m.insert("MoeGatingTopKSoftmax", moe_gating_top_k_softmax_factory);
-    m.insert("PromptFlashAttention", prompt_flash_attention_factory);
-    m.insert("IncreFlashAttention", incre_flash_attention_factory);
-    m.insert(
-        "FusedInferAttentionScore",
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["DynamicQuant"], dynamic_quant_factory),
+    (&["MoeGatingTopKSoftmax"], moe_gating_top_k_softmax_factory),
+    (&["PromptFlashAttention"], prompt_flash_attention_factory),
+    (&["IncreFlashAttention"], incre_flash_attention_factory),
+    (
+        &["FusedInferAttentionScore"],
         fused_infer_attention_score_factory,
-    );
-    m.insert(
-        "GroupedMatmulFinalizeRouting",
+    ),
+    (
+        &["GroupedMatmulFinalizeRouting"],
         grouped_matmul_finalize_routing_factory,
-    );
-}
+    ),
+];
