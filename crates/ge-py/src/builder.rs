@@ -2,7 +2,7 @@
 //! used by every generated op function, and the thread-local attribute / control scopes.
 
 use crate::attrs::{attr_from_py, attr_infer_from_py, attr_value, set_node_attr};
-use crate::convert::{dtype_from_py, format_from_py, graph_name_arg, shape_from_py};
+use crate::convert::{downcast_arg, dtype_from_py, format_from_py, graph_name_arg, shape_from_py};
 use crate::errors::IntoPyResult;
 use crate::graph::{Graph, Node};
 use crate::source::{BuilderCell, BuilderState, GraphSource};
@@ -226,9 +226,7 @@ impl GraphBuilderBase {
         tensor: &Bound<'_, PyAny>,
         output_index: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let th = tensor
-            .downcast::<TensorHolder>()
-            .map_err(|_| PyTypeError::new_err("Tensor must be a TensorHolder"))?;
+        let th = downcast_arg::<TensorHolder>(tensor, "Tensor must be a TensorHolder")?;
         let th = th.get();
         if output_index.is_instance_of::<PyBool>() || !output_index.is_instance_of::<PyInt>() {
             return Err(PyTypeError::new_err("Output index must be an integer"));
@@ -300,18 +298,14 @@ impl GraphBuilderBase {
         dst_tensor: &Bound<'_, PyAny>,
         src_tensors: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let dst = dst_tensor
-            .downcast::<TensorHolder>()
-            .map_err(|_| PyTypeError::new_err("dst_tensor must be a TensorHolder"))?;
+        let dst = downcast_arg::<TensorHolder>(dst_tensor, "dst_tensor must be a TensorHolder")?;
         if !src_tensors.is_instance_of::<PyList>() {
             return Err(PyTypeError::new_err("src_tensors must be a list"));
         }
         let mut srcs = Vec::new();
         for s in src_tensors.try_iter()? {
             let s = s?;
-            let s = s
-                .downcast::<TensorHolder>()
-                .map_err(|_| PyTypeError::new_err("src_tensors must be a list of TensorHolder"))?;
+            let s = downcast_arg::<TensorHolder>(&s, "src_tensors must be a list of TensorHolder")?;
             self.check_same(s.get(), "add control dependency")?;
             srcs.push(s.get().port.node);
         }
@@ -817,9 +811,8 @@ pub fn call_op_impl(
     if cell.is_none() {
         if let Some(b) = owner_builder {
             if !b.is_none() {
-                let pb = b
-                    .downcast::<GraphBuilderBase>()
-                    .map_err(|_| PyTypeError::new_err("owner_builder must be a GraphBuilder"))?;
+                let pb =
+                    downcast_arg::<GraphBuilderBase>(b, "owner_builder must be a GraphBuilder")?;
                 cell = Some(pb.get().cell.clone());
                 owner = Some(b.clone().unbind());
             }

@@ -6,7 +6,9 @@ use es_core::{DataType, Format};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
+use pyo3::type_object::PyTypeCheck;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+use pyo3::PyErrArguments;
 
 static DATATYPE_CLS: GILOnceCell<PyObject> = GILOnceCell::new();
 static INTEGRAL_CLS: GILOnceCell<PyObject> = GILOnceCell::new();
@@ -73,27 +75,40 @@ pub fn dtype_from_py(v: &Bound<'_, PyAny>) -> PyResult<DataType> {
             "a data type must be a DataType, not a bool",
         ));
     }
-    if let Ok(i) = v.extract::<i64>() {
-        return DataType::from_value(i).py();
-    }
-    if let Ok(s) = v.extract::<String>() {
-        return DataType::from_name(&s).py();
-    }
-    Err(PyTypeError::new_err(format!(
-        "a data type must be a DataType, got {}",
-        v.get_type().name()?
-    )))
+    enum_from_py(
+        v,
+        DataType::from_value,
+        DataType::from_name,
+        "a data type must be a DataType",
+    )
 }
 
+/// A Format from an int (or Format member, an IntEnum) or a name such as "FORMAT_ND".
 pub fn format_from_py(v: &Bound<'_, PyAny>) -> PyResult<Format> {
+    enum_from_py(
+        v,
+        Format::from_value,
+        Format::from_name,
+        "a format must be a Format",
+    )
+}
+
+/// One of es-core's enums from its value (an int or IntEnum member) or its name; otherwise
+/// `TypeError` "`{what}`, got `{type}`".
+fn enum_from_py<T>(
+    v: &Bound<'_, PyAny>,
+    from_value: fn(i64) -> es_core::Result<T>,
+    from_name: fn(&str) -> es_core::Result<T>,
+    what: &str,
+) -> PyResult<T> {
     if let Ok(i) = v.extract::<i64>() {
-        return Format::from_value(i).py();
+        return from_value(i).py();
     }
     if let Ok(s) = v.extract::<String>() {
-        return Format::from_name(&s).py();
+        return from_name(&s).py();
     }
     Err(PyTypeError::new_err(format!(
-        "a format must be a Format, got {}",
+        "{what}, got {}",
         v.get_type().name()?
     )))
 }
@@ -116,6 +131,14 @@ pub fn is_dtype_enum(v: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
+/// An argument that must be an object of the pyclass `T`; otherwise `TypeError` with `msg`.
+pub fn downcast_arg<'a, 'py, T: PyTypeCheck>(
+    v: &'a Bound<'py, PyAny>,
+    msg: impl PyErrArguments + 'static,
+) -> PyResult<&'a Bound<'py, T>> {
+    v.downcast::<T>().map_err(|_| PyTypeError::new_err(msg))
+}
+
 /// A graph's name argument (`Graph(name)`, `GraphBuilder(name)`): "graph" when absent, GE's
 /// `TypeError` "Graph name must be a string" when not a str.
 pub fn graph_name_arg(name: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
@@ -126,3 +149,12 @@ pub fn graph_name_arg(name: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
             .map_err(|_| PyTypeError::new_err("Graph name must be a string")),
     }
 }
+
+/// `d[name] = s.name` for each named field of a record (stats and reports handed to Python as
+/// dicts); a field is passed by reference, so it must convert to a Python object as `&T`.
+macro_rules! set_fields {
+    ($d:expr, $s:expr; $($field:ident),+ $(,)?) => {
+        $( $d.set_item(stringify!($field), &$s.$field)?; )+
+    };
+}
+pub(crate) use set_fields;

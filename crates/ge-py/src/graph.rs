@@ -3,7 +3,7 @@
 //! removed node or subgraph is an error, never a dangling reference.
 
 use crate::attrs::{attr_to_py, attr_value, set_node_attr};
-use crate::convert::{dtype_from_py, format_from_py, graph_name_arg};
+use crate::convert::{downcast_arg, dtype_from_py, format_from_py, graph_name_arg};
 use crate::errors::IntoPyResult;
 use crate::source::{GraphCell, GraphSource, Path};
 use es_core::{Graph as CoreGraph, InPort, NodeId, OutPort, TensorDesc};
@@ -120,9 +120,7 @@ impl Graph {
     }
 
     fn node_arg(&self, n: &Bound<'_, PyAny>, what: &str) -> PyResult<NodeId> {
-        let n = n
-            .downcast::<Node>()
-            .map_err(|_| PyTypeError::new_err(format!("{what} must be a Node")))?;
+        let n = downcast_arg::<Node>(n, format!("{what} must be a Node"))?;
         let n = n.get();
         if !n.src.same(&self.src) || n.path != self.path {
             return Err(PyValueError::new_err(format!(

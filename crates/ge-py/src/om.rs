@@ -1,12 +1,13 @@
 //! `ge.offline_compile` glue: an offline model (ge-runtime's `.om` container) built from
 //! graphs, or read from a file's bytes; `SessionCore.add_compiled_graph` runs one of its graphs.
 
+use crate::convert::downcast_arg;
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
 use es_core::DataType;
 use ge_runtime::om::{self, OmModel};
 use ge_runtime::plan::InputSignature;
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::BTreeMap;
@@ -49,10 +50,7 @@ impl OmModelCore {
     ) -> PyResult<Self> {
         let mut compiled = Vec::with_capacity(graphs.len());
         for (g, opts, inputs) in graphs {
-            let g = g
-                .downcast::<Graph>()
-                .map_err(|_| PyTypeError::new_err("graph must be a Graph"))?
-                .get();
+            let g = downcast_arg::<Graph>(&g, "graph must be a Graph")?.get();
             let graph = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
             let sig = inputs
                 .into_iter()

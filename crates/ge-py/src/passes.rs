@@ -10,6 +10,7 @@
 //! and rewrites, and taken only around Python hooks.
 
 use crate::builder::TensorHolder;
+use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::{Graph, Node};
 use crate::source::{GraphCell, GraphSource, GraphState};
@@ -304,9 +305,7 @@ fn port_of(source: &Bound<'_, PyAny>, index: Option<i64>, what: &str) -> PyResul
                 "{what}: pass no index with a NodeIo"
             )));
         }
-        let n = node
-            .downcast::<Node>()
-            .map_err(|_| PyTypeError::new_err(format!("{what}: NodeIo.node must be a Node")))?;
+        let n = downcast_arg::<Node>(&node, format!("{what}: NodeIo.node must be a Node"))?;
         let i: u32 = i.extract()?;
         return Ok((n.get().id, i));
     }
@@ -404,9 +403,7 @@ impl Pattern {
         node: &Bound<'_, PyAny>,
         config: Option<PyRef<'_, PatternMatcherConfig>>,
     ) -> PyResult<String> {
-        let n = node
-            .downcast::<Node>()
-            .map_err(|_| PyTypeError::new_err("explain: node must be a Node"))?;
+        let n = downcast_arg::<Node>(node, "explain: node must be a Node")?;
         let n = n.get();
         let cfg = config.map(|c| c.cfg).unwrap_or_else(ge_default_config);
         let pattern = lock(&self.state).pattern.clone();
@@ -580,9 +577,7 @@ impl Anchor {
 }
 
 fn anchor(node: &Bound<'_, PyAny>, index: i64, what: &str) -> PyResult<Anchor> {
-    let n = node
-        .downcast::<Node>()
-        .map_err(|_| PyTypeError::new_err(format!("{what}: expected a Node")))?;
+    let n = downcast_arg::<Node>(node, format!("{what}: expected a Node"))?;
     let index = u32::try_from(index)
         .map_err(|_| PyValueError::new_err(format!("{what}: bad index {index}")))?;
     Ok(Anchor {
@@ -838,9 +833,7 @@ pub fn _report_fuse(
     nodes_after: &Bound<'_, PyAny>,
     context: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    let ctx = context
-        .downcast::<PassContext>()
-        .map_err(|_| PyTypeError::new_err("report_fuse: context must be a PassContext"))?;
+    let ctx = downcast_arg::<PassContext>(context, "report_fuse: context must be a PassContext")?;
     let (sb, before) = node_ids(nodes_before, "report_fuse")?;
     let (sa, after) = node_ids(nodes_after, "report_fuse")?;
     let (before, after) = (names(&sb, &before)?, names(&sa, &after)?);
@@ -890,11 +883,9 @@ impl SubgraphRewriter {
         let (outputs, views) = outputs;
         let src = common_source(views.iter().map(|v| v.get()))?;
         let ctx = match context {
-            Some(c) => Some(
-                c.downcast::<PassContext>()
-                    .map_err(|_| PyTypeError::new_err("context must be a PassContext"))?
-                    .clone(),
-            ),
+            Some(c) => {
+                Some(downcast_arg::<PassContext>(c, "context must be a PassContext")?.clone())
+            }
             None => None,
         };
         let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
@@ -1307,18 +1298,11 @@ pub fn _registered_pass_keys() -> Vec<String> {
 
 fn stats_dict<'py>(py: Python<'py>, s: &pass_bridge::PassStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("pass_name", &s.pass_name)?;
-    d.set_item("descriptor_key", &s.descriptor_key)?;
+    set_fields!(d, s; pass_name, descriptor_key);
     d.set_item("kind", s.kind.as_str())?;
     d.set_item("stage", s.stage.as_str())?;
-    d.set_item("matches_tried", s.matches_tried)?;
-    d.set_item("matches_accepted", s.matches_accepted)?;
-    d.set_item("rewritten", s.rewritten)?;
-    d.set_item("skipped", s.skipped)?;
-    d.set_item("rounds", s.rounds)?;
-    d.set_item("skipped_run", s.skipped_run)?;
-    d.set_item("nodes_before", s.nodes_before)?;
-    d.set_item("nodes_after", s.nodes_after)?;
+    set_fields!(d, s; matches_tried, matches_accepted, rewritten, skipped, rounds, skipped_run,
+        nodes_before, nodes_after);
     let fusions = PyList::empty(py);
     for f in &s.fusions {
         fusions.append((f.before.clone(), f.after.clone()))?;
@@ -1339,10 +1323,7 @@ pub fn _run_passes<'py>(
     passes: Option<Vec<String>>,
     options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let g = graph
-        .downcast::<Graph>()
-        .map_err(|_| PyTypeError::new_err("run_passes: graph must be a ge.graph.Graph"))?
-        .get();
+    let g = downcast_arg::<Graph>(graph, "run_passes: graph must be a ge.graph.Graph")?.get();
     if !g.path.is_empty() {
         return Err(PyValueError::new_err(
             "run_passes: pass a whole graph, not a subgraph view",

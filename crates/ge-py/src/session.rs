@@ -2,11 +2,12 @@
 //! arrive as `ge.graph.Tensor`s or numpy arrays; runs release the GIL (Python passes take it
 //! back only around their hooks).
 
+use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
 use crate::tensor::tensor_from_py;
 use ge_runtime::{Error, Session, Value};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::BTreeMap;
@@ -40,10 +41,7 @@ impl SessionCore {
         graph: &Bound<'_, PyAny>,
         options: Option<BTreeMap<String, String>>,
     ) -> PyResult<()> {
-        let g = graph
-            .downcast::<Graph>()
-            .map_err(|_| PyTypeError::new_err("add_graph needs a ge.graph.Graph"))?
-            .get();
+        let g = downcast_arg::<Graph>(graph, "add_graph needs a ge.graph.Graph")?.get();
         let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
         let opts = options.unwrap_or_default();
         py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
@@ -106,12 +104,7 @@ impl SessionCore {
     ) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.graph_cache_stats(graph_id).py()?;
         let d = PyDict::new(py);
-        d.set_item("hits", s.hits)?;
-        d.set_item("misses", s.misses)?;
-        d.set_item("captures", s.captures)?;
-        d.set_item("evictions", s.evictions)?;
-        d.set_item("size", s.size)?;
-        d.set_item("capacity", s.capacity)?;
+        set_fields!(d, s; hits, misses, captures, evictions, size, capacity);
         Ok(d)
     }
 

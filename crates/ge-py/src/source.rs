@@ -111,26 +111,28 @@ pub type Path = Vec<(NodeId, String)>;
 
 fn descend<'a>(mut g: &'a CoreGraph, path: &Path) -> PyResult<&'a CoreGraph> {
     for (nid, name) in path {
-        let n = g.node(*nid).map_err(|_| {
-            PyRuntimeError::new_err("the parent node of this subgraph has been removed")
-        })?;
-        g = n.subgraph(name).ok_or_else(|| {
-            PyRuntimeError::new_err(format!("subgraph '{name}' has been removed"))
-        })?;
+        let n = g.node(*nid).map_err(|_| parent_removed())?;
+        g = n.subgraph(name).ok_or_else(|| subgraph_removed(name))?;
     }
     Ok(g)
 }
 
 fn descend_mut<'a>(mut g: &'a mut CoreGraph, path: &Path) -> PyResult<&'a mut CoreGraph> {
     for (nid, name) in path {
-        let n = g.node_mut(*nid).map_err(|_| {
-            PyRuntimeError::new_err("the parent node of this subgraph has been removed")
-        })?;
-        g = n.subgraph_mut(name).ok_or_else(|| {
-            PyRuntimeError::new_err(format!("subgraph '{name}' has been removed"))
-        })?;
+        let n = g.node_mut(*nid).map_err(|_| parent_removed())?;
+        g = n.subgraph_mut(name).ok_or_else(|| subgraph_removed(name))?;
     }
     Ok(g)
+}
+
+/// A subgraph view whose parent node is gone.
+fn parent_removed() -> PyErr {
+    PyRuntimeError::new_err("the parent node of this subgraph has been removed")
+}
+
+/// A subgraph view whose subgraph is gone from its parent node.
+fn subgraph_removed(name: &str) -> PyErr {
+    PyRuntimeError::new_err(format!("subgraph '{name}' has been removed"))
 }
 
 impl GraphSource {
