@@ -269,21 +269,6 @@ fn attention_checks(info: &NodeInfo, op: &str) -> Result<(String, i64)> {
     Ok((layout, info.int("inner_precise", 1)?))
 }
 
-/// num_heads and num_key_value_heads (0: num_heads), which must divide it.
-fn attention_heads(info: &NodeInfo, op: &str, kvn_default: i64) -> Result<(usize, usize)> {
-    let n = usize::try_from(info.int("num_heads", 1)?).unwrap_or(0);
-    let kvn = match info.int("num_key_value_heads", kvn_default)? {
-        0 => n,
-        k => usize::try_from(k).unwrap_or(0),
-    };
-    if n == 0 || kvn == 0 || n % kvn != 0 {
-        return Err(Error::kernel(format!(
-            "{op}: num_key_value_heads {kvn} must be a positive divisor of num_heads {n}"
-        )));
-    }
-    Ok((n, kvn))
-}
-
 /// The modes the CPU kernel refuses: inner_precise outside 0..=`max_precise`, sparse_mode other
 /// than 0 and block_size other than 0 (page attention); an operator without one of these
 /// attributes has its default.
@@ -322,19 +307,11 @@ fn prompt_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
     }
     let (layout, precise) = attention_checks(info, OP)?;
     plain_modes(info, OP, precise, 3)?;
-    let (n, kvn) = attention_heads(info, OP, 0)?;
-    let scale = f64::from(info.float("scale_value", 1.0)?);
-    let pre = info.int("pre_tokens", 214_748_647)?;
-    let next = info.int("next_tokens", 0)?;
-    let geo = Attention {
-        op: OP,
-        layout,
-        heads: n,
-        kv_heads: kvn,
-        scale,
-        band: (pre, next),
-        band_min_rows: 1,
-    };
+    let band = (
+        info.int("pre_tokens", 214_748_647)?,
+        info.int("next_tokens", 0)?,
+    );
+    let geo = Attention::new(info, OP, layout, (0, "scale_value"), band, 1)?;
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
         Ok(vec![geo.run(q, k, v, inputs.get(4).copied().flatten())?.0])
@@ -356,6 +333,38 @@ struct Attention {
 }
 
 impl Attention {
+    /// The attention of node `info` (operator `op`): num_heads, and num_key_value_heads (0:
+    /// num_heads; absent: `kvn_default`), which must divide it; the scale from attribute
+    /// `scale_attr` (default 1).
+    fn new(
+        info: &NodeInfo,
+        op: &'static str,
+        layout: String,
+        (kvn_default, scale_attr): (i64, &str),
+        band: (i64, i64),
+        band_min_rows: usize,
+    ) -> Result<Self> {
+        let n = usize::try_from(info.int("num_heads", 1)?).unwrap_or(0);
+        let kvn = match info.int("num_key_value_heads", kvn_default)? {
+            0 => n,
+            k => usize::try_from(k).unwrap_or(0),
+        };
+        if n == 0 || kvn == 0 || n % kvn != 0 {
+            return Err(Error::kernel(format!(
+                "{op}: num_key_value_heads {kvn} must be a positive divisor of num_heads {n}"
+            )));
+        }
+        Ok(Attention {
+            op,
+            layout,
+            heads: n,
+            kv_heads: kvn,
+            scale: f64::from(info.float(scale_attr, 1.0)?),
+            band,
+            band_min_rows,
+        })
+    }
+
     /// softmax(scale * Q K^T, masked) V per head, in f64, rounded once to query's dtype; a row
     /// with every position masked gives zeros. Also returns each row's log-sum-exp of its
     /// scores, [B, N, S] (+inf for a row with every position masked).
@@ -516,16 +525,8 @@ fn incre_flash_attention_factory(info: &NodeInfo) -> Result<Kernel> {
     let (at, layout, precise) = kv_list_checks(info, OP, &["atten_mask"])?;
     let mask_at = at[0];
     plain_modes(info, OP, precise, 1)?;
-    let (n, kvn) = attention_heads(info, OP, 1)?;
-    let geo = Attention {
-        op: OP,
-        layout,
-        heads: n,
-        kv_heads: kvn,
-        scale: f64::from(info.float("scale_value", 1.0)?),
-        band: (i64::MAX, i64::MAX),
-        band_min_rows: 1,
-    };
+    let band = (i64::MAX, i64::MAX);
+    let geo = Attention::new(info, OP, layout, (1, "scale_value"), band, 1)?;
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
         let mask = mask_at.and_then(|p| inputs.get(p).copied().flatten());
@@ -562,21 +563,14 @@ fn fused_infer_attention_score_factory(info: &NodeInfo) -> Result<Kernel> {
     let taken = ["atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv"];
     let (at, layout, precise) = kv_list_checks(info, OP, &taken)?;
     plain_modes(info, OP, precise, 3)?;
-    let (n, kvn) = attention_heads(info, OP, 0)?;
     let lse_flag = info.bool("softmax_lse_flag", false)?;
-    let geo = Attention {
-        op: OP,
-        layout,
-        heads: n,
-        kv_heads: kvn,
-        scale: f64::from(info.float("scale", 1.0)?),
-        band: (
-            info.int("pre_tokens", 2_147_483_647)?,
-            info.int("next_tokens", 2_147_483_647)?,
-        ),
-        // A single query position (the incremental step) ignores pre_tokens and next_tokens.
-        band_min_rows: 2,
-    };
+    let band = (
+        info.int("pre_tokens", 2_147_483_647)?,
+        info.int("next_tokens", 2_147_483_647)?,
+    );
+    // A single query position (the incremental step) ignores pre_tokens and next_tokens.
+    let geo = Attention::new(info, OP, layout, (0, "scale"), band, 2)?;
+    let n = geo.heads;
     Ok(Box::new(move |inputs| {
         let (q, k, v) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
         let get = |i: usize| at[i].and_then(|p| inputs.get(p).copied().flatten());

@@ -62,35 +62,59 @@ fn tf_linear_map(inp: usize, out: usize, align: bool, half: bool) -> Vec<(usize,
         .collect()
 }
 
-fn tf_gather<T: Copy>(x: &[T], g: Img, ys: &[usize], xs: &[usize]) -> Result<Vec<T>> {
+/// Samples the images of `x` at each output row `ys` and column `xs`: `pixel(image, y, x, out)`
+/// pushes one output pixel's channels, where an image is a plane of one channel in NCHW and a
+/// whole image of `c` channels in NHWC (its rows `w * c` long).
+fn tf_sample<T: Copy, Y: Copy, X: Copy, O>(
+    x: &[T],
+    g: Img,
+    ys: &[Y],
+    xs: &[X],
+    pixel: impl Fn(Image<T>, Y, X, &mut Vec<O>) -> Result<()>,
+) -> Result<Vec<O>> {
     let total = numel(&[g.n, g.c, ys.len(), xs.len()])?;
     let mut out = with_capacity(total)?;
     if total == 0 {
         return Ok(out);
     }
-    let (h, w, c) = (g.h, g.w, g.c);
-    if g.nchw {
-        for p in 0..g.n * c {
-            let plane = sub(x, p * h * w, h * w)?;
-            for &y in ys {
-                let row = sub(plane, y * w, w)?;
-                for &xi in xs {
-                    out.push(row[xi]);
-                }
-            }
-        }
-    } else {
-        for n in 0..g.n {
-            let img = sub(x, n * h * w * c, h * w * c)?;
-            for &y in ys {
-                let row = sub(img, y * w * c, w * c)?;
-                for &xi in xs {
-                    out.extend_from_slice(sub(row, xi * c, c)?);
-                }
+    let (images, c) = if g.nchw { (g.n * g.c, 1) } else { (g.n, g.c) };
+    let len = g.h * g.w * c;
+    for i in 0..images {
+        let data = sub(x, i * len, len)?;
+        let img = Image {
+            data,
+            row: g.w * c,
+            c,
+        };
+        for &y in ys {
+            for &xi in xs {
+                pixel(img, y, xi, &mut out)?;
             }
         }
     }
     Ok(out)
+}
+
+/// One image of [`tf_sample`]: its elements, row length and channels per pixel.
+#[derive(Clone, Copy)]
+struct Image<'a, T> {
+    data: &'a [T],
+    row: usize,
+    c: usize,
+}
+
+impl<'a, T: Copy> Image<'a, T> {
+    /// The channels of pixel (y, x).
+    fn at(self, y: usize, x: usize) -> Result<&'a [T]> {
+        sub(self.data, y * self.row + x * self.c, self.c)
+    }
+}
+
+fn tf_gather<T: Copy>(x: &[T], g: Img, ys: &[usize], xs: &[usize]) -> Result<Vec<T>> {
+    tf_sample(x, g, ys, xs, |img, y, xi, out| {
+        out.extend_from_slice(img.at(y, xi)?);
+        Ok(())
+    })
 }
 
 /// TensorFlow's compute_lerp.
@@ -103,38 +127,14 @@ fn tf_lerp(tl: f32, tr: f32, bl: f32, br: f32, xl: f32, yl: f32) -> f32 {
 type LinMap = [(usize, usize, f32)];
 
 fn tf_bilinear(x: &[f32], g: Img, ys: &LinMap, xs: &LinMap) -> Result<Vec<f32>> {
-    let total = numel(&[g.n, g.c, ys.len(), xs.len()])?;
-    let mut out = with_capacity(total)?;
-    if total == 0 {
-        return Ok(out);
-    }
-    let (h, w, c) = (g.h, g.w, g.c);
-    if g.nchw {
-        for p in 0..g.n * c {
-            let plane = sub(x, p * h * w, h * w)?;
-            for &(y0, y1, yl) in ys {
-                let (r0, r1) = (sub(plane, y0 * w, w)?, sub(plane, y1 * w, w)?);
-                for &(x0, x1, xl) in xs {
-                    out.push(tf_lerp(r0[x0], r0[x1], r1[x0], r1[x1], xl, yl));
-                }
-            }
+    tf_sample(x, g, ys, xs, |img, (y0, y1, yl), (x0, x1, xl), out| {
+        let (tl, tr) = (img.at(y0, x0)?, img.at(y0, x1)?);
+        let (bl, br) = (img.at(y1, x0)?, img.at(y1, x1)?);
+        for k in 0..img.c {
+            out.push(tf_lerp(tl[k], tr[k], bl[k], br[k], xl, yl));
         }
-    } else {
-        for n in 0..g.n {
-            let img = sub(x, n * h * w * c, h * w * c)?;
-            for &(y0, y1, yl) in ys {
-                let (r0, r1) = (sub(img, y0 * w * c, w * c)?, sub(img, y1 * w * c, w * c)?);
-                for &(x0, x1, xl) in xs {
-                    let (tl, tr) = (sub(r0, x0 * c, c)?, sub(r0, x1 * c, c)?);
-                    let (bl, br) = (sub(r1, x0 * c, c)?, sub(r1, x1 * c, c)?);
-                    for k in 0..c {
-                        out.push(tf_lerp(tl[k], tr[k], bl[k], br[k], xl, yl));
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
+        Ok(())
+    })
 }
 
 /// The [new_height, new_width] of a `size` input.
