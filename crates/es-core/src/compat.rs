@@ -108,57 +108,44 @@ impl Change {
     }
     /// The name of the node changed.
     pub fn node(&self) -> &str {
+        self.site().1
+    }
+    /// Where the change is: the graph's name, the node's name and its op type.
+    fn site(&self) -> (&str, &str, &str) {
         match self {
-            Change::RemovedAttr { node, .. }
-            | Change::FilledAttr { node, .. }
-            | Change::RemovedInput { node, .. }
-            | Change::AddedInput { node, .. } => node,
+            Change::RemovedAttr {
+                graph, node, op, ..
+            }
+            | Change::FilledAttr {
+                graph, node, op, ..
+            }
+            | Change::RemovedInput {
+                graph, node, op, ..
+            }
+            | Change::AddedInput {
+                graph, node, op, ..
+            } => (graph, node, op),
         }
     }
 }
 
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (graph, node, op) = self.site();
+        write!(f, "graph '{graph}', node '{node}' ({op}): ")?;
         match self {
-            Change::RemovedAttr {
-                graph,
-                node,
-                op,
-                attr,
-                value,
-            } => write!(
-                f,
-                "graph '{graph}', node '{node}' ({op}): removed unset attribute '{attr}' ({value})"
-            ),
-            Change::FilledAttr {
-                graph,
-                node,
-                op,
-                attr,
-                value,
-            } => write!(
-                f,
-                "graph '{graph}', node '{node}' ({op}): added attribute '{attr}' with its default {value}"
-            ),
-            Change::RemovedInput {
-                graph,
-                node,
-                op,
-                input,
-            } => write!(
-                f,
-                "graph '{graph}', node '{node}' ({op}): removed unconnected optional input '{input}'"
-            ),
-            Change::AddedInput {
-                graph,
-                node,
-                op,
-                input,
-                index,
-            } => write!(
-                f,
-                "graph '{graph}', node '{node}' ({op}): added unconnected optional input '{input}' at {index}"
-            ),
+            Change::RemovedAttr { attr, value, .. } => {
+                write!(f, "removed unset attribute '{attr}' ({value})")
+            }
+            Change::FilledAttr { attr, value, .. } => {
+                write!(f, "added attribute '{attr}' with its default {value}")
+            }
+            Change::RemovedInput { input, .. } => {
+                write!(f, "removed unconnected optional input '{input}'")
+            }
+            Change::AddedInput { input, index, .. } => {
+                write!(f, "added unconnected optional input '{input}' at {index}")
+            }
         }
     }
 }

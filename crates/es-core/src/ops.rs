@@ -140,6 +140,18 @@ pub struct OpProto {
     pub output_counts: BTreeMap<String, CountRule>,
 }
 
+/// The array under `key` of a JSON object (empty when absent or not an array).
+fn json_list<'v>(obj: &'v serde_json::Map<String, Value>, key: &str) -> &'v [Value] {
+    obj.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The string under `key` of a JSON value (None when absent or not a string).
+fn json_str<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}
+
 impl OpProto {
     pub fn input(&self, name: &str) -> Option<(usize, &IoDef)> {
         self.inputs.iter().enumerate().find(|(_, d)| d.name == name)
@@ -191,21 +203,10 @@ impl OpProto {
         }
         let io = |key: &str, output: bool| -> Result<Vec<IoDef>> {
             let mut out = Vec::new();
-            for item in obj
-                .get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                let n = item
-                    .get("name")
-                    .and_then(Value::as_str)
+            for item in json_list(obj, key) {
+                let n = json_str(item, "name")
                     .ok_or_else(|| ctx(format!("an entry of {key} has no name")))?;
-                let kind = match item
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or("required")
-                {
+                let kind = match json_str(item, "kind").unwrap_or("required") {
                     "required" => IoKind::Required,
                     "optional" if !output => IoKind::Optional,
                     "dynamic" => IoKind::Dynamic,
@@ -225,10 +226,7 @@ impl OpProto {
                     }
                     _ => return Err(ctx(format!("{key} '{n}' needs a \"type\""))),
                 };
-                let since = item
-                    .get("since")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                let since = json_str(item, "since").map(str::to_string);
                 out.push(IoDef {
                     name: n.to_string(),
                     kind,
@@ -241,16 +239,8 @@ impl OpProto {
         let inputs = io("inputs", false)?;
         let outputs = io("outputs", true)?;
         let mut attrs = Vec::new();
-        for a in obj
-            .get("attrs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            let an = a
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ctx("an attribute has no name".into()))?;
+        for a in json_list(obj, "attrs") {
+            let an = json_str(a, "name").ok_or_else(|| ctx("an attribute has no name".into()))?;
             let ty = AttrType::parse(a.get("type").and_then(Value::as_str).unwrap_or(""))
                 .map_err(|e| ctx(format!("attribute {an}: {e}")))?;
             let required = a.get("required").and_then(Value::as_bool).unwrap_or(false);
@@ -265,7 +255,7 @@ impl OpProto {
                 }
                 _ => None,
             };
-            let since = a.get("since").and_then(Value::as_str).map(str::to_string);
+            let since = json_str(a, "since").map(str::to_string);
             attrs.push(AttrDef {
                 name: an.to_string(),
                 ty,
@@ -274,17 +264,9 @@ impl OpProto {
             });
         }
         let mut subgraphs = Vec::new();
-        for s in obj
-            .get("subgraphs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            let sn = s
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ctx("subgraph without name".into()))?;
-            let kind = match s.get("kind").and_then(Value::as_str).unwrap_or("static") {
+        for s in json_list(obj, "subgraphs") {
+            let sn = json_str(s, "name").ok_or_else(|| ctx("subgraph without name".into()))?;
+            let kind = match json_str(s, "kind").unwrap_or("static") {
                 "static" => SubgraphKind::Static,
                 "dynamic" => SubgraphKind::Dynamic,
                 k => return Err(ctx(format!("subgraph {sn} has an invalid kind '{k}'"))),

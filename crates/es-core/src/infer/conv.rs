@@ -257,19 +257,23 @@ fn conv_output(
     Ok(in_layout(product_dtype(ctx, x), Shape::from(out), a.xl))
 }
 
-/// A filter's layout by [`super::layout::filter_layout`] and the positions in it of the out
-/// channels ("N"), in channels ("C") and spatial dims.
+/// Checks that x and the filter have rank R; the filter's layout by
+/// [`super::layout::filter_layout`], the positions in it of the out channels ("N"), in channels
+/// ("C") and spatial dims, and its (out, in) channel counts.
 fn filter_nd<const R: usize>(
     ctx: &InferCtx,
     f: &TensorDesc,
     x: &TensorDesc,
     allowed: &[Format],
-) -> Result<([usize; R], Format)> {
+) -> Result<([usize; R], Format, (i64, i64))> {
+    check_rank(ctx, "x", &x.shape, R)?;
+    check_rank(ctx, "filter", &f.shape, R)?;
     let fl = super::layout::filter_layout(Some(f), Some(x), allowed).map_err(|e| ctx.err(e))?;
     let pos = super::layout::filter_positions(fl)
         .and_then(|p| <[usize; R]>::try_from(p).ok())
         .ok_or_else(|| ctx.err(format!("input 'filter' has format {fl}")))?;
-    Ok((pos, fl))
+    let channels = (dim(&f.shape, pos[0]), dim(&f.shape, pos[1]));
+    Ok((pos, fl, channels))
 }
 
 /// Checks an optional 1-D bias against the output channels.
@@ -343,10 +347,7 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let op = opt_ints(ctx, "output_padding", &[0, 0, 0, 0])?;
     check_len(ctx, "output_padding", op, 4, &format!("{fmt} order"))?;
     let groups = groups_attr(ctx, "groups")?;
-    check_rank(ctx, "x", &x.shape, 4)?;
-    check_rank(ctx, "filter", &filter.shape, 4)?;
-    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
-    let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let (fp, fl, (fn_, fc)) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
     let xc = dim(&x.shape, l.c());
     if merge_dim(xc, fn_).is_none() {
         return Err(ctx.err(format!(
@@ -421,10 +422,7 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let a = conv_attrs(ctx, x, 2)?;
     let (l, fmt) = (a.l, a.fmt);
     check_pads(ctx, a.pads)?;
-    check_rank(ctx, "x", &x.shape, 4)?;
-    check_rank(ctx, "filter", &filter.shape, 4)?;
-    let (fp, fl) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
-    let (fn_, fc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let (fp, fl, (fn_, fc)) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
     let xc = dim(&x.shape, l.c());
     if fc >= 0 && fc != 1 && merge_dim(xc, fc).is_none() {
         return Err(ctx.err(format!(
@@ -448,11 +446,8 @@ fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let (l, fmt) = (a.l, a.fmt);
     check_pads(ctx, a.pads)?;
     let groups = groups_attr(ctx, "groups")?;
-    check_rank(ctx, "x", &x.shape, 5)?;
-    check_rank(ctx, "filter", &filter.shape, 5)?;
     // Filter positions: out channels, in channels / groups, D, H, W.
-    let (fp, fl) = filter_nd::<5>(ctx, filter, x, super::layout::FILTER_3D)?;
-    let (kn, kc) = (dim(&filter.shape, fp[0]), dim(&filter.shape, fp[1]));
+    let (fp, fl, (kn, kc)) = filter_nd::<5>(ctx, filter, x, super::layout::FILTER_3D)?;
     let c = dim(&x.shape, l.c());
     if c >= 0 && kc >= 0 && i128::from(c) != i128::from(kc) * i128::from(groups) {
         return Err(ctx.err(format!(

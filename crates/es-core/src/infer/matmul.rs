@@ -90,26 +90,40 @@ fn check_bias_into(
     Ok(())
 }
 
+/// The [m, n] shape of op(x1) @ op(x2) for 2-D x1 and x2, op transposing where asked; each side
+/// is (input name, shape, transposed, the transpose attribute's name).
+fn matmul_2d(
+    ctx: &InferCtx,
+    (n1, s1, t1, a1): (&str, &Shape, bool, &str),
+    (n2, s2, t2, a2): (&str, &Shape, bool, &str),
+) -> Result<Shape> {
+    check_rank(ctx, n1, s1, 2)?;
+    check_rank(ctx, n2, s2, 2)?;
+    let (m, k1) = mat_dims(s1, t1);
+    let (k2, n) = mat_dims(s2, t2);
+    if merge_dim(k1, k2).is_none() {
+        return Err(inner_mismatch(
+            ctx,
+            (n1, s1, t1, a1),
+            k1,
+            (n2, s2, t2, a2),
+            k2,
+        ));
+    }
+    Ok(Shape::from(vec![m, n]))
+}
+
 /// MatMul / MatMulV2: 2-D x1 [m, k] @ x2 [k, n] with transpose_x1 / transpose_x2.
 fn matmul(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x1 = ctx.req("x1")?;
     let x2 = ctx.req("x2")?;
     let t1 = opt_bool(ctx, "transpose_x1", false)?;
     let t2 = opt_bool(ctx, "transpose_x2", false)?;
-    check_rank(ctx, "x1", &x1.shape, 2)?;
-    check_rank(ctx, "x2", &x2.shape, 2)?;
-    let (m, k1) = mat_dims(&x1.shape, t1);
-    let (k2, n) = mat_dims(&x2.shape, t2);
-    if merge_dim(k1, k2).is_none() {
-        return Err(inner_mismatch(
-            ctx,
-            ("x1", &x1.shape, t1, "transpose_x1"),
-            k1,
-            ("x2", &x2.shape, t2, "transpose_x2"),
-            k2,
-        ));
-    }
-    let out = Shape::from(vec![m, n]);
+    let out = matmul_2d(
+        ctx,
+        ("x1", &x1.shape, t1, "transpose_x1"),
+        ("x2", &x2.shape, t2, "transpose_x2"),
+    )?;
     if ctx.proto.input("bias").is_some() {
         check_bias_into(ctx, "bias", ctx.input("bias")?, &out)?;
     }
@@ -184,20 +198,11 @@ fn gemm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let c = ctx.req("c")?;
     let ta = opt_bool(ctx, "transpose_a", false)?;
     let tb = opt_bool(ctx, "transpose_b", false)?;
-    check_rank(ctx, "a", &a.shape, 2)?;
-    check_rank(ctx, "b", &b.shape, 2)?;
-    let (m, k1) = mat_dims(&a.shape, ta);
-    let (k2, n) = mat_dims(&b.shape, tb);
-    if merge_dim(k1, k2).is_none() {
-        return Err(inner_mismatch(
-            ctx,
-            ("a", &a.shape, ta, "transpose_a"),
-            k1,
-            ("b", &b.shape, tb, "transpose_b"),
-            k2,
-        ));
-    }
-    let out = Shape::from(vec![m, n]);
+    let out = matmul_2d(
+        ctx,
+        ("a", &a.shape, ta, "transpose_a"),
+        ("b", &b.shape, tb, "transpose_b"),
+    )?;
     check_bias_into(ctx, "c", Some(c), &out)?;
     check_one_element(ctx, "alpha", ctx.input("alpha")?)?;
     check_one_element(ctx, "beta", ctx.input("beta")?)?;

@@ -435,9 +435,9 @@ fn pack(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(out)))
 }
 
-/// Split (constant `split_dim` input) / SplitD (`split_dim` attribute): num_split equal parts.
-fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
+/// Split's and SplitV's `num_split` attribute, checked against the node's output count: (the
+/// attribute, the output count).
+fn num_split(ctx: &InferCtx) -> Result<(i64, usize)> {
     let num = ctx.attr_int("num_split")?;
     if num < 1 {
         return Err(ctx.err(format!("attribute 'num_split' must be >= 1, got {num}")));
@@ -448,6 +448,13 @@ fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             "attribute 'num_split' is {num} but the node has {n_out} outputs 'y'"
         )));
     }
+    Ok((num, n_out))
+}
+
+/// Split (constant `split_dim` input) / SplitD (`split_dim` attribute): num_split equal parts.
+fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let (num, n_out) = num_split(ctx)?;
     let axis: Option<i64> = if ctx.proto.input("split_dim").is_some() {
         check_one_element(ctx, "split_dim", ctx.input("split_dim")?)?;
         const_scalar(ctx, "split_dim")?
@@ -483,16 +490,7 @@ fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// SplitV: parts of the sizes in `size_splits` (one may be -1) along `split_dim`.
 fn split_v(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let num = ctx.attr_int("num_split")?;
-    if num < 1 {
-        return Err(ctx.err(format!("attribute 'num_split' must be >= 1, got {num}")));
-    }
-    let n_out = ctx.num_outputs();
-    if n_out as i64 != num {
-        return Err(ctx.err(format!(
-            "attribute 'num_split' is {num} but the node has {n_out} outputs 'y'"
-        )));
-    }
+    let (num, n_out) = num_split(ctx)?;
     let n = n_out;
     let slen = vector_len(ctx, "size_splits", ctx.input("size_splits")?)?;
     if let Some(l) = slen {
