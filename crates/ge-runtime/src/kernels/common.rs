@@ -316,6 +316,37 @@ pub(super) fn scalar_int(v: &Value, what: &str) -> Result<i64> {
     }
 }
 
+/// An integer parameter that an op's `D` variant takes as an attribute (read at compile time)
+/// and the others as a one-value input (read on each run), both named `name`.
+#[derive(Clone, Copy)]
+pub(super) struct IntParam {
+    attr: Option<i64>,
+    name: &'static str,
+}
+
+impl IntParam {
+    /// The parameter `name` of node `info`: its attribute (default 0) when the op is `d_op`.
+    pub(super) fn of(info: &NodeInfo, d_op: &str, name: &'static str) -> Result<Self> {
+        let attr = if info.op() == d_op {
+            Some(info.int(name, 0)?)
+        } else {
+            None
+        };
+        Ok(IntParam { attr, name })
+    }
+    /// Whether the op takes the parameter as an attribute (and has no input for it).
+    pub(super) fn is_attr(self) -> bool {
+        self.attr.is_some()
+    }
+    /// The attribute, else the value of input `i`.
+    pub(super) fn get(self, inputs: &[Option<&Value>], i: usize) -> Result<i64> {
+        match self.attr {
+            Some(a) => Ok(a),
+            None => scalar_int(super::input(inputs, i)?, self.name),
+        }
+    }
+}
+
 /// An index into a dim of size `d` (negative counts from the end when `neg` is allowed).
 pub(super) fn resolve(raw: i64, d: usize, neg: bool) -> Result<usize> {
     let v = if raw < 0 && neg {

@@ -1,5 +1,5 @@
 //! Element-wise kernels with numpy broadcasting: arithmetic, comparisons, logic, activations
-//! and math functions, Cast and Threshold.
+//! and math functions, Cast, Threshold and BiasAdd (x plus a bias along its channel axis).
 //!
 //! Floats: f32 and f64 compute in their own precision; f16 and bf16 compute in f32 and round
 //! once (as numpy does). Integers wrap on overflow (numpy's behaviour); integer division or

@@ -9,7 +9,7 @@
 
 use super::common::{
     cast_like, first, is_nan, map_num, rank_cmp, resolve, same_as, scalar_int, strides_of,
-    with_capacity,
+    with_capacity, IntParam,
 };
 // The helpers conv/ imports from here (they now live in common.rs).
 pub(super) use super::common::{
@@ -471,18 +471,12 @@ fn one_hot<T: Copy>(
 
 fn one_hot_factory(info: &NodeInfo) -> Result<Kernel> {
     let axis = info.int("axis", -1)?;
-    let attr_depth = if info.op() == "OneHotD" {
-        Some(info.int("depth", 0)?)
-    } else {
-        None
-    };
+    let depth = IntParam::of(info, "OneHotD", "depth")?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         // OneHot: x, depth, on_value, off_value; OneHotD: x, on_value, off_value.
-        let (depth, k) = match attr_depth {
-            Some(d) => (d, 1),
-            None => (scalar_int(input(inputs, 1)?, "depth")?, 2),
-        };
+        let k = if depth.is_attr() { 1 } else { 2 };
+        let depth = depth.get(inputs, 1)?;
         let on = input(inputs, k)?;
         let off = input(inputs, k + 1)?;
         let depth = usize::try_from(depth)

@@ -220,6 +220,17 @@ pub(crate) fn input<'a>(inputs: &[Option<&'a Value>], i: usize) -> Result<&'a Va
         .ok_or_else(|| Error::kernel(format!("input {i} is missing")))
 }
 
+/// Normalises each of `axes` for rank `rank` ([`norm_axis`]): sorted, each once.
+pub(crate) fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let mut v: Vec<usize> = axes
+        .iter()
+        .map(|&a| norm_axis(a, rank))
+        .collect::<Result<_>>()?;
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
 /// Normalises axis `a` for rank `rank` (negative counts from the end).
 pub fn norm_axis(a: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;

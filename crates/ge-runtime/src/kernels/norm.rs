@@ -1,6 +1,6 @@
 //! Kernels of the normalisations: RmsNorm, AddRmsNorm, BatchNorm, LayerNorm, InstanceNorm,
-//! GroupNorm and LRN. BatchNorm, LayerNorm, InstanceNorm, GroupNorm and LRN accumulate in f64 and
-//! round once to the output dtype.
+//! GroupNorm and LRN, and SoftmaxV2 and LogSoftmaxV2. BatchNorm, LayerNorm, InstanceNorm,
+//! GroupNorm, LRN and the softmaxes accumulate in f64 and round once to the output dtype.
 
 use super::common::{alloc, array, bad_attr, float_out, floats, from_f64, str_attr, sub, zip2};
 use super::reduce::{axes_of, fold};

@@ -1,12 +1,12 @@
 //! Reductions (ReduceSum/Mean/Max/Min/Prod with axes as a tensor or an attribute, ReduceAll,
-//! ReduceAny), SoftmaxV2, LogSoftmaxV2 and BiasAdd.
+//! ReduceAny), and in the submodules the cumulative ones, ArgMax/ArgMin and ReduceLogSumExp.
 //!
 //! Floats accumulate in f64 and round once to their dtype (numpy accumulates float32 in
 //! float32 pairwise, so sums may differ in the last bits). Max and Min propagate NaN (numpy).
 //! Integers accumulate exactly in i128 (every i64 and u64 value fits): sums and products wrap
 //! into the dtype, the mean is the exact mean truncated toward zero.
 
-use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
+use super::{input, norm_axes, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::{Elem, Value};
 use es_core::DataType;
@@ -31,13 +31,7 @@ pub(super) fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
     if axes.is_empty() {
         return Ok((0..rank).collect());
     }
-    let mut v: Vec<usize> = axes
-        .iter()
-        .map(|&a| norm_axis(a, rank))
-        .collect::<Result<_>>()?;
-    v.sort_unstable();
-    v.dedup();
-    Ok(v)
+    norm_axes(axes, rank)
 }
 
 pub(super) fn fold<T: Copy>(

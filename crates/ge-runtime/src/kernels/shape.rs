@@ -1,8 +1,8 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
-//! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Shape, Select, ZerosLike, Fill.
+//! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Select.
 
 use super::common::{broadcast_shape, same_dtype2};
-use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
+use super::{input, norm_axes, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;
 use crate::value::Value;
@@ -119,12 +119,7 @@ fn unsqueeze_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let out_rank = x.shape().len() + axes.len();
-        let mut at: Vec<usize> = axes
-            .iter()
-            .map(|&a| norm_axis(a, out_rank))
-            .collect::<Result<_>>()?;
-        at.sort_unstable();
-        at.dedup();
+        let at = norm_axes(&axes, out_rank)?;
         if at.len() != axes.len() {
             return Err(Error::kernel(format!("repeated axes {axes:?}")));
         }

@@ -1,5 +1,5 @@
 //! Source kernels: values made from shapes, attributes or a generator rather than computed from
-//! an input's elements: Size, Rank and RandomUniform.
+//! an input's elements: Size, Rank, Shape, ZerosLike, Fill, Range, Variable and RandomUniform.
 //!
 //! - Size (int32 or int64, the `dtype` attribute; more elements than int32 holds is an error)
 //!   and Rank (int32).

@@ -2,7 +2,7 @@
 //! axis; NaN wins (numpy).
 
 use crate::error::{Error, Result};
-use crate::kernels::common::{array, is_nan, scalar_int, std_slice, with_capacity};
+use crate::kernels::common::{array, is_nan, std_slice, with_capacity, IntParam};
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::value::Value;
 use es_core::DataType;
@@ -50,18 +50,11 @@ fn arg_reduce<T: Copy + PartialOrd>(a: &ArrayD<T>, axis: usize, max: bool) -> Re
 
 pub(super) fn arg_factory(info: &NodeInfo) -> Result<Kernel> {
     let max = info.op() != "ArgMin";
-    let attr_axis = if info.op() == "ArgMaxD" {
-        Some(info.int("dimension", 0)?)
-    } else {
-        None
-    };
+    let dimension = IntParam::of(info, "ArgMaxD", "dimension")?;
     let out = info.out_dtype(0)?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
-        let axis = match attr_axis {
-            Some(a) => a,
-            None => scalar_int(input(inputs, 1)?, "dimension")?,
-        };
+        let axis = dimension.get(inputs, 1)?;
         if x.shape().is_empty() {
             return Err(Error::kernel("arg max/min needs x of rank >= 1"));
         }

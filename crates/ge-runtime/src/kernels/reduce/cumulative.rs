@@ -2,7 +2,7 @@
 //! step (numpy's `cumprod` in that dtype).
 
 use crate::error::{Error, Result};
-use crate::kernels::common::{alloc, array, map_num, scalar_int, std_slice};
+use crate::kernels::common::{alloc, array, map_num, scalar_int, std_slice, IntParam};
 use crate::kernels::elementwise::Arith;
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::value::Elem;
@@ -67,17 +67,10 @@ pub(super) fn scan<T: Copy>(
 pub(super) fn cumsum_factory(info: &NodeInfo) -> Result<Kernel> {
     let exclusive = info.bool("exclusive", false)?;
     let reverse = info.bool("reverse", false)?;
-    let attr_axis = if info.op() == "CumsumD" {
-        Some(info.int("axis", 0)?)
-    } else {
-        None
-    };
+    let axis = IntParam::of(info, "CumsumD", "axis")?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
-        let axis = match attr_axis {
-            Some(a) => a,
-            None => scalar_int(input(inputs, 1)?, "axis")?,
-        };
+        let axis = axis.get(inputs, 1)?;
         if x.shape().is_empty() {
             return Err(Error::kernel("Cumsum needs x of rank >= 1"));
         }
