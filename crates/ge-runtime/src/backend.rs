@@ -8,8 +8,8 @@
 //! finds it without ge-runtime depending on ACL.
 
 use crate::error::{Error, Result};
-use crate::plan::{self, CompileReport, Plan, Prepared, Signature};
 use crate::options::Options;
+use crate::plan::{self, CompileReport, Plan, Prepared, Signature};
 use crate::value::Value;
 use std::sync::{Arc, RwLock};
 
