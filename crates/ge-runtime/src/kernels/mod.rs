@@ -120,7 +120,7 @@ pub type Factory = fn(&NodeInfo) -> Result<Kernel>;
 /// A family's kernels: the op types each factory serves.
 type Kernels = &'static [(&'static [&'static str], Factory)];
 
-/// The kernel families' tables (the convolutions register theirs through `conv::register`).
+/// The kernel families' tables.
 const FAMILIES: &[Kernels] = &[
     elementwise::KERNELS,
     shape::KERNELS,
@@ -134,6 +134,7 @@ const FAMILIES: &[Kernels] = &[
     norm::KERNELS,
     transformer::KERNELS,
     collective::KERNELS,
+    conv::KERNELS,
 ];
 
 /// The kernels, by op type.
@@ -146,7 +147,6 @@ pub fn registry() -> &'static FxHashMap<&'static str, Factory> {
                 m.insert(op, f);
             }
         }
-        conv::register(&mut m);
         m
     })
 }
@@ -249,14 +249,9 @@ mod tests {
 
     #[test]
     fn each_op_type_has_one_kernel_table_entry() {
-        let mut conv: FxHashMap<&'static str, Factory> = FxHashMap::default();
-        conv::register(&mut conv);
         let mut seen = rustc_hash::FxHashSet::default();
         let tables = FAMILIES.iter().copied().flatten();
-        for op in tables
-            .flat_map(|&(ops, _)| ops.iter().copied())
-            .chain(conv.into_keys())
-        {
+        for op in tables.flat_map(|&(ops, _)| ops.iter().copied()) {
             assert!(seen.insert(op), "{op} is registered twice");
         }
         assert_eq!(seen.len(), registry().len());

@@ -14,19 +14,18 @@
 
 pub(super) mod nd;
 
-use super::Factory;
-use rustc_hash::FxHashMap;
+use super::Kernels;
 
 /// Filter dims (out channels, in channels, kh, kw) by the filter's tensor format.
 pub(super) use es_core::infer::layout::filter_positions_2d as filter_positions;
 
-pub(super) fn register(m: &mut FxHashMap<&'static str, Factory>) {
-    m.insert("Conv2D", nd::conv2d_factory);
-    m.insert("DepthwiseConv2D", nd::conv2d_factory);
-    m.insert("Conv3D", nd::conv3d_factory);
-    m.insert("Conv2DTranspose", nd::conv2d_transpose_factory);
-    m.insert("DeformableConv2D", nd::deformable_conv2d_factory);
-}
+/// This family's kernels, which [`super::registry`] collects.
+pub(super) const KERNELS: Kernels = &[
+    (&["Conv2D", "DepthwiseConv2D"], nd::conv2d_factory),
+    (&["Conv3D"], nd::conv3d_factory),
+    (&["Conv2DTranspose"], nd::conv2d_transpose_factory),
+    (&["DeformableConv2D"], nd::deformable_conv2d_factory),
+];
 
 #[cfg(test)]
 mod tests {
