@@ -3,14 +3,18 @@
 
 Sets:
 
-- ``node``: the ONNX backend node tests, from ``$GE_ONNX_NODE_DIR`` (default
-  ``../shared/onnx-node`` beside the repository); a run without them says so;
+- ``node``: the ONNX backend node tests pinned in ``$GE_ONNX_NODE_DIR`` (default
+  ``../shared/onnx-node`` beside the repository); where that folder is absent the set is not run
+  (and its cases are not collected by the tests);
+- ``node-generated``: the node tests of the installed ``onnx`` package, generated on first use
+  into a cache (tools/onnx_node_cases.py), so every clone has them;
 - ``pytorch-converted``, ``pytorch-operator``, ``simple``: shipped inside the ``onnx`` wheel.
 
 Each case is loaded once and run in both graph modes (``ge.graphMode`` on: captured plan; off:
 eager), and every output is compared with the expected one (dtype, shape, values within the
-case's tolerance). The allow-list ``tests/onnx/onnx_conformance.json`` names the cases that pass (CI
-runs exactly those) and the excluded families (regex, tag, reason).
+case's tolerance). The allow-list ``tests/onnx/onnx_conformance.json`` names the cases that pass,
+per set (CI runs exactly those), and the excluded families (regex, tag, reason, the sets they apply
+to).
 
 Usage::
 
@@ -33,10 +37,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import onnx_node_cases  # tools/, beside this file
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOW_LIST = ROOT / "tests" / "onnx" / "onnx_conformance.json"
-SETS = ("node", "pytorch-converted", "pytorch-operator", "simple")
+SETS = ("node", "node-generated", "pytorch-converted", "pytorch-operator", "simple")
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-7
 
@@ -45,11 +50,24 @@ def node_dir() -> Path:
     return Path(os.environ.get("GE_ONNX_NODE_DIR", str(ROOT.parent / "shared" / "onnx-node")))
 
 
+def available(name: str) -> bool:
+    """Whether a set can run here, without generating anything: the pinned node tests need their
+    folder, every other set only the ``onnx`` package."""
+    if name == "node":
+        return node_dir().is_dir()
+    if name == "node-generated":
+        return onnx_node_cases.cache_key() is not None
+    return set_dir(name) is not None
+
+
 def set_dir(name: str) -> Optional[Path]:
-    """The directory holding a set's cases, or None when it is not available."""
+    """The directory holding a set's cases (generated on first use for ``node-generated``), or
+    None when it is not available."""
     if name == "node":
         d = node_dir()
         return d if d.is_dir() else None
+    if name == "node-generated":
+        return onnx_node_cases.cases_dir()
     try:
         import onnx  # noqa: F401  (test extra)
     except ImportError:
