@@ -25,7 +25,7 @@ use es_core::graph::is_data_op;
 use es_core::{DataType, Graph, NodeId, OutPort};
 use ge_runtime::backend::{Backend, BackendPlan};
 use ge_runtime::kernels::NodeInfo;
-use ge_runtime::plan::{CompileReport, Prepared, Signature, StageReport};
+use ge_runtime::plan::{CompileReport, Prepared, Signature};
 use ge_runtime::{Error, Options, Result, Value};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -566,22 +566,18 @@ pub fn build(backend: &Arc<AclBackend>, p: Prepared, signature: Signature) -> Re
             v.buf = phys[v.buf];
         }
     }
-    report.stages.push(StageReport {
-        stage: "Plan".into(),
-        nodes_before: g.node_count(),
-        nodes_after: g.node_count(),
-        passes: Vec::new(),
-        notes: vec![format!(
+    report.finish_plan(
+        g.node_count(),
+        steps.len(),
+        format!(
             "ACL device {}: {} aclnn launches, {} values in {} device buffers",
             backend.device_id,
             steps.len(),
             values,
             buffers.len()
-        )],
-        elapsed: t.elapsed(),
-    });
-    report.planned_nodes = steps.len();
-    report.elapsed = start.elapsed();
+        ),
+        (t, start),
+    );
     Ok(AclPlan {
         backend: backend.clone(),
         buffers,

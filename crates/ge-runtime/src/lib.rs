@@ -43,6 +43,11 @@ mod rewrite;
 pub mod session;
 pub mod value;
 
+/// The helpers the unit tests share with the integration tests.
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
+
 pub use backend::{Backend, BackendPlan, CpuBackend};
 pub use error::{Error, Result};
 pub use ndarray;

@@ -291,20 +291,11 @@ fn parse_graph(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use es_core::{es, Format, GraphBuilder, Shape};
+    use es_core::{es, GraphBuilder};
 
     fn model() -> OmModel {
         let mut b = GraphBuilder::new("g");
-        let x = b
-            .create_input(
-                0,
-                None,
-                "Data",
-                DataType::FLOAT,
-                Format::ND,
-                Shape::new(vec![2]),
-            )
-            .unwrap();
+        let x = crate::test_common::float_input(&mut b);
         let y = es::relu(&mut b, x).unwrap();
         b.set_output(y, 0).unwrap();
         let g = b.build_and_reset().unwrap();

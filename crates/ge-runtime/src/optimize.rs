@@ -253,19 +253,8 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use es_core::{es, DataType, Format, GraphBuilder, Shape, Tensor};
-
-    fn input(b: &mut GraphBuilder) -> OutPort {
-        b.create_input(
-            0,
-            None,
-            "Data",
-            DataType::FLOAT,
-            Format::ND,
-            Shape::new(vec![2]),
-        )
-        .unwrap()
-    }
+    use crate::test_common::float_input as input;
+    use es_core::{es, GraphBuilder, Tensor};
 
     #[test]
     fn folds_identities_duplicates_and_dead_nodes() {

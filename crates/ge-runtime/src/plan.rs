@@ -32,12 +32,53 @@ pub struct StageReport {
     pub elapsed: Duration,
 }
 
+impl StageReport {
+    /// A built-in stage (no passes) that began at `start` and took the graph from `before`
+    /// nodes to `after`.
+    pub fn builtin(
+        stage: &str,
+        (before, after): (usize, usize),
+        notes: Vec<String>,
+        start: Instant,
+    ) -> Self {
+        StageReport {
+            stage: stage.into(),
+            nodes_before: before,
+            nodes_after: after,
+            passes: Vec::new(),
+            notes,
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
 /// What a compile did: nodes before and after each stage, the passes applied, the time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompileReport {
     pub stages: Vec<StageReport>,
     pub planned_nodes: usize,
     pub elapsed: Duration,
+}
+
+impl CompileReport {
+    /// Ends the report of a compile that began at `start`: the Plan stage (begun at
+    /// `plan_start`, over a graph of `nodes` nodes, `note` saying what it built) and the totals.
+    pub fn finish_plan(
+        &mut self,
+        nodes: usize,
+        planned_nodes: usize,
+        note: String,
+        (plan_start, start): (Instant, Instant),
+    ) {
+        self.stages.push(StageReport::builtin(
+            "Plan",
+            (nodes, nodes),
+            vec![note],
+            plan_start,
+        ));
+        self.planned_nodes = planned_nodes;
+        self.elapsed = start.elapsed();
+    }
 }
 
 impl std::fmt::Display for CompileReport {
@@ -254,19 +295,15 @@ pub(crate) fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
     let t = Instant::now();
     let before = g.node_count();
     let mut plan = build(&g, &data, sig.clone())?;
-    report.stages.push(StageReport {
-        stage: "Plan".into(),
-        nodes_before: before,
-        nodes_after: before,
-        passes: Vec::new(),
-        notes: vec![format!(
+    report.finish_plan(
+        before,
+        plan.steps.len(),
+        format!(
             "products fused with their bias and activation: {}",
             plan.fused
-        )],
-        elapsed: t.elapsed(),
-    });
-    report.planned_nodes = plan.steps.len();
-    report.elapsed = start.elapsed();
+        ),
+        (t, start),
+    );
     plan.report = report;
     Ok(plan)
 }
@@ -289,30 +326,26 @@ pub fn prepare(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
         Error::ShapeInference(format!("shape inference for the given inputs failed: {e}"))
     })?;
     let casts = es_core::infer::insert_promotion_casts(&mut g)?;
-    report.stages.push(StageReport {
-        stage: "InferShape".into(),
-        nodes_before: before,
-        nodes_after: g.node_count(),
-        passes: Vec::new(),
-        notes: if casts > 0 {
+    report.stages.push(StageReport::builtin(
+        "InferShape",
+        (before, g.node_count()),
+        if casts > 0 {
             vec![format!("casts inserted for dtype promotion: {casts}")]
         } else {
             Vec::new()
         },
-        elapsed: t.elapsed(),
-    });
+        t,
+    ));
     run_stage(&mut g, passes, PassStage::AfterInferShape, &mut report)?;
     let t = Instant::now();
     let before = g.node_count();
     let counts = crate::optimize::optimize(&mut g)?;
-    report.stages.push(StageReport {
-        stage: "BuiltinOptimize".into(),
-        nodes_before: before,
-        nodes_after: g.node_count(),
-        passes: Vec::new(),
-        notes: vec![counts.to_string()],
-        elapsed: t.elapsed(),
-    });
+    report.stages.push(StageReport::builtin(
+        "BuiltinOptimize",
+        (before, g.node_count()),
+        vec![counts.to_string()],
+        t,
+    ));
     run_stage(
         &mut g,
         passes,

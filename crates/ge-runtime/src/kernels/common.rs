@@ -23,12 +23,8 @@ use std::cmp::Ordering;
 /// data_format's default): true for NCHW, false for NHWC.
 pub(super) fn layout_2d(info: &NodeInfo, x: usize, default: &str) -> Result<bool> {
     let df = str_attr(info, "data_format", default)?;
-    let f = layout::data_layout(
-        info.inputs.get(x).and_then(Option::as_ref),
-        &df,
-        layout::DATA_2D,
-    )
-    .map_err(|e| bad_attr(info, e))?;
+    let f = layout::data_layout(input_desc(info, x), &df, layout::DATA_2D)
+        .map_err(|e| bad_attr(info, e))?;
     Ok(!layout::channel_last(f))
 }
 
@@ -36,8 +32,8 @@ pub(super) fn layout_2d(info: &NodeInfo, x: usize, default: &str) -> Result<bool
 /// `filter`), its layout by `es_core::infer::layout::filter_layout`.
 pub(super) fn filter_positions_of(info: &NodeInfo, x: usize, filter: usize) -> Result<[usize; 4]> {
     let fl = layout::filter_layout(
-        info.inputs.get(filter).and_then(Option::as_ref),
-        info.inputs.get(x).and_then(Option::as_ref),
+        input_desc(info, filter),
+        input_desc(info, x),
         layout::FILTER_2D,
     )
     .map_err(|e| bad_attr(info, e))?;
@@ -229,6 +225,44 @@ pub(super) fn bad_attr(info: &NodeInfo, msg: impl std::fmt::Display) -> Error {
 /// A string attribute (`default` when absent).
 pub(super) fn str_attr(info: &NodeInfo, name: &str, default: &str) -> Result<String> {
     info.typed_attr(name, default).map(str::to_string)
+}
+
+/// Integer attribute `name` (`default` when absent) as a count, which must be >= `min`.
+pub(super) fn count_attr(info: &NodeInfo, name: &str, default: i64, min: usize) -> Result<usize> {
+    let v = info.int(name, default)?;
+    usize::try_from(v)
+        .ok()
+        .filter(|&u| u >= min)
+        .ok_or_else(|| {
+            bad_attr(
+                info,
+                format!("attribute '{name}' must be >= {min}, got {v}"),
+            )
+        })
+}
+
+/// The description of the node's input `i`, where it is connected and described.
+pub(super) fn input_desc<'a>(info: &'a NodeInfo, i: usize) -> Option<&'a es_core::TensorDesc> {
+    info.inputs.get(i).and_then(Option::as_ref)
+}
+
+/// Axis `axis` of an x of shape `xs` normalised (negative counts from the end); x must have
+/// rank >= 1 (`what` names the op in the error).
+pub(super) fn axis_of(what: &str, xs: &[usize], axis: i64) -> Result<usize> {
+    if xs.is_empty() {
+        return Err(Error::kernel(format!("{what} needs x of rank >= 1")));
+    }
+    super::norm_axis(axis, xs.len())
+}
+
+/// An error unless x (of shape `xs`) has rank >= `n` (`what` names the op in the error).
+pub(super) fn need_rank(what: &str, xs: &[usize], n: usize) -> Result<()> {
+    if xs.len() < n {
+        return Err(Error::kernel(format!(
+            "{what} needs x of rank >= {n}, got {xs:?}"
+        )));
+    }
+    Ok(())
 }
 
 /// A vector of `n` copies of `v`; running out of memory is an error, not an abort.

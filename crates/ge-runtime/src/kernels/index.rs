@@ -8,7 +8,7 @@
 //! allocated fallibly.
 
 use super::common::{
-    cast_like, first, is_nan, map_num, rank_cmp, resolve, same_as, scalar_int, strides_of,
+    axis_of, cast_like, first, is_nan, map_num, rank_cmp, resolve, same_as, scalar_int, strides_of,
     with_capacity, IntParam,
 };
 // The helpers conv/ imports from here (they now live in common.rs).
@@ -102,11 +102,7 @@ fn gather_v2_factory(info: &NodeInfo) -> Result<Kernel> {
             Some(a) => a,
             None => scalar_int(input(inputs, 2)?, "axis")?,
         };
-        let rank = x.shape().len();
-        if rank == 0 {
-            return Err(Error::kernel("GatherV2 needs x of rank >= 1"));
-        }
-        let ax = norm_axis(axis, rank)?;
+        let ax = axis_of("GatherV2", x.shape(), axis)?;
         let ri = iv.shape().len() as i64;
         let bd = if batch_dims < 0 {
             batch_dims + ri
@@ -573,10 +569,7 @@ fn top_k_factory(info: &NodeInfo) -> Result<Kernel> {
         let k = scalar_int(input(inputs, 1)?, "k")?;
         let k =
             usize::try_from(k).map_err(|_| Error::kernel(format!("k must be >= 0, got {k}")))?;
-        if x.shape().is_empty() {
-            return Err(Error::kernel("TopKV2 needs x of rank >= 1"));
-        }
-        let ax = norm_axis(dim, x.shape().len())?;
+        let ax = axis_of("TopKV2", x.shape(), dim)?;
         let (vals, idx) = crate::with_array!(x, a => {
             let (v, i) = top_k(a, ax, k, largest)?;
             (Elem::wrap(v), i)

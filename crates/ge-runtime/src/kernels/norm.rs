@@ -2,7 +2,10 @@
 //! GroupNorm and LRN, and SoftmaxV2 and LogSoftmaxV2. BatchNorm, LayerNorm, InstanceNorm,
 //! GroupNorm, LRN and the softmaxes accumulate in f64 and round once to the output dtype.
 
-use super::common::{alloc, array, bad_attr, float_out, floats, from_f64, str_attr, sub, zip2};
+use super::common::{
+    alloc, array, count_attr, float_out, floats, from_f64, input_desc, need_rank, str_attr, sub,
+    zip2,
+};
 use super::reduce::{axes_of, fold};
 use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
@@ -435,26 +438,27 @@ fn layer_norm_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// Whether attribute data_format (`default` when absent) puts the channels last (NHWC,
+/// NDHWC); `first` lists the formats this op takes with the channels at axis 1.
+fn channel_last_attr(info: &NodeInfo, default: &str, first: &[&str]) -> Result<bool> {
+    match str_attr(info, "data_format", default)?.as_str() {
+        "NHWC" | "NDHWC" => Ok(true),
+        f if first.contains(&f) => Ok(false),
+        other => Err(Error::unsupported(format!(
+            "{} with data_format {other:?}",
+            info.op()
+        ))),
+    }
+}
+
 fn instance_norm_factory(info: &NodeInfo) -> Result<Kernel> {
-    let channel_last = match str_attr(info, "data_format", "NDHWC")?.as_str() {
-        "NHWC" | "NDHWC" => true,
-        "NCHW" | "NCDHW" => false,
-        other => {
-            return Err(Error::unsupported(format!(
-                "InstanceNorm with data_format {other:?}"
-            )))
-        }
-    };
+    let channel_last = channel_last_attr(info, "NDHWC", &["NCHW", "NCDHW"])?;
     let eps = f64::from(info.float("epsilon", 1e-6)?);
     let outs = info.out_dtypes();
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let xs = x.shape();
-        if xs.len() < 3 {
-            return Err(Error::kernel(format!(
-                "InstanceNorm needs x of rank >= 3, got {xs:?}"
-            )));
-        }
+        need_rank("InstanceNorm", xs, 3)?;
         let (ca, c, inner) = channels(xs, channel_last)?;
         let per_n: usize = xs[1..].iter().product();
         let gamma = param(input(inputs, 1)?, c, "gamma")?;
@@ -480,25 +484,8 @@ fn instance_norm_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 fn group_norm_factory(info: &NodeInfo) -> Result<Kernel> {
-    let groups = info.int("num_groups", 1)?;
-    let groups = usize::try_from(groups)
-        .ok()
-        .filter(|&g| g >= 1)
-        .ok_or_else(|| {
-            bad_attr(
-                info,
-                format!("attribute 'num_groups' must be >= 1, got {groups}"),
-            )
-        })?;
-    let channel_last = match str_attr(info, "data_format", "NHWC")?.as_str() {
-        "NHWC" | "NDHWC" => true,
-        "NCHW" | "NCDHW" | "ND" => false,
-        other => {
-            return Err(Error::unsupported(format!(
-                "GroupNorm with data_format {other:?}"
-            )))
-        }
-    };
+    let groups = count_attr(info, "num_groups", 1, 1)?;
+    let channel_last = channel_last_attr(info, "NHWC", &["NCHW", "NCDHW", "ND"])?;
     let eps = f64::from(info.float("eps", 1e-4)?);
     let outs = info.out_dtypes();
     Ok(Box::new(move |inputs| {
@@ -534,13 +521,7 @@ fn group_norm_factory(info: &NodeInfo) -> Result<Kernel> {
 /// LRN (TensorFlow's formula): y = x / (bias + alpha * sum of x^2 over channels c - r ..= c + r)
 /// ^ beta. The channel axis is 1, or the last for an x of format NHWC.
 fn lrn_factory(info: &NodeInfo) -> Result<Kernel> {
-    let r = info.int("depth_radius", 5)?;
-    let r = usize::try_from(r).map_err(|_| {
-        bad_attr(
-            info,
-            format!("attribute 'depth_radius' must be >= 0, got {r}"),
-        )
-    })?;
+    let r = count_attr(info, "depth_radius", 5, 0)?;
     let bias = f64::from(info.float("bias", 1.0)?);
     let alpha = f64::from(info.float("alpha", 1.0)?);
     let beta = f64::from(info.float("beta", 0.5)?);
@@ -550,11 +531,7 @@ fn lrn_factory(info: &NodeInfo) -> Result<Kernel> {
             "LRN with norm_region {region:?}"
         )));
     }
-    let channel_last = info
-        .inputs
-        .first()
-        .and_then(Option::as_ref)
-        .is_some_and(|d| d.format == Format::NHWC);
+    let channel_last = input_desc(info, 0).is_some_and(|d| d.format == Format::NHWC);
     let out = info.out_dtype(0).ok();
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;

@@ -12,8 +12,8 @@
 //! pools the whole plane. pad is [top, bottom, left, right]; data_format NCHW (default) or NHWC.
 
 use super::common::{
-    alloc, array, bad_attr, float_out, floats, four, from_f64, layout_2d, numel, pads_attr,
-    positive_hw, std_slice, str_attr, sub,
+    alloc, array, bad_attr, float_out, floats, four, from_f64, input_desc, layout_2d, need_rank,
+    numel, pads_attr, positive_hw, std_slice, str_attr, sub,
 };
 use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
@@ -455,11 +455,7 @@ fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let xs = x.shape();
-        if xs.len() < 3 {
-            return Err(Error::kernel(format!(
-                "GlobalAveragePool needs x of rank >= 3, got {xs:?}"
-            )));
-        }
+        need_rank("GlobalAveragePool", xs, 3)?;
         let v = floats(x, "x")?;
         let inner: usize = xs[2..].iter().product();
         let y: Vec<f64> = if inner == 0 {
@@ -544,13 +540,7 @@ fn pooling_factory(info: &NodeInfo) -> Result<Kernel> {
         }
     };
     let int8_avg = || Error::unsupported("Pooling with mode 1 (average) of an int8 x (quantized)");
-    if avg
-        && info
-            .inputs
-            .first()
-            .and_then(Option::as_ref)
-            .is_some_and(|d| d.dtype == DataType::INT8)
-    {
+    if avg && input_desc(info, 0).is_some_and(|d| d.dtype == DataType::INT8) {
         return Err(int8_avg());
     }
     let a = PoolAttrs {

@@ -39,7 +39,8 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::common::{
-    filter_positions_of, four, layout_2d, pads_attr, positive_hw, sub, sub_mut,
+    count_attr, filter_positions_of, four, input_desc, layout_2d, pads_attr, positive_hw, sub,
+    sub_mut,
 };
 use crate::kernels::index::{
     alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, Pick,
@@ -506,11 +507,7 @@ impl ConvAttrs {
 
 /// `groups` (>= 1).
 fn groups_attr(info: &NodeInfo, name: &str) -> Result<usize> {
-    let g = info.int(name, 1)?;
-    usize::try_from(g)
-        .ok()
-        .filter(|&g| g >= 1)
-        .ok_or_else(|| bad_attr(info, format!("attribute '{name}' must be >= 1, got {g}")))
+    count_attr(info, name, 1, 1)
 }
 
 /// The attributes of a 2-D convolution (x input `x_input`, filter `filter_input`): layout,
@@ -714,12 +711,8 @@ fn conv_groups(
 
 pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
     let df = str_attr(info, "data_format", "NDHWC")?;
-    let xl = layout::data_layout(
-        info.inputs.first().and_then(Option::as_ref),
-        &df,
-        layout::DATA_3D,
-    )
-    .map_err(|e| bad_attr(info, e))?;
+    let xl = layout::data_layout(input_desc(info, 0), &df, layout::DATA_3D)
+        .map_err(|e| bad_attr(info, e))?;
     let last = layout::channel_last(xl);
     let sp: [usize; 3] = if last { [1, 2, 3] } else { [2, 3, 4] };
     let five = |name: &str, default: Option<[i64; 5]>| -> Result<[usize; 3]> {
@@ -768,12 +761,8 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
         p[i / 2][i % 2] = usize::try_from(*v).map_err(|_| bad_pads())?;
     }
     no_quant(info, 3)?;
-    let fl = layout::filter_layout(
-        info.inputs.get(1).and_then(Option::as_ref),
-        info.inputs.first().and_then(Option::as_ref),
-        layout::FILTER_3D,
-    )
-    .map_err(|e| bad_attr(info, e))?;
+    let fl = layout::filter_layout(input_desc(info, 1), input_desc(info, 0), layout::FILTER_3D)
+        .map_err(|e| bad_attr(info, e))?;
     let fpos: [usize; 5] = layout::filter_positions(fl)
         .and_then(|p| p.try_into().ok())
         .ok_or_else(|| Error::unsupported(format!("Conv3D with a filter of format {fl}")))?;

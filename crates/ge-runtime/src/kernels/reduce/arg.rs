@@ -2,8 +2,8 @@
 //! axis; NaN wins (numpy).
 
 use crate::error::{Error, Result};
-use crate::kernels::common::{array, is_nan, std_slice, with_capacity, IntParam};
-use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
+use crate::kernels::common::{array, axis_of, is_nan, std_slice, with_capacity, IntParam};
+use crate::kernels::{input, Kernel, NodeInfo};
 use crate::value::Value;
 use es_core::DataType;
 use ndarray::ArrayD;
@@ -55,10 +55,7 @@ pub(super) fn arg_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let axis = dimension.get(inputs, 1)?;
-        if x.shape().is_empty() {
-            return Err(Error::kernel("arg max/min needs x of rank >= 1"));
-        }
-        let ax = norm_axis(axis, x.shape().len())?;
+        let ax = axis_of("arg max/min", x.shape(), axis)?;
         let y = Value::I64(crate::with_array!(x, a => arg_reduce(a, ax, max)?));
         let dt = if matches!(out, DataType::INT32 | DataType::INT64) {
             out

@@ -2,9 +2,9 @@
 //! step (numpy's `cumprod` in that dtype).
 
 use crate::error::{Error, Result};
-use crate::kernels::common::{alloc, array, map_num, scalar_int, std_slice, IntParam};
+use crate::kernels::common::{alloc, array, axis_of, map_num, scalar_int, std_slice, IntParam};
 use crate::kernels::elementwise::Arith;
-use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
+use crate::kernels::{input, Kernel, NodeInfo};
 use crate::value::Elem;
 use ndarray::ArrayD;
 
@@ -14,10 +14,7 @@ pub(super) fn cumprod_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let axis = scalar_int(input(inputs, 1)?, "axis")?;
-        if x.shape().is_empty() {
-            return Err(Error::kernel("Cumprod needs x of rank >= 1"));
-        }
-        let ax = norm_axis(axis, x.shape().len())?;
+        let ax = axis_of("Cumprod", x.shape(), axis)?;
         Ok(vec![map_num!(x, "Cumprod", a => {
             scan(a, ax, exclusive, reverse, Elem::from_f64(1.0), Arith::mul)?
         })])
@@ -71,10 +68,7 @@ pub(super) fn cumsum_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let axis = axis.get(inputs, 1)?;
-        if x.shape().is_empty() {
-            return Err(Error::kernel("Cumsum needs x of rank >= 1"));
-        }
-        let ax = norm_axis(axis, x.shape().len())?;
+        let ax = axis_of("Cumsum", x.shape(), axis)?;
         Ok(vec![
             map_num!(x, "Cumsum", a => scan(a, ax, exclusive, reverse, Arith::zero(), Arith::add)?),
         ])

@@ -3,7 +3,9 @@
 
 use super::{one_value, real_out, required, Img};
 use crate::error::{Error, Result};
-use crate::kernels::common::{alloc, array, bad_attr, cast_to, numel, std_slice, str_attr, sub};
+use crate::kernels::common::{
+    alloc, array, bad_attr, cast_to, count_attr, input_desc, numel, std_slice, str_attr, sub,
+};
 use crate::kernels::{input, Kernel, NodeInfo};
 use crate::value::Value;
 use es_core::{DataType, Format};
@@ -200,21 +202,9 @@ pub(super) fn roi_align_factory(info: &NodeInfo) -> Result<Kernel> {
     for name in ["spatial_scale", "pooled_height", "pooled_width"] {
         required(info, name)?;
     }
-    let positive = |name: &str| -> Result<usize> {
-        let v = info.int(name, 0)?;
-        usize::try_from(v)
-            .ok()
-            .filter(|&v| v >= 1)
-            .ok_or_else(|| bad_attr(info, format!("attribute '{name}' must be >= 1, got {v}")))
-    };
-    let (ph, pw) = (positive("pooled_height")?, positive("pooled_width")?);
-    let sample = info.int("sample_num", 2)?;
-    let sample = usize::try_from(sample).map_err(|_| {
-        bad_attr(
-            info,
-            format!("attribute 'sample_num' must be >= 0, got {sample}"),
-        )
-    })?;
+    let ph = count_attr(info, "pooled_height", 0, 1)?;
+    let pw = count_attr(info, "pooled_width", 0, 1)?;
+    let sample = count_attr(info, "sample_num", 2, 0)?;
     let end_mode = info.int("roi_end_mode", 1)?;
     if !(0..=3).contains(&end_mode) {
         return Err(bad_attr(
@@ -232,11 +222,7 @@ pub(super) fn roi_align_factory(info: &NodeInfo) -> Result<Kernel> {
             ))
         }
     };
-    let nhwc = info
-        .inputs
-        .first()
-        .and_then(Option::as_ref)
-        .is_some_and(|d| d.format == Format::NHWC);
+    let nhwc = input_desc(info, 0).is_some_and(|d| d.format == Format::NHWC);
     let a = RoiAttrs {
         scale: info.float("spatial_scale", 1.0)?,
         ph,
@@ -412,13 +398,7 @@ pub(super) fn nms_factory(info: &NodeInfo) -> Result<Kernel> {
             format!("attribute 'center_point_box' must be 0 or 1, got {cpb}"),
         ));
     }
-    let mb = info.int("max_boxes_size", 0)?;
-    let max_rows = usize::try_from(mb).map_err(|_| {
-        bad_attr(
-            info,
-            format!("attribute 'max_boxes_size' must be >= 0, got {mb}"),
-        )
-    })?;
+    let max_rows = count_attr(info, "max_boxes_size", 0, 0)?;
     Ok(Box::new(move |inputs| {
         let opt = |i: usize| inputs.get(i).copied().flatten();
         Ok(vec![nms(

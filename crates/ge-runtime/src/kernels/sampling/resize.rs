@@ -4,8 +4,8 @@
 use super::{for_each_row, real_out, Img, Real};
 use crate::error::{Error, Result};
 use crate::kernels::common::{
-    alloc, array, bad_attr, cast_to, ints, numel, std_slice, str_attr, strides_of, sub, sub_mut,
-    with_capacity,
+    alloc, array, bad_attr, cast_to, input_desc, ints, numel, std_slice, str_attr, strides_of, sub,
+    sub_mut, with_capacity,
 };
 use crate::kernels::{input, Kernel, NodeInfo};
 use crate::map_array;
@@ -174,11 +174,7 @@ pub(super) fn tf_resize_factory(info: &NodeInfo) -> Result<Kernel> {
             ))
         }
     }
-    let nchw = info
-        .inputs
-        .first()
-        .and_then(Option::as_ref)
-        .is_some_and(|d| d.format == Format::NCHW);
+    let nchw = input_desc(info, 0).is_some_and(|d| d.format == Format::NCHW);
     let out_dt = if bilinear {
         Some(info.out_dtype(0)?)
     } else {
@@ -725,11 +721,7 @@ pub(super) fn resize_factory(info: &NodeInfo) -> Result<Kernel> {
         },
         other => return Err(unsupported("mode", other)),
     };
-    let nchw = info
-        .inputs
-        .first()
-        .and_then(Option::as_ref)
-        .is_some_and(|d| d.format == Format::NCHW);
+    let nchw = input_desc(info, 0).is_some_and(|d| d.format == Format::NCHW);
     let a = ResizeAttrs {
         interp,
         coord,

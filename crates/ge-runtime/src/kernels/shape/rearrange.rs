@@ -8,7 +8,7 @@
 use super::reshape;
 use crate::error::{Error, Result};
 use crate::kernels::common::{
-    alloc, array, bad_attr, broadcast_shape, numel, owned, required, std_slice, str_attr,
+    alloc, array, axis_of, bad_attr, broadcast_shape, numel, owned, required, std_slice, str_attr,
     strides_of,
 };
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
@@ -47,10 +47,7 @@ pub(super) fn flatten_v2_factory(info: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let xs = x.shape();
-        if xs.is_empty() {
-            return Err(Error::kernel("FlattenV2 needs x of rank >= 1"));
-        }
-        let (a, e) = (norm_axis(axis, xs.len())?, norm_axis(end, xs.len())?);
+        let (a, e) = (axis_of("FlattenV2", xs, axis)?, norm_axis(end, xs.len())?);
         if a > e {
             return Err(Error::kernel(format!(
                 "FlattenV2: axis {axis} comes after end_axis {end} for x {xs:?}"

@@ -2,7 +2,7 @@
 
 use super::reshaped;
 use crate::error::{Error, Result};
-use crate::kernels::common::{bad_attr, full, ints, scalar_int, take_value, Maps};
+use crate::kernels::common::{count_attr, full, ints, scalar_int, take_value, Maps};
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::value::Value;
 
@@ -42,11 +42,7 @@ fn equal_sizes(x: &Value, axis: i64, num: usize) -> Result<Vec<usize>> {
 }
 
 fn num_split(info: &NodeInfo) -> Result<usize> {
-    let n = info.int("num_split", 1)?;
-    usize::try_from(n)
-        .ok()
-        .filter(|&n| n >= 1)
-        .ok_or_else(|| bad_attr(info, format!("attribute 'num_split' must be >= 1, got {n}")))
+    count_attr(info, "num_split", 1, 1)
 }
 
 pub(super) fn split_factory(info: &NodeInfo) -> Result<Kernel> {

@@ -1,7 +1,7 @@
 //! Tril, Triu and Trilu: the lower or upper triangle of the last two dims (diagonal `k`).
 
-use crate::error::{Error, Result};
-use crate::kernels::common::{array, bad_attr, scalar_int, std_slice};
+use crate::error::Result;
+use crate::kernels::common::{array, bad_attr, need_rank, scalar_int, std_slice};
 use crate::kernels::{input, Kernel, NodeInfo};
 use crate::map_array;
 use crate::value::Elem;
@@ -9,11 +9,7 @@ use ndarray::ArrayD;
 
 fn triangle<T: Copy + Elem>(a: &ArrayD<T>, k: i64, upper: bool) -> Result<ArrayD<T>> {
     let xs = a.shape();
-    if xs.len() < 2 {
-        return Err(Error::kernel(format!(
-            "a triangle needs x of rank >= 2, got {xs:?}"
-        )));
-    }
+    need_rank("a triangle", xs, 2)?;
     let (h, w) = (xs[xs.len() - 2], xs[xs.len() - 1]);
     let zero = T::from_f64(0.0);
     let k = i128::from(k);
