@@ -260,11 +260,7 @@ impl GraphBuilder {
                 "{}: expected {} inputs ({}), got {}",
                 p.name,
                 p.inputs.len(),
-                p.inputs
-                    .iter()
-                    .map(|d| d.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                p.input_names(),
                 args.inputs.len()
             )));
         }
@@ -324,11 +320,7 @@ impl GraphBuilder {
                 return Err(Error::build(format!(
                     "{}: unknown attribute '{k}' (attributes: {})",
                     p.name,
-                    p.attrs
-                        .iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    p.attr_names()
                 )));
             };
             if v.attr_type() != def.ty {
@@ -433,11 +425,7 @@ impl GraphBuilder {
             return Err(Error::build(format!(
                 "{}: expected subgraphs ({}), got {} groups",
                 p.name,
-                p.subgraphs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                p.subgraph_names(),
                 args.subgraphs.len()
             )));
         }

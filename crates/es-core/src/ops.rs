@@ -124,6 +124,10 @@ impl CountRule {
     }
 }
 
+fn comma_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}
+
 /// One operator prototype.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpProto {
@@ -158,6 +162,18 @@ impl OpProto {
     }
     pub fn attr(&self, name: &str) -> Option<&AttrDef> {
         self.attrs.iter().find(|a| a.name == name)
+    }
+    /// The inputs' names, comma-separated (for messages).
+    pub fn input_names(&self) -> String {
+        comma_list(self.inputs.iter().map(|d| d.name.as_str()))
+    }
+    /// The attributes' names, comma-separated (for messages).
+    pub fn attr_names(&self) -> String {
+        comma_list(self.attrs.iter().map(|a| a.name.as_str()))
+    }
+    /// The subgraphs' names, comma-separated (for messages).
+    pub fn subgraph_names(&self) -> String {
+        comma_list(self.subgraphs.iter().map(|s| s.name.as_str()))
     }
     /// Allowed dtypes of an input/output type spec.
     pub fn allowed<'a>(&'a self, ty: &'a TypeSpec) -> Option<&'a [DataType]> {
@@ -327,29 +343,24 @@ impl OpProto {
             }
         }
         for (a, r) in self.derived_attrs.iter().chain(self.output_counts.iter()) {
-            match r {
-                CountRule::LenOf(i) => {
-                    if !self
-                        .inputs
+            let (named, ok, what) = match r {
+                CountRule::LenOf(i) => (
+                    i,
+                    self.inputs
                         .iter()
-                        .any(|d| &d.name == i && d.kind == IoKind::Dynamic)
-                    {
-                        return Err(ctx(format!(
-                            "rule for '{a}' names '{i}', not a dynamic input"
-                        )));
-                    }
-                }
-                CountRule::Attr(at) => {
-                    if !self
-                        .attrs
+                        .any(|d| &d.name == i && d.kind == IoKind::Dynamic),
+                    "a dynamic input",
+                ),
+                CountRule::Attr(at) => (
+                    at,
+                    self.attrs
                         .iter()
-                        .any(|d| &d.name == at && d.ty == AttrType::Int)
-                    {
-                        return Err(ctx(format!(
-                            "rule for '{a}' names '{at}', not an Int attribute"
-                        )));
-                    }
-                }
+                        .any(|d| &d.name == at && d.ty == AttrType::Int),
+                    "an Int attribute",
+                ),
+            };
+            if !ok {
+                return Err(ctx(format!("rule for '{a}' names '{named}', not {what}")));
             }
         }
         for a in self.derived_attrs.keys() {

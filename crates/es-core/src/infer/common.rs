@@ -122,6 +122,11 @@ pub(super) fn merge_dim(a: i64, b: i64) -> Option<i64> {
     }
 }
 
+/// Whether two dim lists have the same length and dims that may be equal ([`merge_dim`]).
+pub(super) fn dims_agree(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| merge_dim(x, y).is_some())
+}
+
 /// Product of dims, None when one is unknown (or it overflows).
 pub(super) fn product(dims: &[i64]) -> Option<i64> {
     dims.iter().try_fold(
@@ -261,6 +266,15 @@ pub(super) fn one_per_input(
         .iter()
         .map(|x| TensorDesc::new(dt(x), x.shape.clone()))
         .collect())
+}
+
+/// [`one_per_input`] over every given input, each output keeping its input's dtype.
+pub(super) fn outputs_are_inputs(
+    ctx: &InferCtx,
+    what: impl FnOnce(usize, usize) -> String,
+) -> Result<Vec<TensorDesc>> {
+    let xs: Vec<&TensorDesc> = ctx.inputs.iter().filter_map(|d| *d).collect();
+    one_per_input(ctx, &xs, |d| d.dtype, what)
 }
 
 /// Output dtype of a matrix product: the bound type, else x's dtype, with int8/int4 giving int32.
@@ -414,16 +428,7 @@ pub(super) fn check_param_shape(ctx: &InferCtx, name: &str, want: &[i64], why: &
     let Some(d) = ctx.input(name)? else {
         return Ok(());
     };
-    let Some(r) = d.shape.rank() else {
-        return Ok(());
-    };
-    let ok = r == want.len()
-        && d.shape
-            .0
-            .iter()
-            .zip(want)
-            .all(|(&a, &b)| merge_dim(a, b).is_some());
-    if !ok {
+    if d.shape.rank().is_some() && !dims_agree(&d.shape.0, want) {
         return Err(ctx.err(format!(
             "input '{name}' {} must have shape {} ({why})",
             d.shape,

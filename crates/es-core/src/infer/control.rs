@@ -1,6 +1,6 @@
 //! Inference rules of the control-flow operators (If, Case, While).
 
-use super::common::{check_one_element, one_per_input};
+use super::common::{check_one_element, outputs_are_inputs};
 use super::{InferCtx, InferFn};
 use crate::error::Result;
 use crate::types::TensorDesc;
@@ -24,11 +24,7 @@ fn branch_op(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// While: the loop variables keep their descriptions.
 fn while_op(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let xs: Vec<&TensorDesc> = ctx.inputs.iter().filter_map(|d| *d).collect();
-    one_per_input(
-        ctx,
-        &xs,
-        |d| d.dtype,
-        |i, o| format!("a While node has one output per input: {i} inputs, {o} outputs"),
-    )
+    outputs_are_inputs(ctx, |i, o| {
+        format!("a While node has one output per input: {i} inputs, {o} outputs")
+    })
 }

@@ -2,7 +2,7 @@
 //! bit operations and shifts, activations, casts, clipping and selection.
 
 use super::common::{
-    attr_dtype, bcast, check_one_element, dtype_like, one_per_input, opt_bool, output_allows,
+    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, output_allows, outputs_are_inputs,
     same_as_x, single,
 };
 use super::{broadcast, InferCtx, InferFn};
@@ -104,13 +104,9 @@ fn fused_mul_add(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// IdentityN: every output is its input.
 fn identity_n(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let xs: Vec<&TensorDesc> = ctx.inputs.iter().filter_map(|d| *d).collect();
-    one_per_input(
-        ctx,
-        &xs,
-        |d| d.dtype,
-        |i, o| format!("the node has {i} inputs 'x' but {o} outputs 'y'; they must match"),
-    )
+    outputs_are_inputs(ctx, |i, o| {
+        format!("the node has {i} inputs 'x' but {o} outputs 'y'; they must match")
+    })
 }
 
 /// Numpy broadcast of the named required inputs; the error names the input that does not fit.

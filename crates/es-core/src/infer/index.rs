@@ -3,8 +3,8 @@
 
 use super::common::{
     attr_dtype, bcast, check_min_rank, check_one_element, check_rank, const_scalar, dim,
-    dtype_like, merge_dim, opt_bool, opt_int, opt_str, out_name, output_allows, product_or_unknown,
-    single, unknown_dims_of, vector_len,
+    dims_agree, dtype_like, merge_dim, opt_bool, opt_int, opt_str, out_name, output_allows,
+    product_or_unknown, single, unknown_dims_of, vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -151,15 +151,8 @@ fn scatter_elements(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             }
         }
     }
-    if let (Some(ri), Some(ru)) = (indices.shape.rank(), updates.shape.rank()) {
-        let same = ri == ru
-            && indices
-                .shape
-                .0
-                .iter()
-                .zip(&updates.shape.0)
-                .all(|(&a, &b)| merge_dim(a, b).is_some());
-        if !same {
+    if let (Some(_), Some(_)) = (indices.shape.rank(), updates.shape.rank()) {
+        if !dims_agree(&indices.shape.0, &updates.shape.0) {
             return Err(ctx.err(format!(
                 "indices {} and updates {} must have the same shape",
                 indices.shape, updates.shape
@@ -303,7 +296,7 @@ fn check_scatter_updates(
     idx: &Shape,
     (tn, target): (&str, &Shape),
 ) -> Result<()> {
-    let (Some(ri), Some(rt), Some(ru)) = (idx.rank(), target.rank(), upd.rank()) else {
+    let (Some(ri), Some(rt), Some(_)) = (idx.rank(), target.rank(), upd.rank()) else {
         return Ok(());
     };
     if ri == 0 {
@@ -322,13 +315,7 @@ fn check_scatter_updates(
     }
     let mut want = idx.0[..ri - 1].to_vec();
     want.extend_from_slice(&target.0[k as usize..]);
-    let ok = ru == want.len()
-        && upd
-            .0
-            .iter()
-            .zip(&want)
-            .all(|(&a, &b)| merge_dim(a, b).is_some());
-    if !ok {
+    if !dims_agree(&upd.0, &want) {
         return Err(ctx.err(format!(
             "input '{un}' {upd} must have shape {} (indices[:-1] + {tn}[{k}:])",
             Shape::from(want)
@@ -450,13 +437,7 @@ fn embedding_bag(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     }
     if let Some(p) = ctx.input("per_sample_weights")? {
         if let (Some(_), Some(_)) = (p.shape.rank(), idx.shape.rank()) {
-            let same = p.shape.0.len() == idx.shape.0.len()
-                && p.shape
-                    .0
-                    .iter()
-                    .zip(&idx.shape.0)
-                    .all(|(&a, &b)| merge_dim(a, b).is_some());
-            if !same {
+            if !dims_agree(&p.shape.0, &idx.shape.0) {
                 return Err(ctx.err(format!(
                     "input 'per_sample_weights' {} must have the shape of indices {}",
                     p.shape, idx.shape

@@ -90,13 +90,19 @@ fn check_bias_into(
     Ok(())
 }
 
-/// The [m, n] shape of op(x1) @ op(x2) for 2-D x1 and x2, op transposing where asked; each side
-/// is (input name, shape, transposed, the transpose attribute's name).
-fn matmul_2d(
-    ctx: &InferCtx,
-    (n1, s1, t1, a1): (&str, &Shape, bool, &str),
-    (n2, s2, t2, a2): (&str, &Shape, bool, &str),
-) -> Result<Shape> {
+/// The first operand and the [m, n] shape of op(x1) @ op(x2) for 2-D inputs x1 and x2, op
+/// transposing where the optional Bool attribute says; each side is (input name, the transpose
+/// attribute's name).
+fn matmul_2d<'a>(
+    ctx: &InferCtx<'a>,
+    (n1, a1): (&str, &str),
+    (n2, a2): (&str, &str),
+) -> Result<(&'a TensorDesc, Shape)> {
+    let x1 = ctx.req(n1)?;
+    let x2 = ctx.req(n2)?;
+    let t1 = opt_bool(ctx, a1, false)?;
+    let t2 = opt_bool(ctx, a2, false)?;
+    let (s1, s2) = (&x1.shape, &x2.shape);
     check_rank(ctx, n1, s1, 2)?;
     check_rank(ctx, n2, s2, 2)?;
     let (m, k1) = mat_dims(s1, t1);
@@ -110,20 +116,18 @@ fn matmul_2d(
             k2,
         ));
     }
-    Ok(Shape::from(vec![m, n]))
+    Ok((x1, Shape::from(vec![m, n])))
 }
 
 /// MatMul / MatMulV2: 2-D x1 [m, k] @ x2 [k, n] with transpose_x1 / transpose_x2.
 fn matmul(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x1 = ctx.req("x1")?;
-    let x2 = ctx.req("x2")?;
-    let t1 = opt_bool(ctx, "transpose_x1", false)?;
-    let t2 = opt_bool(ctx, "transpose_x2", false)?;
-    let out = matmul_2d(
-        ctx,
-        ("x1", &x1.shape, t1, "transpose_x1"),
-        ("x2", &x2.shape, t2, "transpose_x2"),
-    )?;
+    let (x1, out) = matmul_2d(ctx, ("x1", "transpose_x1"), ("x2", "transpose_x2"))?;
+    with_bias(ctx, x1, out)
+}
+
+/// The product's output: `out` of x1's product dtype, after checking the optional bias (where
+/// the prototype has one) against it.
+fn with_bias(ctx: &InferCtx, x1: &TensorDesc, out: Shape) -> Result<Vec<TensorDesc>> {
     if ctx.proto.input("bias").is_some() {
         check_bias_into(ctx, "bias", ctx.input("bias")?, &out)?;
     }
@@ -185,24 +189,13 @@ fn batch_matmul(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
         _ => Shape::unknown_rank(),
     };
-    if ctx.proto.input("bias").is_some() {
-        check_bias_into(ctx, "bias", ctx.input("bias")?, &out)?;
-    }
-    Ok(single(product_dtype(ctx, x1), out))
+    with_bias(ctx, x1, out)
 }
 
 /// GEMM: y = alpha * op(a) @ op(b) + beta * c, all 2-D.
 fn gemm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let a = ctx.req("a")?;
-    let b = ctx.req("b")?;
+    let (a, out) = matmul_2d(ctx, ("a", "transpose_a"), ("b", "transpose_b"))?;
     let c = ctx.req("c")?;
-    let ta = opt_bool(ctx, "transpose_a", false)?;
-    let tb = opt_bool(ctx, "transpose_b", false)?;
-    let out = matmul_2d(
-        ctx,
-        ("a", &a.shape, ta, "transpose_a"),
-        ("b", &b.shape, tb, "transpose_b"),
-    )?;
     check_bias_into(ctx, "c", Some(c), &out)?;
     check_one_element(ctx, "alpha", ctx.input("alpha")?)?;
     check_one_element(ctx, "beta", ctx.input("beta")?)?;

@@ -90,14 +90,20 @@ impl<'a> InferCtx<'a> {
             .ok_or_else(|| self.err(format!("the prototype has no input '{name}'")))
     }
 
-    /// First instance of an IR input (None if absent).
-    pub fn input(&self, name: &str) -> Result<Option<&'a TensorDesc>> {
+    /// The instances of an IR input, in order (a `None` for an instance without a description).
+    fn instances(&self, name: &str) -> Result<impl Iterator<Item = Option<&'a TensorDesc>> + '_> {
         let ir = self.ir_index(name)? as u32;
         Ok(self
             .input_ir
             .iter()
-            .position(|&i| i == ir)
-            .and_then(|p| self.inputs[p]))
+            .zip(&self.inputs)
+            .filter(move |(i, _)| **i == ir)
+            .map(|(_, d)| *d))
+    }
+
+    /// First instance of an IR input (None if absent).
+    pub fn input(&self, name: &str) -> Result<Option<&'a TensorDesc>> {
+        Ok(self.instances(name)?.next().flatten())
     }
 
     /// A required input's description.
@@ -108,14 +114,7 @@ impl<'a> InferCtx<'a> {
 
     /// Every instance of a (dynamic) IR input.
     pub fn inputs_of(&self, name: &str) -> Result<Vec<&'a TensorDesc>> {
-        let ir = self.ir_index(name)? as u32;
-        Ok(self
-            .input_ir
-            .iter()
-            .zip(&self.inputs)
-            .filter(|(i, _)| **i == ir)
-            .filter_map(|(_, d)| *d)
-            .collect())
+        Ok(self.instances(name)?.flatten().collect())
     }
 
     /// The constant value of the first instance of an IR input, when known.
@@ -144,35 +143,33 @@ impl<'a> InferCtx<'a> {
             .get(name)
             .ok_or_else(|| self.err(format!("attribute '{name}' is not set")))
     }
+    /// An attribute read by `get` (one of [`AttrValue`]'s `as_*`), an error naming the kind
+    /// `what` when it is of another kind.
+    fn attr_as<T>(
+        &self,
+        name: &str,
+        what: &str,
+        get: impl FnOnce(&'a AttrValue) -> Option<T>,
+    ) -> Result<T> {
+        get(self.attr(name)?).ok_or_else(|| self.err(format!("attribute '{name}' is not {what}")))
+    }
     pub fn attr_int(&self, name: &str) -> Result<i64> {
-        self.attr(name)?
-            .as_int()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not an Int")))
+        self.attr_as(name, "an Int", AttrValue::as_int)
     }
     pub fn attr_float(&self, name: &str) -> Result<f32> {
-        self.attr(name)?
-            .as_float()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not a Float")))
+        self.attr_as(name, "a Float", AttrValue::as_float)
     }
     pub fn attr_bool(&self, name: &str) -> Result<bool> {
-        self.attr(name)?
-            .as_bool()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not a Bool")))
+        self.attr_as(name, "a Bool", AttrValue::as_bool)
     }
     pub fn attr_str(&self, name: &str) -> Result<&'a str> {
-        self.attr(name)?
-            .as_str()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not a String")))
+        self.attr_as(name, "a String", AttrValue::as_str)
     }
     pub fn attr_ints(&self, name: &str) -> Result<&'a [i64]> {
-        self.attr(name)?
-            .as_list_int()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not a ListInt")))
+        self.attr_as(name, "a ListInt", AttrValue::as_list_int)
     }
     pub fn attr_type(&self, name: &str) -> Result<DataType> {
-        self.attr(name)?
-            .as_type()
-            .ok_or_else(|| self.err(format!("attribute '{name}' is not a Type")))
+        self.attr_as(name, "a Type", AttrValue::as_type)
     }
 
     /// The dtype an output's type spec gets from the inputs, if bound.

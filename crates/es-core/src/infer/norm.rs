@@ -5,8 +5,8 @@
 //! `add_rms_norm_infershape.cpp`.
 
 use super::common::{
-    channel_format, check_min_rank, check_param_shape, check_rank, dtype_like, layout, merge_dim,
-    opt_bool, opt_int, opt_ints, opt_str, out_name, output_allows, single, vector_len,
+    channel_format, check_min_rank, check_param_shape, check_rank, dims_agree, dtype_like, layout,
+    merge_dim, opt_bool, opt_int, opt_ints, opt_str, out_name, output_allows, single, vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -310,11 +310,7 @@ fn rms_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
                 )));
             }
             let lead = r - g;
-            let fits = x_shape.0[lead..]
-                .iter()
-                .zip(gamma.shape.0.iter())
-                .all(|(&a, &b)| merge_dim(a, b).is_some());
-            if !fits {
+            if !dims_agree(&x_shape.0[lead..], &gamma.shape.0) {
                 return Err(ctx.err(format!(
                     "input 'gamma' {} must match the trailing dims of {x_name} {x_shape}",
                     gamma.shape

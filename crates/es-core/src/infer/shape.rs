@@ -1199,30 +1199,24 @@ fn space_depth(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     if to_depth {
         for (p, name) in [(h, "height"), (w, "width")] {
             let d = out[p];
-            if d >= 0 && d % b != 0 {
-                return Err(ctx.err(format!(
+            out[p] = exact_div(ctx, d, b, || {
+                format!(
                     "the {name} of x {} is {d}, which block_size {b} does not divide",
                     x.shape
-                )));
-            }
-            if d >= 0 {
-                out[p] = d / b;
-            }
+                )
+            })?;
         }
         if out[c] >= 0 {
             out[c] = out[c].saturating_mul(bb);
         }
     } else {
         let d = out[c];
-        if d >= 0 && d % bb != 0 {
-            return Err(ctx.err(format!(
+        out[c] = exact_div(ctx, d, bb, || {
+            format!(
                 "the channels of x {} are {d}, which block_size^2 = {bb} does not divide",
                 x.shape
-            )));
-        }
-        if d >= 0 {
-            out[c] = d / bb;
-        }
+            )
+        })?;
         for p in [h, w] {
             if out[p] >= 0 {
                 out[p] = out[p].saturating_mul(b);
@@ -1230,6 +1224,16 @@ fn space_depth(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     }
     Ok(single(dt, Shape::from(out)))
+}
+
+/// `d / by` for a known dim `d` (an unknown one stays unknown); a known `d` that `by` does not
+/// divide is the error `msg` describes.
+fn exact_div(ctx: &InferCtx, d: i64, by: i64, msg: impl FnOnce() -> String) -> Result<i64> {
+    match d {
+        d if d < 0 => Ok(d),
+        d if d % by != 0 => Err(ctx.err(msg())),
+        d => Ok(d / by),
+    }
 }
 
 /// ReverseV2: x's shape; the constant axes must lie in its rank, without repeats.

@@ -131,12 +131,29 @@ struct Recorder {
     deepest: Option<(usize, NoMatchReason)>,
 }
 
+/// What the search looks up in the target: each node's topological position and the graph
+/// outputs.
+struct TargetIndex {
+    topo: FxHashMap<NodeId, usize>,
+    graph_outputs: FxHashSet<OutPort>,
+}
+
+impl TargetIndex {
+    /// Errors: the target is cyclic.
+    fn of(target: &Graph) -> Result<Self> {
+        let order = target.topo_order()?;
+        Ok(TargetIndex {
+            topo: order.iter().enumerate().map(|(i, id)| (*id, i)).collect(),
+            graph_outputs: target.outputs.iter().copied().collect(),
+        })
+    }
+}
+
 struct Ctx<'a> {
     target: &'a Graph,
     pattern: &'a Pattern,
     cfg: PatternMatcherConfig,
-    topo: &'a FxHashMap<NodeId, usize>,
-    graph_outputs: &'a FxHashSet<OutPort>,
+    index: &'a TargetIndex,
     claimed: &'a FxHashSet<NodeId>,
     bound: Vec<Bound>,
     used: FxHashSet<NodeId>,
@@ -232,8 +249,7 @@ impl<'a> Ctx<'a> {
         target: &'a Graph,
         pattern: &'a Pattern,
         cfg: PatternMatcherConfig,
-        topo: &'a FxHashMap<NodeId, usize>,
-        graph_outputs: &'a FxHashSet<OutPort>,
+        index: &'a TargetIndex,
         claimed: &'a FxHashSet<NodeId>,
         rec: Option<Recorder>,
     ) -> Self {
@@ -241,8 +257,7 @@ impl<'a> Ctx<'a> {
             target,
             pattern,
             cfg,
-            topo,
-            graph_outputs,
+            index,
             claimed,
             bound: vec![Bound::Free; pattern.ids.len()],
             used: FxHashSet::default(),
@@ -551,7 +566,11 @@ impl Ctx<'_> {
                         a,
                         consumer: Some(*c),
                     });
-                } else if self.graph_outputs.contains(&OutPort { node: t, index: a }) {
+                } else if self
+                    .index
+                    .graph_outputs
+                    .contains(&OutPort { node: t, index: a })
+                {
                     return Err(Failure::UsedOutside {
                         q,
                         a,
@@ -572,7 +591,7 @@ impl Ctx<'_> {
     /// of the match is reachable from some external successor. See [`find_matches`]. Returns
     /// that (successor, predecessor) pair.
     fn creates_cycle(&self, preds: &[NodeId], succs: &[NodeId]) -> Option<(NodeId, NodeId)> {
-        let topo = |n: &NodeId| self.topo.get(n).copied().unwrap_or(usize::MAX);
+        let topo = |n: &NodeId| self.index.topo.get(n).copied().unwrap_or(usize::MAX);
         let max_pred = preds.iter().map(topo).max()?;
         let pred_set: FxHashSet<NodeId> = preds.iter().copied().collect();
         // (node, the successor its search started from)
@@ -933,9 +952,7 @@ pub fn find_matches(
     pattern: &Pattern,
     cfg: PatternMatcherConfig,
 ) -> Result<Vec<MatchResult>> {
-    let order = target.topo_order()?;
-    let topo: FxHashMap<NodeId, usize> = order.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let graph_outputs: FxHashSet<OutPort> = target.outputs.iter().copied().collect();
+    let index = TargetIndex::of(target)?;
     // Index by op type once (creation order).
     let mut by_type: FxHashMap<Name, Vec<NodeId>> = FxHashMap::default();
     for id in target.nodes() {
@@ -959,7 +976,7 @@ pub fn find_matches(
     let mut results = Vec::new();
     for &cand in candidates {
         let found = {
-            let mut ctx = Ctx::new(target, pattern, cfg, &topo, &graph_outputs, &claimed, None);
+            let mut ctx = Ctx::new(target, pattern, cfg, &index, &claimed, None);
             if ctx.match_at(cand) {
                 Some((ctx.result(), ctx.used.iter().copied().collect::<Vec<_>>()))
             } else {
@@ -999,16 +1016,13 @@ pub fn explain_match(
     at: NodeId,
 ) -> Result<MatchExplanation> {
     let at_name = target.node(at)?.name.to_string();
-    let order = target.topo_order()?;
-    let topo: FxHashMap<NodeId, usize> = order.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let graph_outputs: FxHashSet<OutPort> = target.outputs.iter().copied().collect();
+    let index = TargetIndex::of(target)?;
     let claimed: FxHashSet<NodeId> = FxHashSet::default();
     let mut ctx = Ctx::new(
         target,
         pattern,
         cfg,
-        &topo,
-        &graph_outputs,
+        &index,
         &claimed,
         Some(Recorder::default()),
     );

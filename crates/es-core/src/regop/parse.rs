@@ -525,22 +525,38 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The comma-separated items `item` parses up to the symbol `close`, which it consumes (the
+    /// cursor is after the opening symbol); `what` is what a bad separator was expected to be.
+    fn comma_list<T>(
+        &mut self,
+        close: &str,
+        what: &str,
+        mut item: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        while !self.is_sym(close) {
+            out.push(item(self)?);
+            if self.is_sym(",") {
+                self.bump();
+            } else if !self.is_sym(close) {
+                return Err(self.expected(what));
+            }
+        }
+        self.bump();
+        Ok(out)
+    }
+
     /// `{ <type>, <type>, ... }`; the cursor is on `{`.
     fn type_braces(&mut self, depth: usize, ctx: &str) -> Result<Vec<DataType>> {
         let (line, col) = self.here();
         self.check_depth(depth, ctx)?;
         self.bump();
+        let what = format!("',' or '}}' in the type list of {ctx}");
+        let lists = self.comma_list("}", &what, |p| p.type_expr(depth + 1, ctx))?;
         let mut out = Vec::new();
-        while !self.is_sym("}") {
-            let l = self.type_expr(depth + 1, ctx)?;
+        for l in lists {
             union(&mut out, l);
-            if self.is_sym(",") {
-                self.bump();
-            } else if !self.is_sym("}") {
-                return Err(self.expected(&format!("',' or '}}' in the type list of {ctx}")));
-            }
         }
-        self.bump();
         if out.is_empty() {
             return Err(at(line, col, format!("empty type list in {ctx}")));
         }
@@ -595,16 +611,8 @@ impl<'a> Parser<'a> {
             }
             Tok::Sym(s) if s == "{" => {
                 self.bump();
-                let mut items = Vec::new();
-                while !self.is_sym("}") {
-                    items.push(self.value(depth + 1)?);
-                    if self.is_sym(",") {
-                        self.bump();
-                    } else if !self.is_sym("}") {
-                        return Err(self.expected("',' or '}' in the {...} list"));
-                    }
-                }
-                self.bump();
+                let what = "',' or '}' in the {...} list";
+                let items = self.comma_list("}", what, |p| p.value(depth + 1))?;
                 Ok(mk(Val::List(items)))
             }
             Tok::Ident(_) | Tok::Sym(_) if self.ident().is_some() || self.is_sym("::") => {
@@ -615,16 +623,8 @@ impl<'a> Parser<'a> {
                 }
                 if self.is_sym("(") {
                     self.bump();
-                    let mut args = Vec::new();
-                    while !self.is_sym(")") {
-                        args.push(self.value(depth + 1)?);
-                        if self.is_sym(",") {
-                            self.bump();
-                        } else if !self.is_sym(")") {
-                            return Err(self.expected(&format!("',' or ')' in {name}(...)")));
-                        }
-                    }
-                    self.bump();
+                    let what = format!("',' or ')' in {name}(...)");
+                    let args = self.comma_list(")", &what, |p| p.value(depth + 1))?;
                     return Ok(mk(Val::Call(name, args)));
                 }
                 Ok(mk(Val::Name(name)))
