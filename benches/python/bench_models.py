@@ -1,6 +1,6 @@
 """Real models, side by side: ge (ONNX import) vs onnxruntime vs tract, batch 1, at 1 and 2 threads.
 
-Models (plain torch definitions below, following torchvision's layouts; random weights, eval mode):
+CNNs (plain torch definitions below, following torchvision's layouts; random weights, eval mode):
   * resnet50: ResNet-50 v1.5, bottleneck blocks [3, 4, 6, 3], 224x224;
   * googlenet: GoogLeNet / Inception-v1 (torchvision's layout: BasicConv2d = Conv + BatchNorm(eps
     1e-3) + Relu, ceil-mode max pools, nine inception modules, no auxiliary heads), 224x224;
@@ -8,38 +8,59 @@ Models (plain torch definitions below, following torchvision's layouts; random w
   * shufflenet_v2: ShuffleNet v2 1.0x (channel split, channel shuffle, stages [4, 8, 4]), 224x224;
   * squeezenet1_1: SqueezeNet 1.1 (fire modules, ceil-mode pools, no BatchNorm), 224x224;
   * vgg16: VGG-16 (configuration D, no BatchNorm, 138M parameters), 224x224; ``--small``: 112x112
-    (the classifier then takes 512x3x3 features);
-  * transformer: 4 post-LN encoder layers, d_model 256, 4 heads, FFN 1024 with GELU (erf),
-    LayerNorm, learned positional embedding, input [1, 128, 256].
+    (the classifier then takes 512x3x3 features).
 Convolutions get He-normal weights and small random biases; BatchNorm layers get random affine
 parameters and running statistics calibrated on random inputs (a few forward passes in train
 mode), so activations stay in range through the deep networks and the BatchNorms are not
-identities. Each model is exported once with torch.onnx.export (the
-TorchScript exporter, ``dynamo=False``, opset 17, BatchNormalization kept as nodes unless
-``--fold-bn``) into a cache directory, with its random input and torch's output.
+identities. Each is exported once with torch.onnx.export (the TorchScript exporter,
+``dynamo=False``, opset 17, BatchNormalization kept as nodes unless ``--fold-bn``) into a cache
+directory, with its random input and torch's output (torch is needed only to export).
 
-Runtimes, each measurement in its own subprocess (a crash or a hang is reported, not fatal):
+Transformers:
+  * transformer: 4 post-LN encoder layers, d_model 256, 4 heads, FFN 1024 with GELU (erf),
+    LayerNorm, learned positional embedding, input [1, 128, 256] (torch, exported as above);
+  * bert, gpt, vit: built in ``models_transformer.py`` with ``onnx.helper`` and seeded random
+    weights (no torch): an encoder in BERT's structure (Gather word + position embeddings, an
+    attention-mask input, MatMul multi-head attention with Softmax, Erf Gelu,
+    LayerNormalization, a Tanh pooler), a GPT-2-style decoder (causal mask through Trilu + Where,
+    tanh Gelu, LM head tied to the token embedding through a Transpose) and a ViT (patch Conv,
+    class token Concat, position embeddings, pre-LN encoder blocks). Their sizes are in
+    ``models_transformer.SIZES`` (``full``, and smaller for ``--quick``) and printed in the header.
+
+Runtimes, each measurement (runtime, model, thread count) in its own subprocess (a crash or a
+hang is reported, not fatal; the peak memory is that process's alone):
   * ort: onnxruntime, CPU provider, intra_op_num_threads = threads, inter_op 1, sequential,
     graph optimizations ALL;
   * tract: its Python API (``tract.onnx().load(path).into_model().into_runnable()``: the optimized
-    model). The Python API has no thread-count option (tract's matrix products run on its
-    single-thread executor), so tract runs once, at 1 thread, and the 2-thread rows repeat that
-    time (marked ``*``);
+    model), where the Python running this script has it installed. The Python API has no
+    thread-count option (tract's matrix products run on its single-thread executor), so tract runs
+    once, at 1 thread, and the 2-thread rows repeat that time (marked ``*``);
   * ge: ``ge.onnx.load(path)``, ``ge.session.Session({"ge.threads": str(threads)})``, ``add_graph``,
     ``run_graph`` (graph mode).
-Timing: the first run (which includes compiling) is reported separately, then warm-up runs, then
-``--repeat`` timed runs (median; a measurement stops early, after at least 3 runs, once its timed
-runs exceed ``--budget`` seconds). Outputs are compared with onnxruntime's at 1 thread (max
-absolute error, and that over max |reference|). A model that cannot be exported, loaded or run by
-a runtime shows ``fails: <reason>`` in its cell; the rest goes on.
+Checking first: onnxruntime at 1 thread runs first and its outputs are the reference. Every other
+measurement compares its first run's outputs (all of them) with the reference before it times
+anything: above ``TOLERANCE`` (max|Δ| / max|reference|, 1e-3) the measurement stops, reports
+MISMATCH loudly and is left out of the times and the means.
+Timing: ``load`` (model file to a runnable session: ``ge.onnx.load`` + ``add_graph``, or
+``InferenceSession``; the runtime's own import apart) and the first run (which includes compiling)
+are reported as the time to the first result; then warm-up runs, then ``--repeat`` timed runs
+(median; a measurement stops early, after at least 3 runs, once its timed runs exceed ``--budget``
+seconds). Peak memory: the process's ``ru_maxrss`` at its end (the interpreter, numpy and the
+inputs included: the ``base`` line says how much of it that is). Geometric means of ge/ort and
+ge/tract over the CNNs, the transformers and all. A model that cannot be exported, loaded or run
+by a runtime shows ``fails: <reason>`` in its cell, with the full reason under the table.
 
-Usage: ``python benches/python/bench_models.py [--models resnet50,vgg16,...] [--threads 1,2]
-[--repeat N] [--small] [--json OUT] [--cache DIR] [--fold-bn] [--runtimes ort,tract,ge]``.
+Usage: ``python benches/python/bench_models.py [--models resnet50,bert,...] [--threads 1,2]
+[--repeat N] [--warmup N] [--budget S] [--quick] [--small] [--json OUT] [--cache DIR] [--fold-bn]
+[--runtimes ort,tract,ge]``. ``--quick``: SqueezeNet 1.1 and the three built transformers at small
+sizes, 3 timed runs each (under a minute).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -54,10 +75,15 @@ import numpy as np
 # Machine and package versions, and CPU-time counters: the same as bench_run's.
 from bench_run import busy_cpu_s, own_cpu_s, run_worker, versions
 
-MODELS = ("resnet50", "googlenet", "densenet121", "shufflenet_v2", "squeezenet1_1", "vgg16", "transformer")
+CNNS = ("resnet50", "googlenet", "densenet121", "shufflenet_v2", "squeezenet1_1", "vgg16")
+BUILT = ("bert", "gpt", "vit")  # onnx.helper models of models_transformer.py
+TRANSFORMERS = ("transformer",) + BUILT
+MODELS = CNNS + TRANSFORMERS
+GROUPS = (("CNNs", CNNS), ("transformers", TRANSFORMERS), ("all", MODELS))
+QUICK_MODELS = ("squeezenet1_1",) + BUILT
 RUNTIMES = ("ort", "tract", "ge")
-LABEL = {"ort": "ort", "tract": "tract", "ge": "ge"}
 SINGLE_THREAD = ("tract",)  # no thread option in tract's Python API
+TOLERANCE = 1e-3  # max|Δ| / max|reference| above which a measurement is a mismatch and not timed
 OPSET = 17
 SEED = 20240607
 CACHE_VERSION = 2  # bump when a definition changes: the cached .onnx files are keyed by it
@@ -313,6 +339,35 @@ def export(name: str, small: bool, fold_bn: bool, cache: str) -> Tuple[str, str,
     return paths
 
 
+def build_cached(name: str, size: str, cache: str) -> Tuple[str, str]:
+    """The cached (model.onnx, inputs.npz) of a ``models_transformer`` model at ``SIZES[name][size]``,
+    building them if missing; keyed by a hash of the builders' source and the sizes."""
+    import models_transformer as mt
+
+    with open(mt.__file__, "rb") as fh:
+        key = hashlib.sha256(fh.read() + repr(mt.SIZES[name][size]).encode()).hexdigest()[:12]
+    base = os.path.join(cache, f"{name}_{size}_{key}_op{mt.OPSET}")
+    paths = (base + ".onnx", base + "_inputs.npz")
+    if all(os.path.exists(p) for p in paths):
+        return paths
+    import onnx
+
+    model, feeds = mt.build(name, mt.SIZES[name][size], seed=SEED)
+    os.makedirs(cache, exist_ok=True)
+    np.savez(paths[1], **feeds)  # in the graph's input order: the order ge and tract are fed in
+    tmp = paths[0] + f".tmp{os.getpid()}"
+    onnx.save(model, tmp)
+    os.replace(tmp, paths[0])  # last: its presence means both are complete
+    return paths
+
+
+def prepare(name: str, args: argparse.Namespace) -> Tuple[str, str, Optional[str]]:
+    """(model.onnx, inputs (.npy: one input; .npz: by name, in input order), torch's output or None)."""
+    if name in BUILT:
+        return build_cached(name, "quick" if args.quick else "full", args.cache) + (None,)
+    return export(name, args.small, args.fold_bn, args.cache)
+
+
 # ---------------------------------------------------------------------------------------------
 # The worker: one runtime, one model, one thread count, in its own process
 # ---------------------------------------------------------------------------------------------
@@ -327,55 +382,131 @@ def short_error(e: BaseException) -> str:
     return f"{kind}: {msg}"[:160]
 
 
+def load_feeds(path: str) -> Dict[str, np.ndarray]:
+    """The inputs by name, in the model's input order (the CNNs' single input is ``x``)."""
+    if path.endswith(".npz"):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    return {"x": np.load(path)}
+
+
+def load_outputs(path: str) -> List[np.ndarray]:
+    with np.load(path) as z:
+        return [z[f"arr_{i}"] for i in range(len(z.files))]
+
+
+def compare(outs: List[np.ndarray], refs: List[np.ndarray]) -> Dict[str, float]:
+    """Over all outputs: the largest max|Δ| and the largest max|Δ| / max|reference|."""
+    if len(outs) != len(refs) or any(np.shape(o) != np.shape(r) for o, r in zip(outs, refs)):
+        return {"shape_mismatch": 1.0}
+    worst = {"max_abs": 0.0, "max_rel": 0.0}
+    for o, r in zip(outs, refs):
+        r = np.asarray(r, dtype=np.float64)
+        d = float(np.max(np.abs(np.asarray(o, dtype=np.float64) - r))) if r.size else 0.0
+        worst["max_abs"] = max(worst["max_abs"], d)
+        worst["max_rel"] = max(worst["max_rel"], d / max(float(np.max(np.abs(r))) if r.size else 0.0, 1e-30))
+    return worst
+
+
+def matches(err: Dict[str, float]) -> bool:
+    return "shape_mismatch" not in err and err["max_rel"] <= TOLERANCE  # NaN compares False
+
+
+def peak_mib() -> float:
+    """This process's peak resident memory: VmHWM (of this process's own address space: unlike
+    ``ru_maxrss``, which Linux carries over ``execve``, the driver's peak does not leak into it)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def open_runtime(rt: str, path: str, threads: int, feeds: Dict[str, np.ndarray]) -> Tuple[Any, Any]:
+    """(run, to_numpy) for ``rt`` on the model file ``path``: ``run()`` runs it once on ``feeds``,
+    ``to_numpy(result)`` makes its outputs a list of arrays."""
+    xs = list(feeds.values())
+    if rt == "ort":
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        by_name = dict(zip(names, xs)) if list(feeds) == ["x"] else feeds
+        return (lambda: sess.run(None, by_name)), (lambda out: [np.asarray(o) for o in out])
+    if rt == "tract":
+        import tract
+
+        runnable = tract.onnx().load(path).into_model().into_runnable()
+        return (lambda: runnable.run(xs)), (lambda out: [o.to_numpy() for o in out])
+    import ge.onnx
+    import ge.session
+
+    graph = ge.onnx.load(path)
+    gsess = ge.session.Session({"ge.threads": str(threads)})
+    gsess.add_graph(1, graph)
+    return (lambda: gsess.run_graph(1, xs)), (lambda out: [o.numpy() for o in out])
+
+
+def import_runtime(rt: str) -> None:
+    """Imports the runtime's module (apart from the load time)."""
+    if rt == "ort":
+        import onnxruntime  # noqa: F401
+    elif rt == "tract":
+        import tract  # noqa: F401
+    else:
+        for attempt in range(5):  # the ge extension may be being rebuilt right now: retry briefly
+            try:
+                import ge.onnx  # noqa: F401
+                import ge.session  # noqa: F401
+
+                return
+            except (ImportError, OSError):
+                if attempt == 4:
+                    raise
+                time.sleep(3)
+
+
 def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """One measurement: load, first run, the check against ``spec["reference"]`` (if any), then,
+    only if it matches, warm-up and timed runs. Writes the first run's outputs to ``spec["out"]``."""
     rt, path, threads = spec["runtime"], spec["model"], spec["threads"]
-    x = np.load(spec["input"])
+    feeds = load_feeds(spec["input"])
+    res: Dict[str, Any] = {"base_mib": peak_mib()}
     stage = "import"
     try:
         t0 = time.perf_counter()
-        if rt == "ort":
-            import onnxruntime as ort
-
-            stage = "load"
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-            feeds = {sess.get_inputs()[0].name: x}
-            run, to_np = (lambda: sess.run(None, feeds)), (lambda out: out[0])
-        elif rt == "tract":
-            import tract
-
-            stage = "load"
-            runnable = tract.onnx().load(path).into_model().into_runnable()
-            run, to_np = (lambda: runnable.run([x])), (lambda out: out[0].to_numpy())
-        else:
-            for attempt in range(5):  # the ge extension may be being rebuilt right now: retry briefly
-                try:
-                    import ge.onnx
-                    import ge.session
-
-                    break
-                except (ImportError, OSError):
-                    if attempt == 4:
-                        raise
-                    time.sleep(3)
-            stage = "load"
-            graph = ge.onnx.load(path)
-            stage = "compile"
-            sess = ge.session.Session({"ge.threads": str(threads)})
-            sess.add_graph(1, graph)
-            run, to_np = (lambda: sess.run_graph(1, [x])), (lambda out: out[0].numpy())
-        load_s = time.perf_counter() - t0
+        import_runtime(rt)
+        res["import_s"] = time.perf_counter() - t0
+        stage = "load"
+        t0 = time.perf_counter()
+        run, to_np = open_runtime(rt, path, threads, feeds)
+        res["load_s"] = time.perf_counter() - t0
         stage = "run"
         t0 = time.perf_counter()
-        out = np.asarray(to_np(run()), dtype=np.float32)
-        first_s = time.perf_counter() - t0
+        outs = [np.asarray(o) for o in to_np(run())]
+        res["first_run_s"] = time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001 (reported in the table)
-        return {"error": f"{stage}: {short_error(e)}" if stage != "load" else short_error(e)}
-    np.save(spec["out"], out)
+        res["error"] = f"{stage}: {short_error(e)}" if stage != "load" else short_error(e)
+        res["error_full"] = f"{stage}: {type(e).__name__}: {e}"
+        res["peak_mib"] = peak_mib()
+        return res
+    np.savez(spec["out"], *outs)
+    if spec.get("reference"):
+        res["error_vs_ref"] = compare(outs, load_outputs(spec["reference"]))
+        if not matches(res["error_vs_ref"]):
+            res["mismatch"] = True
+            res["peak_mib"] = peak_mib()
+            return res
     for _ in range(spec["warmup"]):
         run()
     times: List[float] = []
@@ -384,8 +515,9 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
         t = time.perf_counter()
         run()
         times.append(time.perf_counter() - t)
-    return {"median_s": float(np.median(times)), "min_s": float(np.min(times)), "repeats": len(times),
-            "load_s": load_s, "first_run_s": first_s}
+    res.update(median_s=float(np.median(times)), min_s=float(np.min(times)), repeats=len(times),
+               peak_mib=peak_mib())
+    return res
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,29 +525,63 @@ def worker(spec: Dict[str, Any]) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def compare(out: np.ndarray, ref: np.ndarray) -> Dict[str, float]:
-    if out.shape != ref.shape:
-        return {"shape_mismatch": 1.0}
-    d = float(np.max(np.abs(out.astype(np.float64) - ref)))
-    return {"max_abs": d, "max_rel": d / max(float(np.max(np.abs(ref))), 1e-30)}
-
-
 def geomean(v: List[float]) -> Optional[float]:
     return math.exp(sum(math.log(a) for a in v) / len(v)) if v else None
 
 
+def fmt_ms(ms: float) -> str:
+    return f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}"
+
+
+def mismatch_text(err: Dict[str, float]) -> str:
+    if "shape_mismatch" in err:
+        return "MISMATCH: output shapes differ"
+    return f"MISMATCH: max rel {err['max_rel']:.1e} > {TOLERANCE:g}"
+
+
+def print_table(rows: List[List[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def print_geomeans(what: str, ratios: Dict[Tuple[str, int, str], List[float]], peers: List[str],
+                   threads: List[int], models: List[str]) -> Dict[str, Optional[float]]:
+    """One line per peer and thread count: the geometric mean of ge/peer over each group."""
+    out: Dict[str, Optional[float]] = {}
+    for th in threads:
+        for peer in peers:
+            parts = []
+            for group, members in GROUPS:
+                if not any(m in members for m in models):
+                    continue
+                v = [x for m in models if m in members for x in ratios.get((m, th, peer), [])]
+                gm = geomean(v)
+                out[f"{what}_ge_over_{peer}_{th}t_{group}"] = gm
+                parts.append(f"{group} {gm:.2f} ({len(v)})" if gm else f"{group} - (0)")
+            s = "s" if th > 1 else ""
+            print(f"# geometric mean of {what} ge/{peer} at {th} thread{s}: " + ", ".join(parts))
+    return out
+
+
 def main(argv: List[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default=",".join(MODELS),
-                    help="comma-separated subset of: " + ", ".join(MODELS))
+    ap.add_argument("--models", default=None,
+                    help="comma-separated subset of: " + ", ".join(MODELS) + " (default: all; --quick: "
+                    + ", ".join(QUICK_MODELS) + ")")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated subset of ort,tract,ge")
-    ap.add_argument("--repeat", type=int, default=10, help="timed runs per measurement (median; default 10)")
-    ap.add_argument("--warmup", type=int, default=2, help="untimed runs after the first one (default 2)")
-    ap.add_argument("--budget", type=float, default=20.0,
-                    help="seconds of timed runs after which a measurement stops (>= 3 runs; default 20)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="timed runs per measurement (median; default 10, --quick 3)")
+    ap.add_argument("--warmup", type=int, default=None, help="untimed runs after the first one (default 2,"
+                    " --quick 1)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds of timed runs after which a measurement stops (>= 3 runs; default 20,"
+                    " --quick 0.5)")
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds per measurement before it is killed (default 600)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: SqueezeNet 1.1 and the built transformers at small sizes, 3 timed runs")
     ap.add_argument("--small", action="store_true", help="VGG-16 at 112x112 instead of 224x224")
     ap.add_argument("--fold-bn", action="store_true",
                     help="export with BatchNorm folded into the convolutions (the exporter's default)")
@@ -427,8 +593,11 @@ def main(argv: List[str]) -> None:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))), flush=True)
         return
+    for opt, full, quick in (("repeat", 10, 3), ("warmup", 2, 1), ("budget", 20.0, 0.5)):
+        if getattr(args, opt) is None:
+            setattr(args, opt, quick if args.quick else full)
 
-    models = [m for m in args.models.split(",") if m]
+    models = [m for m in (args.models or ",".join(QUICK_MODELS if args.quick else MODELS)).split(",") if m]
     runtimes = [r for r in args.runtimes.split(",") if r]
     threads = [int(t) for t in args.threads.split(",") if t]
     for m in models:
@@ -437,11 +606,26 @@ def main(argv: List[str]) -> None:
     for r in runtimes:
         if r not in RUNTIMES:
             sys.exit(f"unknown runtime {r!r}; known: {', '.join(RUNTIMES)}")
+    models.sort(key=MODELS.index)  # CNNs first, then the transformers
     print(f"# {versions()}")
+    absent = [r for r in runtimes if importlib.util.find_spec({"ort": "onnxruntime"}.get(r, r)) is None]
+    for r in absent:
+        print(f"# {r}: not installed in {sys.executable}: left out")
+    runtimes = [r for r in runtimes if r not in absent]
     bn = "folded" if args.fold_bn else "as nodes"
-    print(f"# batch 1; opset {OPSET}, TorchScript exporter, BatchNorm {bn}; cache {args.cache}")
-    print(f"# timing: first run apart, {args.warmup} warm-up runs, median of {args.repeat} runs (>= 3, fewer"
-          f" once {args.budget:g} s are spent); each measurement in its own subprocess")
+    print(f"# batch 1; CNNs and 'transformer': opset {OPSET}, TorchScript exporter, BatchNorm {bn};"
+          f" cache {args.cache}")
+    built = [m for m in models if m in BUILT]
+    if built:
+        import models_transformer as mt
+
+        for m in built:
+            sizes = mt.SIZES[m]["quick" if args.quick else "full"]
+            dims = ", ".join(f"{k} {v}" for k, v in sizes.items())
+            print(f"# {m} (onnx.helper, opset {mt.OPSET}): {dims}")
+    print(f"# timing: load and first run apart, {args.warmup} warm-up runs, median of {args.repeat} runs"
+          f" (>= 3, fewer once {args.budget:g} s are spent); each measurement in its own subprocess,"
+          f" after its outputs match onnxruntime 1 thread's within {TOLERANCE:g} (max|Δ| / max|ref|)")
     print("# ort: intra-op threads, optimizations ALL; ge: ge.threads, graph mode; tract: no thread option in"
           " its Python API: runs at 1 thread (2-thread rows repeat it, marked *)")
     busy0, own0, t_start = busy_cpu_s(), own_cpu_s(), time.perf_counter()
@@ -453,7 +637,7 @@ def main(argv: List[str]) -> None:
             results[m] = entry
             t0 = time.perf_counter()
             try:
-                onnx_path, in_path, torch_path = export(m, args.small, args.fold_bn, args.cache)
+                onnx_path, in_path, torch_path = prepare(m, args)
             except Exception as e:  # noqa: BLE001
                 entry["error"] = f"export: {short_error(e)}"
                 print(f"# {m}: export fails: {entry['error']}", file=sys.stderr, flush=True)
@@ -461,116 +645,35 @@ def main(argv: List[str]) -> None:
             entry["export_s"] = time.perf_counter() - t0
             entry["onnx"] = onnx_path
             entry["onnx_mib"] = os.path.getsize(onnx_path) / 2**20
-            entry["input_shape"] = list(np.load(in_path, mmap_mode="r").shape)
+            entry["input_shapes"] = {k: list(v.shape) for k, v in load_feeds(in_path).items()}
             jobs = []
             for rt in runtimes:
                 ths = [1] if rt in SINGLE_THREAD else threads
                 jobs += [(rt, th) for th in ths]
             jobs.sort(key=lambda j: (j[0] != "ort" or j[1] != 1))  # ort at 1 thread first: the reference
+            reference: Optional[str] = None
             for rt, th in jobs:
-                out = os.path.join(tmp, f"{m}_{rt}_{th}.npy")
+                out = os.path.join(tmp, f"{m}_{rt}_{th}.npz")
                 spec = {"runtime": rt, "model": onnx_path, "input": in_path, "threads": th, "out": out,
-                        "repeat": args.repeat, "warmup": args.warmup, "budget": args.budget}
+                        "repeat": args.repeat, "warmup": args.warmup, "budget": args.budget,
+                        "reference": reference}
                 r = run_worker(spec, args.timeout, script=__file__)
-                if "error" not in r:
-                    r["output"] = out
                 entry["runs"][f"{rt}/{th}"] = r
-                msg = r["error"] if "error" in r else f"{r['median_s'] * 1e3:.2f} ms ({r['repeats']} runs)"
+                if (rt, th) == ("ort", 1) and "error" not in r:
+                    reference = out
+                    entry["reference"] = "ort/1"
+                if torch_path and "error" not in r and rt == "ort" and th == 1:
+                    r["error_vs_torch"] = compare(load_outputs(out), [np.load(torch_path)])
+                if "error" in r:
+                    msg = r["error"]
+                elif r.get("mismatch"):
+                    msg = f"!! {mismatch_text(r['error_vs_ref'])}: outputs differ from onnxruntime's,"
+                    msg += " not timed"
+                else:
+                    msg = f"{r['median_s'] * 1e3:.2f} ms ({r['repeats']} runs)"
                 print(f"# {m} {rt} {th}t: {msg}", file=sys.stderr, flush=True)
-            # references: onnxruntime at 1 thread (else the first runtime that ran); torch for ort
-            torch_ref = np.load(torch_path).astype(np.float64)
-            ran = [k for k in ["ort/1"] + list(entry["runs"]) if "output" in entry["runs"].get(k, {})]
-            ref_key = ran[0] if ran else None
-            entry["reference"] = ref_key
-            ref = np.load(entry["runs"][ref_key]["output"]).astype(np.float64) if ref_key else None
-            for k, r in entry["runs"].items():
-                if "output" in r:
-                    o = np.load(r.pop("output"))
-                    if ref is not None:
-                        r["error_vs_ref"] = compare(o, ref)
-                    r["error_vs_torch"] = compare(o, torch_ref)
 
-    # ---- the table
-    def cell(m: str, rt: str, th: int) -> Tuple[str, Optional[float]]:
-        e = results[m]
-        if "error" in e:
-            return "fails: " + e["error"], None
-        key = f"{rt}/{1 if rt in SINGLE_THREAD else th}"
-        r = e["runs"].get(key)
-        if r is None:
-            return "-", None
-        if "error" in r:
-            return "fails: " + r["error"], None
-        ms = r["median_s"] * 1e3
-        mark = "*" if rt in SINGLE_THREAD and th != 1 else ""
-        return (f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}") + mark, ms
-
-    def cell_reason(why: str) -> str:  # the full reasons are listed under the table
-        if why.startswith("no translator: "):
-            ops = why[len("no translator: "):].split(", ")
-            return f"no translator: {ops[0]}" + (f" +{len(ops) - 1}" if len(ops) > 1 else "")
-        return why if len(why) <= 36 else why[:33] + "..."
-
-    def err_text(m: str, rt: str, th: int) -> str:
-        r = results[m].get("runs", {}).get(f"{rt}/{th}", {})
-        ev = r.get("error_vs_ref")
-        if not ev:
-            return "-"
-        if "shape_mismatch" in ev:
-            return "shape differs"
-        return f"{ev['max_abs']:.1e} / {ev['max_rel']:.1e}"
-
-    print()
-    print("## ms per run (median), batch 1; ratios: ge / peer at the same row (tract always 1 thread);"
-          " errors vs onnxruntime 1 thread: max|Δ| / max|Δ|÷max|ref|")
-    rows: List[List[str]] = [["model", "threads", "ort ms", "tract ms", "ge ms", "ge/ort", "ge/tract",
-                              "ge error", "tract error"]]
-    failures: Dict[Tuple[str, str, str], List[int]] = {}
-    ratios: Dict[int, Dict[str, List[float]]] = {th: {"ort": [], "tract": []} for th in threads}
-    for m in models:
-        for th in threads:
-            cells = {rt: cell(m, rt, th) for rt in RUNTIMES}
-            name = f"{m}@112" if m == "vgg16" and args.small else m
-            row = [name if th == threads[0] else "", str(th)]
-            for rt in RUNTIMES:
-                text, _ = cells[rt]
-                if text.startswith("fails: "):
-                    failures.setdefault((m, rt, text[7:]), []).append(th)
-                    text = "fails: " + cell_reason(text[7:])
-                row.append(text)
-            g = cells["ge"][1]
-            for peer in ("ort", "tract"):
-                p = cells[peer][1]
-                if g and p:
-                    ratios[th][peer].append(g / p)
-                row.append(f"{g / p:.2f}" if g and p else "-")
-            row += [err_text(m, "ge", th), err_text(m, "tract", 1) if th == threads[0] else ""]
-            rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    print()
-    summary: Dict[str, Any] = {}
-    for th in threads:
-        for peer in ("ort", "tract"):
-            v = ratios[th][peer]
-            gm = geomean(v)
-            summary[f"geomean_ge_over_{peer}_{th}t"] = gm
-            over = (f"{gm:.2f} over {len(v)} model{'s' if len(v) != 1 else ''}" if gm
-                    else "- (no model ran on both)")
-            print(f"# geometric mean of ge/{peer} at {th} thread{'s' if th > 1 else ''}: {over}")
-    for (m, rt, why), ths in failures.items():  # the full reasons, once per model and runtime
-        on = "" if rt in SINGLE_THREAD or "error" in results[m] else " " + ", ".join(f"{t}t" for t in ths)
-        print(f"# fails: {m} {rt}{on}: {why}")
-    for m in models:
-        e = results[m]
-        ref_key = e.get("reference")
-        o = e["runs"][ref_key].get("error_vs_torch") if ref_key else None
-        if o and "max_abs" in o:
-            rt, th = ref_key.split("/")
-            note = "" if ref_key == "ort/1" else f" (errors above are against {rt} at {th}t)"
-            print(f"#   {m}: {rt} vs torch max|Δ| {o['max_abs']:.1e}; onnx {e['onnx_mib']:.0f} MiB, input"
-                  f" {e['input_shape']}{note}")
+    summary = report(results, models, runtimes, threads, args)
     wall = time.perf_counter() - t_start
     busy1 = busy_cpu_s()
     others = (None if busy0 is None or busy1 is None
@@ -580,10 +683,145 @@ def main(argv: List[str]) -> None:
           " (above ~0.1 the timings, the 2-thread ones most, are unreliable)"))
     if args.json:
         doc = {"versions": versions(), "args": {k: v for k, v in vars(args).items() if k != "worker"},
-               "models": results, "summary": summary, "total_s": wall, "other_cpu_load": others}
+               "models": results, "summary": summary, "total_s": wall,
+               "other_cpu_load": others}
         with open(args.json, "w") as fh:
             json.dump(doc, fh, indent=1)
         print(f"# results written to {args.json}")
+
+
+def report(results: Dict[str, Dict[str, Any]], models: List[str], runtimes: List[str], threads: List[int],
+           args: argparse.Namespace) -> Dict[str, Any]:
+    """The tables (times, time to the first result, peak memory) with their ratios and geometric
+    means, then the failures and mismatches in full. Returns the geometric means."""
+
+    def run_of(m: str, rt: str, th: int) -> Tuple[Optional[Dict[str, Any]], str]:
+        """The measurement behind a cell (tract's 2-thread rows: its 1-thread one) and a mark."""
+        key = f"{rt}/{1 if rt in SINGLE_THREAD else th}"
+        return results[m].get("runs", {}).get(key), "*" if rt in SINGLE_THREAD and th != 1 else ""
+
+    def reason(m: str, r: Optional[Dict[str, Any]]) -> Optional[str]:
+        if "error" in results[m]:
+            return "fails: " + results[m]["error"]
+        if r is None:
+            return "-"
+        if "error" in r:
+            return "fails: " + r["error"]
+        if r.get("mismatch"):
+            return mismatch_text(r["error_vs_ref"])
+        return None
+
+    def cell_reason(why: str) -> str:  # the full reasons are listed under the tables
+        if why.startswith("fails: no translator: "):
+            ops = why[len("fails: no translator: "):].split(", ")
+            return f"fails: no translator: {ops[0]}" + (f" +{len(ops) - 1}" if len(ops) > 1 else "")
+        if why.startswith("MISMATCH"):
+            return "MISMATCH"
+        return why if len(why) <= 36 else why[:33] + "..."
+
+    def value(m: str, rt: str, th: int, key: str) -> Tuple[str, Optional[float]]:
+        """A cell's text and value; none where the measurement failed or its outputs did not match."""
+        r, mark = run_of(m, rt, th)
+        why = reason(m, r)
+        if why or r is None:
+            return cell_reason(why or "-"), None
+        if key == "ms":
+            v = r["median_s"] * 1e3
+        elif key == "first_ms":
+            v = (r["load_s"] + r["first_run_s"]) * 1e3
+        else:
+            v = r[key]
+        return (f"{v:.0f}" if key == "peak_mib" else fmt_ms(v)) + mark, v
+
+    def err_text(m: str, rt: str, th: int) -> str:
+        ev = results[m].get("runs", {}).get(f"{rt}/{th}", {}).get("error_vs_ref")
+        if not ev:
+            return "-"
+        if "shape_mismatch" in ev:
+            return "shape differs"
+        return f"{ev['max_abs']:.1e} / {ev['max_rel']:.1e}" + ("" if matches(ev) else " !!")
+
+    def name_of(m: str) -> str:
+        if m == "vgg16" and args.small:
+            return f"{m}@112"
+        return f"{m}-quick" if m in BUILT and args.quick else m
+
+    peers = [p for p in ("ort", "tract") if p in runtimes] if "ge" in runtimes else []
+    shown = [rt for rt in RUNTIMES if rt in runtimes]
+    summary: Dict[str, Any] = {}
+    for title, keys in (("ms per run (median), batch 1; ratios: ge / peer at the same row (tract always 1"
+                         " thread); errors vs onnxruntime 1 thread: max|Δ| / max|Δ|÷max|ref|", ("ms",)),
+                        ("time to the first result: load (model file to session) + first run, ms; ratios"
+                         " ge / peer", ("first_ms",)),
+                        ("peak resident memory of each measurement's process (VmHWM, MiB); ratios ge / peer",
+                         ("peak_mib",))):
+        print()
+        print("## " + title)
+        head = ["model", "threads"]
+        for key in keys:
+            unit = {"ms": "ms", "first_ms": "first ms", "peak_mib": "MiB"}[key]
+            head += [f"{rt} {unit}" for rt in shown] + [f"ge/{p}" for p in peers]
+        if keys == ("ms",):
+            head += ["ge error"] + (["tract error"] if "tract" in runtimes else [])
+        rows: List[List[str]] = [head]
+        ratios: Dict[str, Dict[Tuple[str, int, str], List[float]]] = {k: {} for k in keys}
+        for i, m in enumerate(models):
+            if i and m in TRANSFORMERS and models[i - 1] in CNNS:
+                rows.append([""] * len(head))
+            for th in threads:
+                row = [name_of(m) if th == threads[0] else "", str(th)]
+                for key in keys:
+                    vals = {rt: value(m, rt, th, key) for rt in shown}
+                    row += [vals[rt][0] for rt in shown]
+                    g = vals.get("ge", ("", None))[1]
+                    for p in peers:
+                        pv = vals[p][1]
+                        if g and pv:
+                            ratios[key].setdefault((m, th, p), []).append(g / pv)
+                        row.append(f"{g / pv:.2f}" if g and pv else "-")
+                if keys == ("ms",):
+                    row.append(err_text(m, "ge", th))
+                    if "tract" in runtimes:
+                        row.append(err_text(m, "tract", 1) if th == threads[0] else "")
+                rows.append(row)
+        print_table(rows)
+        print()
+        for key in keys:
+            what = {"ms": "time", "first_ms": "first-result", "peak_mib": "peak-memory"}[key]
+            summary.update(print_geomeans(what, ratios[key], peers, threads, models))
+        if keys == ("peak_mib",):
+            bases = [r["base_mib"] for m in models for r in results[m].get("runs", {}).values()
+                     if "base_mib" in r]
+            if bases:
+                print(f"# of each peak, the interpreter, numpy and the inputs take {min(bases):.0f}-"
+                      f"{max(bases):.0f} MiB (measured before the runtime's import)")
+    for m in models:  # the full reasons, once per model and runtime
+        if "error" in results[m]:
+            print(f"# fails: {m}: {results[m]['error']}")
+            continue
+        for rt in shown:
+            by_why: Dict[str, List[str]] = {}
+            for th in ([1] if rt in SINGLE_THREAD else threads):
+                r = results[m]["runs"].get(f"{rt}/{th}", {})
+                if "error" in r:
+                    by_why.setdefault(r.get("error_full", r["error"]), []).append(f"{th}t")
+                elif r.get("mismatch"):
+                    why = "!! " + mismatch_text(r["error_vs_ref"]) + ": not timed"
+                    by_why.setdefault(why, []).append(f"{th}t")
+            for why, ths in by_why.items():
+                if why.startswith("!! "):
+                    print(f"# !! {m} {rt} {', '.join(ths)}: {why[3:]}")
+                else:
+                    print(f"# fails: {m} {rt} {', '.join(ths)}: {why}")
+    for m in models:
+        o = results[m].get("runs", {}).get("ort/1", {}).get("error_vs_torch")
+        e = results[m]
+        if "onnx_mib" in e:
+            torch_note = f"ort vs torch max|Δ| {o['max_abs']:.1e}; " if o and "max_abs" in o else ""
+            shapes = ", ".join(f"{k} {v}" for k, v in e["input_shapes"].items())
+            ref = "" if e.get("reference") else " (no onnxruntime reference: outputs unchecked)"
+            print(f"#   {name_of(m)}: {torch_note}onnx {e['onnx_mib']:.1f} MiB; inputs {shapes}{ref}")
+    return summary
 
 
 if __name__ == "__main__":
