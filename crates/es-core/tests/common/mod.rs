@@ -60,6 +60,16 @@ pub type Want<'a> = (DataType, &'a [i64]);
 /// Inputs by name, for the `*_in` calls.
 pub type InSpec<'a, 'b> = &'b [(&'b str, In<'a>)];
 
+/// The cases of a `*_each*` table, one a line: `inputs, attributes => expected;` (each becomes
+/// the tuple `(inputs, attributes, expected)`).
+macro_rules! rows {
+    ($($ins:expr, $attrs:expr => $want:expr);+ $(;)?) => {
+        &[$(($ins, $attrs, $want)),+]
+    };
+}
+#[allow(unused_imports)] // each test file uses part of it
+pub(crate) use rows;
+
 /// The inputs x1 and x2 of a binary operator, for the `*_in` calls.
 pub fn x12<'a>(x1: In<'a>, x2: In<'a>) -> [(&'static str, In<'a>); 2] {
     [("x1", x1), ("x2", x2)]

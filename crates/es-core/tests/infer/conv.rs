@@ -85,13 +85,9 @@ fn conv2d_unknown() {
     );
     t.dims_each_in(
         "Conv2D",
-        &[
-            (&[("x", F(&[-2])), ("filter", Port(w))], &a, &[U, 16, U, U]),
-            (
-                &[("x", F(&[1, 3, 32, 32])), ("filter", F(&[U, U, 3, U]))],
-                &a,
-                &[1, U, 30, U],
-            ),
+        rows![
+            &[("x", F(&[-2])), ("filter", Port(w))], &a => &[U, 16, U, U];
+            &[("x", F(&[1, 3, 32, 32])), ("filter", F(&[U, U, 3, U]))], &a => &[1, U, 30, U];
         ],
     );
 }
@@ -127,42 +123,18 @@ fn conv2d_errors() {
     let w_ok = t.f(&[16, 3, 3, 3]);
     t.rejects_each(
         "Conv2D",
-        &[
-            (
-                &[("x", &[x]), ("filter", &[w_ok])],
-                &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]),
-                &["'strides' must have 4 values"],
-            ),
-            (
-                &[("x", &[x]), ("filter", &[w_ok])],
-                &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]),
-                &["'strides'", ">= 1"],
-            ),
-            (
-                &[("x", &[x]), ("filter", &[w_ok])],
-                &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]),
-                &["'data_format'", "NCWH"],
-            ),
+        rows![
+            &[("x", &[x]), ("filter", &[w_ok])], &conv_attrs("NCHW", &[1, 1, 1], &[0, 0, 0, 0]) => &["'strides' must have 4 values"];
+            &[("x", &[x]), ("filter", &[w_ok])], &conv_attrs("NCHW", &[1, 1, 0, 1], &[0, 0, 0, 0]) => &["'strides'", ">= 1"];
+            &[("x", &[x]), ("filter", &[w_ok])], &conv_attrs("NCWH", &[1, 1, 1, 1], &[0, 0, 0, 0]) => &["'data_format'", "NCWH"];
         ],
     );
     t.rejects_each_in(
         "Conv2D",
-        &[
-            (
-                &[("x", F(&[1, 3, 2, 2])), ("filter", Port(w_ok))],
-                &a,
-                &["output height would be empty"],
-            ),
-            (
-                &[("x", Port(x)), ("filter", Port(w_ok)), ("bias", F(&[8]))],
-                &a,
-                &["'bias' [8]", "16 output channels"],
-            ),
-            (
-                &[("x", F(&[3, 32, 32])), ("filter", Port(w_ok))],
-                &a,
-                &["'x' must be 4-D"],
-            ),
+        rows![
+            &[("x", F(&[1, 3, 2, 2])), ("filter", Port(w_ok))], &a => &["output height would be empty"];
+            &[("x", Port(x)), ("filter", Port(w_ok)), ("bias", F(&[8]))], &a => &["'bias' [8]", "16 output channels"];
+            &[("x", F(&[3, 32, 32])), ("filter", Port(w_ok))], &a => &["'x' must be 4-D"];
         ],
     );
     let w_fz = t.input_fmt(FLOAT, Format::FRACTAL_Z, &[16, 3, 3, 3]);
@@ -338,20 +310,9 @@ fn conv3d_shapes() {
     );
     t.rejects_each_in(
         "Conv3D",
-        &[
-            (
-                &[("x", F(&[1, 8, 8, 8, 4])), ("filter", F(&[16, 3, 3, 3, 3]))],
-                &attrs,
-                &["channel mismatch", "4 input channels"],
-            ),
-            (
-                &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))],
-                &[
-                    ("strides", li(&[1, 1, 1, 1, 1])),
-                    ("pads", li(&[1, 1, 1, 1])),
-                ],
-                &["attribute 'pads' must have 6 values"],
-            ),
+        rows![
+            &[("x", F(&[1, 8, 8, 8, 4])), ("filter", F(&[16, 3, 3, 3, 3]))], &attrs => &["channel mismatch", "4 input channels"];
+            &[("x", F(&[1, 8, 8, 8, 3])), ("filter", F(&[16, 3, 3, 3, 3]))], &[("strides", li(&[1, 1, 1, 1, 1])), ("pads", li(&[1, 1, 1, 1]))] => &["attribute 'pads' must have 6 values"];
         ],
     );
 }
@@ -361,18 +322,10 @@ fn bias_add_checks_channels() {
     let mut t = T::new();
     t.dims_each_in(
         "BiasAdd",
-        &[
-            (
-                &[("x", F(&[2, 4, 4, 3])), ("bias", F(&[3]))],
-                &[],
-                &[2, 4, 4, 3],
-            ),
-            (
-                &[("x", F(&[2, 3, 4, 4])), ("bias", F(&[3]))],
-                &[("data_format", s("NCHW"))],
-                &[2, 3, 4, 4],
-            ),
-            (&[("x", F(&[-2])), ("bias", F(&[3]))], &[], &[-2]),
+        rows![
+            &[("x", F(&[2, 4, 4, 3])), ("bias", F(&[3]))], &[] => &[2, 4, 4, 3];
+            &[("x", F(&[2, 3, 4, 4])), ("bias", F(&[3]))], &[("data_format", s("NCHW"))] => &[2, 3, 4, 4];
+            &[("x", F(&[-2])), ("bias", F(&[3]))], &[] => &[-2];
         ],
     );
     t.rejects_in(

@@ -94,9 +94,9 @@ fn logical_not() {
     let mut t = T::new();
     t.ok_each_in(
         "LogicalNot",
-        &[
-            (&[("x", Typed(BOOL, &[4]))], &[], (BOOL, &[4])),
-            (&[("x", Typed(BOOL, &[U, 2]))], &[], (BOOL, &[U, 2])),
+        rows![
+            &[("x", Typed(BOOL, &[4]))], &[] => (BOOL, &[4]);
+            &[("x", Typed(BOOL, &[U, 2]))], &[] => (BOOL, &[U, 2]);
         ],
     );
     // A float input is rejected by the prototype's dtype check.
@@ -111,17 +111,9 @@ fn cast() {
     let x = t.f(&[2, U]);
     t.ok_each(
         "Cast",
-        &[
-            (
-                &[("x", &[x])],
-                &[("dst_type", i(FLOAT16 as i64))],
-                (FLOAT16, &[2, U]),
-            ),
-            (
-                &[("x", &[x])],
-                &[("dst_type", i(INT64 as i64))],
-                (INT64, &[2, U]),
-            ),
+        rows![
+            &[("x", &[x])], &[("dst_type", i(FLOAT16 as i64))] => (FLOAT16, &[2, U]);
+            &[("x", &[x])], &[("dst_type", i(INT64 as i64))] => (INT64, &[2, U]);
         ],
     );
     let x = t.input(INT32, &[-2]);
@@ -129,17 +121,12 @@ fn cast() {
         t.ok("Cast", &[("x", &[x])], &[("dst_type", i(BOOL as i64))]),
         (BOOL, vec![-2])
     );
-    t.rejects(
+    t.rejects_each(
         "Cast",
-        &[("x", &[x])],
-        &[("dst_type", i(999))],
-        &["'dst_type'", "999"],
-    );
-    t.rejects(
-        "Cast",
-        &[("x", &[x])],
-        &[("dst_type", i(UNDEFINED as i64))],
-        &["'dst_type'", "DT_UNDEFINED"],
+        rows![
+            &[("x", &[x])], &[("dst_type", i(999))] => &["'dst_type'", "999"];
+            &[("x", &[x])], &[("dst_type", i(UNDEFINED as i64))] => &["'dst_type'", "DT_UNDEFINED"];
+        ],
     );
     // DT_UINT1 is an allowed input dtype of Cast but not an output dtype.
     t.rejects(
@@ -473,14 +460,10 @@ fn prelu() {
     let w5 = t.f(&[5]);
     t.dims_each_in(
         "PRelu",
-        &[
-            (
-                &[("x", F(&[2, U, 4])), ("weight", Port(w5))],
-                &[],
-                &[2, U, 4],
-            ),
-            (&[("x", Port(x)), ("weight", F(&[U]))], &[], &[2, 3, 4, 4]),
-            (&[("x", F(&[-2])), ("weight", Port(w5))], &[], &[-2]),
+        rows![
+            &[("x", F(&[2, U, 4])), ("weight", Port(w5))], &[] => &[2, U, 4];
+            &[("x", Port(x)), ("weight", F(&[U]))], &[] => &[2, 3, 4, 4];
+            &[("x", F(&[-2])), ("weight", Port(w5))], &[] => &[-2];
         ],
     );
     t.rejects(
@@ -595,25 +578,10 @@ fn select() {
     let (cx1, cx2) = (("x1", Port(x1)), ("x2", Port(x2)));
     t.rejects_each_in(
         "Select",
-        &[
-            (
-                &[("condition", Typed(BOOL, &[3])), cx1, cx2],
-                &[],
-                &[
-                    "'condition' [3] is a vector",
-                    "first dim of x1/x2 [2, 3] (2), got 3",
-                ],
-            ),
-            (
-                &[("condition", Port(c23)), cx1, cx2],
-                &[],
-                &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"],
-            ),
-            (
-                &[("condition", Port(c23)), cx1, ("x2", F(&[4, 3]))],
-                &[],
-                &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"],
-            ),
+        rows![
+            &[("condition", Typed(BOOL, &[3])), cx1, cx2], &[] => &["'condition' [3] is a vector", "first dim of x1/x2 [2, 3] (2), got 3"];
+            &[("condition", Port(c23)), cx1, cx2], &[] => &["input 'condition' [3, 2] cannot be broadcast with x1/x2 [2, 3]"];
+            &[("condition", Port(c23)), cx1, ("x2", F(&[4, 3]))], &[] => &["input 'x2' [4, 3] cannot be broadcast with 'x1' [2, 3]"];
         ],
     );
     t.fails_in(

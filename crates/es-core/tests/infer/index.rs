@@ -25,21 +25,12 @@ fn masked_fill() {
         ),
         vec![U, 3]
     );
-    t.rejects_in(
+    t.rejects_each_in(
         "MaskedFill",
-        &[
-            ("x", Port(x)),
-            ("mask", Typed(BOOL, &[4])),
-            ("value", Port(v)),
+        rows![
+            &[("x", Port(x)), ("mask", Typed(BOOL, &[4])), ("value", Port(v))], &[] => &["'x' [2, 3]", "'mask' [4]"];
+            &[("x", Port(x)), ("mask", Port(mask)), ("value", F(&[2]))], &[] => &["'value'", "scalar", "[2]"];
         ],
-        &[],
-        &["'x' [2, 3]", "'mask' [4]"],
-    );
-    t.rejects_in(
-        "MaskedFill",
-        &[("x", Port(x)), ("mask", Port(mask)), ("value", F(&[2]))],
-        &[],
-        &["'value'", "scalar", "[2]"],
     );
 }
 
@@ -78,13 +69,9 @@ fn top_k_v2() {
     let kn = t.scalar_i32(-1);
     t.rejects_each(
         "TopKV2",
-        &[
-            (&[("x", &[x]), ("k", &[kn])], &[], &["'k' must be >= 0"]),
-            (
-                &[("x", &[x]), ("k", &[k])],
-                &[("dim", i(2))],
-                &["'dim' 2 is out of range"],
-            ),
+        rows![
+            &[("x", &[x]), ("k", &[kn])], &[] => &["'k' must be >= 0"];
+            &[("x", &[x]), ("k", &[k])], &[("dim", i(2))] => &["'dim' 2 is out of range"];
         ],
     );
     t.rejects_in(
@@ -159,32 +146,16 @@ fn gather_elements() {
     );
     t.dims_each_in(
         "GatherElements",
-        &[
-            (
-                &[("x", Port(x)), ("index", Typed(INT64, &[U, 7]))],
-                &[("dim", i(-1))],
-                &[U, 7],
-            ),
-            (
-                &[("x", Port(x)), ("index", Typed(INT64, &[-2]))],
-                &[],
-                &[U, U],
-            ),
+        rows![
+            &[("x", Port(x)), ("index", Typed(INT64, &[U, 7]))], &[("dim", i(-1))] => &[U, 7];
+            &[("x", Port(x)), ("index", Typed(INT64, &[-2]))], &[] => &[U, U];
         ],
     );
     t.rejects_each_in(
         "GatherElements",
-        &[
-            (
-                &[("x", Port(x)), ("index", Typed(INT32, &[4, 2, 1]))],
-                &[],
-                &["same rank (2 vs 3)"],
-            ),
-            (
-                &[("x", Port(x)), ("index", Typed(INT32, &[6, 5]))],
-                &[("dim", i(1))],
-                &["larger than x [4, 5] at dim 0"],
-            ),
+        rows![
+            &[("x", Port(x)), ("index", Typed(INT32, &[4, 2, 1]))], &[] => &["same rank (2 vs 3)"];
+            &[("x", Port(x)), ("index", Typed(INT32, &[6, 5]))], &[("dim", i(1))] => &["larger than x [4, 5] at dim 0"];
         ],
     );
     t.rejects(
@@ -211,25 +182,9 @@ fn gather_v2_axis_and_batch_dims() {
     );
     t.dims_each_in(
         "GatherV2",
-        &[
-            (
-                &[
-                    ("x", F(&[4, 5, 6])),
-                    ("indices", Typed(INT64, &[4, 2])),
-                    ("axis", I32(&[-2])),
-                ],
-                &[("batch_dims", i(1))],
-                &[4, 2, 6],
-            ),
-            (
-                &[
-                    ("x", F(&[5, 6, 7])),
-                    ("indices", Typed(INT32, &[2, 3])),
-                    ("axis", Typed(INT32, &[])),
-                ],
-                &[],
-                &[U, U, U, U],
-            ),
+        rows![
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT64, &[4, 2])), ("axis", I32(&[-2]))], &[("batch_dims", i(1))] => &[4, 2, 6];
+            &[("x", F(&[5, 6, 7])), ("indices", Typed(INT32, &[2, 3])), ("axis", Typed(INT32, &[]))], &[] => &[U, U, U, U];
         ],
     );
     let x = t.f(&[5, U, 7]);
@@ -284,22 +239,10 @@ fn gather_nd_shapes() {
     let mut t = T::new();
     t.dims_each_in(
         "GatherNd",
-        &[
-            (
-                &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, 2]))],
-                &[],
-                &[2, 6],
-            ),
-            (
-                &[("x", F(&[4, 5, 6])), ("indices", Typed(INT64, &[3, 7, 3]))],
-                &[],
-                &[3, 7],
-            ),
-            (
-                &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, U]))],
-                &[],
-                &[-2],
-            ),
+        rows![
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, 2]))], &[] => &[2, 6];
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT64, &[3, 7, 3]))], &[] => &[3, 7];
+            &[("x", F(&[4, 5, 6])), ("indices", Typed(INT32, &[2, U]))], &[] => &[-2];
         ],
     );
     t.rejects_in(
@@ -390,13 +333,9 @@ fn nonzero_and_where() {
     let mut t = T::new();
     t.ok_each_in(
         "NonZero",
-        &[
-            (&[("x", F(&[2, 3]))], &[], (INT64, &[U, 2])),
-            (
-                &[("x", F(&[2, 3, 4]))],
-                &[("transpose", b(true)), ("dtype", ty(INT32))],
-                (INT32, &[3, U]),
-            ),
+        rows![
+            &[("x", F(&[2, 3]))], &[] => (INT64, &[U, 2]);
+            &[("x", F(&[2, 3, 4]))], &[("transpose", b(true)), ("dtype", ty(INT32))] => (INT32, &[3, U]);
         ],
     );
     let x = t.ints(&[1, 0, 2, 0]);
@@ -463,25 +402,9 @@ fn embedding_bag_outputs() {
     assert_eq!(outs[1].1, vec![U]);
     t.rejects_each_in(
         "EmbeddingBag",
-        &[
-            (
-                &[
-                    ("weight", F(&[10, 4])),
-                    ("indices", Typed(INT32, &[6])),
-                    ("offsets", Typed(INT32, &[3])),
-                ],
-                &[("mode", s("prod"))],
-                &["attribute 'mode'", "\"prod\""],
-            ),
-            (
-                &[
-                    ("weight", F(&[10])),
-                    ("indices", Typed(INT32, &[6])),
-                    ("offsets", Typed(INT32, &[3])),
-                ],
-                &[],
-                &["input 'weight' must be 2-D"],
-            ),
+        rows![
+            &[("weight", F(&[10, 4])), ("indices", Typed(INT32, &[6])), ("offsets", Typed(INT32, &[3]))], &[("mode", s("prod"))] => &["attribute 'mode'", "\"prod\""];
+            &[("weight", F(&[10])), ("indices", Typed(INT32, &[6])), ("offsets", Typed(INT32, &[3]))], &[] => &["input 'weight' must be 2-D"];
         ],
     );
 }

@@ -286,17 +286,9 @@ fn einsum_equations() {
     );
     t.rejects_each_in(
         "Einsum",
-        &[
-            (
-                &[("x", F(&[2, 3]))],
-                &[("equation", s("ij,jk->ik"))],
-                &["has 2 operands", "1 tensors"],
-            ),
-            (
-                &[("x", F(&[2, 3]))],
-                &[("equation", s("ij->iz"))],
-                &["output label 'z'"],
-            ),
+        rows![
+            &[("x", F(&[2, 3]))], &[("equation", s("ij,jk->ik"))] => &["has 2 operands", "1 tensors"];
+            &[("x", F(&[2, 3]))], &[("equation", s("ij->iz"))] => &["output label 'z'"];
         ],
     );
 }
@@ -315,9 +307,9 @@ fn matrix_determinant() {
     );
     t.dims_each_in(
         "MatrixDeterminant",
-        &[
-            (&[("x", F(&[U, 3, U]))], &[], &[U]),
-            (&[("x", F(&[-2]))], &[], &[-2]),
+        rows![
+            &[("x", F(&[U, 3, U]))], &[] => &[U];
+            &[("x", F(&[-2]))], &[] => &[-2];
         ],
     );
     let x = t.f(&[2, 3, 4]);

@@ -67,17 +67,12 @@ fn batch_norm() {
     assert_eq!(t.outs(id)[2], (FLOAT, vec![U]));
     // Errors.
     let s7 = t.f(&[7]);
-    t.rejects(
+    t.rejects_each(
         "BatchNorm",
-        &[("x", &[x]), ("scale", &[s7]), ("offset", &[of])],
-        &[],
-        &["'scale' has 7 values", "8 channels"],
-    );
-    t.rejects(
-        "BatchNorm",
-        &[("x", &[x]), ("scale", &[sc]), ("offset", &[s7])],
-        &[],
-        &["'offset' has 7 values"],
+        rows![
+            &[("x", &[x]), ("scale", &[s7]), ("offset", &[of])], &[] => &["'scale' has 7 values", "8 channels"];
+            &[("x", &[x]), ("scale", &[sc]), ("offset", &[s7])], &[] => &["'offset' has 7 values"];
+        ],
     );
     t.rejects_in(
         "BatchNorm",
@@ -173,17 +168,12 @@ fn layer_norm_stats_keep_leading_dims() {
         &[],
     );
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
-    t.rejects_in(
+    t.rejects_each_in(
         "LayerNorm",
-        &[("x", F(&[2, 3, 4])), ("gamma", F(&[5])), ("beta", F(&[4]))],
-        &[("begin_norm_axis", i(-1)), ("begin_params_axis", i(-1))],
-        &["input 'gamma' [5]", "[4]"],
-    );
-    t.rejects_in(
-        "LayerNorm",
-        &[("x", F(&[2, 3])), ("gamma", F(&[3])), ("beta", F(&[3]))],
-        &[("begin_norm_axis", i(2))],
-        &["begin_norm_axis", "out of range"],
+        rows![
+            &[("x", F(&[2, 3, 4])), ("gamma", F(&[5])), ("beta", F(&[4]))], &[("begin_norm_axis", i(-1)), ("begin_params_axis", i(-1))] => &["input 'gamma' [5]", "[4]"];
+            &[("x", F(&[2, 3])), ("gamma", F(&[3])), ("beta", F(&[3]))], &[("begin_norm_axis", i(2))] => &["begin_norm_axis", "out of range"];
+        ],
     );
 }
 
@@ -221,21 +211,12 @@ fn instance_norm_reduces_spatial_dims() {
     assert!(outs.iter().all(|o| o.1 == vec![-2]));
     let x = t.f(&[2, 3, 4]);
     let be = t.f(&[3]);
-    t.rejects_in(
+    t.rejects_each_in(
         "InstanceNorm",
-        &[("x", Port(x)), ("gamma", F(&[3])), ("beta", Port(be))],
-        &[],
-        &["input 'x' must be 4-D or 5-D", "rank 3"],
-    );
-    t.rejects_in(
-        "InstanceNorm",
-        &[
-            ("x", F(&[2, 3, 4, 5])),
-            ("gamma", F(&[4])),
-            ("beta", F(&[3])),
+        rows![
+            &[("x", Port(x)), ("gamma", F(&[3])), ("beta", Port(be))], &[] => &["input 'x' must be 4-D or 5-D", "rank 3"];
+            &[("x", F(&[2, 3, 4, 5])), ("gamma", F(&[4])), ("beta", F(&[3]))], &[("data_format", s("NCHW"))] => &["input 'gamma' [4]", "3 channels"];
         ],
-        &[("data_format", s("NCHW"))],
-        &["input 'gamma' [4]", "3 channels"],
     );
 }
 
@@ -349,17 +330,12 @@ fn rms_norm_rstd_keeps_leading_dims_as_float() {
 fn rms_norm_rejects_a_gamma_that_does_not_fit() {
     let mut t = T::new();
     let x = t.f(&[2, 3]);
-    t.rejects_in(
+    t.rejects_each_in(
         "RmsNorm",
-        &[("x", Port(x)), ("gamma", F(&[4]))],
-        &[],
-        &["RmsNorm", "input 'gamma' [4]", "trailing dims", "[2, 3]"],
-    );
-    t.rejects_in(
-        "RmsNorm",
-        &[("x", Port(x)), ("gamma", F(&[1, 2, 3]))],
-        &[],
-        &["more dims than x [2, 3]"],
+        rows![
+            &[("x", Port(x)), ("gamma", F(&[4]))], &[] => &["RmsNorm", "input 'gamma' [4]", "trailing dims", "[2, 3]"];
+            &[("x", Port(x)), ("gamma", F(&[1, 2, 3]))], &[] => &["more dims than x [2, 3]"];
+        ],
     );
     let h = t.input(FLOAT16, &[3]);
     assert!(t

@@ -167,9 +167,9 @@ fn global_average_pool_and_caffe_pooling() {
     let mut t = T::new();
     t.dims_each_in(
         "GlobalAveragePool",
-        &[
-            (&[("x", F(&[2, 3, 5, 7]))], &[], &[2, 3, 1, 1]),
-            (&[("x", F(&[U, 3, U, U, U]))], &[], &[U, 3, 1, 1, 1]),
+        rows![
+            &[("x", F(&[2, 3, 5, 7]))], &[] => &[2, 3, 1, 1];
+            &[("x", F(&[U, 3, U, U, U]))], &[] => &[U, 3, 1, 1, 1];
         ],
     );
     t.rejects_in(
@@ -188,9 +188,9 @@ fn global_average_pool_and_caffe_pooling() {
     };
     t.dims_each_in(
         "Pooling",
-        &[
-            (&[("x", F(&[1, 3, 8, 8]))], &p(0), &[1, 3, 4, 4]),
-            (&[("x", F(&[1, 3, 8, 8]))], &p(1), &[1, 3, 3, 3]),
+        rows![
+            &[("x", F(&[1, 3, 8, 8]))], &p(0) => &[1, 3, 4, 4];
+            &[("x", F(&[1, 3, 8, 8]))], &p(1) => &[1, 3, 3, 3];
         ],
     );
     assert_eq!(

@@ -56,13 +56,9 @@ fn reduce_sum() {
     let dyn_ax = t.input(INT32, &[1]);
     t.dims_each(
         "ReduceSum",
-        &[
-            (
-                &[("x", &[xu]), ("axes", &[dyn_ax])],
-                &[("keep_dims", b(true))],
-                &[U, 1, U],
-            ),
-            (&[("x", &[xu]), ("axes", &[dyn_ax])], &[], &[-2]),
+        rows![
+            &[("x", &[xu]), ("axes", &[dyn_ax])], &[("keep_dims", b(true))] => &[U, 1, U];
+            &[("x", &[xu]), ("axes", &[dyn_ax])], &[] => &[-2];
         ],
     );
     assert_eq!(
@@ -72,17 +68,9 @@ fn reduce_sum() {
     // Errors.
     t.rejects_each_in(
         "ReduceSum",
-        &[
-            (
-                &[("x", Port(x)), ("axes", I32(&[3]))],
-                &[],
-                &["'axes' value 3 is out of range for rank 3"],
-            ),
-            (
-                &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))],
-                &[],
-                &["'axes' must be 1-D"],
-            ),
+        rows![
+            &[("x", Port(x)), ("axes", I32(&[3]))], &[] => &["'axes' value 3 is out of range for rank 3"];
+            &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))], &[] => &["'axes' must be 1-D"];
         ],
     );
 }
@@ -270,17 +258,9 @@ fn reductions_with_axes_attribute() {
     let x = t.f(&[2, 3]);
     t.dims_each(
         "ReduceMeanD",
-        &[
-            (
-                &[("x", &[x])],
-                &[("axes", li(&[])), ("noop_with_empty_axes", b(true))],
-                &[2, 3],
-            ),
-            (
-                &[("x", &[x])],
-                &[("axes", li(&[1])), ("noop_with_empty_axes", b(true))],
-                &[2],
-            ),
+        rows![
+            &[("x", &[x])], &[("axes", li(&[])), ("noop_with_empty_axes", b(true))] => &[2, 3];
+            &[("x", &[x])], &[("axes", li(&[1])), ("noop_with_empty_axes", b(true))] => &[2];
         ],
     );
 }

@@ -24,20 +24,9 @@ fn resize_nearest_and_bilinear_v2() {
     );
     t.ok_each_in(
         "ResizeBilinearV2",
-        &[
-            (
-                &[("x", Typed(UINT8, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-                &[],
-                (FLOAT, &[1, 16, 16, 3]),
-            ),
-            (
-                &[
-                    ("x", Typed(FLOAT16, &[1, 8, 8, 3])),
-                    ("size", I32(&[16, 16])),
-                ],
-                &[("dtype", ty(FLOAT16))],
-                (FLOAT16, &[1, 16, 16, 3]),
-            ),
+        rows![
+            &[("x", Typed(UINT8, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))], &[] => (FLOAT, &[1, 16, 16, 3]);
+            &[("x", Typed(FLOAT16, &[1, 8, 8, 3])), ("size", I32(&[16, 16]))], &[("dtype", ty(FLOAT16))] => (FLOAT16, &[1, 16, 16, 3]);
         ],
     );
     assert_eq!(
@@ -56,17 +45,9 @@ fn resize_nearest_and_bilinear_v2() {
     );
     t.rejects_each_in(
         "ResizeBilinearV2",
-        &[
-            (
-                &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-                &[("align_corners", b(true)), ("half_pixel_centers", b(true))],
-                &["'align_corners' and 'half_pixel_centers'"],
-            ),
-            (
-                &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))],
-                &[("dtype", ty(INT32))],
-                &["attribute 'dtype' is DT_INT32"],
-            ),
+        rows![
+            &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))], &[("align_corners", b(true)), ("half_pixel_centers", b(true))] => &["'align_corners' and 'half_pixel_centers'"];
+            &[("x", F(&[1, 8, 8, 3])), ("size", I32(&[16, 16]))], &[("dtype", ty(INT32))] => &["attribute 'dtype' is DT_INT32"];
         ],
     );
 }
@@ -154,13 +135,9 @@ fn grid_sampler_2d() {
     );
     t.dims_each_in(
         "GridSampler2D",
-        &[
-            (
-                &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))],
-                &[],
-                &[2, 3, U, 5],
-            ),
-            (&[("x", F(&[-2])), ("grid", F(&[-2]))], &[], &[U, U, U, U]),
+        rows![
+            &[("x", F(&[U, 3, U, U])), ("grid", F(&[2, U, 5, 2]))], &[] => &[2, 3, U, 5];
+            &[("x", F(&[-2])), ("grid", F(&[-2]))], &[] => &[U, U, U, U];
         ],
     );
     t.rejects_in(
@@ -198,30 +175,17 @@ fn grid_sampler_3d() {
     );
     t.dims_each_in(
         "GridSampler3D",
-        &[
-            (
-                &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))],
-                &[("data_format", s("NDHWC"))],
-                &[2, 4, 5, 6, 3],
-            ),
-            (
-                &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))],
-                &[],
-                &[U, 3, 4, U, 6],
-            ),
+        rows![
+            &[("x", F(&[2, 6, 7, 8, 3])), ("grid", F(&[2, 4, 5, 6, 3]))], &[("data_format", s("NDHWC"))] => &[2, 4, 5, 6, 3];
+            &[("x", F(&[U, 3, U, U, U])), ("grid", F(&[U, 4, U, 6, 3]))], &[] => &[U, 3, 4, U, 6];
         ],
     );
-    t.rejects_in(
+    t.rejects_each_in(
         "GridSampler3D",
-        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 2]))],
-        &[],
-        &["grid", "must be 3", "got 2"],
-    );
-    t.rejects_in(
-        "GridSampler3D",
-        &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))],
-        &[("data_format", s("NCHW"))],
-        &["data_format", "NCHW"],
+        rows![
+            &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 2]))], &[] => &["grid", "must be 3", "got 2"];
+            &[("x", F(&[2, 3, 6, 7, 8])), ("grid", F(&[2, 4, 5, 6, 3]))], &[("data_format", s("NCHW"))] => &["data_format", "NCHW"];
+        ],
     );
 }
 

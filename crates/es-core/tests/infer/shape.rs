@@ -13,9 +13,9 @@ fn reshape_const_shape() {
     );
     t.dims_each_in(
         "Reshape",
-        &[
-            (&[("x", Port(x)), ("shape", I64(&[0, -1]))], &[], &[2, 12]),
-            (&[("x", Port(x)), ("shape", I32(&[24]))], &[], &[24]),
+        rows![
+            &[("x", Port(x)), ("shape", I64(&[0, -1]))], &[] => &[2, 12];
+            &[("x", Port(x)), ("shape", I32(&[24]))], &[] => &[24];
         ],
     );
     // Caffe-style partial reshape of dims [1, 2).
@@ -43,31 +43,19 @@ fn reshape_unknown() {
     let x = t.f(&[U, 3, 4]);
     t.dims_each_in(
         "Reshape",
-        &[
-            (&[("x", Port(x)), ("shape", I32(&[-1, 12]))], &[], &[U, 12]),
-            (
-                &[("x", Port(x)), ("shape", I32(&[0, 0, 2, 2]))],
-                &[],
-                &[U, 3, 2, 2],
-            ),
-            (&[("x", F(&[-2])), ("shape", I32(&[0, 6]))], &[], &[U, 6]),
-            (
-                &[("x", Port(x)), ("shape", Typed(INT32, &[3]))],
-                &[],
-                &[U, U, U],
-            ),
+        rows![
+            &[("x", Port(x)), ("shape", I32(&[-1, 12]))], &[] => &[U, 12];
+            &[("x", Port(x)), ("shape", I32(&[0, 0, 2, 2]))], &[] => &[U, 3, 2, 2];
+            &[("x", F(&[-2])), ("shape", I32(&[0, 6]))], &[] => &[U, 6];
+            &[("x", Port(x)), ("shape", Typed(INT32, &[3]))], &[] => &[U, U, U];
         ],
     );
     // An absurd shape length is reported as unknown rank, not allocated.
     t.dims_each_in(
         "Reshape",
-        &[
-            (
-                &[("x", Port(x)), ("shape", Typed(INT64, &[1 << 40]))],
-                &[],
-                &[-2],
-            ),
-            (&[("x", Port(x)), ("shape", Typed(INT64, &[U]))], &[], &[-2]),
+        rows![
+            &[("x", Port(x)), ("shape", Typed(INT64, &[1 << 40]))], &[] => &[-2];
+            &[("x", Port(x)), ("shape", Typed(INT64, &[U]))], &[] => &[-2];
         ],
     );
 }
@@ -84,37 +72,13 @@ fn reshape_errors() {
     );
     t.rejects_each_in(
         "Reshape",
-        &[
-            (
-                &[("x", Port(x)), ("shape", I32(&[-1, -1]))],
-                &[],
-                &["more than one -1"],
-            ),
-            (
-                &[("x", Port(x)), ("shape", I32(&[-3, 8]))],
-                &[],
-                &["invalid value -3"],
-            ),
-            (
-                &[("x", Port(x)), ("shape", I32(&[-1, 5]))],
-                &[],
-                &["not a multiple of 5"],
-            ),
-            (
-                &[("x", Port(x)), ("shape", I32(&[0, 0, 0, 0]))],
-                &[],
-                &["0 (copy) at index 3"],
-            ),
-            (
-                &[("x", Port(x)), ("shape", Typed(INT32, &[2, 2]))],
-                &[],
-                &["'shape' must be 1-D"],
-            ),
-            (
-                &[("x", Port(x)), ("shape", I32(&[4]))],
-                &[("axis", i(4))],
-                &["'axis' 4"],
-            ),
+        rows![
+            &[("x", Port(x)), ("shape", I32(&[-1, -1]))], &[] => &["more than one -1"];
+            &[("x", Port(x)), ("shape", I32(&[-3, 8]))], &[] => &["invalid value -3"];
+            &[("x", Port(x)), ("shape", I32(&[-1, 5]))], &[] => &["not a multiple of 5"];
+            &[("x", Port(x)), ("shape", I32(&[0, 0, 0, 0]))], &[] => &["0 (copy) at index 3"];
+            &[("x", Port(x)), ("shape", Typed(INT32, &[2, 2]))], &[] => &["'shape' must be 1-D"];
+            &[("x", Port(x)), ("shape", I32(&[4]))], &[("axis", i(4))] => &["'axis' 4"];
         ],
     );
 }
@@ -130,13 +94,9 @@ fn transpose() {
     );
     t.dims_each_in(
         "Transpose",
-        &[
-            (
-                &[("x", Port(x)), ("perm", I64(&[2, 0, 1]))],
-                &[],
-                &[4, 2, 3],
-            ),
-            (&[("x", F(&[U, 3, 4])), ("perm", Port(p))], &[], &[3, U, 4]),
+        rows![
+            &[("x", Port(x)), ("perm", I64(&[2, 0, 1]))], &[] => &[4, 2, 3];
+            &[("x", F(&[U, 3, 4])), ("perm", Port(p))], &[] => &[3, U, 4];
         ],
     );
     let xr = t.f(&[-2]);
@@ -147,29 +107,17 @@ fn transpose() {
     let dp = t.input(INT32, &[3]);
     t.dims_each(
         "Transpose",
-        &[
-            (&[("x", &[x]), ("perm", &[dp])], &[], &[U, U, U]),
-            (&[("x", &[xr]), ("perm", &[dp])], &[], &[U, U, U]),
+        rows![
+            &[("x", &[x]), ("perm", &[dp])], &[] => &[U, U, U];
+            &[("x", &[xr]), ("perm", &[dp])], &[] => &[U, U, U];
         ],
     );
     t.rejects_each_in(
         "Transpose",
-        &[
-            (
-                &[("x", Port(x)), ("perm", I32(&[1, 0]))],
-                &[],
-                &["'perm'", "2 values", "rank 3"],
-            ),
-            (
-                &[("x", Port(x)), ("perm", I32(&[0, 0, 1]))],
-                &[],
-                &["not a permutation"],
-            ),
-            (
-                &[("x", Port(x)), ("perm", I32(&[0, 1, 3]))],
-                &[],
-                &["perm value 3 is out of range for rank 3"],
-            ),
+        rows![
+            &[("x", Port(x)), ("perm", I32(&[1, 0]))], &[] => &["'perm'", "2 values", "rank 3"];
+            &[("x", Port(x)), ("perm", I32(&[0, 0, 1]))], &[] => &["not a permutation"];
+            &[("x", Port(x)), ("perm", I32(&[0, 1, 3]))], &[] => &["perm value 3 is out of range for rank 3"];
         ],
     );
 }
@@ -184,27 +132,23 @@ fn unsqueeze() {
     );
     t.dims_each(
         "Unsqueeze",
-        &[
-            (&[("x", &[x])], &[("axes", li(&[-1]))], &[2, 3, 1]),
-            (&[("x", &[x])], &[("axes", li(&[1]))], &[2, 1, 3]),
+        rows![
+            &[("x", &[x])], &[("axes", li(&[-1]))] => &[2, 3, 1];
+            &[("x", &[x])], &[("axes", li(&[1]))] => &[2, 1, 3];
         ],
     );
     t.dims_each_in(
         "Unsqueeze",
-        &[
-            (&[("x", F(&[U, 3]))], &[("axes", li(&[0]))], &[1, U, 3]),
-            (&[("x", F(&[-2]))], &[("axes", li(&[0]))], &[-2]),
+        rows![
+            &[("x", F(&[U, 3]))], &[("axes", li(&[0]))] => &[1, U, 3];
+            &[("x", F(&[-2]))], &[("axes", li(&[0]))] => &[-2];
         ],
     );
     t.rejects_each(
         "Unsqueeze",
-        &[
-            (
-                &[("x", &[x])],
-                &[("axes", li(&[5]))],
-                &["'axes' value 5 is out of range for rank 3"],
-            ),
-            (&[("x", &[x])], &[("axes", li(&[0, -4]))], &["repeated"]),
+        rows![
+            &[("x", &[x])], &[("axes", li(&[5]))] => &["'axes' value 5 is out of range for rank 3"];
+            &[("x", &[x])], &[("axes", li(&[0, -4]))] => &["repeated"];
         ],
     );
 }
@@ -216,31 +160,26 @@ fn squeeze() {
     assert_eq!(t.ok("Squeeze", &[("x", &[x])], &[]), (FLOAT, vec![2, 3]));
     t.dims_each(
         "Squeeze",
-        &[
-            (&[("x", &[x])], &[("axis", li(&[0]))], &[2, 1, 3]),
-            (&[("x", &[x])], &[("axis", li(&[-2, 0]))], &[2, 3]),
+        rows![
+            &[("x", &[x])], &[("axis", li(&[0]))] => &[2, 1, 3];
+            &[("x", &[x])], &[("axis", li(&[-2, 0]))] => &[2, 3];
         ],
     );
     let xu = t.f(&[U, 1]);
     t.dims_each(
         "Squeeze",
-        &[
-            (&[("x", &[xu])], &[("axis", li(&[1]))], &[U]),
-            (&[("x", &[xu])], &[("axis", li(&[0]))], &[1]),
-            (&[("x", &[xu])], &[], &[-2]),
+        rows![
+            &[("x", &[xu])], &[("axis", li(&[1]))] => &[U];
+            &[("x", &[xu])], &[("axis", li(&[0]))] => &[1];
+            &[("x", &[xu])], &[] => &[-2];
         ],
     );
-    t.rejects(
+    t.rejects_each(
         "Squeeze",
-        &[("x", &[x])],
-        &[("axis", li(&[1]))],
-        &["cannot squeeze axis 1 of x [1, 2, 1, 3]", "dim is 2"],
-    );
-    t.rejects(
-        "Squeeze",
-        &[("x", &[x])],
-        &[("axis", li(&[4]))],
-        &["out of range for rank 4"],
+        rows![
+            &[("x", &[x])], &[("axis", li(&[1]))] => &["cannot squeeze axis 1 of x [1, 2, 1, 3]", "dim is 2"];
+            &[("x", &[x])], &[("axis", li(&[4]))] => &["out of range for rank 4"];
+        ],
     );
     let sc = t.f(&[]);
     assert_eq!(t.dims("Squeeze", &[("x", &[sc])], &[]), Vec::<i64>::new());
@@ -279,9 +218,9 @@ fn concat_v2() {
     let r = t.f(&[-2]);
     t.dims_each(
         "ConcatV2",
-        &[
-            (&[("x", &[a, r]), ("concat_dim", &[ax])], &[], &[2, U]),
-            (&[("x", &[r, r]), ("concat_dim", &[ax])], &[], &[-2]),
+        rows![
+            &[("x", &[a, r]), ("concat_dim", &[ax])], &[] => &[2, U];
+            &[("x", &[r, r]), ("concat_dim", &[ax])], &[] => &[-2];
         ],
     );
     let dyn_ax = t.input(INT32, &[]);
@@ -339,24 +278,16 @@ fn concat_d() {
     let u = t.f(&[U, 3]);
     t.dims_each(
         "ConcatD",
-        &[
-            (&[("x", &[a, u])], &[("concat_dim", i(0))], &[U, 3]),
-            (&[("x", &[c, u])], &[("concat_dim", i(-1))], &[4, 6]),
+        rows![
+            &[("x", &[a, u])], &[("concat_dim", i(0))] => &[U, 3];
+            &[("x", &[c, u])], &[("concat_dim", i(-1))] => &[4, 6];
         ],
     );
     t.rejects_each(
         "ConcatD",
-        &[
-            (
-                &[("x", &[a, c])],
-                &[("concat_dim", i(1))],
-                &["differ at dim 0 (2 vs 4)"],
-            ),
-            (
-                &[("x", &[a, c])],
-                &[("concat_dim", i(-3))],
-                &["out of range"],
-            ),
+        rows![
+            &[("x", &[a, c])], &[("concat_dim", i(1))] => &["differ at dim 0 (2 vs 4)"];
+            &[("x", &[a, c])], &[("concat_dim", i(-3))] => &["out of range"];
         ],
     );
     let s0 = t.f(&[]);
@@ -378,9 +309,9 @@ fn pack() {
     );
     t.dims_each(
         "Pack",
-        &[
-            (&[("x", &[x, x, x])], &[("axis", i(-1))], &[2, 3, 3]),
-            (&[("x", &[x, x])], &[("axis", i(1))], &[2, 2, 3]),
+        rows![
+            &[("x", &[x, x, x])], &[("axis", i(-1))] => &[2, 3, 3];
+            &[("x", &[x, x])], &[("axis", i(1))] => &[2, 2, 3];
         ],
     );
     let (u1, u2) = (t.f(&[U, 3]), t.f(&[2, U]));
@@ -390,17 +321,9 @@ fn pack() {
     let y = t.f(&[2, 4]);
     t.rejects_each(
         "Pack",
-        &[
-            (
-                &[("x", &[x, y])],
-                &[],
-                &["same shape", "x0 [2, 3] vs x1 [2, 4]"],
-            ),
-            (
-                &[("x", &[x, x])],
-                &[("axis", i(3))],
-                &["'axis' 3 is out of range for rank 3"],
-            ),
+        rows![
+            &[("x", &[x, y])], &[] => &["same shape", "x0 [2, 3] vs x1 [2, 4]"];
+            &[("x", &[x, x])], &[("axis", i(3))] => &["'axis' 3 is out of range for rank 3"];
         ],
     );
 }
@@ -469,17 +392,9 @@ fn split_and_split_d() {
     );
     t.rejects_each(
         "SplitD",
-        &[
-            (
-                &[("x", &[x])],
-                &[("split_dim", i(2)), ("num_split", i(2))],
-                &["split_dim 2 is out of range for rank 2"],
-            ),
-            (
-                &[("x", &[x])],
-                &[("split_dim", i(0)), ("num_split", i(0))],
-                &["'num_split' must be >= 1"],
-            ),
+        rows![
+            &[("x", &[x])], &[("split_dim", i(2)), ("num_split", i(2))] => &["split_dim 2 is out of range for rank 2"];
+            &[("x", &[x])], &[("split_dim", i(0)), ("num_split", i(0))] => &["'num_split' must be >= 1"];
         ],
     );
 }
@@ -550,29 +465,17 @@ fn broadcast_to() {
     );
     t.dims_each_in(
         "BroadcastTo",
-        &[
-            (&[("x", F(&[U, 1])), ("shape", Port(s))], &[], &[2, 3, 4]),
-            (
-                &[("x", Port(x)), ("shape", Typed(INT64, &[3]))],
-                &[],
-                &[U, 3, U],
-            ),
-            (&[("x", Port(x)), ("shape", Typed(INT64, &[U]))], &[], &[-2]),
+        rows![
+            &[("x", F(&[U, 1])), ("shape", Port(s))], &[] => &[2, 3, 4];
+            &[("x", Port(x)), ("shape", Typed(INT64, &[3]))], &[] => &[U, 3, U];
+            &[("x", Port(x)), ("shape", Typed(INT64, &[U]))], &[] => &[-2];
         ],
     );
     t.rejects_each_in(
         "BroadcastTo",
-        &[
-            (
-                &[("x", F(&[3, 2])), ("shape", Port(s))],
-                &[],
-                &["x [3, 2] cannot be broadcast to [2, 3, 4]"],
-            ),
-            (
-                &[("x", F(&[1, 1, 1, 1])), ("shape", Port(s))],
-                &[],
-                &["rank 4"],
-            ),
+        rows![
+            &[("x", F(&[3, 2])), ("shape", Port(s))], &[] => &["x [3, 2] cannot be broadcast to [2, 3, 4]"];
+            &[("x", F(&[1, 1, 1, 1])), ("shape", Port(s))], &[] => &["rank 4"];
         ],
     );
 }
@@ -601,32 +504,16 @@ fn tile() {
     );
     t.dims_each_in(
         "Tile",
-        &[
-            (
-                &[("x", Port(xu)), ("multiples", I32(&[0, 2]))],
-                &[],
-                &[0, 6],
-            ),
-            (
-                &[("x", Port(x)), ("multiples", Typed(INT32, &[2]))],
-                &[],
-                &[U, U],
-            ),
+        rows![
+            &[("x", Port(xu)), ("multiples", I32(&[0, 2]))], &[] => &[0, 6];
+            &[("x", Port(x)), ("multiples", Typed(INT32, &[2]))], &[] => &[U, U];
         ],
     );
     t.rejects_each_in(
         "Tile",
-        &[
-            (
-                &[("x", F(&[1, 2, 3])), ("multiples", Port(m))],
-                &[],
-                &["2 values, fewer than the rank 3"],
-            ),
-            (
-                &[("x", Port(x)), ("multiples", I32(&[1, -2]))],
-                &[],
-                &["negative value -2"],
-            ),
+        rows![
+            &[("x", F(&[1, 2, 3])), ("multiples", Port(m))], &[] => &["2 values, fewer than the rank 3"];
+            &[("x", Port(x)), ("multiples", I32(&[1, -2]))], &[] => &["negative value -2"];
         ],
     );
 }
@@ -644,47 +531,19 @@ fn pad_v3_from_constant_paddings() {
     );
     t.dims_each_in(
         "PadV3",
-        &[
-            (
-                &[("x", F(&[2, 3])), ("paddings", I64(&[1, 2, 1, 0]))],
-                &[("paddings_contiguous", b(false)), ("mode", s("reflect"))],
-                &[4, 5],
-            ),
-            (
-                &[("x", F(&[U, 3])), ("paddings", I32(&[1, 1, -1, 0]))],
-                &[],
-                &[U, 2],
-            ),
-            (
-                &[("x", F(&[2, 3])), ("paddings", Typed(INT32, &[4]))],
-                &[],
-                &[U, U],
-            ),
-            (
-                &[("x", F(&[-2])), ("paddings", Typed(INT32, &[6]))],
-                &[],
-                &[U, U, U],
-            ),
+        rows![
+            &[("x", F(&[2, 3])), ("paddings", I64(&[1, 2, 1, 0]))], &[("paddings_contiguous", b(false)), ("mode", s("reflect"))] => &[4, 5];
+            &[("x", F(&[U, 3])), ("paddings", I32(&[1, 1, -1, 0]))], &[] => &[U, 2];
+            &[("x", F(&[2, 3])), ("paddings", Typed(INT32, &[4]))], &[] => &[U, U];
+            &[("x", F(&[-2])), ("paddings", Typed(INT32, &[6]))], &[] => &[U, U, U];
         ],
     );
     t.rejects_each_in(
         "PadV3",
-        &[
-            (
-                &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2]))],
-                &[],
-                &["input 'paddings'", "3 values", "2 * rank = 4"],
-            ),
-            (
-                &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, -2, -2]))],
-                &[],
-                &["negative size -1"],
-            ),
-            (
-                &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, 0, 0]))],
-                &[("mode", s("wrap"))],
-                &["attribute 'mode'", "\"wrap\""],
-            ),
+        rows![
+            &[("x", F(&[2, 3])), ("paddings", I32(&[1, 1, 2]))], &[] => &["input 'paddings'", "3 values", "2 * rank = 4"];
+            &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, -2, -2]))], &[] => &["negative size -1"];
+            &[("x", F(&[2, 3])), ("paddings", I32(&[0, 0, 0, 0]))], &[("mode", s("wrap"))] => &["attribute 'mode'", "\"wrap\""];
         ],
     );
 }
@@ -733,17 +592,9 @@ fn pad_and_pad_d() {
     );
     t.rejects_each_in(
         "PadD",
-        &[
-            (
-                &[("x", F(&[2, 3]))],
-                &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))],
-                &["attribute 'paddings'", "negative pad"],
-            ),
-            (
-                &[("x", F(&[2, 3]))],
-                &[("paddings", pd(vec![vec![1], vec![0, 0]]))],
-                &["[begin, end] pairs"],
-            ),
+        rows![
+            &[("x", F(&[2, 3]))], &[("paddings", pd(vec![vec![1, -2], vec![0, 0]]))] => &["attribute 'paddings'", "negative pad"];
+            &[("x", F(&[2, 3]))], &[("paddings", pd(vec![vec![1], vec![0, 0]]))] => &["[begin, end] pairs"];
         ],
     );
 }
@@ -774,25 +625,9 @@ fn slice_from_constants() {
     );
     t.dims_each_in(
         "Slice",
-        &[
-            (
-                &[
-                    ("x", F(&[U, 5, 6])),
-                    ("offsets", Typed(INT32, &[3])),
-                    ("size", I32(&[2, -1, 3])),
-                ],
-                &[],
-                &[2, U, 3],
-            ),
-            (
-                &[
-                    ("x", F(&[-2])),
-                    ("offsets", Typed(INT32, &[2])),
-                    ("size", Typed(INT32, &[2])),
-                ],
-                &[],
-                &[U, U],
-            ),
+        rows![
+            &[("x", F(&[U, 5, 6])), ("offsets", Typed(INT32, &[3])), ("size", I32(&[2, -1, 3]))], &[] => &[2, U, 3];
+            &[("x", F(&[-2])), ("offsets", Typed(INT32, &[2])), ("size", Typed(INT32, &[2]))], &[] => &[U, U];
         ],
     );
     t.rejects_in(
@@ -971,18 +806,10 @@ fn expand_two_way_broadcast() {
     let mut t = T::new();
     t.dims_each_in(
         "Expand",
-        &[
-            (
-                &[("x", F(&[3, 1])), ("shape", I64(&[2, 1, 4]))],
-                &[],
-                &[2, 3, 4],
-            ),
-            (
-                &[("x", F(&[3, 1])), ("shape", Typed(INT64, &[3]))],
-                &[],
-                &[U, 3, U],
-            ),
-            (&[("x", F(&[-2])), ("shape", I32(&[2, 3]))], &[], &[-2]),
+        rows![
+            &[("x", F(&[3, 1])), ("shape", I64(&[2, 1, 4]))], &[] => &[2, 3, 4];
+            &[("x", F(&[3, 1])), ("shape", Typed(INT64, &[3]))], &[] => &[U, 3, U];
+            &[("x", F(&[-2])), ("shape", I32(&[2, 3]))], &[] => &[-2];
         ],
     );
     t.rejects_in(
@@ -1021,9 +848,9 @@ fn flatten_and_flatten_v2() {
     }
     t.dims_each_in(
         "Flatten",
-        &[
-            (&[("x", F(&[U, 3, 4]))], &[], &[U, 12]),
-            (&[("x", F(&[-2]))], &[], &[U, U]),
+        rows![
+            &[("x", F(&[U, 3, 4]))], &[] => &[U, 12];
+            &[("x", F(&[-2]))], &[] => &[U, U];
         ],
     );
     t.rejects_in(
@@ -1056,22 +883,10 @@ fn space_to_depth_and_back() {
     let mut t = T::new();
     t.dims_each_in(
         "SpaceToDepth",
-        &[
-            (
-                &[("x", F(&[1, 4, 6, 3]))],
-                &[("block_size", i(2))],
-                &[1, 2, 3, 12],
-            ),
-            (
-                &[("x", F(&[1, 3, 4, 6]))],
-                &[("block_size", i(2)), ("data_format", s("NCHW"))],
-                &[1, 12, 2, 3],
-            ),
-            (
-                &[("x", F(&[U, U, 6, 3]))],
-                &[("block_size", i(3))],
-                &[U, U, 2, 27],
-            ),
+        rows![
+            &[("x", F(&[1, 4, 6, 3]))], &[("block_size", i(2))] => &[1, 2, 3, 12];
+            &[("x", F(&[1, 3, 4, 6]))], &[("block_size", i(2)), ("data_format", s("NCHW"))] => &[1, 12, 2, 3];
+            &[("x", F(&[U, U, 6, 3]))], &[("block_size", i(3))] => &[U, U, 2, 27];
         ],
     );
     let x = t.f(&[1, 5, 6, 3]);
@@ -1121,28 +936,16 @@ fn reverse_v2_checks_axes() {
     let mut t = T::new();
     t.dims_each_in(
         "ReverseV2",
-        &[
-            (&[("x", F(&[2, 3])), ("axis", I32(&[1, -2]))], &[], &[2, 3]),
-            (
-                &[("x", F(&[U, 3])), ("axis", Typed(INT32, &[1]))],
-                &[],
-                &[U, 3],
-            ),
+        rows![
+            &[("x", F(&[2, 3])), ("axis", I32(&[1, -2]))], &[] => &[2, 3];
+            &[("x", F(&[U, 3])), ("axis", Typed(INT32, &[1]))], &[] => &[U, 3];
         ],
     );
     t.rejects_each_in(
         "ReverseV2",
-        &[
-            (
-                &[("x", F(&[2, 3])), ("axis", I32(&[2]))],
-                &[],
-                &["input 'axis' value 2 is out of range for rank 2"],
-            ),
-            (
-                &[("x", F(&[2, 3])), ("axis", I32(&[1, -1]))],
-                &[],
-                &["repeats dim 1"],
-            ),
+        rows![
+            &[("x", F(&[2, 3])), ("axis", I32(&[2]))], &[] => &["input 'axis' value 2 is out of range for rank 2"];
+            &[("x", F(&[2, 3])), ("axis", I32(&[1, -1]))], &[] => &["repeats dim 1"];
         ],
     );
 }
@@ -1203,17 +1006,9 @@ fn triangles_keep_shape() {
     let x = t.f(&[3, 3]);
     t.rejects_each_in(
         "Trilu",
-        &[
-            (
-                &[("x", Port(x)), ("k", I64(&[1, 2]))],
-                &[],
-                &["input 'k' must be a scalar (one element)"],
-            ),
-            (
-                &[("x", F(&[3, 3]))],
-                &[("upper", i(2))],
-                &["'upper' must be 0 or 1"],
-            ),
+        rows![
+            &[("x", Port(x)), ("k", I64(&[1, 2]))], &[] => &["input 'k' must be a scalar (one element)"];
+            &[("x", F(&[3, 3]))], &[("upper", i(2))] => &["'upper' must be 0 or 1"];
         ],
     );
 }

@@ -83,32 +83,16 @@ fn fill() {
     );
     t.dims_each_in(
         "Fill",
-        &[
-            (
-                &[("dims", Typed(INT32, &[3])), ("value", Port(v))],
-                &[],
-                &[U, U, U],
-            ),
-            (
-                &[("dims", Typed(INT32, &[U])), ("value", Port(v))],
-                &[],
-                &[-2],
-            ),
+        rows![
+            &[("dims", Typed(INT32, &[3])), ("value", Port(v))], &[] => &[U, U, U];
+            &[("dims", Typed(INT32, &[U])), ("value", Port(v))], &[] => &[-2];
         ],
     );
     t.rejects_each_in(
         "Fill",
-        &[
-            (
-                &[("dims", I32(&[2, -1])), ("value", Port(v))],
-                &[],
-                &["negative dim -1"],
-            ),
-            (
-                &[("dims", Port(d)), ("value", F(&[2]))],
-                &[],
-                &["'value'", "scalar"],
-            ),
+        rows![
+            &[("dims", I32(&[2, -1])), ("value", Port(v))], &[] => &["negative dim -1"];
+            &[("dims", Port(d)), ("value", F(&[2]))], &[] => &["'value'", "scalar"];
         ],
     );
 }
@@ -119,16 +103,16 @@ fn shape_op() {
     let x = t.f(&[2, U, 3]);
     t.ok_each(
         "Shape",
-        &[
-            (&[("x", &[x])], &[], (INT32, &[3])),
-            (&[("x", &[x])], &[("dtype", i(INT64 as i64))], (INT64, &[3])),
+        rows![
+            &[("x", &[x])], &[] => (INT32, &[3]);
+            &[("x", &[x])], &[("dtype", i(INT64 as i64))] => (INT64, &[3]);
         ],
     );
     t.ok_each_in(
         "Shape",
-        &[
-            (&[("x", F(&[]))], &[], (INT32, &[0])),
-            (&[("x", F(&[-2]))], &[], (INT32, &[U])),
+        rows![
+            &[("x", F(&[]))], &[] => (INT32, &[0]);
+            &[("x", F(&[-2]))], &[] => (INT32, &[U]);
         ],
     );
     t.rejects(
@@ -144,9 +128,9 @@ fn size_and_rank_are_scalars() {
     let mut t = T::new();
     t.ok_each_in(
         "Size",
-        &[
-            (&[("x", F(&[2, 3]))], &[], (INT32, &[])),
-            (&[("x", F(&[-2]))], &[("dtype", i(9))], (INT64, &[])),
+        rows![
+            &[("x", F(&[2, 3]))], &[] => (INT32, &[]);
+            &[("x", F(&[-2]))], &[("dtype", i(9))] => (INT64, &[]);
         ],
     );
     t.rejects_in(

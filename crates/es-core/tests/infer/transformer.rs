@@ -27,21 +27,12 @@ fn dynamic_quant_scale_drops_the_last_dim() {
         &["attribute 'dst_type' is DT_FLOAT", "DT_INT8"],
     );
     let gi = t.input(INT32, &[3]);
-    t.rejects(
+    t.rejects_each(
         "DynamicQuant",
-        &[("x", &[x]), ("group_index", &[gi])],
-        &[],
-        &["input 'group_index' needs input 'smooth_scales'"],
-    );
-    t.rejects(
-        "DynamicQuant",
-        &[
-            ("x", &[x]),
-            ("smooth_scales", &[s8]),
-            ("group_index", &[gi]),
+        rows![
+            &[("x", &[x]), ("group_index", &[gi])], &[] => &["input 'group_index' needs input 'smooth_scales'"];
+            &[("x", &[x]), ("smooth_scales", &[s8]), ("group_index", &[gi])], &[] => &["input 'smooth_scales' [8] must have shape [3, 8]"];
         ],
-        &[],
-        &["input 'smooth_scales' [8] must have shape [3, 8]"],
     );
     t.rejects_in(
         "DynamicQuant",
@@ -110,17 +101,12 @@ fn prompt_flash_attention_follows_ges_shape_rule() {
         (BF16, vec![1, 3, 2, 5])
     );
     attrs[1] = ("input_layout", s("BSH"));
-    t.rejects(
+    t.rejects_each(
         "PromptFlashAttention",
-        ins4,
-        &attrs,
-        &["input 'query' [1, 2, 3, 4] must be 3-D for input_layout BSH"],
-    );
-    t.rejects(
-        "PromptFlashAttention",
-        ins,
-        &kv(3),
-        &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
+        rows![
+            ins4, &attrs => &["input 'query' [1, 2, 3, 4] must be 3-D for input_layout BSH"];
+            ins, &kv(3) => &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"];
+        ],
     );
 }
 
@@ -135,17 +121,12 @@ fn grouped_matmul_finalize_routing_gives_output_bs_rows() {
         t.ok("GroupedMatmulFinalizeRouting", ins, &[("output_bs", i(6))]),
         (FLOAT, vec![6, 32])
     );
-    t.rejects(
+    t.rejects_each(
         "GroupedMatmulFinalizeRouting",
-        ins,
-        &[("output_bs", i(9))],
-        &["attribute 'output_bs' is 9; it must be in [0, m]"],
-    );
-    t.rejects(
-        "GroupedMatmulFinalizeRouting",
-        &[("x", &[x]), ("w", &[w])],
-        &[],
-        &["input 'scale' is not given"],
+        rows![
+            ins, &[("output_bs", i(9))] => &["attribute 'output_bs' is 9; it must be in [0, m]"];
+            &[("x", &[x]), ("w", &[w])], &[] => &["input 'scale' is not given"];
+        ],
     );
     t.rejects_in(
         "GroupedMatmulFinalizeRouting",
@@ -170,17 +151,12 @@ fn incre_flash_attention_keeps_query_shape() {
         t.ok("IncreFlashAttention", ins, attrs),
         (FLOAT16, vec![2, 1, 8])
     );
-    t.rejects(
+    t.rejects_each(
         "IncreFlashAttention",
-        &[("query", &[q]), ("key", &[kv, kv]), ("value", &[kv])],
-        attrs,
-        &["inputs 'key' (2) and 'value' (1) must be lists of one"],
-    );
-    t.rejects(
-        "IncreFlashAttention",
-        ins,
-        &[("num_heads", i(0))],
-        &["attribute 'num_heads' is 0"],
+        rows![
+            &[("query", &[q]), ("key", &[kv, kv]), ("value", &[kv])], attrs => &["inputs 'key' (2) and 'value' (1) must be lists of one"];
+            ins, &[("num_heads", i(0))] => &["attribute 'num_heads' is 0"];
+        ],
     );
 }
 
@@ -303,29 +279,14 @@ fn fused_infer_attention_score_rejects_what_ges_rule_rejects() {
     let v4 = t.input(FLOAT16, &[2, 2, 7, 4]);
     let ins: Ins = &[("query", &[q]), ("key", &[v]), ("value", &[v])];
     let n2 = [("num_heads", i(2))];
-    t.rejects(
+    t.rejects_each(
         FIA,
-        ins,
-        &[("num_heads", i(0))],
-        &["attribute 'num_heads' is 0; it must be at least 1"],
-    );
-    t.rejects(
-        FIA,
-        ins,
-        &[("num_heads", i(4)), ("num_key_value_heads", i(3))],
-        &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"],
-    );
-    t.rejects(
-        FIA,
-        ins,
-        &[("num_heads", i(2)), ("input_layout", s("XYZ"))],
-        &["attribute 'input_layout' is \"XYZ\"; expected one of BSH"],
-    );
-    t.rejects(
-        FIA,
-        ins,
-        &[("num_heads", i(2)), ("input_layout", s("BNSD"))],
-        &["input 'query' [2, 5, 8] must be 4-D for input_layout BNSD"],
+        rows![
+            ins, &[("num_heads", i(0))] => &["attribute 'num_heads' is 0; it must be at least 1"];
+            ins, &[("num_heads", i(4)), ("num_key_value_heads", i(3))] => &["'num_key_value_heads' 3 must be a positive divisor of num_heads 4"];
+            ins, &[("num_heads", i(2)), ("input_layout", s("XYZ"))] => &["attribute 'input_layout' is \"XYZ\"; expected one of BSH"];
+            ins, &[("num_heads", i(2)), ("input_layout", s("BNSD"))] => &["input 'query' [2, 5, 8] must be 4-D for input_layout BNSD"];
+        ],
     );
     let bad: Ins = &[("query", &[q]), ("key", &[v4]), ("value", &[v4])];
     t.rejects(
@@ -341,16 +302,11 @@ fn fused_infer_attention_score_rejects_what_ges_rule_rejects() {
         ("value", &[v4]),
         ("block_table", &[bt]),
     ];
-    t.rejects(
+    t.rejects_each(
         FIA,
-        paged,
-        &n2,
-        &["input 'value' [2, 2, 7, 4] must be 3-D or 5-D for input_layout BSH with block_table"],
-    );
-    t.rejects(
-        FIA,
-        &[("query", &[q]), ("key", &[v, v]), ("value", &[v])],
-        &n2,
-        &["inputs 'key' (2) and 'value' (1) must be lists of one, non-zero length"],
+        rows![
+            paged, &n2 => &["input 'value' [2, 2, 7, 4] must be 3-D or 5-D for input_layout BSH with block_table"];
+            &[("query", &[q]), ("key", &[v, v]), ("value", &[v])], &n2 => &["inputs 'key' (2) and 'value' (1) must be lists of one, non-zero length"];
+        ],
     );
 }
