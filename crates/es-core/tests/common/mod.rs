@@ -62,6 +62,7 @@ pub type InSpec<'a, 'b> = &'b [(&'b str, In<'a>)];
 
 /// The cases of a `*_each*` table, one a line: `inputs, attributes => expected;` (each becomes
 /// the tuple `(inputs, attributes, expected)`).
+#[allow(unused_macros)] // each test file uses part of it
 macro_rules! rows {
     ($($ins:expr, $attrs:expr => $want:expr);+ $(;)?) => {
         &[$(($ins, $attrs, $want)),+]
