@@ -127,6 +127,23 @@ pub(super) fn dims_agree(a: &[i64], b: &[i64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| merge_dim(x, y).is_some())
 }
 
+/// The shape a 1-D integer input `name` holds: its constant dims (none negative), else as many
+/// unknown dims as it has values, else an unknown rank.
+pub(super) fn shape_from_input(ctx: &InferCtx, name: &str) -> Result<Shape> {
+    let len = vector_len(ctx, name, Some(ctx.req(name)?))?;
+    Ok(match ctx.const_ints(name)? {
+        Some(v) => {
+            if let Some((i, d)) = v.iter().enumerate().find(|(_, &d)| d < 0) {
+                return Err(ctx.err(format!(
+                    "input '{name}' {v:?} has negative dim {d} at index {i}"
+                )));
+            }
+            Shape::from(v)
+        }
+        None => len.map(unknown_dims_of).unwrap_or_else(Shape::unknown_rank),
+    })
+}
+
 /// Product of dims, None when one is unknown (or it overflows).
 pub(super) fn product(dims: &[i64]) -> Option<i64> {
     dims.iter().try_fold(

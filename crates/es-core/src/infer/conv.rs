@@ -414,14 +414,24 @@ fn conv2d_transpose(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(in_layout(dt, Shape::from(out), xl))
 }
 
+/// The inputs x and filter of an `nd`-D convolution and its attributes ([`conv_attrs`]), the
+/// pads checked.
+fn conv_inputs<'a>(
+    ctx: &InferCtx<'a>,
+    nd: usize,
+) -> Result<(&'a TensorDesc, &'a TensorDesc, ConvAttrs<'a>)> {
+    let x = ctx.req("x")?;
+    let filter = ctx.req("filter")?;
+    let a = conv_attrs(ctx, x, nd)?;
+    check_pads(ctx, a.pads)?;
+    Ok((x, filter, a))
+}
+
 /// DepthwiseConv2D: each input channel convolved with K filters; y has C * K channels (the
 /// product of the filter's N and C dims, [H, W, C, K] for HWCN).
 fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
-    let filter = ctx.req("filter")?;
-    let a = conv_attrs(ctx, x, 2)?;
+    let (x, filter, a) = conv_inputs(ctx, 2)?;
     let (l, fmt) = (a.l, a.fmt);
-    check_pads(ctx, a.pads)?;
     let (fp, fl, (fn_, fc)) = filter_nd::<4>(ctx, filter, x, super::layout::FILTER_2D)?;
     let xc = dim(&x.shape, l.c());
     if fc >= 0 && fc != 1 && merge_dim(xc, fc).is_none() {
@@ -440,11 +450,8 @@ fn depthwise_conv2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// Conv3D: 5-D x (NDHWC or NCDHW) and filter (NCDHW, NDHWC or DHWCN), in the layouts
 /// [`super::layout`] gives them; y in x's layout.
 fn conv3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
-    let filter = ctx.req("filter")?;
-    let a = conv_attrs(ctx, x, 3)?;
+    let (x, filter, a) = conv_inputs(ctx, 3)?;
     let (l, fmt) = (a.l, a.fmt);
-    check_pads(ctx, a.pads)?;
     let groups = groups_attr(ctx, "groups")?;
     // Filter positions: out channels, in channels / groups, D, H, W.
     let (fp, fl, (kn, kc)) = filter_nd::<5>(ctx, filter, x, super::layout::FILTER_3D)?;

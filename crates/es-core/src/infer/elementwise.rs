@@ -53,18 +53,8 @@ fn shape_of(d: Option<&TensorDesc>) -> Shape {
 fn elementwise_binary(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let a = ctx.inputs.first().copied().flatten();
     let b = ctx.inputs.get(1).copied().flatten();
-    let na = ctx
-        .proto
-        .inputs
-        .first()
-        .map(|d| d.name.as_str())
-        .unwrap_or("x1");
-    let nb = ctx
-        .proto
-        .inputs
-        .get(1)
-        .map(|d| d.name.as_str())
-        .unwrap_or("x2");
+    let na = ctx.input_name(0, "x1");
+    let nb = ctx.input_name(1, "x2");
     let s = bcast(ctx, (na, &shape_of(a)), (nb, &shape_of(b)))?;
     Ok(single(dtype_like(ctx, 0, a), s))
 }

@@ -4,7 +4,7 @@
 use super::common::{
     attr_dtype, bcast, check_min_rank, check_one_element, check_rank, const_scalar, dim,
     dims_agree, dtype_like, merge_dim, opt_bool, opt_int, opt_str, out_name, output_allows,
-    product_or_unknown, single, unknown_dims_of, vector_len,
+    product_or_unknown, shape_from_input, single, vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -328,20 +328,8 @@ fn check_scatter_updates(
 fn scatter_nd(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let idx = ctx.req("indices")?;
     let x = ctx.req("x")?;
-    let sin = ctx.req("shape")?;
     let dt = dtype_like(ctx, 0, Some(x));
-    let len = vector_len(ctx, "shape", Some(sin))?;
-    let out = match ctx.const_ints("shape")? {
-        Some(v) => {
-            if let Some((i, d)) = v.iter().enumerate().find(|(_, &d)| d < 0) {
-                return Err(ctx.err(format!(
-                    "input 'shape' {v:?} has negative dim {d} at index {i}"
-                )));
-            }
-            Shape::from(v)
-        }
-        None => len.map(unknown_dims_of).unwrap_or_else(Shape::unknown_rank),
-    };
+    let out = shape_from_input(ctx, "shape")?;
     check_scatter_updates(ctx, ("x", &x.shape), &idx.shape, ("shape", &out))?;
     Ok(single(dt, out))
 }

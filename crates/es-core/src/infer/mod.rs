@@ -101,6 +101,15 @@ impl<'a> InferCtx<'a> {
             .map(|(_, d)| *d))
     }
 
+    /// The name of the prototype's input `k`, `default` when it has fewer inputs.
+    pub fn input_name(&self, k: usize, default: &'a str) -> &'a str {
+        self.proto
+            .inputs
+            .get(k)
+            .map(|d| d.name.as_str())
+            .unwrap_or(default)
+    }
+
     /// First instance of an IR input (None if absent).
     pub fn input(&self, name: &str) -> Result<Option<&'a TensorDesc>> {
         Ok(self.instances(name)?.next().flatten())

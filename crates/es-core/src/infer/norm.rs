@@ -97,12 +97,7 @@ fn batch_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// SoftmaxV2 / LogSoftmaxV2: the input's shape; `axes` must lie in its rank.
 fn softmax(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let xname = ctx
-        .proto
-        .inputs
-        .first()
-        .map(|d| d.name.as_str())
-        .unwrap_or("x");
+    let xname = ctx.input_name(0, "x");
     let x = ctx.req(xname)?;
     let axes = opt_ints(ctx, "axes", &[-1])?;
     if let Some(r) = x.shape.rank() {

@@ -435,17 +435,17 @@ fn pack(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(out)))
 }
 
-/// Split's and SplitV's `num_split` attribute, checked against the node's output count: (the
-/// attribute, the output count).
-fn num_split(ctx: &InferCtx) -> Result<(i64, usize)> {
-    let num = ctx.attr_int("num_split")?;
+/// An output-count attribute (Split's and SplitV's `num_split`, Unpack's `num`), checked
+/// against the node's output count: (the attribute, the output count).
+fn count_attr(ctx: &InferCtx, name: &str) -> Result<(i64, usize)> {
+    let num = ctx.attr_int(name)?;
     if num < 1 {
-        return Err(ctx.err(format!("attribute 'num_split' must be >= 1, got {num}")));
+        return Err(ctx.err(format!("attribute '{name}' must be >= 1, got {num}")));
     }
     let n_out = ctx.num_outputs();
     if n_out as i64 != num {
         return Err(ctx.err(format!(
-            "attribute 'num_split' is {num} but the node has {n_out} outputs 'y'"
+            "attribute '{name}' is {num} but the node has {n_out} outputs 'y'"
         )));
     }
     Ok((num, n_out))
@@ -454,7 +454,7 @@ fn num_split(ctx: &InferCtx) -> Result<(i64, usize)> {
 /// Split (constant `split_dim` input) / SplitD (`split_dim` attribute): num_split equal parts.
 fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let (num, n_out) = num_split(ctx)?;
+    let (num, n_out) = count_attr(ctx, "num_split")?;
     let axis: Option<i64> = if ctx.proto.input("split_dim").is_some() {
         check_one_element(ctx, "split_dim", ctx.input("split_dim")?)?;
         const_scalar(ctx, "split_dim")?
@@ -490,7 +490,7 @@ fn split(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// SplitV: parts of the sizes in `size_splits` (one may be -1) along `split_dim`.
 fn split_v(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let (num, n_out) = num_split(ctx)?;
+    let (num, n_out) = count_attr(ctx, "num_split")?;
     let n = n_out;
     let slen = vector_len(ctx, "size_splits", ctx.input("size_splits")?)?;
     if let Some(l) = slen {
@@ -1198,25 +1198,15 @@ fn space_depth(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let (c, h, w) = (l.c(), l.sp(0), l.sp(1));
     if to_depth {
         for (p, name) in [(h, "height"), (w, "width")] {
-            let d = out[p];
-            out[p] = exact_div(ctx, d, b, || {
-                format!(
-                    "the {name} of x {} is {d}, which block_size {b} does not divide",
-                    x.shape
-                )
-            })?;
+            let what = format!("the {name} of x {} is", x.shape);
+            out[p] = exact_div(ctx, out[p], (b, &format!("block_size {b}")), &what)?;
         }
         if out[c] >= 0 {
             out[c] = out[c].saturating_mul(bb);
         }
     } else {
-        let d = out[c];
-        out[c] = exact_div(ctx, d, bb, || {
-            format!(
-                "the channels of x {} are {d}, which block_size^2 = {bb} does not divide",
-                x.shape
-            )
-        })?;
+        let what = format!("the channels of x {} are", x.shape);
+        out[c] = exact_div(ctx, out[c], (bb, &format!("block_size^2 = {bb}")), &what)?;
         for p in [h, w] {
             if out[p] >= 0 {
                 out[p] = out[p].saturating_mul(b);
@@ -1226,12 +1216,12 @@ fn space_depth(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(out)))
 }
 
-/// `d / by` for a known dim `d` (an unknown one stays unknown); a known `d` that `by` does not
-/// divide is the error `msg` describes.
-fn exact_div(ctx: &InferCtx, d: i64, by: i64, msg: impl FnOnce() -> String) -> Result<i64> {
+/// `d / by` for a known dim `d` (an unknown one stays unknown); a known `d` that `by` (named
+/// `by_name`) does not divide is an error: "`what` `d`, which `by_name` does not divide".
+fn exact_div(ctx: &InferCtx, d: i64, (by, by_name): (i64, &str), what: &str) -> Result<i64> {
     match d {
         d if d < 0 => Ok(d),
-        d if d % by != 0 => Err(ctx.err(msg())),
+        d if d % by != 0 => Err(ctx.err(format!("{what} {d}, which {by_name} does not divide"))),
         d => Ok(d / by),
     }
 }
@@ -1268,17 +1258,8 @@ fn reverse_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// Unpack: `num` outputs, each x without the `axis` dim.
 fn unpack(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let num = ctx.attr_int("num")?;
+    let (num, n_out) = count_attr(ctx, "num")?;
     let axis = opt_int(ctx, "axis", 0)?;
-    if num < 1 {
-        return Err(ctx.err(format!("attribute 'num' must be >= 1, got {num}")));
-    }
-    let n_out = ctx.num_outputs();
-    if n_out as i64 != num {
-        return Err(ctx.err(format!(
-            "attribute 'num' is {num} but the node has {n_out} outputs 'y'"
-        )));
-    }
     let dt = dtype_like(ctx, 0, Some(x));
     let shape = match x.shape.rank() {
         None => Shape::unknown_rank(),

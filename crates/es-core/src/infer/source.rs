@@ -2,8 +2,7 @@
 //! random generators and the shape queries that read no values (Shape, Size, Rank).
 
 use super::common::{
-    attr_dtype, check_one_element, dtype_like, opt_bool, output_allows, single, unknown_dims_of,
-    vector_len,
+    attr_dtype, check_one_element, dtype_like, opt_bool, output_allows, shape_from_input, single,
 };
 use super::{InferCtx, InferFn};
 use crate::attr::AttrValue;
@@ -67,26 +66,10 @@ fn constant(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// Fill: a tensor of shape `dims` filled with the scalar `value`.
 fn fill(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let dims_in = ctx.req("dims")?;
     let value = ctx.req("value")?;
     check_one_element(ctx, "value", Some(value))?;
-    let len = vector_len(ctx, "dims", Some(dims_in))?;
-    let dt = dtype_like(ctx, 0, Some(value));
-    let out = match ctx.const_ints("dims")? {
-        Some(v) => {
-            if let Some((i, d)) = v.iter().enumerate().find(|(_, &d)| d < 0) {
-                return Err(ctx.err(format!(
-                    "input 'dims' {v:?} has negative dim {d} at index {i}"
-                )));
-            }
-            Shape::from(v)
-        }
-        None => match len {
-            Some(n) => unknown_dims_of(n),
-            None => Shape::unknown_rank(),
-        },
-    };
-    Ok(single(dt, out))
+    let out = shape_from_input(ctx, "dims")?;
+    Ok(single(dtype_like(ctx, 0, Some(value)), out))
 }
 
 /// Shape: the 1-D shape of x, dtype from `dtype` (int32 or int64).
