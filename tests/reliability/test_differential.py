@@ -1,8 +1,10 @@
 """Differential testing (issue 21, point 4): random well-typed graphs built with ``ge.es``,
 exported with ``ge.onnx.save``'s exporter (``ge.onnx.to_bytes``), run by ge in graph and eager
-mode with 1 and 2 threads and by onnxruntime on the same random inputs.
+mode with 1 and 2 threads and by onnxruntime on the same random inputs; and the other way
+round, random ONNX models (``onnxgen.py``) loaded with ``ge.onnx.load``.
 
-The generator and the comparison rule (tolerances, exact tensors) are in ``diffgen.py``. This
+The generators and the comparison rule (tolerances, exact tensors) are in ``diffgen.py`` and
+``onnxgen.py``. This
 file runs a fixed-seed profile ("difftest-ci": derandomized, so every run checks the same
 graphs); ``tools/difftest.py --minutes N`` runs the long profile. A failure prints the Python
 that builds the graph: make it a named test in ``test_regressions.py``.
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-import diffgen
+import diffgen  # tests/reliability is on sys.path (pytest's rootdir-relative import)
+import onnxgen
 
 # Fixed seed, a modest number of examples: about a minute on a 2-core machine.
 settings.register_profile(
@@ -50,6 +53,22 @@ def test_small_random_graphs_match_onnxruntime(case):
     diffgen.check_case(case)
 
 
+@st.composite
+def onnx_cases(draw, max_ops: int = 8) -> onnxgen.OnnxCase:
+    return onnxgen.generate(diffgen.DrawChooser(draw), max_ops=max_ops)
+
+
+@settings(settings.get_profile("difftest-ci"), max_examples=3000)
+@given(case=onnx_cases())
+def test_random_onnx_models_match_onnxruntime(case):
+    """The import side: ``ge.onnx.load`` of random ONNX models (Slice, Pad, Gather, norms, Conv
+    with auto_pad, ConvTranspose, TopK, ...) against onnxruntime on the same model."""
+    try:
+        onnxgen.check(case)
+    except diffgen.Skip:  # onnxruntime refused the model (its limits, e.g. ConvTranspose sizes)
+        assume(False)
+
+
 def test_seeded_generator_is_deterministic():
     a = diffgen.generate(diffgen.RandomChooser(1234))
     b = diffgen.generate(diffgen.RandomChooser(1234))
@@ -77,6 +96,34 @@ def test_generator_covers_the_operator_families():
     }
     for name, ops in families.items():
         assert ops <= seen, (name, sorted(ops - seen))
+    seen = set()
+    for seed in range(300):
+        seen.update(onnxgen.generate(diffgen.RandomChooser(seed)).ops)
+    for op in [
+        "Slice",
+        "Pad",
+        "Gather",
+        "GatherElements",
+        "Expand",
+        "Split",
+        "Conv",
+        "ConvTranspose",
+        "MaxPool",
+        "AveragePool",
+        "BatchNormalization",
+        "LayerNormalization",
+        "InstanceNormalization",
+        "TopK",
+        "CumSum",
+        "ArgMax",
+        "ReduceLogSumExp",
+        "Where",
+        "Gemm",
+        "MatMul",
+        "Trilu",
+        "DepthToSpace",
+    ]:
+        assert op in seen, op
 
 
 def test_comparison_rule_bites():
