@@ -336,6 +336,9 @@ fn bias_add_checks_channels() {
     );
 }
 
+/// A DeformableConv2D case: (x dims, offsets dims), attributes, expected.
+type DcnCase<'a> = ((&'a [i64], &'a [i64]), Attrs<'a>, &'a [&'a str]);
+
 fn dcn_attrs(fmt: &str) -> Vec<(&'static str, AttrValue)> {
     vec![
         ("strides", li(&[1, 1, 1, 1])),
@@ -393,45 +396,20 @@ fn deformable_conv2d() {
         ),
         vec![U, 6, 5, U]
     );
-    // Errors: channels, offsets channels, offsets spatial size, attribute lengths.
-    let x = t.nchw(&[1, 5, 8, 8]);
-    let w = t.nchw(&[6, 4, 3, 3]);
-    let o = t.nchw(&[1, 27, 8, 8]);
-    t.rejects(
-        "DeformableConv2D",
-        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
-        &dcn_attrs("NCHW"),
-        &["channel mismatch", "5 input channels"],
-    );
-    let x = t.nchw(&[1, 4, 8, 8]);
-    let w = t.nchw(&[6, 4, 3, 3]);
-    let o = t.nchw(&[1, 18, 8, 8]);
-    t.rejects(
-        "DeformableConv2D",
-        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
-        &dcn_attrs("NCHW"),
-        &["offsets", "must be 27", "got 18"],
-    );
-    let x = t.nchw(&[1, 4, 8, 8]);
-    let w = t.nchw(&[6, 4, 3, 3]);
-    let o = t.nchw(&[1, 27, 7, 8]);
-    t.rejects(
-        "DeformableConv2D",
-        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
-        &dcn_attrs("NCHW"),
-        &["offsets", "spatial size 8 x 8"],
-    );
-    let x = t.nchw(&[1, 4, 8, 8]);
-    let w = t.nchw(&[6, 4, 3, 3]);
-    let o = t.nchw(&[1, 27, 8, 8]);
-    t.rejects(
-        "DeformableConv2D",
-        &[("x", &[x]), ("filter", &[w]), ("offsets", &[o])],
-        &[
-            ("strides", li(&[1, 1])),
-            ("pads", li(&[1, 1, 1, 1])),
-            ("data_format", s("NCHW")),
-        ],
-        &["strides", "4 values"],
-    );
+    // Errors: channels, offsets channels, offsets spatial size, attribute lengths: (x dims,
+    // offsets dims), attributes, parts of the message; the filter is [6, 4, 3, 3].
+    let nchw = dcn_attrs("NCHW");
+    let mut short = nchw.clone();
+    short[0] = ("strides", li(&[1, 1]));
+    let cases: &[DcnCase] = rows![
+        (&[1, 5, 8, 8], &[1, 27, 8, 8]), &nchw => &["channel mismatch", "5 input channels"];
+        (&[1, 4, 8, 8], &[1, 18, 8, 8]), &nchw => &["offsets", "must be 27", "got 18"];
+        (&[1, 4, 8, 8], &[1, 27, 7, 8]), &nchw => &["offsets", "spatial size 8 x 8"];
+        (&[1, 4, 8, 8], &[1, 27, 8, 8]), &short => &["strides", "4 values"];
+    ];
+    for &((xd, od), attrs, parts) in cases {
+        let (x, w, o) = (t.nchw(xd), t.nchw(&[6, 4, 3, 3]), t.nchw(od));
+        let ins = [("x", &[x][..]), ("filter", &[w]), ("offsets", &[o])];
+        t.rejects("DeformableConv2D", &ins, attrs, parts);
+    }
 }
