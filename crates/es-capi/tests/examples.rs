@@ -1,0 +1,190 @@
+//! Compiles the C and C++ examples (`examples/c`, `examples/cpp` at the repository root)
+//! with the system compiler against `include/` and this crate's `cdylib`, runs them (under
+//! AddressSanitizer, leak checking included, where the compiler supports it) and checks their
+//! results. `CC` / `CXX` pick other compilers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The directory holding `libes_capi.so` of this build (beside the test binary).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().to_path_buf();
+    let so = dir.join(format!(
+        "{}es_capi{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        so.exists(),
+        "{} is missing: cargo builds it with the tests",
+        so.display()
+    );
+    dir
+}
+
+fn out_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("es-capi-examples");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn compiler(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_string())
+}
+
+/// Whether `cc` builds and runs an AddressSanitizer program here.
+fn asan_works(cc: &str, dir: &Path) -> bool {
+    let src = dir.join("asan_probe.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\nint main(void) { free(malloc(4)); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("asan_probe");
+    let built = Command::new(cc)
+        .args(["-fsanitize=address", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    built && Command::new(&exe).status().is_ok_and(|s| s.success())
+}
+
+/// Builds `src` with `cc` and runs it; returns its standard output.
+fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
+    let dir = out_dir();
+    let lib = lib_dir();
+    let exe = dir.join(name);
+    let mut cmd = Command::new(cc);
+    cmd.arg(std)
+        .args(["-Wall", "-Wextra", "-Werror", "-g"])
+        .arg("-I")
+        .arg(root().join("crates/es-capi/include"))
+        .arg(src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-les_capi")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lm");
+    if asan_works(cc, &dir) {
+        cmd.arg("-fsanitize=address");
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cc} failed on {}:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Cargo's LD_LIBRARY_PATH may name an older libes_capi (target/debug): use the rpath.
+    let run = Command::new(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ASAN_OPTIONS", "detect_leaks=1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success(),
+        "{name} failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    stdout
+}
+
+fn c(name: &str) -> String {
+    build_and_run(
+        &compiler("CC", "cc"),
+        "-std=c11",
+        &root().join(format!("examples/c/{name}.c")),
+        &format!("c_{name}"),
+    )
+}
+
+fn cpp(name: &str) -> String {
+    build_and_run(
+        &compiler("CXX", "c++"),
+        "-std=c++17",
+        &root().join(format!("examples/cpp/{name}.cpp")),
+        &format!("cpp_{name}"),
+    )
+}
+
+fn has_line(out: &str, line: &str) {
+    assert!(
+        out.lines().any(|l| l.trim() == line),
+        "no line '{line}' in:\n{out}"
+    );
+}
+
+#[test]
+fn c_add() {
+    let out = c("add");
+    has_line(&out, "add: 11 22 33");
+    has_line(&out, "expected error: Add: input 'x2' is required");
+    assert!(out.contains("Add(%input_0, %input_1)"), "{out}");
+}
+
+#[test]
+fn c_mlp() {
+    let out = c("mlp");
+    has_line(&out, "relu(x @ w^T + bias): 0 2 0 1 4 3");
+    has_line(&out, "second layer: 2 8");
+}
+
+#[test]
+fn c_if_subgraph() {
+    let out = c("if_subgraph");
+    has_line(&out, "then (relu): 0 2");
+    has_line(&out, "else (x + 1): -0.5 3");
+}
+
+#[test]
+fn c_split() {
+    let out = c("split");
+    has_line(&out, "part: 1 2");
+    has_line(&out, "part: 5 6");
+    has_line(
+        &out,
+        "expected error: SplitD: y_num is 2 but attribute 'num_split' is 3",
+    );
+}
+
+#[test]
+fn cpp_add() {
+    has_line(&cpp("add"), "add: 11 22 33");
+}
+
+#[test]
+fn cpp_mlp() {
+    let out = cpp("mlp");
+    has_line(&out, "relu(x @ w^T + bias): 0 2 0 1 4 3");
+    has_line(&out, "2 * (h @ 1) - 1: 3 15");
+}
+
+#[test]
+fn cpp_if_subgraph() {
+    let out = cpp("if_subgraph");
+    has_line(&out, "then (relu): 0 2");
+    has_line(&out, "else (x + 1): -0.5 3");
+}
+
+#[test]
+fn cpp_split() {
+    let out = cpp("split");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("part:")).count(),
+        3,
+        "{out}"
+    );
+    has_line(&out, "part: 3 4");
+}

@@ -1,0 +1,25 @@
+// An MLP in C++: MatMulV2 with the optional input bias and offset_w left out (nullptr),
+// attributes after the required ones with defaults (transpose_x2 given, offset_x defaulted),
+// Relu, operator* and operator- on the way.
+#include "common.h"
+
+int main() {
+  using namespace es;
+  EsGraphBuilder b("mlp");
+  EsTensorHolder x = b.CreateInput(0);
+  EsTensorHolder w = b.CreateConst(std::vector<float>{1, 0, 0, 1, 1, 1}, {3, 2});
+  EsTensorHolder bias = b.CreateVector(std::vector<float>{-2, 0, -4});
+  EsTensorHolder h = Relu(MatMulV2(x, w, bias, nullptr, /*transpose_x1=*/false, /*transpose_x2=*/true));
+  EsTensorHolder y = MatMulV2(h, b.CreateConst(std::vector<float>{1, 1, 1}, {3, 1}), nullptr, nullptr);
+  EsTensorHolder z = y * b.CreateScalar(2.0f) - b.CreateScalar(1.0f);
+  Check(h.IsValid() && y.IsValid() && z.IsValid(), "layers");
+  GraphPtr g = b.BuildAndReset({h, z});
+  Check(g != nullptr, "BuildAndReset");
+
+  auto xt = Floats({1, 2, 3, 4}, {2, 2});
+  auto out = RunOnce(g.get(), {xt.get()});
+  Check(out.size() == 2, "two outputs");
+  ExpectFloats(out[0], {0, 2, 0, 1, 4, 3}, {2, 3}, "relu(x @ w^T + bias)");
+  ExpectFloats(out[1], {3, 15}, {2, 1}, "2 * (h @ 1) - 1");
+  return 0;
+}
