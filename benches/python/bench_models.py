@@ -20,8 +20,8 @@ Transformers:
   * transformer: 4 post-LN encoder layers, d_model 256, 4 heads, FFN 1024 with GELU (erf),
     LayerNorm, learned positional embedding, input [1, 128, 256] (torch, exported as above);
   * bert, gpt, vit: built in ``models_transformer.py`` with ``onnx.helper`` and seeded random
-    weights (no torch): an encoder in BERT's structure (Gather word + position embeddings, an
-    attention-mask input, MatMul multi-head attention with Softmax, Erf Gelu,
+    weights (no torch): an encoder in BERT's structure (Gather word + position + token-type
+    embeddings, an attention-mask input, MatMul multi-head attention with Softmax, Erf Gelu,
     LayerNormalization, a Tanh pooler), a GPT-2-style decoder (causal mask through Trilu + Where,
     tanh Gelu, LM head tied to the token embedding through a Transpose) and a ViT (patch Conv,
     class token Concat, position embeddings, pre-LN encoder blocks). Their sizes are in
@@ -354,7 +354,8 @@ def build_cached(name: str, size: str, cache: str) -> Tuple[str, str]:
 
     model, feeds = mt.build(name, mt.SIZES[name][size], seed=SEED)
     os.makedirs(cache, exist_ok=True)
-    np.savez(paths[1], **feeds)  # in the graph's input order: the order ge and tract are fed in
+    ordered = {i.name: feeds[i.name] for i in model.graph.input}  # the order ge and tract are fed in
+    np.savez(paths[1], **ordered)
     tmp = paths[0] + f".tmp{os.getpid()}"
     onnx.save(model, tmp)
     os.replace(tmp, paths[0])  # last: its presence means both are complete

@@ -2,9 +2,10 @@
 
 Three architectures, each a function of its sizes (so that the tests can build them tiny):
 
-  * ``bert``: an encoder in BERT's structure. Inputs ``input_ids`` and ``attention_mask`` (int64,
-    [batch, seq]); word embeddings (Gather) + learned position embeddings (Gather of a constant
-    position range) + token-type embedding row 0, LayerNormalization; post-LN layers of multi-head
+  * ``bert``: an encoder in BERT's structure. Inputs ``input_ids``, ``attention_mask`` and
+    ``token_type_ids`` (int64, [batch, seq]); word embeddings (Gather) + learned position
+    embeddings (Gather of a constant position range) + token-type embeddings (Gather; the inputs
+    have two segments), LayerNormalization; post-LN layers of multi-head
     self-attention (MatMul + Add projections, Reshape/Transpose to heads, MatMul, scaling, the
     additive mask ``(1 - mask) * -10000`` broadcast over heads and queries, Softmax, MatMul,
     Transpose/Reshape back, output projection, residual, LayerNormalization) and a feed-forward
@@ -148,15 +149,16 @@ def _io(name: str, elem: Any, shape: List[int]) -> Any:
 
 def build_bert(vocab: int, seq: int, d: int, heads: int, ffn: int, layers: int, batch: int = 1,
                seed: int = 0) -> Tuple[Any, Dict[str, np.ndarray]]:
-    """The BERT-structured encoder and its inputs (random token ids; the last quarter of the
-    sequence masked out, as padding)."""
+    """The BERT-structured encoder and its inputs (random token ids, two segments, the last quarter
+    of the sequence masked out as padding)."""
     from onnx import TensorProto, helper
 
     b = _Builder(seed)
     words = b.op("Gather", [b.weight((vocab, d), "word_emb"), "input_ids"], "word_gather", axis=0)
     positions = b.const(np.arange(seq)[None, :], "position_ids", np.int64)
     pos = b.op("Gather", [b.weight((seq, d), "pos_emb"), positions], "pos_gather", axis=0)
-    x = b.op("Add", [b.op("Add", [words, pos]), b.weight((d,), "token_type_row")], "emb_sum")
+    types = b.op("Gather", [b.weight((2, d), "type_emb"), "token_type_ids"], "type_gather", axis=0)
+    x = b.op("Add", [b.op("Add", [words, pos]), types], "emb_sum")
     x = b.layer_norm(x, d, "emb_ln", eps=1e-12)
     mask = b.op("Unsqueeze", [b.op("Cast", ["attention_mask"], to=TensorProto.FLOAT),
                               b.const([1, 2], "axes", np.int64)])
@@ -171,14 +173,17 @@ def build_bert(vocab: int, seq: int, d: int, heads: int, ffn: int, layers: int, 
     pooled = b.op("Tanh", [b.linear(first, d, d, "pooler")])
     b.nodes.append(helper.make_node("Identity", [pooled], ["pooler_output"]))
     m = b.model("bert", [_io("input_ids", TensorProto.INT64, [batch, seq]),
-                         _io("attention_mask", TensorProto.INT64, [batch, seq])],
+                         _io("attention_mask", TensorProto.INT64, [batch, seq]),
+                         _io("token_type_ids", TensorProto.INT64, [batch, seq])],
                 [_io("last_hidden_state", TensorProto.FLOAT, [batch, seq, d]),
                  _io("pooler_output", TensorProto.FLOAT, [batch, d])])
     rng = np.random.default_rng(seed + 1)
     ids = rng.integers(0, vocab, (batch, seq), dtype=np.int64)
     attn = np.ones((batch, seq), np.int64)
     attn[:, seq - seq // 4:] = 0
-    return m, {"input_ids": ids, "attention_mask": attn}
+    types = np.zeros((batch, seq), np.int64)
+    types[:, seq // 2:] = 1  # a second segment, as for a sentence pair
+    return m, {"input_ids": ids, "attention_mask": attn, "token_type_ids": types}
 
 
 def build_gpt(vocab: int, seq: int, d: int, heads: int, ffn: int, layers: int, batch: int = 1,

@@ -95,10 +95,10 @@ def test_bert_mask_hides_padding() -> None:
     base = run_ge(model, feeds)[0]
     ids = feeds["input_ids"].copy()
     ids[mask == 0] = (ids[mask == 0] + 1) % TINY["bert"]["vocab"]
-    changed = run_ge(model, {"input_ids": ids, "attention_mask": mask})[0]
+    changed = run_ge(model, dict(feeds, input_ids=ids))[0]
     keep = mask == 1
     np.testing.assert_allclose(changed[keep], base[keep], rtol=1e-4, atol=1e-5)  # padding is not attended
-    unmasked = run_ge(model, {"input_ids": feeds["input_ids"], "attention_mask": np.ones_like(mask)})[0]
+    unmasked = run_ge(model, dict(feeds, attention_mask=np.ones_like(mask)))[0]
     assert float(np.max(np.abs(unmasked[keep] - base[keep]))) > 1e-3
 
 
@@ -136,3 +136,13 @@ def test_worker_reports_a_failing_model(tmp_path: Path) -> None:
                              "out": str(tmp_path / "o.npz"), "reference": None, "repeat": 3, "warmup": 0,
                              "budget": 0.0})
     assert "median_s" not in r and "NoSuchOp" in r["error_full"]
+
+
+def test_cache_feeds_in_input_order(tmp_path: Path) -> None:
+    path, inputs = bench_models.build_cached("bert", "quick", str(tmp_path))
+    names = [i.name for i in onnx.load(path).graph.input]
+    assert names == ["input_ids", "attention_mask", "token_type_ids"]
+    assert list(bench_models.load_feeds(inputs)) == names  # ge and tract are fed by position
+    mtime = os.path.getmtime(path)
+    assert bench_models.build_cached("bert", "quick", str(tmp_path)) == (path, inputs)
+    assert os.path.getmtime(path) == mtime  # reused, not rebuilt
