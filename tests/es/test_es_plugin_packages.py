@@ -137,14 +137,16 @@ def test_a_failing_plugin_is_logged_and_the_others_load(failure, caplog, monkeyp
 
 # ---- the installable package ------------------------------------------------------------------
 
-REGOP = """
-// y = x1 + alpha * x2
-REG_OP(PkgScaledAdd)
-    .INPUT(x1, TensorType({DT_FLOAT, DT_FLOAT16}))
-    .INPUT(x2, TensorType({DT_FLOAT, DT_FLOAT16}))
-    .OUTPUT(y, TensorType({DT_FLOAT, DT_FLOAT16}))
-    .ATTR(alpha, Float, 1.0)
-    .OP_END_FACTORY_REG(PkgScaledAdd)
+def example_regop(name: str) -> str:
+    """The REG_OP declaration of operator ``name`` in the example's ``custom_ops.h``."""
+    header = (EXAMPLE / "custom_ops.h").read_text()
+    start = header.index(f"REG_OP({name})")
+    end_mark = f".OP_END_FACTORY_REG({name})"
+    return header[start:header.index(end_mark, start) + len(end_mark)]
+
+
+# PkgScaledAdd: the example's ScaledAddCustom (y = x1 + alpha * x2) under another name.
+REGOP = "\n" + example_regop("ScaledAddCustom").replace("ScaledAddCustom", "PkgScaledAdd") + """
 
 REG_OP(PkgSplitSign)
     .INPUT(x, TensorType({DT_FLOAT}))

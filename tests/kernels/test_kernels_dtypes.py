@@ -73,6 +73,7 @@ from kernel_harness import (
     INTS,
     KERNEL_DIR,
     NP,
+    SEEDS,
     _registered_in,
     case,
     const,
@@ -126,6 +127,21 @@ EXCLUDED: Dict[Tuple[str, str, str], str] = {
     **{("DepthwiseConv2D", "offset_w", d): _QUANT.format(op="DepthwiseConv2D")
        for d in ("float32", "float16", "bfloat16", "int8")},
 }
+
+
+def drawn(*ops: str) -> Callable[[Any], Any]:
+    """A hypothesis test (15 examples) drawing from ``data``; with ``ops``, run once per op (the
+    parameter ``op``)."""
+    def wrap(test: Callable[..., Any]) -> Callable[..., Any]:
+        test = HYP(15)(given(data=st.data())(test))
+        return pytest.mark.parametrize("op", list(ops))(test) if ops else test
+    return wrap
+
+
+def draw_axis(data: Any, rank: int) -> Tuple[int, int]:
+    """An axis of a rank-``rank`` tensor: (in range, as passed: negative or not, drawn)."""
+    ax = data.draw(st.integers(0, rank - 1), label="axis")
+    return ax, (ax - rank if data.draw(st.booleans(), label="negative axis") else ax)
 
 
 def D(op: str, io: str) -> List[str]:
@@ -324,9 +340,7 @@ POOL_T = {op: D(op, "x") for op in ("MaxPool", "MaxPoolV3", "AvgPool", "AvgPoolV
 GAP_T = D("GlobalAveragePool", "x")
 
 
-@pytest.mark.parametrize("op", list(POOL_T))
-@HYP(15)
-@given(data=st.data())
+@drawn(*POOL_T)
 def test_pooling(op, data):
     v1 = op in ("MaxPool", "AvgPool")
     k = data.draw(st.tuples(st.integers(1, 3), st.integers(1, 3)), label="ksize")
@@ -371,8 +385,7 @@ def test_pooling(op, data):
                 near(got, want, d, extra=F64_EPS * scale, what=what)
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_global_average_pool(data):
     shape = data.draw(st.lists(st.integers(1, 4), min_size=3, max_size=5), label="shape")
     rng = rng_of(data)
@@ -405,8 +418,7 @@ def normalized(x: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float, gam
     return y, (np.abs(x) + np.abs(mean)) / sd * np.abs(gamma) + np.abs(beta)
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_batch_norm(data):
     shape = data.draw(st.tuples(*[st.integers(1, 3)] * 4), label="shape")
     nchw = data.draw(st.booleans(), label="NCHW")
@@ -474,32 +486,43 @@ def check_normalized(got: List[Tuple[str, np.ndarray]], x: np.ndarray, axes: Tup
     near(got[2], v, stat_d, extra=F64_EPS * am ** 2, what=what + " variance")
 
 
-@HYP(15)
-@given(data=st.data())
+def each_norm_case(op: str, dtypes: Tuple[List[str], List[str]], rng: np.random.Generator,
+                   shape: Sequence[int], param_shape: Sequence[int], build: Callable[..., Any],
+                   check: Callable[..., None]) -> None:
+    """Per (x dtype, gamma dtype) of normalisation ``op`` (``dtypes``): x of ``shape``, gamma and
+    beta of ``param_shape`` drawn from ``rng``, ``build(x, gamma, beta)`` run, then
+    ``check(d, gd, x, gamma, beta, got)``, in a named case."""
+    for d in dtypes[0]:
+        for gd in dtypes[1]:
+            with case(op, f"{d}, gamma {gd}"):
+                x = finite(rng, d, shape)
+                gamma, beta = finite(rng, gd, param_shape), finite(rng, gd, param_shape)
+                got = run(lambda b, *h: list(build(*h)), (x, d), (gamma, gd), (beta, gd))
+                check(d, gd, x, gamma, beta, got)
+
+
+@drawn()
 def test_layer_norm(data):
     shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape")
     r = len(shape)
     bna, bpa = (data.draw(st.integers(0, r - 1), label=s) for s in ("begin_norm_axis", "begin_params_axis"))
     neg = data.draw(st.booleans(), label="negative axes")
     eps = f32(data.draw(st.sampled_from([1e-5, 1e-2]), label="epsilon"))
-    rng = rng_of(data)
-    for d in LN_T:
-        for gd in LN_G:
-            with case("LayerNorm", f"{d}, gamma {gd}"):
-                x = finite(rng, d, shape)
-                gamma, beta = finite(rng, gd, shape[bpa:]), finite(rng, gd, shape[bpa:])
-                attrs = dict(begin_norm_axis=bna - r if neg else bna,
-                             begin_params_axis=bpa - r if neg else bpa, epsilon=eps)
-                got = run(lambda b, *h: list(es.LayerNorm(*h, **attrs)), (x, d), (gamma, gd), (beta, gd))
-                check_normalized(got, x, tuple(range(bna, r)), eps, gamma.astype(np.float64),
-                                 beta.astype(np.float64), d, d, f"LayerNorm {shape} axes {bna} {bpa}")
+    attrs = dict(begin_norm_axis=bna - r if neg else bna, begin_params_axis=bpa - r if neg else bpa,
+                 epsilon=eps)
+
+    def check(d, gd, x, gamma, beta, got):
+        check_normalized(got, x, tuple(range(bna, r)), eps, gamma.astype(np.float64),
+                         beta.astype(np.float64), d, d, f"LayerNorm {shape} axes {bna} {bpa}")
+
+    each_norm_case("LayerNorm", (LN_T, LN_G), rng_of(data), shape, shape[bpa:],
+                   lambda *h: es.LayerNorm(*h, **attrs), check)
 
 
 IN_T, IN_T2 = norm_dtypes("InstanceNorm")
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_instance_norm(data):
     rank = data.draw(st.integers(4, 5), label="rank")
     shape = data.draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank), label="shape")
@@ -510,23 +533,19 @@ def test_instance_norm(data):
     bc = [1] * rank
     bc[ca] = shape[ca]
     eps = f32(1e-5)
-    rng = rng_of(data)
-    for d in IN_T:
-        for gd in IN_T2:
-            with case("InstanceNorm", f"{d}, gamma {gd}"):
-                x = finite(rng, d, shape)
-                gamma, beta = finite(rng, gd, (shape[ca],)), finite(rng, gd, (shape[ca],))
-                got = run(lambda b, *h: list(es.InstanceNorm(*h, data_format=fmt, epsilon=eps)),
-                          (x, d), (gamma, gd), (beta, gd))
-                check_normalized(got, x, axes, eps, gamma.astype(np.float64).reshape(bc),
-                                 beta.astype(np.float64).reshape(bc), d, gd, f"InstanceNorm {shape} {fmt}")
+
+    def check(d, gd, x, gamma, beta, got):
+        check_normalized(got, x, axes, eps, gamma.astype(np.float64).reshape(bc),
+                         beta.astype(np.float64).reshape(bc), d, gd, f"InstanceNorm {shape} {fmt}")
+
+    each_norm_case("InstanceNorm", (IN_T, IN_T2), rng_of(data), shape, (shape[ca],),
+                   lambda *h: es.InstanceNorm(*h, data_format=fmt, epsilon=eps), check)
 
 
 GN_T, GN_G = norm_dtypes("GroupNorm")
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_group_norm(data):
     rank = data.draw(st.integers(2, 4), label="rank")
     groups = data.draw(st.integers(1, 3), label="groups")
@@ -538,37 +557,33 @@ def test_group_norm(data):
     last = fmt == "NHWC"
     shape = [n] + rest + [c] if last else [n, c] + rest
     eps = f32(1e-4)
-    rng = rng_of(data)
-    for d in GN_T:
-        for gd in GN_G:
-            with case("GroupNorm", f"{d}, gamma {gd}"):
-                x = finite(rng, d, shape)
-                gamma, beta = finite(rng, gd, (c,)), finite(rng, gd, (c,))
-                got = run(lambda b, *h: list(es.GroupNorm(*h, num_groups=groups, data_format=fmt, eps=eps)),
-                          (x, d), (gamma, gd), (beta, gd))
-                x64 = x.astype(np.float64)
-                xc = np.moveaxis(x64, -1, 1) if last else x64  # channels at axis 1
-                xg = xc.reshape(n, groups, -1)
-                m, v, am = stats_ref(xg, (2,))
-                y, mag = normalized(xg, m, v, eps, 1.0, 0.0)
-                bc = [1, c] + [1] * (rank - 2)
-                g64, b64 = gamma.astype(np.float64).reshape(bc), beta.astype(np.float64).reshape(bc)
-                y = y.reshape(xc.shape) * g64 + b64
-                mag = mag.reshape(xc.shape) * np.abs(g64) + np.abs(b64)
-                if last:
-                    y, mag = np.moveaxis(y, 1, -1), np.moveaxis(mag, 1, -1)
-                what = f"GroupNorm {shape} {fmt} groups {groups}"
-                near(got[0], y, d, extra=F64_EPS * mag, what=what)
-                am = am.reshape(n, groups)
-                near(got[1], m.reshape(n, groups), d, extra=F64_EPS * am, what=what + " mean")
-                near(got[2], v.reshape(n, groups), d, extra=F64_EPS * am ** 2, what=what + " variance")
+
+    def check(d, gd, x, gamma, beta, got):
+        x64 = x.astype(np.float64)
+        xc = np.moveaxis(x64, -1, 1) if last else x64  # channels at axis 1
+        xg = xc.reshape(n, groups, -1)
+        m, v, am = stats_ref(xg, (2,))
+        y, mag = normalized(xg, m, v, eps, 1.0, 0.0)
+        bc = [1, c] + [1] * (rank - 2)
+        g64, b64 = gamma.astype(np.float64).reshape(bc), beta.astype(np.float64).reshape(bc)
+        y = y.reshape(xc.shape) * g64 + b64
+        mag = mag.reshape(xc.shape) * np.abs(g64) + np.abs(b64)
+        if last:
+            y, mag = np.moveaxis(y, 1, -1), np.moveaxis(mag, 1, -1)
+        what = f"GroupNorm {shape} {fmt} groups {groups}"
+        near(got[0], y, d, extra=F64_EPS * mag, what=what)
+        am = am.reshape(n, groups)
+        near(got[1], m.reshape(n, groups), d, extra=F64_EPS * am, what=what + " mean")
+        near(got[2], v.reshape(n, groups), d, extra=F64_EPS * am ** 2, what=what + " variance")
+
+    each_norm_case("GroupNorm", (GN_T, GN_G), rng_of(data), shape, (c,),
+                   lambda *h: es.GroupNorm(*h, num_groups=groups, data_format=fmt, eps=eps), check)
 
 
 LRN_T = D("LRN", "x")
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_lrn(data):
     shape = data.draw(st.tuples(*[st.integers(1, 4)] * 4), label="shape")
     r = data.draw(st.integers(0, 3), label="depth_radius")
@@ -591,8 +606,7 @@ PRELU_T = D("PRelu", "x")
 mark("PRelu", "weight", PRELU_T)
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_prelu(data):
     shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4), label="shape")
     per_channel = len(shape) >= 2 and data.draw(st.booleans(), label="per channel")
@@ -643,9 +657,7 @@ def cycle(ds: Sequence[str], k: int) -> str:
     return ds[k % len(ds)]
 
 
-@pytest.mark.parametrize("op", ["GatherV2", "GatherV2D"])
-@HYP(15)
-@given(data=st.data())
+@drawn("GatherV2", "GatherV2D")
 def test_gather_v2(op, data):
     dts = GV2 if op == "GatherV2" else GV2D
     shape = data.draw(dims(), label="shape")
@@ -678,8 +690,7 @@ def test_gather_v2(op, data):
 GE_ = {io: D("GatherElements", io) for io in ("x", "index")}
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_gather_elements(data):
     shape, axis, ax, ishape = draw_axis_and_index(data, "dim")
     rng = rng_of(data)
@@ -696,8 +707,7 @@ def test_gather_elements(data):
 GND = {io: D("GatherNd", io) for io in ("x", "indices")}
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_gather_nd(data):
     shape = data.draw(dims(), label="shape")
     k = data.draw(st.integers(1, len(shape)), label="K")
@@ -735,8 +745,7 @@ def _min_step(old: Any, new: Any) -> Any:
     return new if new != new or new < old else old
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_scatter_elements(data):
     shape, axis, ax, ishape = draw_axis_and_index(data, "axis")
     rng = rng_of(data)
@@ -767,17 +776,20 @@ mark("ScatterNdUpdate", "updates", SNU["var"])
 
 
 @st.composite
-def nd_case(draw: Any) -> Tuple[List[int], int, List[int]]:
+def nd_case(draw: Any) -> Tuple[List[int], int, List[int], np.ndarray, np.random.Generator]:
+    """A ScatterNd case: the data shape, K (index depth), the index rows' shape, the indices
+    (in range) and the generator of the values."""
     shape = draw(dims(), label="shape")
-    return shape, draw(st.integers(1, len(shape)), label="K"), draw(dims(0, 2, 0, 3), label="index rows")
+    k, lead = draw(st.integers(1, len(shape)), label="K"), draw(dims(0, 2, 0, 3), label="index rows")
+    rng = np.random.default_rng(draw(SEEDS, label="seed"))
+    idx = np.stack([rng.integers(0, s, size=lead) for s in shape[:k]], axis=-1).reshape(lead + [k])
+    return shape, k, lead, idx, rng
 
 
 @HYP(15)
-@given(c=nd_case(), data=st.data())
-def test_scatter_nd(c, data):
-    shape, k, lead = c
-    rng = rng_of(data)
-    idx = np.stack([rng.integers(0, s, size=lead) for s in shape[:k]], axis=-1).reshape(lead + [k])
+@given(c=nd_case())
+def test_scatter_nd(c):
+    shape, k, lead, idx, rng = c
     ushape = lead + shape[k:]
     for kk, d in enumerate(SND["x"]):
         for di in SND["indices"]:
@@ -796,11 +808,9 @@ def test_scatter_nd(c, data):
 
 
 @HYP(15)
-@given(c=nd_case(), data=st.data())
-def test_scatter_nd_update(c, data):
-    shape, k, lead = c
-    rng = rng_of(data)
-    idx = np.stack([rng.integers(0, s, size=lead) for s in shape[:k]], axis=-1).reshape(lead + [k])
+@given(c=nd_case())
+def test_scatter_nd_update(c):
+    shape, k, lead, idx, rng = c
     for d in SNU["var"]:
         for di in SNU["indices"]:
             with case("ScatterNdUpdate", f"{d}, indices {di}"):
@@ -820,9 +830,7 @@ SL = {io: D("Slice", io) for io in ("x", "offsets", "size")}
 SLD = D("SliceD", "x")
 
 
-@pytest.mark.parametrize("op", ["Slice", "SliceD"])
-@HYP(15)
-@given(data=st.data())
+@drawn("Slice", "SliceD")
 def test_slice(op, data):
     shape = data.draw(dims(1, 3, 0, 4), label="shape")
     offs, sizes, slices = [], [], []
@@ -914,8 +922,7 @@ def test_strided_slice(op, spec, data):
 REV = {io: D("ReverseV2", io) for io in ("x", "axis")}
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_reverse_v2(data):
     shape = data.draw(dims(1, 4, 0, 3), label="shape")
     r = len(shape)
@@ -936,14 +943,11 @@ D("Split", "split_dim")
 SPLITV = {io: D("SplitV", io) for io in ("size_splits", "split_dim")}
 
 
-@pytest.mark.parametrize("op", list(SPLIT))
-@HYP(15)
-@given(data=st.data())
+@drawn(*SPLIT)
 def test_split(op, data):
     shape = data.draw(dims(1, 3, 1, 4), label="shape")
     r = len(shape)
-    ax = data.draw(st.integers(0, r - 1), label="axis")
-    axis = ax - r if data.draw(st.booleans(), label="negative axis") else ax
+    ax, axis = draw_axis(data, r)
     if op == "SplitV":
         num = data.draw(st.integers(1, 3), label="num_split")
         cuts = sorted(data.draw(st.lists(st.integers(0, shape[ax]), min_size=num - 1, max_size=num - 1),
@@ -977,13 +981,11 @@ def test_split(op, data):
 UNPACK = D("Unpack", "x")
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_unpack(data):
     shape = data.draw(dims(1, 3, 1, 4), label="shape")
     r = len(shape)
-    ax = data.draw(st.integers(0, r - 1), label="axis")
-    axis = ax - r if data.draw(st.booleans(), label="negative axis") else ax
+    ax, axis = draw_axis(data, r)
     rng = rng_of(data)
     for d in UNPACK:
         with case("Unpack", d):
@@ -1005,9 +1007,7 @@ NP_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "symmet
            "circular": "wrap"}
 
 
-@pytest.mark.parametrize("op", ["Pad", "PadD", "PadV3"])
-@HYP(15)
-@given(data=st.data())
+@drawn("Pad", "PadD", "PadV3")
 def test_pad(op, data):
     mode = data.draw(st.sampled_from(list(NP_MODE)), label="mode") if op == "PadV3" else "constant"
     shape = data.draw(dims(1, 3, 0 if mode == "constant" else 1, 3), label="shape")
@@ -1057,9 +1057,7 @@ OHD = {io: D("OneHotD", io) for io in ("x", "on_value")}
 mark("OneHotD", "off_value", OHD["on_value"])
 
 
-@pytest.mark.parametrize("op", ["OneHot", "OneHotD"])
-@HYP(15)
-@given(data=st.data())
+@drawn("OneHot", "OneHotD")
 def test_one_hot(op, data):
     shape = data.draw(dims(0, 3, 0, 3), label="shape")
     r = len(shape)
@@ -1090,8 +1088,7 @@ mark("Range", "limit", RANGE)
 mark("Range", "delta", RANGE)
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_range(data):
     closed = data.draw(st.booleans(), label="is_closed")
     n = data.draw(st.integers(0, 6), label="steps")
@@ -1125,14 +1122,11 @@ CS = {io: D("Cumsum", io) for io in ("x", "axis")}
 CSD = D("CumsumD", "x")
 
 
-@pytest.mark.parametrize("op", ["Cumsum", "CumsumD"])
-@HYP(15)
-@given(data=st.data())
+@drawn("Cumsum", "CumsumD")
 def test_cumsum(op, data):
     shape = data.draw(dims(1, 3, 0, 4), label="shape")
     r = len(shape)
-    ax = data.draw(st.integers(0, r - 1), label="axis")
-    axis = ax - r if data.draw(st.booleans(), label="negative axis") else ax
+    ax, axis = draw_axis(data, r)
     exclusive, reverse = (data.draw(st.booleans(), label=nm) for nm in ("exclusive", "reverse"))
     rng = rng_of(data)
     for k, d in enumerate(CS["x"] if op == "Cumsum" else CSD):
@@ -1179,14 +1173,11 @@ ARG = {op: {io: D(op, io) for io in ("x", "dimension", "y")} for op in ("ArgMaxV
 ARG["ArgMaxD"] = {"x": D("ArgMaxD", "x"), "y": D("ArgMaxD", "y")}
 
 
-@pytest.mark.parametrize("op", list(ARG))
-@HYP(15)
-@given(data=st.data())
+@drawn(*ARG)
 def test_arg_max_min(op, data):
     shape = data.draw(dims(1, 3, 1, 4), label="shape")
     r = len(shape)
-    ax = data.draw(st.integers(0, r - 1), label="axis")
-    axis = ax - r if data.draw(st.booleans(), label="negative axis") else ax
+    ax, axis = draw_axis(data, r)
     rng = rng_of(data)
     dts = ARG[op]
     for k, d in enumerate(dts["x"]):
@@ -1226,8 +1217,7 @@ def topk_ref(x: np.ndarray, k: int, ax: int, largest: bool) -> Tuple[np.ndarray,
     return np.moveaxis(np.take_along_axis(xm, idx, -1), -1, ax), np.moveaxis(idx, -1, ax)
 
 
-@HYP(15)
-@given(data=st.data())
+@drawn()
 def test_top_k_v2(data):
     shape = data.draw(dims(1, 3, 1, 5), label="shape")
     r = len(shape)
@@ -1259,9 +1249,7 @@ TRI = {op: D(op, "x") for op in ("Tril", "Triu", "Trilu")}
 TRILU_K = D("Trilu", "k")
 
 
-@pytest.mark.parametrize("op", list(TRI))
-@HYP(15)
-@given(data=st.data())
+@drawn(*TRI)
 def test_triangles(op, data):
     shape = data.draw(dims(2, 4, 0, 4), label="shape")
     diag = data.draw(st.integers(-5, 5), label="diagonal")
@@ -1287,9 +1275,7 @@ D("Where", "y")
 NZ = {io: D("NonZero", io) for io in ("x", "y")}
 
 
-@pytest.mark.parametrize("op", ["Where", "NonZero"])
-@HYP(15)
-@given(data=st.data())
+@drawn("Where", "NonZero")
 def test_where_and_nonzero(op, data):
     shape = data.draw(dims(0, 3, 0, 4), label="shape")
     transpose = op == "NonZero" and data.draw(st.booleans(), label="transpose")

@@ -61,12 +61,16 @@ def _add_pattern() -> Graph:
     return b.build_and_reset([Add(x, y)])
 
 
+class AddPass(PatternFusionPass):
+    """A pattern pass on ``_add_pattern()``; the tests add the hooks."""
+
+    def patterns(self):
+        return [_add_pattern()]
+
+
 def test_classic_hooks_taking_the_context():
     @register_fusion_pass(name="ctx_classic", stage=AFTER)
-    class AddToSubSub(PatternFusionPass):
-        def patterns(self):
-            return [_add_pattern()]
-
+    class AddToSubSub(AddPass):
         def meet_requirements(self, match_result, context: PassContext):
             SEEN.append(f"meet {type(context).__name__} {context.get_pass_name()}")
             return True
@@ -115,10 +119,7 @@ def test_expression_replacements_taking_the_context(form):
 
 def test_what_a_hook_records_in_the_context_reaches_the_next_hook():
     @register_fusion_pass(name="ctx_carries", stage=AFTER)
-    class Carries(PatternFusionPass):
-        def patterns(self):
-            return [_add_pattern()]
-
+    class Carries(AddPass):
         def meet_requirements(self, match_result, context):
             context.set_error_message("noted by meet_requirements")
             return True
@@ -138,10 +139,7 @@ def test_a_context_view_expires_after_its_hook():
     kept = []
 
     @register_fusion_pass(name="ctx_keeps", stage=AFTER)
-    class Keeps(PatternFusionPass):
-        def patterns(self):
-            return [_add_pattern()]
-
+    class Keeps(AddPass):
         def meet_requirements(self, match_result, context):
             kept.append(context)
             return False
@@ -175,10 +173,7 @@ def test_decompose_hooks_taking_the_context():
 
 
 def test_hooks_without_the_context_still_work_and_can_be_called_by_hand():
-    class Plain(PatternFusionPass):
-        def patterns(self):
-            return [_add_pattern()]
-
+    class Plain(AddPass):
         def meet_requirements(self, match_result):
             return match_result is not None
 

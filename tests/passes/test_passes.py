@@ -68,6 +68,13 @@ def add_relu_pattern_graph() -> Graph:
     return b.build_and_reset([Relu(Add(x0, x1))])
 
 
+class AddReluPass(PatternFusionPass):
+    """A pattern pass on ``add_relu_pattern_graph()``; the tests add the hooks."""
+
+    def patterns(self):
+        return [add_relu_pattern_graph()]
+
+
 def sub_relu_replacement() -> Graph:
     """Relu(Add(a, b)) -> Relu(Sub(a, b)): a structural stand-in for a fusion."""
     b = GraphBuilder("rep")
@@ -87,10 +94,7 @@ def test_register_and_query():
             return None
 
     @register_fusion_pass(name="P", stage=AFTER)
-    class P(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class P(AddReluPass):
         def replacement(self, match_result):
             return sub_relu_replacement()
 
@@ -247,10 +251,7 @@ def test_replacement_may_pass_an_input_through():
 
 def test_meet_requirements_false_keeps_the_match():
     @register_fusion_pass(name="Never", stage=AFTER)
-    class Never(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class Never(AddReluPass):
         def meet_requirements(self, match_result):
             return False
 
@@ -394,10 +395,7 @@ def test_views_expire_after_the_run():
             kept["context"] = context
 
     @register_fusion_pass(name="KeepMatch", stage=AFTER)
-    class KeepMatch(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class KeepMatch(AddReluPass):
         def meet_requirements(self, match_result):
             kept["match"] = match_result
             kept["matched"] = match_result.get_matched_nodes()[0]
@@ -420,10 +418,7 @@ def test_match_result_is_invalid_after_its_hook():
     kept = []
 
     @register_fusion_pass(name="P", stage=AFTER)
-    class P(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class P(AddReluPass):
         def meet_requirements(self, match_result):
             kept.append(match_result)
             return True
@@ -452,10 +447,7 @@ def test_skip_in_fusion_pass_undoes_its_changes():
 
 def test_skip_in_pattern_hook_skips_one_match():
     @register_fusion_pass(name="SkipFirst", stage=AFTER)
-    class SkipFirst(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class SkipFirst(AddReluPass):
         def meet_requirements(self, match_result):
             self.n = getattr(self, "n", 0) + 1
             if self.n == 1:
@@ -472,10 +464,7 @@ def test_skip_in_pattern_hook_skips_one_match():
 
 def test_fatal_error_fails_with_the_pass_name():
     @register_fusion_pass(name="Fatal", stage=AFTER)
-    class Fatal(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class Fatal(AddReluPass):
         def replacement(self, match_result):
             raise PassFatalError("cannot fuse this model")
 
@@ -502,10 +491,7 @@ def test_other_exceptions_fail_with_the_traceback():
 
 def test_replacement_must_return_a_graph():
     @register_fusion_pass(name="BadReturn", stage=AFTER)
-    class BadReturn(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class BadReturn(AddReluPass):
         def replacement(self, match_result):
             return None
 
@@ -515,10 +501,7 @@ def test_replacement_must_return_a_graph():
 
 def test_replacement_that_does_not_fit_fails_and_restores():
     @register_fusion_pass(name="Misfit", stage=AFTER)
-    class Misfit(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class Misfit(AddReluPass):
         def replacement(self, match_result):
             b = GraphBuilder("one_input")
             return b.build_and_reset([Relu(b.create_input(0))])
@@ -779,10 +762,7 @@ def test_match_result_to_boundary_and_text():
     texts = []
 
     @register_fusion_pass(name="Boundary", stage=AFTER)
-    class BoundaryPass(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
-
+    class BoundaryPass(AddReluPass):
         def meet_requirements(self, match_result: MatchResult):
             texts.append(str(match_result))
             assert isinstance(match_result.to_boundary(), SubgraphBoundary)
@@ -797,9 +777,8 @@ def test_match_result_to_boundary_and_text():
 
 def test_a_missing_hook_fails_with_the_pass_name():
     @register_fusion_pass(name="NoReplacement", stage=AFTER)
-    class NoReplacement(PatternFusionPass):
-        def patterns(self):
-            return [add_relu_pattern_graph()]
+    class NoReplacement(AddReluPass):
+        """Patterns, no replacement."""
 
     with pytest.raises(ge.PassError, match=r"NoReplacement(.|\n)*PatternFusionPass.replacement must be implemented"):
         run_passes(chain(1))

@@ -15,19 +15,20 @@ pub const FORMAT_VERSION: u32 = 1;
 /// and the reader bounds its recursion).
 pub const MAX_SUBGRAPH_DEPTH: usize = 100;
 
-fn depth(g: &Graph) -> usize {
+/// How deep `g`'s subgraphs nest (0: none); writers check it against [`MAX_SUBGRAPH_DEPTH`].
+pub fn subgraph_depth(g: &Graph) -> usize {
     g.nodes()
         .iter()
         .filter_map(|id| g.node(*id).ok())
         .flat_map(|n| n.subgraphs.iter())
-        .map(|s| 1 + depth(&s.graph))
+        .map(|s| 1 + subgraph_depth(&s.graph))
         .max()
         .unwrap_or(0)
 }
 
 /// Serializes a graph to bytes.
 pub fn to_bytes(g: &Graph) -> Result<Vec<u8>> {
-    let d = depth(g);
+    let d = subgraph_depth(g);
     if d > MAX_SUBGRAPH_DEPTH {
         return Err(Error::NotSupported(format!(
             "saving graph '{}': subgraphs nested {d} levels deep (at most {MAX_SUBGRAPH_DEPTH})",

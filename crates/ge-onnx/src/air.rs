@@ -271,16 +271,6 @@ fn tensor_to_def(t: &Tensor) -> Result<TensorDef> {
     })
 }
 
-fn subgraph_depth(g: &Graph) -> usize {
-    g.nodes()
-        .iter()
-        .filter_map(|id| g.node(*id).ok())
-        .flat_map(|n| n.subgraphs.iter())
-        .map(|s| 1 + subgraph_depth(&s.graph))
-        .max()
-        .unwrap_or(0)
-}
-
 struct Writer {
     graphs: Vec<GraphDef>,
     used: HashSet<String>,
@@ -365,30 +355,32 @@ impl Writer {
                 op.attr
                     .insert("_ir_attr_names".into(), strings_attr(ir_names));
             }
-            let names_attr = |names: Vec<String>, kind: &str| -> Result<(AttrDef, AttrDef)> {
+            // GE names each input and output once: `_<kind>_name_key` (the names) and
+            // `_<kind>_name_value` (their indices).
+            let port_names: [(&str, Vec<String>); 2] = [
+                (
+                    "input",
+                    n.inputs.iter().map(|i| i.name.to_string()).collect(),
+                ),
+                (
+                    "output",
+                    n.outputs.iter().map(|o| o.name.to_string()).collect(),
+                ),
+            ];
+            for (kind, names) in port_names {
+                if names.is_empty() {
+                    continue;
+                }
                 if names.iter().collect::<HashSet<_>>().len() != names.len() {
                     return Err(Error::unsupported(format!(
                         "{what}: two {kind}s have the same name; GE's format names each once"
                     )));
                 }
-                let n = names.len() as i64;
-                Ok((strings_attr(names), ints_attr(0..n)))
-            };
-            if !n.inputs.is_empty() {
-                let (k, v) = names_attr(
-                    n.inputs.iter().map(|i| i.name.to_string()).collect(),
-                    "input",
-                )?;
-                op.attr.insert("_input_name_key".into(), k);
-                op.attr.insert("_input_name_value".into(), v);
-            }
-            if !n.outputs.is_empty() {
-                let (k, v) = names_attr(
-                    n.outputs.iter().map(|o| o.name.to_string()).collect(),
-                    "output",
-                )?;
-                op.attr.insert("_output_name_key".into(), k);
-                op.attr.insert("_output_name_value".into(), v);
+                let count = names.len() as i64;
+                op.attr
+                    .insert(format!("_{kind}_name_key"), strings_attr(names));
+                op.attr
+                    .insert(format!("_{kind}_name_value"), ints_attr(0..count));
             }
             for s in &n.subgraphs {
                 let gname = self.unique(&s.graph.name);
@@ -430,7 +422,7 @@ impl Writer {
 
 /// The graph as GE's `ModelDef`.
 pub fn to_model_def(g: &Graph) -> Result<ModelDef> {
-    let d = subgraph_depth(g);
+    let d = es_core::serialize::subgraph_depth(g);
     if d > es_core::serialize::MAX_SUBGRAPH_DEPTH {
         return Err(Error::unsupported(format!(
             "saving graph '{}': subgraphs nested {d} levels deep (at most {})",
@@ -778,23 +770,20 @@ impl<'a> Reader<'a> {
             let proto = reg.get(&op.r#type);
             let mut node = Node::new(op.name.as_str(), op.r#type.as_str());
             // The names and IR indices of the inputs or outputs (`kind`).
-            let io = |kind: &str, count: usize, defs, stored: &[u32]| -> Result<_> {
+            let io = |kind: &str| -> Result<_> {
+                let input = kind == "input";
+                let (count, stored) = if input {
+                    (op.input_desc.len(), &op.ge_rs_input_ir_index)
+                } else {
+                    (op.output_desc.len(), &op.ge_rs_output_ir_index)
+                };
+                let defs = proto.map(|p| if input { &p.inputs } else { &p.outputs }.as_slice());
                 let names = port_names(op, kind, count, defs, &what)?;
                 let ir = self.ir_index_list(stored, defs, &names, kind, &what)?;
                 Ok((names, ir))
             };
-            let (in_names, in_ir) = io(
-                "input",
-                op.input_desc.len(),
-                proto.map(|p| p.inputs.as_slice()),
-                &op.ge_rs_input_ir_index,
-            )?;
-            let (out_names, out_ir) = io(
-                "output",
-                op.output_desc.len(),
-                proto.map(|p| p.outputs.as_slice()),
-                &op.ge_rs_output_ir_index,
-            )?;
+            let (in_names, in_ir) = io("input")?;
+            let (out_names, out_ir) = io("output")?;
             for (i, d) in op.input_desc.iter().enumerate() {
                 let desc = desc_from_def(d, &format!("{what}, input {i}"))?;
                 node.inputs

@@ -34,37 +34,27 @@ pub const GE_DOMAIN: &str = "ge";
 // Attribute helpers
 // ---------------------------------------------------------------------------------------
 
-fn a_int(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
+/// Attribute `name` of type `ty`, its value set by `set`.
+fn a_typed(name: &str, ty: At, set: impl FnOnce(&mut AttributeProto)) -> AttributeProto {
+    let mut a = AttributeProto {
         name: Some(name.into()),
-        r#type: Some(At::Int as i32),
-        i: Some(v),
+        r#type: Some(ty as i32),
         ..Default::default()
-    }
+    };
+    set(&mut a);
+    a
+}
+fn a_int(name: &str, v: i64) -> AttributeProto {
+    a_typed(name, At::Int, |a| a.i = Some(v))
 }
 fn a_ints(name: &str, v: Vec<i64>) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(At::Ints as i32),
-        ints: v,
-        ..Default::default()
-    }
+    a_typed(name, At::Ints, |a| a.ints = v)
 }
 fn a_float(name: &str, v: f32) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(At::Float as i32),
-        f: Some(v),
-        ..Default::default()
-    }
+    a_typed(name, At::Float, |a| a.f = Some(v))
 }
 fn a_str(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(At::String as i32),
-        s: Some(v.as_bytes().to_vec()),
-        ..Default::default()
-    }
+    a_typed(name, At::String, |a| a.s = Some(v.as_bytes().to_vec()))
 }
 
 fn value_info(name: &str, d: &TensorDesc, what: &str) -> Result<ValueInfoProto> {
@@ -1169,6 +1159,14 @@ fn slice(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     Ok(())
 }
 
+/// Each of GE's op types `$op` with its `$opD` form (the same op with its constant inputs as
+/// attributes).
+macro_rules! with_d_forms {
+    ($($op:literal),*) => {
+        [$($op, concat!($op, "D")),*]
+    };
+}
+
 /// The exporters other than [`SIMPLE`]'s: the GE op types each one handles.
 const EXPORTERS: &[(&[&str], ExportFn)] = &[
     (&["Div"], div),
@@ -1187,17 +1185,12 @@ const EXPORTERS: &[(&[&str], ExportFn)] = &[
     (&["ConcatV2", "ConcatD"], concat),
     (&["Pack"], pack),
     (
-        &[
+        &with_d_forms![
             "ReduceSum",
-            "ReduceSumD",
             "ReduceMean",
-            "ReduceMeanD",
             "ReduceMax",
-            "ReduceMaxD",
             "ReduceMin",
-            "ReduceMinD",
-            "ReduceProd",
-            "ReduceProdD",
+            "ReduceProd"
         ],
         reduce,
     ),

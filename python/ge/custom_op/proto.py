@@ -49,6 +49,11 @@ class OpInput(_OpPort[InputType]):
 
 
 @dataclass(frozen=True)
+class OpOutput(_OpPort[OutputType]):
+    pass
+
+
+@dataclass(frozen=True)
 class OpAttr:
     name: str
     index: int
@@ -58,11 +63,6 @@ class OpAttr:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "default", _freeze(self.default))
-
-
-@dataclass(frozen=True)
-class OpOutput(_OpPort[OutputType]):
-    pass
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@
 
 use super::util::{Out, Translator};
 use crate::error::{Error, Result};
+use crate::proto::GraphProto;
 use crate::translate::{unify_captures, NodeCtx, Subgraph};
 use crate::types::desc_from_type;
 use es_core::graph::is_data_op;
@@ -237,6 +238,29 @@ fn accumulate(b: &mut GraphBuilder, acc: OutPort, x: OutPort) -> Result<(OutPort
     Ok((acc2, shp))
 }
 
+/// The body outputs after the loop values: per scan output `scanned[k]`, its accumulator
+/// (body input `acc_at + 2k`) with it appended and its shape, then the `ncap` captured values
+/// passed through (the body inputs after the accumulators).
+fn push_accumulated(
+    b: &mut GraphBuilder,
+    port: &impl Fn(i64) -> Result<OutPort>,
+    outs: &mut Vec<OutPort>,
+    scanned: &[OutPort],
+    acc_at: i64,
+    ncap: usize,
+) -> Result<()> {
+    for (k, &x) in scanned.iter().enumerate() {
+        let (a, s) = accumulate(b, port(acc_at + 2 * k as i64)?, x)?;
+        outs.push(a);
+        outs.push(s);
+    }
+    let caps_at = acc_at + 2 * scanned.len() as i64;
+    for c in 0..ncap {
+        outs.push(port(caps_at + c as i64)?);
+    }
+    Ok(())
+}
+
 /// The cond graph of a While over `descs`: `Less(v0, v1)`, and-ed with `v2` when `with_cond`.
 fn cond_graph(descs: &[TensorDesc], with_cond: bool) -> Result<Graph> {
     let mut b = GraphBuilder::new("cond");
@@ -364,6 +388,55 @@ fn acc_init(ctx: &mut NodeCtx<'_>, d: &TensorDesc, what: &str) -> Result<(OutPor
     Ok((acc, shp))
 }
 
+/// A scan output's two accumulators: its elements so far (flattened) and the shape of the
+/// last one.
+type Accumulator = (OutPort, OutPort);
+
+/// The initial accumulators of the `count` scan outputs (body outputs `first..first + count`)
+/// and the descriptions of those outputs.
+fn scan_accumulators(
+    ctx: &mut NodeCtx<'_>,
+    sub: &Subgraph,
+    body: &GraphProto,
+    first: usize,
+    count: usize,
+) -> Result<(Vec<Accumulator>, Vec<TensorDesc>)> {
+    let mut accs = Vec::with_capacity(count);
+    let mut descs = Vec::with_capacity(count);
+    for k in 0..count {
+        let d = body_out_desc(sub, body, first + k)?;
+        accs.push(acc_init(ctx, &d, &format!("scan output {k}"))?);
+        descs.push(d);
+    }
+    Ok((accs, descs))
+}
+
+/// The node's outputs from the results `res` of its While: the `carried` loop values at
+/// `res[carried_at..]`, then per scan output `k` (None where the node does not use it) the
+/// elements stacked from its two accumulators at `res[acc_at + 2k..]`, passed through `post`.
+fn while_outputs(
+    ctx: &mut NodeCtx<'_>,
+    res: &[OutPort],
+    (carried_at, carried): (usize, usize),
+    (acc_at, scanned): (usize, usize),
+    mut post: impl FnMut(&mut NodeCtx<'_>, usize, OutPort) -> Result<OutPort>,
+) -> Out {
+    let mut out: Vec<Option<OutPort>> = res[carried_at..carried_at + carried]
+        .iter()
+        .map(|&p| Some(p))
+        .collect();
+    for k in 0..scanned {
+        if !ctx.output_used(carried + k) {
+            out.push(None);
+            continue;
+        }
+        let base = acc_at + 2 * k;
+        let y = acc_result(ctx, res[base], res[base + 1], res[0])?;
+        out.push(Some(post(ctx, k, y)?));
+    }
+    Ok(out)
+}
+
 /// A scan output from its final accumulator, shape and count.
 fn acc_result(
     ctx: &mut NodeCtx<'_>,
@@ -420,6 +493,38 @@ fn if_op(ctx: &mut NodeCtx<'_>) -> Out {
     Ok(outs.into_iter().map(Some).collect())
 }
 
+/// Checks the outputs of a Loop or Scan `body`: `extra` leading outputs (Loop's condition),
+/// then the `carried` state values, then the scan outputs, whose count it returns; the node
+/// may not ask for more outputs than the carried values and scan outputs, and each body output
+/// needs a tensor type.
+fn body_scan_outputs(
+    ctx: &NodeCtx<'_>,
+    body: &GraphProto,
+    op: &str,
+    extra: usize,
+    carried: usize,
+) -> Result<usize> {
+    if body.output.len() < extra + carried {
+        return Err(Error::tr(format!(
+            "{op}: the body has {} outputs, expected at least {}",
+            body.output.len(),
+            extra + carried
+        )));
+    }
+    let scanned = body.output.len() - extra - carried;
+    if ctx.num_outputs() > carried + scanned {
+        return Err(Error::tr(format!(
+            "{op}: the node has {} outputs, the body gives {}",
+            ctx.num_outputs(),
+            carried + scanned
+        )));
+    }
+    for (i, vi) in body.output.iter().enumerate() {
+        desc_from_type(vi.r#type.as_ref(), &format!("{op} body output {i}"))?;
+    }
+    Ok(scanned)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Loop
 // ---------------------------------------------------------------------------------------------
@@ -439,24 +544,7 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
             2 + nc
         )));
     }
-    if body.output.len() < 1 + nc {
-        return Err(Error::tr(format!(
-            "Loop: the body has {} outputs, expected at least {}",
-            body.output.len(),
-            1 + nc
-        )));
-    }
-    let ns = body.output.len() - 1 - nc;
-    if ctx.num_outputs() > nc + ns {
-        return Err(Error::tr(format!(
-            "Loop: the node has {} outputs, the body gives {}",
-            ctx.num_outputs(),
-            nc + ns
-        )));
-    }
-    for (i, vi) in body.output.iter().enumerate() {
-        desc_from_type(vi.r#type.as_ref(), &format!("Loop body output {i}"))?;
-    }
+    let ns = body_scan_outputs(ctx, body, "Loop", 1, nc)?;
     let (has_m, has_cond) = (ctx.has_input(0), ctx.has_input(1));
     if !has_m && !has_cond {
         return Err(Error::unsupported(
@@ -495,13 +583,7 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
             *v = ctx.relax(*v)?;
         }
     }
-    let mut accs = Vec::with_capacity(ns);
-    let mut acc_descs = Vec::with_capacity(ns);
-    for k in 0..ns {
-        let d = body_out_desc(&sub, body, 1 + nc + k)?;
-        accs.push(acc_init(ctx, &d, &format!("scan output {k}"))?);
-        acc_descs.push(d);
-    }
+    let (accs, acc_descs) = scan_accumulators(ctx, &sub, body, 1 + nc, ns)?;
     // Body: old Data 0 (i) → 0, 1 (cond) → 2, 2 + j → 3 + j, captures 2 + nc + c → 3 + nc + 2 ns + c.
     let shift = 1 + 2 * ns as i64;
     let ncl = nc as i64;
@@ -544,32 +626,13 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
     };
     let mut outs = vec![i_next, port(1)?, cond_next];
     outs.extend_from_slice(&old_outs[1..1 + nc]);
-    for k in 0..ns {
-        let base = 3 + ncl + 2 * k as i64;
-        let (a, s) = accumulate(&mut b, port(base)?, old_outs[1 + nc + k])?;
-        outs.push(a);
-        outs.push(s);
-    }
-    for c in 0..ncap {
-        outs.push(port(3 + ncl + 2 * ns as i64 + c as i64)?);
-    }
+    let scanned = &old_outs[1 + nc..1 + nc + ns];
+    push_accumulated(&mut b, &port, &mut outs, scanned, 3 + ncl, ncap)?;
     // The While.
     let mut head = vec![ctx.const_i64(&[0], &[])?, m, cond];
     head.extend(vs);
     let res = build_while(ctx, &mut b, &outs, head, &accs, caps, true)?;
-    let mut out = Vec::with_capacity(nc + ns);
-    for j in 0..nc {
-        out.push(Some(res[3 + j]));
-    }
-    for k in 0..ns {
-        let base = 3 + nc + 2 * k;
-        if ctx.output_used(nc + k) {
-            out.push(Some(acc_result(ctx, res[base], res[base + 1], res[0])?));
-        } else {
-            out.push(None);
-        }
-    }
-    Ok(out)
+    while_outputs(ctx, &res, (3, nc), (3 + nc, ns), |_, _, y| Ok(y))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -623,23 +686,7 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
             n + m
         )));
     }
-    if body.output.len() < n {
-        return Err(Error::tr(format!(
-            "Scan: the body has {} outputs, expected at least {n}",
-            body.output.len()
-        )));
-    }
-    let k_out = body.output.len() - n;
-    if ctx.num_outputs() > n + k_out {
-        return Err(Error::tr(format!(
-            "Scan: the node has {} outputs, the body gives {}",
-            ctx.num_outputs(),
-            n + k_out
-        )));
-    }
-    for (i, vi) in body.output.iter().enumerate() {
-        desc_from_type(vi.r#type.as_ref(), &format!("Scan body output {i}"))?;
-    }
+    let k_out = body_scan_outputs(ctx, body, "Scan", 0, n)?;
     let in_axes = per_item(ctx, "scan_input_axes", m, 0)?;
     let in_dirs = per_item(ctx, "scan_input_directions", m, 0)?;
     let out_axes = per_item(ctx, "scan_output_axes", k_out, 0)?;
@@ -699,13 +746,7 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
             *s = ctx.relax(*s)?;
         }
     }
-    let mut accs = Vec::with_capacity(k_out);
-    let mut acc_descs = Vec::with_capacity(k_out);
-    for k in 0..k_out {
-        let d = body_out_desc(&sub, body, n + k)?;
-        accs.push(acc_init(ctx, &d, &format!("scan output {k}"))?);
-        acc_descs.push(d);
-    }
+    let (accs, acc_descs) = scan_accumulators(ctx, &sub, body, n, k_out)?;
     // Body: old Data j (state) → 2 + j; n + i (slice) → dropped (GatherV2 of x_i at 2 + n + i);
     // captures n + m + c → 2 + n + m + 2 k_out + c.
     let (nl, ml, kl) = (n as i64, m as i64, k_out as i64);
@@ -754,31 +795,14 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
     for i in 0..m {
         outs.push(port(2 + nl + i as i64)?);
     }
-    for k in 0..k_out {
-        let base = 2 + nl + ml + 2 * k as i64;
-        let (a, s) = accumulate(&mut b, port(base)?, old_outs[n + k])?;
-        outs.push(a);
-        outs.push(s);
-    }
-    for c in 0..ncap {
-        outs.push(port(2 + nl + ml + 2 * kl + c as i64)?);
-    }
+    let scanned = &old_outs[n..n + k_out];
+    push_accumulated(&mut b, &port, &mut outs, scanned, 2 + nl + ml, ncap)?;
     let mut head = vec![ctx.const_i64(&[0], &[])?, t];
     head.extend(states);
     head.extend(xs);
     // Less(i, T) only: the third loop value is not a condition here.
     let res = build_while(ctx, &mut b, &outs, head, &accs, caps, false)?;
-    let mut out = Vec::with_capacity(n + k_out);
-    for j in 0..n {
-        out.push(Some(res[2 + j]));
-    }
-    for k in 0..k_out {
-        if !ctx.output_used(n + k) {
-            out.push(None);
-            continue;
-        }
-        let base = 2 + n + m + 2 * k;
-        let mut y = acc_result(ctx, res[base], res[base + 1], res[0])?;
+    while_outputs(ctx, &res, (2, n), (2 + n + m, k_out), |ctx, k, mut y| {
         if out_dirs[k] == 1 {
             let a = ctx.const_i64(&[0], &[1])?;
             y = ctx.op1("ReverseV2", &[y, a], vec![])?;
@@ -792,7 +816,6 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
             let pm = ctx.const_i64(&perm, &[r as i64])?;
             y = ctx.op1("Transpose", &[y, pm], vec![])?;
         }
-        out.push(Some(y));
-    }
-    Ok(out)
+        Ok(y)
+    })
 }

@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::NodeCtx;
-use es_core::{AttrValue, DataType, Tensor};
+use es_core::{AttrValue, DataType, OutPort, Tensor};
 
 /// The family's translators.
 pub(super) const TABLE: &[(&str, Translator)] = &[
@@ -60,11 +60,14 @@ fn gather(ctx: &mut NodeCtx<'_>) -> Out {
         axis = norm_axis(axis, d.len(), "Gather axis")? as i64;
     }
     let a = ctx.const_i64(&[axis], &[])?;
-    one(ctx.op1(
-        "GatherV2",
-        &[x, idx, a],
-        vec![("negative_index_support", AttrValue::Bool(true))],
-    )?)
+    gather_from_end("GatherV2", ctx, &[x, idx, a])
+}
+
+/// GE's gather `op` (GatherV2, GatherNd) with negative indices counted from the end, as in
+/// ONNX.
+fn gather_from_end(op: &str, ctx: &mut NodeCtx<'_>, inputs: &[OutPort]) -> Out {
+    let attrs = vec![("negative_index_support", AttrValue::Bool(true))];
+    one(ctx.op1(op, inputs, attrs)?)
 }
 
 fn gather_elements(ctx: &mut NodeCtx<'_>) -> Out {
@@ -129,11 +132,7 @@ fn gather_nd(ctx: &mut NodeCtx<'_>) -> Out {
         let c = ctx.constant(c)?;
         ctx.concat(&[c, idx], -1)?
     };
-    one(ctx.op1(
-        "GatherNd",
-        &[x, idx],
-        vec![("negative_index_support", AttrValue::Bool(true))],
-    )?)
+    gather_from_end("GatherNd", ctx, &[x, idx])
 }
 
 /// reduction none: ScatterNdUpdate on a TensorMove copy of data; add/mul/max/min: flat
@@ -180,12 +179,7 @@ fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
             let slice: i64 = dims[k..].iter().product();
             let st = ctx.const_i64(&strides[..k], &[k as i64])?;
             let prod = ctx.op1("Mul", &[idx, st], vec![])?;
-            let axis = ctx.const_i64(&[-1], &[1])?;
-            let base = ctx.op1(
-                "ReduceSum",
-                &[prod, axis],
-                vec![("keep_dims", AttrValue::Bool(true))],
-            )?;
+            let base = ctx.reduce_keep("ReduceSum", prod, &[-1])?;
             let within: Vec<i64> = (0..slice).collect();
             let within = ctx.const_i64(&within, &[slice])?;
             let flat = ctx.op1("Add", &[base, within], vec![])?;
@@ -193,14 +187,7 @@ fn scatter_nd(ctx: &mut NodeCtx<'_>) -> Out {
             let flat = ctx.op1("Reshape", &[flat, m1], vec![])?;
             let fu = ctx.op1("Reshape", &[upd, m1], vec![])?;
             let fd = ctx.op1("Reshape", &[data, m1], vec![])?;
-            let r = ctx.op1(
-                "ScatterElements",
-                &[fd, flat, fu],
-                vec![
-                    ("axis", AttrValue::Int(0)),
-                    ("reduction", AttrValue::String(reduction.clone())),
-                ],
-            )?;
+            let r = ctx.scatter_axis0(fd, flat, fu, Some(&reduction))?;
             let shp = ctx.const_i64(&dims, &[dims.len() as i64])?;
             ctx.op1("Reshape", &[r, shp], vec![])?
         }
@@ -336,16 +323,9 @@ fn unique(ctx: &mut NodeCtx<'_>) -> Out {
         let n = ctx.op1("Size", &[flat], vec![("dtype", dtype_attr(I64))])?;
         let (z, one) = (ctx.const_i64(&[0], &[])?, ctx.const_i64(&[1], &[])?);
         let pos = ctx.op1("Range", &[z, n, one], vec![])?;
-        let u = ctx.op1("Shape", &[y], vec![("dtype", dtype_attr(I64))])?;
+        let u = ctx.shape_i64(y)?;
         let init = ctx.op1("Fill", &[u, n], vec![])?;
-        Some(ctx.op1(
-            "ScatterElements",
-            &[init, inv, pos],
-            vec![
-                ("axis", AttrValue::Int(0)),
-                ("reduction", AttrValue::String("min".into())),
-            ],
-        )?)
+        Some(ctx.scatter_axis0(init, inv, pos, Some("min"))?)
     } else {
         None
     };
@@ -371,13 +351,9 @@ fn unique(ctx: &mut NodeCtx<'_>) -> Out {
     // The new position of each sorted unique: the inverse permutation.
     let one = ctx.const_i64(&[1], &[])?;
     let pos = ctx.op1("Range", &[zero, k, one], vec![])?;
-    let ps = ctx.op1("Shape", &[perm], vec![("dtype", dtype_attr(I64))])?;
+    let ps = ctx.shape_i64(perm)?;
     let base = ctx.op1("Fill", &[ps, zero], vec![])?;
-    let invperm = ctx.op1(
-        "ScatterElements",
-        &[base, perm, pos],
-        vec![("axis", AttrValue::Int(0))],
-    )?;
+    let invperm = ctx.scatter_axis0(base, perm, pos, None)?;
     let inv = ctx.op1("GatherV2", &[invperm, inv, zero], vec![])?;
     Ok(vec![Some(y), Some(first), Some(inv), Some(counts)])
 }

@@ -265,12 +265,7 @@ fn rms_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let xs = ctx.cast(x, stash_dt)?;
     let sq = ctx.op1("Mul", &[xs, xs], vec![])?;
     let axes: Vec<i64> = (axis as i64..r as i64).collect();
-    let axes = ctx.const_i64(&axes, &[(r - axis) as i64])?;
-    let m = ctx.op1(
-        "ReduceMean",
-        &[sq, axes],
-        vec![("keep_dims", AttrValue::Bool(true))],
-    )?;
+    let m = ctx.reduce_keep("ReduceMean", sq, &axes)?;
     let e = ctx.const_of(stash_dt, &[eps], &[])?;
     let me = ctx.op1("Add", &[m, e], vec![])?;
     let inv = ctx.op1("Rsqrt", &[me], vec![])?;

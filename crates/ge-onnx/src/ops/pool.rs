@@ -260,12 +260,7 @@ fn global_max_pool(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let x = ctx.input(0)?;
     let axes: Vec<i64> = (2..r as i64).collect();
-    let axes = ctx.const_i64(&axes, &[r as i64 - 2])?;
-    one(ctx.op1(
-        "ReduceMax",
-        &[x, axes],
-        vec![("keep_dims", AttrValue::Bool(true))],
-    )?)
+    one(ctx.reduce_keep("ReduceMax", x, &axes)?)
 }
 
 fn lp_pool(ctx: &mut NodeCtx<'_>) -> Out {
@@ -458,11 +453,7 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
     let flat = ctx.const_i64(&[-1], &[1])?;
     let xf = ctx.op1("Reshape", &[x, flat], vec![])?;
     let i_f = ctx.op1("Reshape", &[i, flat], vec![])?;
-    let y = ctx.op1(
-        "ScatterElements",
-        &[zeros, i_f, xf],
-        vec![("axis", AttrValue::Int(0))],
-    )?;
+    let y = ctx.scatter_axis0(zeros, i_f, xf, None)?;
     let shape = ctx.const_i64(&out, &[out.len() as i64])?;
     Ok(vec![Some(ctx.op1("Reshape", &[y, shape], vec![])?)])
 }

@@ -143,11 +143,7 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
         let ax = ctx.runtime_axes(3, r)?;
         let b = ctx.scatter_runtime(I64, &vec![0.0; r], ax, starts)?;
         let big = ctx.const_i64(&vec![i64::MAX; r], &[r as i64])?;
-        let ends = ctx.op1(
-            "ScatterElements",
-            &[big, ax, ends],
-            vec![("axis", AttrValue::Int(0))],
-        )?;
+        let ends = ctx.scatter_axis0(big, ax, ends, None)?;
         let steps = match steps {
             Some(s) => s,
             None => ctx.const_i64(&vec![1; n], &[n as i64])?,

@@ -268,12 +268,7 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     p = ctx.cast(p, dt)?;
     if let Some(bb) = bias {
         // Rows whose bias is -inf everywhere give 0.
-        let ax = ctx.const_i64(&[-1], &[1])?;
-        let mx = ctx.op1(
-            "ReduceMax",
-            &[bb, ax],
-            vec![("keep_dims", AttrValue::Bool(true))],
-        )?;
+        let mx = ctx.reduce_keep("ReduceMax", bb, &[-1])?;
         let ninf = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
         let all = ctx.op1("Equal", &[mx, ninf], vec![])?;
         let z = ctx.const_of(dt, &[0.0], &[])?;

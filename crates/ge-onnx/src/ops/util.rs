@@ -642,6 +642,26 @@ pub(crate) fn dtype_attr(dt: DataType) -> AttrValue {
 }
 
 impl NodeCtx<'_> {
+    /// The GE reduction `op` of `x` over the constant `axes`, keeping the reduced dims.
+    pub(crate) fn reduce_keep(&mut self, op: &str, x: OutPort, axes: &[i64]) -> Result<OutPort> {
+        let axes = self.const_i64(axes, &[axes.len() as i64])?;
+        self.op1(op, &[x, axes], vec![("keep_dims", AttrValue::Bool(true))])
+    }
+    /// ScatterElements along axis 0: `data` with `upd` written (or, with `reduction`,
+    /// combined) at the positions `idx`.
+    pub(crate) fn scatter_axis0(
+        &mut self,
+        data: OutPort,
+        idx: OutPort,
+        upd: OutPort,
+        reduction: Option<&str>,
+    ) -> Result<OutPort> {
+        let mut attrs = vec![("axis", AttrValue::Int(0))];
+        if let Some(r) = reduction {
+            attrs.push(("reduction", AttrValue::String(r.into())));
+        }
+        self.op1("ScatterElements", &[data, idx, upd], attrs)
+    }
     /// The int64 shape of `x`.
     pub(crate) fn shape_i64(&mut self, x: OutPort) -> Result<OutPort> {
         self.op1("Shape", &[x], vec![("dtype", dtype_attr(I64))])
@@ -701,11 +721,7 @@ impl NodeCtx<'_> {
     ) -> Result<OutPort> {
         let b = self.const_of(dtype, base, &[base.len() as i64])?;
         let vals = self.cast(vals, dtype)?;
-        self.op1(
-            "ScatterElements",
-            &[b, pos, vals],
-            vec![("axis", AttrValue::Int(0))],
-        )
+        self.scatter_axis0(b, pos, vals, None)
     }
     /// Per dim of a rank-`rank` tensor: how many of the (run-time, normalised) axes name it.
     pub(crate) fn axis_counts(&mut self, ax: OutPort, n: usize, rank: usize) -> Result<OutPort> {
