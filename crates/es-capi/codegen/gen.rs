@@ -18,6 +18,7 @@ use es_core::attr::AttrType;
 use es_core::ops::{AttrDef, IoKind, OpProto, OpRegistry, SubgraphKind};
 use es_core::{AttrValue, DataType, Format};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 const CPP_KEYWORDS: &[&str] = &[
     "alignas",
@@ -336,7 +337,7 @@ fn c_output_struct(p: &OpProto) -> String {
     s
 }
 
-fn c_header(p: &OpProto, version: &str) -> String {
+fn c_header(p: &OpProto, version: &str, sig_index: usize) -> String {
     let file = format!("es_{}_c.h", p.name);
     let g = guard_macro(&file);
     let mut s = format!("/* {BANNER} (library {version}) */\n#ifndef {g}\n#define {g}\n#include \"esb_funcs.h\"\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n");
@@ -364,6 +365,12 @@ fn c_header(p: &OpProto, version: &str) -> String {
         }
     }
     s.push_str(" */\n");
+    if sig_index > 1 {
+        // The operator's signature changed since its first library version: this header binds
+        // its name to the symbol of this signature; programs built with older headers keep
+        // calling the older symbols, which the library still exports.
+        let _ = writeln!(s, "#define Es{} {}", p.name, symbol(&p.name, sig_index));
+    }
     let _ = writeln!(s, "{};", c_declaration(p));
     s.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     s
@@ -389,13 +396,14 @@ fn attr_value_expr(p: &OpProto, a: &AttrDef) -> String {
     }
 }
 
-fn rust_fn(p: &OpProto) -> String {
+/// The Rust implementation of one C signature of an operator: `fname` is its symbol,
+/// `sname` its output struct's Rust name.
+fn rust_fn(p: &OpProto, fname: &str, sname: &str) -> String {
     let mut s = String::new();
     let out_ty = if returns_struct(p) {
         let _ = writeln!(
             s,
-            "/// The outputs of [`Es{}`].\n#[repr(C)]\npub struct Es{}Output {{",
-            p.name, p.name
+            "/// The outputs of [`{fname}`].\n#[repr(C)]\npub struct {sname} {{"
         );
         for o in &p.outputs {
             let n = rs(&out_name(p, &o.name));
@@ -409,7 +417,7 @@ fn rust_fn(p: &OpProto) -> String {
             }
         }
         s.push_str("}\n\n");
-        format!("Es{}Output", p.name)
+        sname.to_string()
     } else {
         "*mut EsCTensorHolder".to_string()
     };
@@ -419,10 +427,9 @@ fn rust_fn(p: &OpProto) -> String {
         .collect();
     let _ = writeln!(
         s,
-        "/// `{}`: {}\n#[no_mangle]\npub unsafe extern \"C\" fn Es{}({}) -> {out_ty} {{",
+        "/// `{}`: {}\n#[no_mangle]\npub unsafe extern \"C\" fn {fname}({}) -> {out_ty} {{",
         c_declaration(p).replace('`', "'"),
         brief(p).replace('`', "'"),
-        p.name,
         params.join(", ")
     );
     let failed = if returns_struct(p) {
@@ -514,12 +521,7 @@ fn rust_fn(p: &OpProto) -> String {
                 fields.push(n);
             }
         }
-        let _ = writeln!(
-            body,
-            "        Ok(Es{}Output {{ {} }})",
-            p.name,
-            fields.join(", ")
-        );
+        let _ = writeln!(body, "        Ok({sname} {{ {} }})", fields.join(", "));
     }
     body.push_str("    })\n");
     s.push_str(&body);
@@ -527,13 +529,22 @@ fn rust_fn(p: &OpProto) -> String {
     s
 }
 
-fn rust_file(reg: &OpRegistry, ops: &[&OpProto]) -> String {
+fn rust_file(reg: &OpRegistry, ops: &[Vec<&OpProto>]) -> String {
     let mut s = format!(
         "//! {BANNER} (library {})\n//! One `Es<Op>` per operator: see `codegen/gen.rs` for the signature rules.\n#![allow(clippy::too_many_arguments, unused_mut, non_snake_case)]\n\nuse crate::builder::{{EsCGraphBuilder, EsCTensorHolder}};\nuse crate::error::guard;\n#[allow(unused_imports)]\nuse crate::ffi::C_DataType;\n#[allow(unused_imports)]\nuse crate::graph::EsCGraph;\n#[allow(unused_imports)]\nuse crate::opcall::*;\n#[allow(unused_imports)]\nuse crate::tensor::EsCTensor;\n#[allow(unused_imports)]\nuse std::ffi::c_char;\n\n",
         reg.version
     );
-    for p in ops {
-        s.push_str(&rust_fn(p));
+    for history in ops {
+        let last = history.len();
+        for (k, p) in history.iter().enumerate() {
+            let k = k + 1;
+            let sname = if k == last {
+                format!("Es{}Output", p.name)
+            } else {
+                format!("Es{}OutputV{k}", p.name)
+            };
+            s.push_str(&rust_fn(p, &symbol(&p.name, k), &sname));
+        }
     }
     s.truncate(s.trim_end().len());
     s.push('\n');
@@ -776,18 +787,53 @@ fn c_types_header() -> String {
     s
 }
 
-/// Every generated file: (path relative to the crate, contents).
-pub fn generate(reg: &OpRegistry) -> Vec<(String, String)> {
-    let mut ops: Vec<&OpProto> = reg.iter().map(|p| &**p).collect();
-    ops.sort_by(|a, b| a.name.cmp(&b.name));
+/// The exported symbol of signature `k` (from 1) of an operator: `Es<Op>` for its first
+/// signature, `Es<Op>_V<k>` for each later one.
+pub fn symbol(op: &str, k: usize) -> String {
+    if k == 1 {
+        format!("Es{op}")
+    } else {
+        format!("Es{op}_V{k}")
+    }
+}
+
+/// The distinct C signatures of `op` across `libs` (oldest library first), in order.
+fn history<'a>(libs: &'a [Arc<OpRegistry>], op: &str) -> Vec<&'a OpProto> {
+    let mut v: Vec<&OpProto> = Vec::new();
+    for l in libs {
+        if let Some(p) = l.get(op) {
+            let key = |p: &OpProto| (c_declaration(p), c_output_struct(p));
+            if v.last().is_none_or(|q| key(q) != key(p)) {
+                v.push(p);
+            }
+        }
+    }
+    v
+}
+
+/// Every generated file (path relative to the crate, contents) for `libs`, the library
+/// versions oldest first: the headers declare the last one's operators; the Rust code exports
+/// every signature any of them had (see [`symbol`]).
+pub fn generate(libs: &[Arc<OpRegistry>]) -> Vec<(String, String)> {
+    let reg = libs.last().expect("at least one library");
+    let mut names: Vec<&str> = reg.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    let histories: Vec<Vec<&OpProto>> = names.iter().map(|n| history(libs, n)).collect();
     let v = &reg.version;
-    let mut files = vec![("src/ops_generated.rs".to_string(), rust_file(reg, &ops))];
+    let mut files = vec![(
+        "src/ops_generated.rs".to_string(),
+        rust_file(reg, &histories),
+    )];
     let mut all_c = format!("/* {BANNER} (library {v}) */\n#ifndef ES_CAPI_ES_ALL_OPS_C_H_\n#define ES_CAPI_ES_ALL_OPS_C_H_\n");
     let mut all_cpp = format!(
         "// {BANNER} (library {v})\n#ifndef ES_CAPI_ES_ALL_OPS_H_\n#define ES_CAPI_ES_ALL_OPS_H_\n"
     );
-    for p in &ops {
-        files.push((format!("include/es_{}_c.h", p.name), c_header(p, v)));
+    for h in &histories {
+        let p = *h.last().expect("the op is in the last library");
+        files.push((
+            format!("include/es_{}_c.h", p.name),
+            c_header(p, v, h.len()),
+        ));
         files.push((format!("include/es_{}.h", p.name), cpp_header(p, v)));
         let _ = writeln!(all_c, "#include \"es_{}_c.h\"", p.name);
         let _ = writeln!(all_cpp, "#include \"es_{}.h\"", p.name);

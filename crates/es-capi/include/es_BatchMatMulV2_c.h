@@ -9,6 +9,7 @@ extern "C" {
 /**
  * BatchMatMulV2: Batched matrix product with optional bias and quantization offsets.
  */
+#define EsBatchMatMulV2 EsBatchMatMulV2_V2
 EsCTensorHolder *EsBatchMatMulV2(EsCTensorHolder *x1, EsCTensorHolder *x2, EsCTensorHolder *bias, EsCTensorHolder *offset_w, bool adj_x1, bool adj_x2, int64_t offset_x);
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@ typedef struct {
 /**
  * BatchNorm: Batch normalization for training or inference; outputs the normalized x and batch statistics.
  */
+#define EsBatchNorm EsBatchNorm_V2
 EsBatchNormOutput EsBatchNorm(EsCTensorHolder *x, EsCTensorHolder *scale, EsCTensorHolder *offset, EsCTensorHolder *mean, EsCTensorHolder *variance, float epsilon, const char *data_format, bool is_training, float exponential_avg_factor);
 
 #ifdef __cplusplus

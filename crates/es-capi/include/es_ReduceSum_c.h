@@ -9,6 +9,7 @@ extern "C" {
 /**
  * ReduceSum: Sums x over the dimensions held in the axes tensor.
  */
+#define EsReduceSum EsReduceSum_V2
 EsCTensorHolder *EsReduceSum(EsCTensorHolder *x, EsCTensorHolder *axes, bool keep_dims, bool noop_with_empty_axes);
 
 #ifdef __cplusplus

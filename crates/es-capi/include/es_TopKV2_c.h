@@ -14,6 +14,7 @@ typedef struct {
 /**
  * TopKV2: Returns the k largest (or smallest) values along dim and their indices.
  */
+#define EsTopKV2 EsTopKV2_V2
 EsTopKV2Output EsTopKV2(EsCTensorHolder *x, EsCTensorHolder *k, bool sorted, int64_t dim, bool largest, int64_t indices_dtype);
 
 #ifdef __cplusplus

@@ -12,6 +12,7 @@ use crate::ffi::{c_str, dtype, slice, C_DataType};
 use crate::graph::EsCGraph;
 use crate::tensor::EsCTensor;
 use es_core::builder::OpArgs;
+use es_core::ops::IoKind;
 use es_core::{AttrValue, Graph, NodeId, OutPort, Tensor};
 use std::collections::HashMap;
 use std::ffi::c_char;
@@ -20,9 +21,10 @@ use std::ffi::c_char;
 pub struct OpCall {
     op: &'static str,
     owner: *mut EsCGraphBuilder,
-    inputs: Vec<Vec<Option<OutPort>>>,
+    /// By IR name: a call made through an older signature may lack inputs added since.
+    inputs: Vec<(String, Vec<Option<OutPort>>)>,
     attrs: Vec<(&'static str, AttrValue)>,
-    subgraphs: Vec<Vec<Graph>>,
+    subgraphs: Vec<(String, Vec<Graph>)>,
     out_nums: HashMap<String, usize>,
 }
 
@@ -91,7 +93,7 @@ impl OpCall {
         } else {
             Some(self.port_of(h, name)?)
         };
-        self.inputs.push(vec![port]);
+        self.inputs.push((name.to_string(), vec![port]));
         Ok(())
     }
 
@@ -107,7 +109,7 @@ impl OpCall {
         for (i, &h) in hs.iter().enumerate() {
             ports.push(Some(self.port_of(h, &format!("{name}[{i}]"))?));
         }
-        self.inputs.push(ports);
+        self.inputs.push((name.to_string(), ports));
         Ok(())
     }
 
@@ -137,7 +139,7 @@ impl OpCall {
     /// A static subgraph taken over by [`take_graph`].
     pub fn subgraph(&mut self, g: Option<Graph>, name: &str) -> CResult<()> {
         let g = g.ok_or_else(|| self.err(format!("subgraph {name} is NULL")))?;
-        self.subgraphs.push(vec![g]);
+        self.subgraphs.push((name.to_string(), vec![g]));
         Ok(())
     }
 
@@ -147,7 +149,7 @@ impl OpCall {
         for (i, g) in gs.into_iter().enumerate() {
             v.push(g.ok_or_else(|| self.err(format!("subgraph {name}[{i}] is NULL")))?);
         }
-        self.subgraphs.push(v);
+        self.subgraphs.push((name.to_string(), v));
         Ok(())
     }
 
@@ -170,9 +172,35 @@ impl OpCall {
     pub unsafe fn finish<'a>(self) -> CResult<Added<'a>> {
         let b = builder_mut(self.owner).map_err(|_| self.err("no input names a graph builder"))?;
         let proto = b.b.proto(self.op)?;
+        // In the current prototype's order; inputs an older signature lacks are absent.
+        let mut given = self.inputs;
+        let inputs = proto
+            .inputs
+            .iter()
+            .map(|d| match given.iter().position(|(n, _)| *n == d.name) {
+                Some(i) => given.swap_remove(i).1,
+                None if d.kind == IoKind::Dynamic => Vec::new(),
+                None => vec![None],
+            })
+            .collect();
+        let mut graphs = self.subgraphs;
+        let subgraphs = proto
+            .subgraphs
+            .iter()
+            .map(|d| match graphs.iter().position(|(n, _)| *n == d.name) {
+                Some(i) => graphs.swap_remove(i).1,
+                None => Vec::new(),
+            })
+            .collect();
+        if let Some((n, _)) = given.first() {
+            return Err(CError::new(
+                crate::error::ES_ERR_BUILD,
+                format!("Es{}: the operator library has no input '{n}'", self.op),
+            ));
+        }
         let mut args = OpArgs {
-            inputs: self.inputs,
-            subgraphs: self.subgraphs,
+            inputs,
+            subgraphs,
             output_counts: self.out_nums,
             ..Default::default()
         };

@@ -227,9 +227,24 @@ pub unsafe extern "C" fn EsBatchMatMul(x1: *mut EsCTensorHolder, x2: *mut EsCTen
     })
 }
 
+/// `EsCTensorHolder *EsBatchMatMulV2(EsCTensorHolder *x1, EsCTensorHolder *x2, EsCTensorHolder *bias, bool adj_x1, bool adj_x2, int64_t offset_x)`: Batched matrix product with optional bias and quantization offsets.
+#[no_mangle]
+pub unsafe extern "C" fn EsBatchMatMulV2(x1: *mut EsCTensorHolder, x2: *mut EsCTensorHolder, bias: *mut EsCTensorHolder, adj_x1: bool, adj_x2: bool, offset_x: i64) -> *mut EsCTensorHolder {
+    guard(std::ptr::null_mut(), || {
+        let mut es_call = OpCall::new("BatchMatMulV2");
+        es_call.input(x1, "x1")?;
+        es_call.input(x2, "x2")?;
+        es_call.input(bias, "bias")?;
+        es_call.attr("adj_x1", a_bool(adj_x1))?;
+        es_call.attr("adj_x2", a_bool(adj_x2))?;
+        es_call.attr("offset_x", a_int(offset_x))?;
+        Ok(es_call.finish()?.one(0))
+    })
+}
+
 /// `EsCTensorHolder *EsBatchMatMulV2(EsCTensorHolder *x1, EsCTensorHolder *x2, EsCTensorHolder *bias, EsCTensorHolder *offset_w, bool adj_x1, bool adj_x2, int64_t offset_x)`: Batched matrix product with optional bias and quantization offsets.
 #[no_mangle]
-pub unsafe extern "C" fn EsBatchMatMulV2(x1: *mut EsCTensorHolder, x2: *mut EsCTensorHolder, bias: *mut EsCTensorHolder, offset_w: *mut EsCTensorHolder, adj_x1: bool, adj_x2: bool, offset_x: i64) -> *mut EsCTensorHolder {
+pub unsafe extern "C" fn EsBatchMatMulV2_V2(x1: *mut EsCTensorHolder, x2: *mut EsCTensorHolder, bias: *mut EsCTensorHolder, offset_w: *mut EsCTensorHolder, adj_x1: bool, adj_x2: bool, offset_x: i64) -> *mut EsCTensorHolder {
     guard(std::ptr::null_mut(), || {
         let mut es_call = OpCall::new("BatchMatMulV2");
         es_call.input(x1, "x1")?;
@@ -245,6 +260,41 @@ pub unsafe extern "C" fn EsBatchMatMulV2(x1: *mut EsCTensorHolder, x2: *mut EsCT
 
 /// The outputs of [`EsBatchNorm`].
 #[repr(C)]
+pub struct EsBatchNormOutputV1 {
+    pub y: *mut EsCTensorHolder,
+    pub batch_mean: *mut EsCTensorHolder,
+    pub batch_variance: *mut EsCTensorHolder,
+    pub reserve_space_1: *mut EsCTensorHolder,
+    pub reserve_space_2: *mut EsCTensorHolder,
+    pub reserve_space_3: *mut EsCTensorHolder,
+}
+
+/// `EsBatchNormOutput EsBatchNorm(EsCTensorHolder *x, EsCTensorHolder *scale, EsCTensorHolder *offset, EsCTensorHolder *mean, EsCTensorHolder *variance, float epsilon, const char *data_format, bool is_training)`: Batch normalization for training or inference; outputs the normalized x and batch statistics.
+#[no_mangle]
+pub unsafe extern "C" fn EsBatchNorm(x: *mut EsCTensorHolder, scale: *mut EsCTensorHolder, offset: *mut EsCTensorHolder, mean: *mut EsCTensorHolder, variance: *mut EsCTensorHolder, epsilon: f32, data_format: *const c_char, is_training: bool) -> EsBatchNormOutputV1 {
+    guard(std::mem::zeroed(), || {
+        let mut es_call = OpCall::new("BatchNorm");
+        es_call.input(x, "x")?;
+        es_call.input(scale, "scale")?;
+        es_call.input(offset, "offset")?;
+        es_call.input(mean, "mean")?;
+        es_call.input(variance, "variance")?;
+        es_call.attr("epsilon", a_float(epsilon))?;
+        es_call.attr("data_format", a_str(data_format))?;
+        es_call.attr("is_training", a_bool(is_training))?;
+        let mut es_added = es_call.finish()?;
+        let y = es_added.one(0);
+        let batch_mean = es_added.one(1);
+        let batch_variance = es_added.one(2);
+        let reserve_space_1 = es_added.one(3);
+        let reserve_space_2 = es_added.one(4);
+        let reserve_space_3 = es_added.one(5);
+        Ok(EsBatchNormOutputV1 { y, batch_mean, batch_variance, reserve_space_1, reserve_space_2, reserve_space_3 })
+    })
+}
+
+/// The outputs of [`EsBatchNorm_V2`].
+#[repr(C)]
 pub struct EsBatchNormOutput {
     pub y: *mut EsCTensorHolder,
     pub batch_mean: *mut EsCTensorHolder,
@@ -256,7 +306,7 @@ pub struct EsBatchNormOutput {
 
 /// `EsBatchNormOutput EsBatchNorm(EsCTensorHolder *x, EsCTensorHolder *scale, EsCTensorHolder *offset, EsCTensorHolder *mean, EsCTensorHolder *variance, float epsilon, const char *data_format, bool is_training, float exponential_avg_factor)`: Batch normalization for training or inference; outputs the normalized x and batch statistics.
 #[no_mangle]
-pub unsafe extern "C" fn EsBatchNorm(x: *mut EsCTensorHolder, scale: *mut EsCTensorHolder, offset: *mut EsCTensorHolder, mean: *mut EsCTensorHolder, variance: *mut EsCTensorHolder, epsilon: f32, data_format: *const c_char, is_training: bool, exponential_avg_factor: f32) -> EsBatchNormOutput {
+pub unsafe extern "C" fn EsBatchNorm_V2(x: *mut EsCTensorHolder, scale: *mut EsCTensorHolder, offset: *mut EsCTensorHolder, mean: *mut EsCTensorHolder, variance: *mut EsCTensorHolder, epsilon: f32, data_format: *const c_char, is_training: bool, exponential_avg_factor: f32) -> EsBatchNormOutput {
     guard(std::mem::zeroed(), || {
         let mut es_call = OpCall::new("BatchNorm");
         es_call.input(x, "x")?;
@@ -2079,9 +2129,21 @@ pub unsafe extern "C" fn EsReduceProdD(x: *mut EsCTensorHolder, axes: *const i64
     })
 }
 
+/// `EsCTensorHolder *EsReduceSum(EsCTensorHolder *x, EsCTensorHolder *axes, bool keep_dims)`: Sums x over the dimensions held in the axes tensor.
+#[no_mangle]
+pub unsafe extern "C" fn EsReduceSum(x: *mut EsCTensorHolder, axes: *mut EsCTensorHolder, keep_dims: bool) -> *mut EsCTensorHolder {
+    guard(std::ptr::null_mut(), || {
+        let mut es_call = OpCall::new("ReduceSum");
+        es_call.input(x, "x")?;
+        es_call.input(axes, "axes")?;
+        es_call.attr("keep_dims", a_bool(keep_dims))?;
+        Ok(es_call.finish()?.one(0))
+    })
+}
+
 /// `EsCTensorHolder *EsReduceSum(EsCTensorHolder *x, EsCTensorHolder *axes, bool keep_dims, bool noop_with_empty_axes)`: Sums x over the dimensions held in the axes tensor.
 #[no_mangle]
-pub unsafe extern "C" fn EsReduceSum(x: *mut EsCTensorHolder, axes: *mut EsCTensorHolder, keep_dims: bool, noop_with_empty_axes: bool) -> *mut EsCTensorHolder {
+pub unsafe extern "C" fn EsReduceSum_V2(x: *mut EsCTensorHolder, axes: *mut EsCTensorHolder, keep_dims: bool, noop_with_empty_axes: bool) -> *mut EsCTensorHolder {
     guard(std::ptr::null_mut(), || {
         let mut es_call = OpCall::new("ReduceSum");
         es_call.input(x, "x")?;
@@ -2685,6 +2747,30 @@ pub unsafe extern "C" fn EsTile(x: *mut EsCTensorHolder, multiples: *mut EsCTens
 
 /// The outputs of [`EsTopKV2`].
 #[repr(C)]
+pub struct EsTopKV2OutputV1 {
+    pub values: *mut EsCTensorHolder,
+    pub indices: *mut EsCTensorHolder,
+}
+
+/// `EsTopKV2Output EsTopKV2(EsCTensorHolder *x, EsCTensorHolder *k, bool sorted, int64_t dim, bool largest)`: Returns the k largest (or smallest) values along dim and their indices.
+#[no_mangle]
+pub unsafe extern "C" fn EsTopKV2(x: *mut EsCTensorHolder, k: *mut EsCTensorHolder, sorted: bool, dim: i64, largest: bool) -> EsTopKV2OutputV1 {
+    guard(std::mem::zeroed(), || {
+        let mut es_call = OpCall::new("TopKV2");
+        es_call.input(x, "x")?;
+        es_call.input(k, "k")?;
+        es_call.attr("sorted", a_bool(sorted))?;
+        es_call.attr("dim", a_int(dim))?;
+        es_call.attr("largest", a_bool(largest))?;
+        let mut es_added = es_call.finish()?;
+        let values = es_added.one(0);
+        let indices = es_added.one(1);
+        Ok(EsTopKV2OutputV1 { values, indices })
+    })
+}
+
+/// The outputs of [`EsTopKV2_V2`].
+#[repr(C)]
 pub struct EsTopKV2Output {
     pub values: *mut EsCTensorHolder,
     pub indices: *mut EsCTensorHolder,
@@ -2692,7 +2778,7 @@ pub struct EsTopKV2Output {
 
 /// `EsTopKV2Output EsTopKV2(EsCTensorHolder *x, EsCTensorHolder *k, bool sorted, int64_t dim, bool largest, int64_t indices_dtype)`: Returns the k largest (or smallest) values along dim and their indices.
 #[no_mangle]
-pub unsafe extern "C" fn EsTopKV2(x: *mut EsCTensorHolder, k: *mut EsCTensorHolder, sorted: bool, dim: i64, largest: bool, indices_dtype: i64) -> EsTopKV2Output {
+pub unsafe extern "C" fn EsTopKV2_V2(x: *mut EsCTensorHolder, k: *mut EsCTensorHolder, sorted: bool, dim: i64, largest: bool, indices_dtype: i64) -> EsTopKV2Output {
     guard(std::mem::zeroed(), || {
         let mut es_call = OpCall::new("TopKV2");
         es_call.input(x, "x")?;

@@ -55,8 +55,9 @@ fn asan_works(cc: &str, dir: &Path) -> bool {
     built && Command::new(&exe).status().is_ok_and(|s| s.success())
 }
 
-/// Builds `src` with `cc` and runs it; returns its standard output.
-fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
+/// Compiles `src` with `cc` against the headers in `include` and the library; returns the
+/// executable, or the compiler's messages.
+fn compile(cc: &str, std: &str, src: &Path, name: &str, include: &Path) -> Result<PathBuf, String> {
     let dir = out_dir();
     let lib = lib_dir();
     let exe = dir.join(name);
@@ -64,7 +65,7 @@ fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
     cmd.arg(std)
         .args(["-Wall", "-Wextra", "-Werror", "-g"])
         .arg("-I")
-        .arg(root().join("crates/es-capi/include"))
+        .arg(include)
         .arg(src)
         .arg("-o")
         .arg(&exe)
@@ -79,14 +80,17 @@ fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cc} failed on {}:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if out.status.success() {
+        Ok(exe)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Runs an example; asserts it succeeds and returns its standard output.
+fn run(exe: &Path) -> String {
     // Cargo's LD_LIBRARY_PATH may name an older libes_capi (target/debug): use the rpath.
-    let run = Command::new(&exe)
+    let run = Command::new(exe)
         .env_remove("LD_LIBRARY_PATH")
         .env("ASAN_OPTIONS", "detect_leaks=1")
         .output()
@@ -94,11 +98,20 @@ fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(
         run.status.success(),
-        "{name} failed ({}):\n{stdout}\n{}",
+        "{} failed ({}):\n{stdout}\n{}",
+        exe.display(),
         run.status,
         String::from_utf8_lossy(&run.stderr)
     );
     stdout
+}
+
+/// Builds `src` with `cc` against `include/` and runs it; returns its standard output.
+fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
+    let include = root().join("crates/es-capi/include");
+    let exe = compile(cc, std, src, name, &include)
+        .unwrap_or_else(|e| panic!("{cc} failed on {}:\n{e}", src.display()));
+    run(&exe)
 }
 
 fn c(name: &str) -> String {
@@ -187,4 +200,45 @@ fn cpp_split() {
         "{out}"
     );
     has_line(&out, "part: 3 4");
+}
+
+/// ABI compatibility (the seed's rule for C, by versioned symbols): a program compiled against
+/// the 8.0.0 library's headers, calling operators whose signatures changed in 8.1.0, runs
+/// against this library. The same program does not compile against the current headers.
+#[test]
+fn abi_program_built_against_the_8_0_0_headers_runs() {
+    #[path = "../codegen/gen.rs"]
+    #[allow(dead_code)]
+    mod gen;
+    let old = es_core::ops::builtin_library("8.0.0").unwrap();
+    let include = out_dir().join("include_8.0.0");
+    std::fs::create_dir_all(&include).unwrap();
+    for (rel, text) in gen::generate(&[old]) {
+        if let Some(name) = rel.strip_prefix("include/") {
+            std::fs::write(include.join(name), text).unwrap();
+        }
+    }
+    for name in gen::HAND_WRITTEN {
+        std::fs::copy(
+            root().join("crates/es-capi/include").join(name),
+            include.join(name),
+        )
+        .unwrap();
+    }
+    let src = root().join("crates/es-capi/tests/abi/old_signatures.c");
+    let cc = compiler("CC", "cc");
+    let exe = compile(&cc, "-std=c11", &src, "abi_8_0_0", &include).unwrap_or_else(|e| {
+        panic!(
+            "{cc} failed on {} with the 8.0.0 headers:\n{e}",
+            src.display()
+        )
+    });
+    let out = run(&exe);
+    has_line(&out, "output 0: 3 7");
+    has_line(&out, "output 1: 2 4");
+    has_line(&out, "output 2: 5 11 11 25");
+    let current = root().join("crates/es-capi/include");
+    let err = compile(&cc, "-std=c11", &src, "abi_current", &current)
+        .expect_err("the 8.0.0 calls must not compile against the current headers");
+    assert!(err.contains("EsReduceSum"), "{err}");
 }
