@@ -113,6 +113,13 @@ def test_detection_per_class_nms_in_a_loop(mode):
         # The case is not trivial: some class keeps fewer than its TopK candidates.
         assert 0 < len(want[2]) < n_classes * min(8, n_boxes)
         assert_outputs(ours([boxes, scores]), want, 0, 0, what=(n_boxes, n_classes))
+    # A class with no score above the threshold adds nothing; with none at all the outputs are empty.
+    boxes, scores = detections(rng, 12, 3)
+    scores[0, 1] *= 0.1
+    for s, kept in ((scores, {0, 2}), (scores * 0.1, set())):
+        want = theirs([boxes, s])
+        assert set(want[2].tolist()) == kept
+        assert_outputs(ours([boxes, s]), want, 0, 0, what=sorted(kept))
 
 
 @pytest.mark.xfail(strict=True, raises=ge.TranslationError, reason=(
@@ -137,8 +144,11 @@ def test_detection_if_chooses_the_score_threshold(mode):
 
 
 def quant_inputs() -> list[np.ndarray]:
+    """Normal inputs at three scales, and one of halfway values (``(m + 0.5) * x_scale``, most of
+    them exact ties in float32), where QuantizeLinear's round-half-to-even matters."""
     rng = np.random.default_rng(4)
-    return [rng.standard_normal((1, 2, 8, 8)).astype(np.float32) * s for s in (1.0, 0.5, 2.0)]
+    ties = ((rng.integers(-60, 60, (1, 2, 8, 8)) + 0.5) * np.float32(0.02)).astype(np.float32)
+    return [rng.standard_normal((1, 2, 8, 8)).astype(np.float32) * s for s in (1.0, 0.5, 2.0)] + [ties]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -188,10 +198,12 @@ def two_steps(step1: Any, step2: Any, f: dict[str, np.ndarray]) -> list[list[np.
     return [first, second]
 
 
-def check_two_steps(got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
+def check_two_steps(got: list[list[np.ndarray]], want: list[list[np.ndarray]], present: tuple = (2, 6)) -> None:
+    """Both steps' outputs within tolerance; the last present key of (batch, length) ``present``."""
     for step, (g, w) in enumerate(zip(got, want)):
         assert_outputs(g, w, 1e-4, 1e-5, what=f"step {step + 1}")
-    assert want[1][1].shape == (2, rm.DECODER_DIMS["heads"], 6, rm.DECODER_DIMS["head_dim"])
+    b, t = present
+    assert want[1][1].shape == (b, rm.DECODER_DIMS["heads"], t, rm.DECODER_DIMS["head_dim"])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -199,6 +211,13 @@ def test_decoder_step_feeds_presents_back_as_pasts(mode):
     m = rm.decoder_step()
     ours, theirs = Ge(m, mode), Ort(m)
     check_two_steps(two_steps(ours, ours, decoder_feeds()), two_steps(theirs, theirs, decoder_feeds()))
+    # The same session: generation from an empty cache at batch 1 (a 4-position prompt, then 1).
+    rng = np.random.default_rng(6)
+    h, hd = rm.DECODER_DIMS["heads"], rm.DECODER_DIMS["head_dim"]
+    empty = np.zeros((1, h, 0, hd), np.float32)
+    f = {"x1": rng.standard_normal((1, 4, rm.DECODER_DIMS["d_model"])).astype(np.float32), "past_key": empty,
+         "past_value": empty, "x2": rng.standard_normal((1, 1, rm.DECODER_DIMS["d_model"])).astype(np.float32)}
+    check_two_steps(two_steps(ours, ours, f), two_steps(theirs, theirs, f), present=(1, 5))
 
 
 @pytest.mark.xfail(strict=True, raises=ge.TranslationError, reason=(
