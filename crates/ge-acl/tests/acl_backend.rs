@@ -121,6 +121,12 @@ fn session(kv: &[(&str, &str)], g: Graph) -> Session {
     s
 }
 
+/// Closes session `s` and checks that the double holds no `kind` any more.
+fn close_leaves_none(d: &TestDouble, s: Session, kind: &str) {
+    drop(s);
+    assert_eq!(d.live(kind), 0, "{kind} left");
+}
+
 fn x(n: usize, seed: f32) -> Value {
     let v: Vec<f32> = (0..n * 3)
         .map(|i| (i as f32 * 0.37 + seed).sin() * 2.0)
@@ -283,8 +289,7 @@ fn eager_mode_launches_every_run_and_never_captures() {
     assert_eq!(d.calls("aclnnPermute"), 3);
     assert_eq!(d.calls("aclnnMean"), 3);
     assert_eq!(d.calls("aclnnCast"), 3);
-    drop(s);
-    assert_eq!(d.live("device_buffers"), 0);
+    close_leaves_none(d, s, "device_buffers");
     assert_eq!(d.violations(), 0, "{}", d.log());
 }
 
@@ -334,8 +339,7 @@ fn acl_error_codes_become_errors_naming_the_node() {
     assert!(e.to_string().contains("out of device memory"), "{e}");
     // After failures the session still works and nothing leaked.
     s.run_graph(1, vec![x(2, 0.0)]).unwrap();
-    drop(s);
-    assert_eq!(d.live("device_buffers"), 0);
+    close_leaves_none(d, s, "device_buffers");
 }
 
 #[test]
@@ -366,8 +370,7 @@ fn auto_picks_acl_when_it_loads_and_device_ids_are_checked() {
     assert!(e.to_string().contains("ACL reports 1 device(s)"), "{e}");
     d.set_device_count(4);
     let s = Session::new(&opts(&[("ge.device", "acl"), ("ge.exec.deviceId", "3")])).unwrap();
-    drop(s);
-    assert_eq!(d.live("contexts"), 0);
+    close_leaves_none(d, s, "contexts");
 }
 
 #[test]

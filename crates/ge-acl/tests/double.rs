@@ -5,7 +5,7 @@ use acl_sys::ffi;
 use acl_sys::test_double::TestDouble;
 use acl_sys::Api;
 use ge_acl::acl::ops::{self, Binary, Reduce, Unary};
-use ge_acl::acl::{Acl, DeviceBuffer, Error, Tensor};
+use ge_acl::acl::{Acl, Device, DeviceBuffer, Error, Stream, Tensor};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 struct Fixture {
@@ -41,6 +41,21 @@ fn f32_tensor(api: &'static Api, dims: &[i64], buf: &DeviceBuffer) -> Tensor {
     Tensor::contiguous(api, ffi::ACL_FLOAT, dims, buf).unwrap()
 }
 
+/// Device 0 and a stream on it.
+fn device_and_stream(f: &Fixture) -> (Device, Stream) {
+    let device = f.acl.open_device(0).unwrap();
+    let stream = device.create_stream().unwrap();
+    (device, stream)
+}
+
+/// Waits for `stream`, then reads the first `n` bytes of `buf` back.
+fn read_back(device: &Device, stream: &mut Stream, buf: &DeviceBuffer, n: usize) -> Vec<u8> {
+    stream.synchronize().unwrap();
+    let mut out = vec![0u8; n];
+    device.copy_from_device(&mut out, buf, 0).unwrap();
+    out
+}
+
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -56,8 +71,7 @@ fn copies_and_an_eager_launch() {
     let (_g, f) = fixture();
     let api = f.acl.api();
     assert!(api.has_capture());
-    let device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (device, mut stream) = device_and_stream(f);
     let x = device.alloc(16).unwrap();
     let y = device.alloc(16).unwrap();
     device
@@ -68,10 +82,10 @@ fn copies_and_an_eager_launch() {
     stream
         .launch(ops::unary(api, Unary::Relu, &tx, &ty).unwrap(), None)
         .unwrap();
-    stream.synchronize().unwrap();
-    let mut out = [0u8; 16];
-    device.copy_from_device(&mut out, &y, 0).unwrap();
-    assert_eq!(f32s(&out), vec![0.0, 2.0, 0.0, 4.0]);
+    assert_eq!(
+        f32s(&read_back(&device, &mut stream, &y, 16)),
+        vec![0.0, 2.0, 0.0, 4.0]
+    );
     // A copy that does not fit is refused before reaching ACL.
     assert!(matches!(
         device.copy_to_device(&x, 8, &[0u8; 16]),
@@ -95,8 +109,7 @@ fn copies_and_an_eager_launch() {
 fn every_bound_operator_computes() {
     let (_g, f) = fixture();
     let api = f.acl.api();
-    let device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (device, mut stream) = device_and_stream(f);
     let a = device.alloc(24).unwrap();
     let b = device.alloc(24).unwrap();
     let o = device.alloc(64).unwrap();
@@ -108,12 +121,7 @@ fn every_bound_operator_computes() {
         .copy_to_device(&b, 0, &f32_bytes(&[1.0, 0.5, 2.0, -1.0, 1.0, 3.0]))
         .unwrap();
     let t = |buf, dims: &[i64]| f32_tensor(api, dims, buf);
-    let read = |n: usize, stream: &mut ge_acl::acl::Stream| {
-        stream.synchronize().unwrap();
-        let mut out = vec![0u8; n * 4];
-        device.copy_from_device(&mut out, &o, 0).unwrap();
-        f32s(&out)
-    };
+    let read = |n: usize, stream: &mut Stream| f32s(&read_back(&device, stream, &o, n * 4));
     let (ta, tb) = (t(&a, &[2, 3]), t(&b, &[2, 3]));
     let cases: Vec<(Binary, Vec<f32>)> = vec![
         (Binary::Add, vec![2.0, 2.5, 5.0, 3.0, 6.0, 9.0]),
@@ -164,9 +172,7 @@ fn every_bound_operator_computes() {
     stream
         .launch(ops::cast(api, &tb, ffi::ACL_INT32, &ti).unwrap(), Some(&ws))
         .unwrap();
-    stream.synchronize().unwrap();
-    let mut out = vec![0u8; 24];
-    device.copy_from_device(&mut out, &o, 0).unwrap();
+    let out = read_back(&device, &mut stream, &o, 24);
     let ints: Vec<i32> = out
         .chunks_exact(4)
         .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
@@ -179,8 +185,7 @@ fn every_bound_operator_computes() {
 fn a_launch_without_its_workspace_is_refused_before_acl() {
     let (_g, f) = fixture();
     let api = f.acl.api();
-    let device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (device, mut stream) = device_and_stream(f);
     let a = device.alloc(16).unwrap();
     let o = device.alloc(16).unwrap();
     let ta = f32_tensor(api, &[2, 2], &a);
@@ -195,8 +200,7 @@ fn a_launch_without_its_workspace_is_refused_before_acl() {
 fn capture_records_and_replay_runs() {
     let (_g, f) = fixture();
     let api = f.acl.api();
-    let mut device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (mut device, mut stream) = device_and_stream(f);
     let x = device.alloc(8).unwrap();
     let y = device.alloc(8).unwrap();
     let tx = f32_tensor(api, &[2], &x);
@@ -210,10 +214,10 @@ fn capture_records_and_replay_runs() {
     for v in [[1.0f32, -2.0], [3.0, 4.0]] {
         device.copy_to_device(&x, 0, &f32_bytes(&v)).unwrap();
         graph.replay(&mut stream).unwrap();
-        stream.synchronize().unwrap();
-        let mut out = [0u8; 8];
-        device.copy_from_device(&mut out, &y, 0).unwrap();
-        assert_eq!(f32s(&out), vec![-v[0], -v[1]]);
+        assert_eq!(
+            f32s(&read_back(&device, &mut stream, &y, 8)),
+            vec![-v[0], -v[1]]
+        );
     }
     assert_eq!(f.double.calls("aclmdlRIExecuteAsync"), 2);
     assert_eq!(f.double.live("graphs"), 1);
@@ -225,8 +229,7 @@ fn capture_records_and_replay_runs() {
 #[test]
 fn a_buffer_dropped_during_capture_is_freed_after_it() {
     let (_g, f) = fixture();
-    let mut device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (mut device, mut stream) = device_and_stream(f);
     let scratch = device.alloc(64).unwrap();
     let before = f.double.live("device_buffers");
     {
@@ -243,8 +246,7 @@ fn a_buffer_dropped_during_capture_is_freed_after_it() {
 #[test]
 fn a_capture_dropped_without_end_ends_and_destroys() {
     let (_g, f) = fixture();
-    let mut device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (mut device, mut stream) = device_and_stream(f);
     {
         let _cap = stream.capture(&mut device).unwrap();
         assert_eq!(f.double.live("capturing"), 1);
@@ -362,18 +364,17 @@ fn without_the_capture_functions_capture_is_off_and_eager_works() {
     stream
         .launch(ops::unary(api, Unary::Abs, &tx, &tx).unwrap(), None)
         .unwrap();
-    stream.synchronize().unwrap();
-    let mut out = [0u8; 8];
-    device.copy_from_device(&mut out, &x, 0).unwrap();
-    assert_eq!(f32s(&out), vec![1.0, 1.0]);
+    assert_eq!(
+        f32s(&read_back(&device, &mut stream, &x, 8)),
+        vec![1.0, 1.0]
+    );
     assert_eq!(old.violations(), 0, "{}", old.log());
 }
 
 #[test]
 fn device_copies_are_recorded_in_a_capture_and_pinned_host_memory_is_freed() {
     let (_g, f) = fixture();
-    let mut device = f.acl.open_device(0).unwrap();
-    let mut stream = device.create_stream().unwrap();
+    let (mut device, mut stream) = device_and_stream(f);
     let (a, b) = (device.alloc(8).unwrap(), device.alloc(8).unwrap());
     let mut host = device.alloc_host(8).unwrap();
     assert_eq!(host.as_slice(), &[0u8; 8]);
@@ -391,14 +392,16 @@ fn device_copies_are_recorded_in_a_capture_and_pinned_host_memory_is_freed() {
     device.copy_from_device(&mut out, &b, 0).unwrap();
     assert_eq!(f32s(&out), vec![0.0, 0.0], "recorded, not run");
     graph.replay(&mut stream).unwrap();
-    stream.synchronize().unwrap();
-    device.copy_from_device(&mut out, &b, 0).unwrap();
-    assert_eq!(f32s(&out), vec![0.0, 1.5]);
+    assert_eq!(
+        f32s(&read_back(&device, &mut stream, &b, 8)),
+        vec![0.0, 1.5]
+    );
     // Outside a capture the same copy runs on the stream.
     stream.copy_async(&b, 0, &a, 4, 4).unwrap();
-    stream.synchronize().unwrap();
-    device.copy_from_device(&mut out, &b, 0).unwrap();
-    assert_eq!(f32s(&out), vec![-2.5, 1.5]);
+    assert_eq!(
+        f32s(&read_back(&device, &mut stream, &b, 8)),
+        vec![-2.5, 1.5]
+    );
     drop((graph, host, a, b, stream, device));
     assert_eq!(f.double.live("host_buffers"), 0);
     assert_eq!(f.double.violations(), 0, "{}", f.double.log());

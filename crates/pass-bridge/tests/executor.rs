@@ -325,17 +325,24 @@ fn bad_replacement() -> PassFactory {
     })
 }
 
+/// Runs [`bad_replacement`], registered as pass `name` of `kind`, on a chain of `n` Add+Relu
+/// pairs, which must fail: the graph before, after, and the error.
+fn run_bad_replacement(name: &str, kind: PassKind, n: usize) -> (Graph, Graph, PassError) {
+    let reg = one_pass(
+        desc(name, kind, PassStage::AfterInferShape),
+        bad_replacement(),
+    );
+    let mut g = add_relu_chain(n).unwrap();
+    let before = g.clone();
+    let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
+    (before, g, e)
+}
+
 /// A replacement with the wrong number of inputs makes the pass fail, naming it, and restores
 /// the graph.
 #[test]
 fn a_replacement_that_does_not_fit_fails_the_pass_and_restores() {
-    let reg = one_pass(
-        desc("bad", PassKind::PatternFusion, PassStage::AfterInferShape),
-        bad_replacement(),
-    );
-    let mut g = add_relu_chain(3).unwrap();
-    let before = g.clone();
-    let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
+    let (before, g, e) = run_bad_replacement("bad", PassKind::PatternFusion, 3);
     assert_eq!(e.pass_name(), Some("bad"));
     assert!(e.to_string().contains("inputs"), "{e}");
     assert_eq!(g, before);
@@ -414,12 +421,7 @@ fn decompose_pass_replaces_each_node_of_its_op_types() {
 
 #[test]
 fn a_factory_of_the_wrong_kind_is_refused() {
-    let reg = one_pass(
-        desc("x", PassKind::FusionBase, PassStage::AfterInferShape),
-        bad_replacement(),
-    );
-    let mut g = add_relu_chain(1).unwrap();
-    let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
+    let (_, _, e) = run_bad_replacement("x", PassKind::FusionBase, 1);
     assert!(matches!(e, PassError::Registry(m) if m.contains("pattern_fusion")));
 }
 

@@ -297,6 +297,59 @@ impl Device {
     }
 }
 
+/// `launch` and `copy_async` (documented `$launch` and `$copy`) for a type whose `queue` method
+/// gives the device state and the stream to queue on: a [`Stream`], or a [`Capture`] of one.
+macro_rules! queue_methods {
+    ($launch:literal, $copy:literal) => {
+        #[doc = $launch]
+        pub fn launch(&mut self, exec: Executor, workspace: Option<&DeviceBuffer>) -> Result<()> {
+            let (shared, stream) = self.queue()?;
+            let need = exec.workspace_size();
+            let (ptr, have) = match workspace {
+                Some(w) => (w.ptr, w.len as u64),
+                None => (std::ptr::null_mut(), 0),
+            };
+            if need > have {
+                return Err(Error::Invalid(format!(
+                    "{} needs a workspace of {need} bytes, got {have}",
+                    exec.op()
+                )));
+            }
+            let (op, code) = exec.launch(ptr, need, stream);
+            shared.api.check(op, code)
+        }
+
+        #[doc = $copy]
+        pub fn copy_async(
+            &mut self,
+            dst: &DeviceBuffer,
+            dst_offset: usize,
+            src: &DeviceBuffer,
+            src_offset: usize,
+            bytes: usize,
+        ) -> Result<()> {
+            let (shared, stream) = self.queue()?;
+            Device::check_range("device copy (destination)", dst_offset, bytes, dst.len)?;
+            Device::check_range("device copy (source)", src_offset, bytes, src.len)?;
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: both ranges are inside live device buffers.
+            let code = unsafe {
+                (shared.api.runtime.aclrtMemcpyAsync)(
+                    (dst.ptr as *mut u8).add(dst_offset) as *mut c_void,
+                    dst.len - dst_offset,
+                    (src.ptr as *const u8).add(src_offset) as *const c_void,
+                    bytes,
+                    ffi::ACL_MEMCPY_DEVICE_TO_DEVICE,
+                    stream,
+                )
+            };
+            shared.api.check("aclrtMemcpyAsync", code)
+        }
+    };
+}
+
 /// A stream, destroyed (`aclrtDestroyStream`) in `Drop`.
 pub struct Stream {
     shared: Arc<DeviceShared>,
@@ -307,40 +360,24 @@ pub struct Stream {
 unsafe impl Send for Stream {}
 
 impl Stream {
+    queue_methods!(
+        "Queues an aclnn operator prepared with [`super::ops`]. `workspace` must hold at least \
+         the executor's workspace size.",
+        "Queues a device-to-device copy of `bytes` bytes."
+    );
+
+    /// The device state and the stream to queue on, made current.
+    fn queue(&mut self) -> Result<(&DeviceShared, ffi::aclrtStream)> {
+        self.shared.bind()?;
+        Ok((&self.shared, self.raw))
+    }
+
     /// Waits until everything queued on the stream has run (`aclrtSynchronizeStream`).
     pub fn synchronize(&mut self) -> Result<()> {
         self.shared.bind()?;
         // SAFETY: our live stream.
         let code = unsafe { (self.shared.api.runtime.aclrtSynchronizeStream)(self.raw) };
         self.shared.api.check("aclrtSynchronizeStream", code)
-    }
-
-    /// Queues an aclnn operator prepared with [`super::ops`]. `workspace` must hold at least
-    /// the executor's workspace size.
-    pub fn launch(&mut self, exec: Executor, workspace: Option<&DeviceBuffer>) -> Result<()> {
-        self.shared.bind()?;
-        launch_on(&self.shared, self.raw, exec, workspace)
-    }
-
-    /// Queues a device-to-device copy of `bytes` bytes.
-    pub fn copy_async(
-        &mut self,
-        dst: &DeviceBuffer,
-        dst_offset: usize,
-        src: &DeviceBuffer,
-        src_offset: usize,
-        bytes: usize,
-    ) -> Result<()> {
-        self.shared.bind()?;
-        copy_d2d(
-            &self.shared,
-            self.raw,
-            dst,
-            dst_offset,
-            src,
-            src_offset,
-            bytes,
-        )
     }
 
     /// Begins capturing this stream (`aclmdlRICaptureBegin`, global mode). The returned
@@ -400,55 +437,6 @@ impl Drop for Stream {
     }
 }
 
-fn launch_on(
-    shared: &DeviceShared,
-    stream: ffi::aclrtStream,
-    exec: Executor,
-    workspace: Option<&DeviceBuffer>,
-) -> Result<()> {
-    let need = exec.workspace_size();
-    let (ptr, have) = match workspace {
-        Some(w) => (w.ptr, w.len as u64),
-        None => (std::ptr::null_mut(), 0),
-    };
-    if need > have {
-        return Err(Error::Invalid(format!(
-            "{} needs a workspace of {need} bytes, got {have}",
-            exec.op()
-        )));
-    }
-    let (op, code) = exec.launch(ptr, need, stream);
-    shared.api.check(op, code)
-}
-
-fn copy_d2d(
-    shared: &DeviceShared,
-    stream: ffi::aclrtStream,
-    dst: &DeviceBuffer,
-    dst_offset: usize,
-    src: &DeviceBuffer,
-    src_offset: usize,
-    bytes: usize,
-) -> Result<()> {
-    Device::check_range("device copy (destination)", dst_offset, bytes, dst.len)?;
-    Device::check_range("device copy (source)", src_offset, bytes, src.len)?;
-    if bytes == 0 {
-        return Ok(());
-    }
-    // SAFETY: both ranges are inside live device buffers.
-    let code = unsafe {
-        (shared.api.runtime.aclrtMemcpyAsync)(
-            (dst.ptr as *mut u8).add(dst_offset) as *mut c_void,
-            dst.len - dst_offset,
-            (src.ptr as *const u8).add(src_offset) as *const c_void,
-            bytes,
-            ffi::ACL_MEMCPY_DEVICE_TO_DEVICE,
-            stream,
-        )
-    };
-    shared.api.check("aclrtMemcpyAsync", code)
-}
-
 /// A stream being captured. Launches and device copies are recorded into the graph that
 /// [`Capture::end`] returns; allocation, synchronous copies and synchronisation cannot be
 /// called while it lives (it borrows the device and the stream). Dropped without `end`, it
@@ -460,22 +448,14 @@ pub struct Capture<'a> {
 }
 
 impl Capture<'_> {
-    /// Records an aclnn operator launch.
-    pub fn launch(&mut self, exec: Executor, workspace: Option<&DeviceBuffer>) -> Result<()> {
-        launch_on(&self.stream.shared, self.stream.raw, exec, workspace)
-    }
+    queue_methods!(
+        "Records an aclnn operator launch.",
+        "Records a device-to-device copy."
+    );
 
-    /// Records a device-to-device copy.
-    pub fn copy_async(
-        &mut self,
-        dst: &DeviceBuffer,
-        dst_offset: usize,
-        src: &DeviceBuffer,
-        src_offset: usize,
-        bytes: usize,
-    ) -> Result<()> {
-        let s = &self.stream;
-        copy_d2d(&s.shared, s.raw, dst, dst_offset, src, src_offset, bytes)
+    /// The device state and the captured stream.
+    fn queue(&mut self) -> Result<(&DeviceShared, ffi::aclrtStream)> {
+        Ok((&self.stream.shared, self.stream.raw))
     }
 
     fn finish(&mut self) -> Result<ffi::aclmdlRI> {
