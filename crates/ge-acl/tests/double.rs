@@ -48,12 +48,31 @@ fn device_and_stream(f: &Fixture) -> (Device, Stream) {
     (device, stream)
 }
 
+/// A device buffer of each size.
+fn buffers<const N: usize>(device: &Device, sizes: [usize; N]) -> [DeviceBuffer; N] {
+    sizes.map(|n| device.alloc(n).unwrap())
+}
+
 /// Waits for `stream`, then reads the first `n` bytes of `buf` back.
 fn read_back(device: &Device, stream: &mut Stream, buf: &DeviceBuffer, n: usize) -> Vec<u8> {
     stream.synchronize().unwrap();
     let mut out = vec![0u8; n];
     device.copy_from_device(&mut out, buf, 0).unwrap();
     out
+}
+
+/// Launches unary `op` from tensor `x` to `y` (no workspace), then reads the first `n` bytes of
+/// `out` (y's buffer) back as floats.
+fn run_unary(
+    api: &'static Api,
+    (device, stream): (&Device, &mut Stream),
+    (op, x, y): (Unary, &Tensor, &Tensor),
+    (out, n): (&DeviceBuffer, usize),
+) -> Vec<f32> {
+    stream
+        .launch(ops::unary(api, op, x, y).unwrap(), None)
+        .unwrap();
+    f32s(&read_back(device, stream, out, n))
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -72,18 +91,15 @@ fn copies_and_an_eager_launch() {
     let api = f.acl.api();
     assert!(api.has_capture());
     let (device, mut stream) = device_and_stream(f);
-    let x = device.alloc(16).unwrap();
-    let y = device.alloc(16).unwrap();
+    let [x, y] = buffers(&device, [16, 16]);
     device
         .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 2.0, -3.0, 4.0]))
         .unwrap();
     let tx = f32_tensor(api, &[4], &x);
     let ty = f32_tensor(api, &[4], &y);
-    stream
-        .launch(ops::unary(api, Unary::Relu, &tx, &ty).unwrap(), None)
-        .unwrap();
+    let relu = (Unary::Relu, &tx, &ty);
     assert_eq!(
-        f32s(&read_back(&device, &mut stream, &y, 16)),
+        run_unary(api, (&device, &mut stream), relu, (&y, 16)),
         vec![0.0, 2.0, 0.0, 4.0]
     );
     // A copy that does not fit is refused before reaching ACL.
@@ -110,10 +126,7 @@ fn every_bound_operator_computes() {
     let (_g, f) = fixture();
     let api = f.acl.api();
     let (device, mut stream) = device_and_stream(f);
-    let a = device.alloc(24).unwrap();
-    let b = device.alloc(24).unwrap();
-    let o = device.alloc(64).unwrap();
-    let ws = device.alloc(1024).unwrap();
+    let [a, b, o, ws] = buffers(&device, [24, 24, 64, 1024]);
     device
         .copy_to_device(&a, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
         .unwrap();
@@ -186,8 +199,7 @@ fn a_launch_without_its_workspace_is_refused_before_acl() {
     let (_g, f) = fixture();
     let api = f.acl.api();
     let (device, mut stream) = device_and_stream(f);
-    let a = device.alloc(16).unwrap();
-    let o = device.alloc(16).unwrap();
+    let [a, o] = buffers(&device, [16, 16]);
     let ta = f32_tensor(api, &[2, 2], &a);
     let to = f32_tensor(api, &[2, 2], &o);
     let e = ops::matmul(api, &ta, &ta, &to).unwrap();
@@ -201,8 +213,7 @@ fn capture_records_and_replay_runs() {
     let (_g, f) = fixture();
     let api = f.acl.api();
     let (mut device, mut stream) = device_and_stream(f);
-    let x = device.alloc(8).unwrap();
-    let y = device.alloc(8).unwrap();
+    let [x, y] = buffers(&device, [8, 8]);
     let tx = f32_tensor(api, &[2], &x);
     let ty = f32_tensor(api, &[2], &y);
     let e = ops::unary(api, Unary::Neg, &tx, &ty).unwrap();
@@ -361,11 +372,9 @@ fn without_the_capture_functions_capture_is_off_and_eager_works() {
         .copy_to_device(&x, 0, &f32_bytes(&[-1.0, 1.0]))
         .unwrap();
     let tx = f32_tensor(api, &[2], &x);
-    stream
-        .launch(ops::unary(api, Unary::Abs, &tx, &tx).unwrap(), None)
-        .unwrap();
+    let abs = (Unary::Abs, &tx, &tx);
     assert_eq!(
-        f32s(&read_back(&device, &mut stream, &x, 8)),
+        run_unary(api, (&device, &mut stream), abs, (&x, 8)),
         vec![1.0, 1.0]
     );
     assert_eq!(old.violations(), 0, "{}", old.log());
@@ -375,7 +384,7 @@ fn without_the_capture_functions_capture_is_off_and_eager_works() {
 fn device_copies_are_recorded_in_a_capture_and_pinned_host_memory_is_freed() {
     let (_g, f) = fixture();
     let (mut device, mut stream) = device_and_stream(f);
-    let (a, b) = (device.alloc(8).unwrap(), device.alloc(8).unwrap());
+    let [a, b] = buffers(&device, [8, 8]);
     let mut host = device.alloc_host(8).unwrap();
     assert_eq!(host.as_slice(), &[0u8; 8]);
     host.as_mut_slice()
