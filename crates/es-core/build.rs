@@ -243,28 +243,24 @@ fn gen_op(op: &Value, out: &mut String) {
         let _ = writeln!(out, "{s}");
     }
     let _ = writeln!(out, "    let node_ = builder.add_op(\"{name}\", args_)?;");
-    if multi {
+    // What the function returns: the struct of the output ports, or the one port.
+    let ret = if multi {
         let _ = writeln!(out, "    let ports_ = ports_by_ir(builder, node_)?;");
-        let _ = writeln!(out, "    Ok({out_ty} {{");
+        let mut fields = String::new();
         for (k, o) in outputs.iter().enumerate() {
             let on = ident(o["name"].as_str().unwrap_or(""));
-            if o["kind"] == "dynamic" {
-                let _ = writeln!(
-                    out,
-                    "        {on}: ports_.get({k}).cloned().unwrap_or_default(),"
-                );
-            } else {
-                let _ = writeln!(out, "        {on}: first(&ports_, {k}, node_)?,");
-            }
+            let port = match o["kind"] == "dynamic" {
+                true => format!("ports_.get({k}).cloned().unwrap_or_default()"),
+                false => format!("first(&ports_, {k}, node_)?"),
+            };
+            let _ = writeln!(fields, "        {on}: {port},");
         }
-        let _ = writeln!(out, "    }})");
+        format!("{out_ty} {{\n{fields}    }}")
     } else if outputs[0]["kind"] == "dynamic" {
-        let _ = writeln!(
-            out,
-            "    Ok(ports_by_ir(builder, node_)?.into_iter().next().unwrap_or_default())"
-        );
+        "ports_by_ir(builder, node_)?.into_iter().next().unwrap_or_default()".to_string()
     } else {
-        let _ = writeln!(out, "    Ok(OutPort {{ node: node_, index: 0 }})");
-    }
+        "OutPort { node: node_, index: 0 }".to_string()
+    };
+    let _ = writeln!(out, "    Ok({ret})");
     let _ = writeln!(out, "}}\n");
 }

@@ -50,6 +50,21 @@ pub(super) fn output_allows(ctx: &InferCtx, out_ir: usize, t: DataType) -> bool 
     }
 }
 
+/// The data type attribute `name` (read by [`attr_dtype`]) of output 0, which must allow it.
+pub(super) fn out_dtype_attr(
+    ctx: &InferCtx,
+    name: &str,
+    default: Option<DataType>,
+) -> Result<DataType> {
+    let t = attr_dtype(ctx, name, default)?;
+    if !output_allows(ctx, 0, t) {
+        return Err(ctx.err(format!(
+            "attribute '{name}' is {t}, which output 'y' does not allow"
+        )));
+    }
+    Ok(t)
+}
+
 /// One output description.
 pub(super) fn single(dtype: DataType, shape: Shape) -> Vec<TensorDesc> {
     vec![TensorDesc::new(dtype, shape)]

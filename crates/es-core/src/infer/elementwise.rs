@@ -2,8 +2,8 @@
 //! bit operations and shifts, activations, casts, clipping and selection.
 
 use super::common::{
-    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, output_allows, outputs_are_inputs,
-    same_as_x, single,
+    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, out_dtype_attr, output_allows,
+    outputs_are_inputs, same_as_x, single,
 };
 use super::{broadcast, InferCtx, InferFn};
 use crate::error::Result;
@@ -224,12 +224,7 @@ fn bits(t: DataType) -> Option<i64> {
 /// loses its last dim, which must be out_bits / in_bits.
 fn bitcast(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
-    let to = attr_dtype(ctx, "type", None)?;
-    if !output_allows(ctx, 0, to) {
-        return Err(ctx.err(format!(
-            "attribute 'type' is {to}, which output 'y' does not allow"
-        )));
-    }
+    let to = out_dtype_attr(ctx, "type", None)?;
     let keep_dim = opt_bool(ctx, "keep_dim", false)?;
     let (Some(bi), Some(bo)) = (bits(x.dtype), bits(to)) else {
         return Err(ctx.err(format!(

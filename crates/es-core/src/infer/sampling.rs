@@ -2,8 +2,8 @@
 //! suppression.
 
 use super::common::{
-    attr_dtype, check_dim, check_rank, dim, dtype_like, merge_named, opt_bool, opt_int, opt_str,
-    output_allows, single, vector_len,
+    check_dim, check_rank, dim, dtype_like, merge_named, opt_bool, opt_int, opt_str,
+    out_dtype_attr, single, vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::error::Result;
@@ -68,13 +68,7 @@ fn resize_2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     out[h] = hw[0];
     out[w] = hw[1];
     let dt = if ctx.proto.attr("dtype").is_some() {
-        let t = attr_dtype(ctx, "dtype", Some(DataType::FLOAT))?;
-        if !output_allows(ctx, 0, t) {
-            return Err(ctx.err(format!(
-                "attribute 'dtype' is {t}, which output 'y' does not allow"
-            )));
-        }
-        t
+        out_dtype_attr(ctx, "dtype", Some(DataType::FLOAT))?
     } else {
         dtype_like(ctx, 0, Some(x))
     };
@@ -150,14 +144,26 @@ fn resize(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(out)))
 }
 
+/// The inputs `names`, both of rank `rank`, where dim `i` of input `names[k]` must be `len`
+/// (`what` it holds), given `(k, i, len, what)`; and their batch (dim 0), which must agree.
+fn batched_pair<'a>(
+    ctx: &InferCtx<'a>,
+    names: [&str; 2],
+    rank: usize,
+    (k, i, len, what): (usize, usize, i64, &str),
+) -> Result<([&'a TensorDesc; 2], i64)> {
+    let d = [ctx.req(names[0])?, ctx.req(names[1])?];
+    for (name, x) in names.iter().zip(d) {
+        check_rank(ctx, name, &x.shape, rank)?;
+    }
+    check_dim(ctx, names[k], &d[k].shape, i, len, what)?;
+    let n = merge_named(ctx, (names[0], &d[0].shape, 0), (names[1], &d[1].shape, 0))?;
+    Ok((d, n))
+}
+
 /// GridSampler2D: x [N, C, H, W], grid [N, H_out, W_out, 2] -> [N, C, H_out, W_out].
 fn grid_sampler_2d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let x = ctx.req("x")?;
-    let grid = ctx.req("grid")?;
-    check_rank(ctx, "x", &x.shape, 4)?;
-    check_rank(ctx, "grid", &grid.shape, 4)?;
-    check_dim(ctx, "grid", &grid.shape, 3, 2, "the (x, y) coordinates")?;
-    let n = merge_named(ctx, ("x", &x.shape, 0), ("grid", &grid.shape, 0))?;
+    let ([x, grid], n) = batched_pair(ctx, ["x", "grid"], 4, (1, 3, 2, "the (x, y) coordinates"))?;
     let shape = Shape::from_slice(&[
         n,
         dim(&x.shape, 1),
@@ -204,15 +210,11 @@ fn grid_sampler_3d(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 
 /// NonMaxSuppressionV6: boxes [B, S, 4], scores [B, K, S] -> selected_indices [-1, 3] int32.
 fn nms_v6(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let boxes = ctx.req("boxes")?;
-    let scores = ctx.req("scores")?;
-    check_rank(ctx, "boxes", &boxes.shape, 3)?;
-    check_rank(ctx, "scores", &scores.shape, 3)?;
-    check_dim(ctx, "boxes", &boxes.shape, 2, 4, "the box coordinates")?;
-    merge_named(
+    let ([boxes, scores], _) = batched_pair(
         ctx,
-        ("boxes", &boxes.shape, 0),
-        ("scores", &scores.shape, 0),
+        ["boxes", "scores"],
+        3,
+        (0, 2, 4, "the box coordinates"),
     )?;
     merge_named(
         ctx,

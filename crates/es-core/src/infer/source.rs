@@ -2,7 +2,8 @@
 //! random generators and the shape queries that read no values (Shape, Size, Rank).
 
 use super::common::{
-    attr_dtype, check_one_element, dtype_like, opt_bool, output_allows, shape_from_input, single,
+    attr_dtype, check_one_element, dtype_like, opt_bool, out_dtype_attr, shape_from_input, single,
+    vector_len,
 };
 use super::{InferCtx, InferFn};
 use crate::attr::AttrValue;
@@ -182,21 +183,8 @@ fn rank_op(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 /// RandomUniform: a tensor of the constant `shape` (rank from the shape input's length when the
 /// value is unknown), of the `dtype` attribute.
 fn random_uniform(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    let dtype = attr_dtype(ctx, "dtype", None)?;
-    if !output_allows(ctx, 0, dtype) {
-        return Err(ctx.err(format!(
-            "attribute 'dtype' is {dtype}, which output 'y' does not allow"
-        )));
-    }
-    let shape_in = ctx.req("shape")?;
-    if let Some(r) = shape_in.shape.rank() {
-        if r != 1 {
-            return Err(ctx.err(format!(
-                "input 'shape' must be 1-D, got shape {}",
-                shape_in.shape
-            )));
-        }
-    }
+    let dtype = out_dtype_attr(ctx, "dtype", None)?;
+    let len = vector_len(ctx, "shape", Some(ctx.req("shape")?))?;
     let shape = match ctx.const_ints("shape")? {
         Some(dims) => {
             if let Some(d) = dims.iter().find(|&&d| d < 0) {
@@ -204,9 +192,9 @@ fn random_uniform(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
             }
             Shape::new(dims)
         }
-        None => match shape_in.shape.dims() {
-            [n] if *n >= 0 => Shape::unknown_dims(*n as usize),
-            _ => Shape::unknown_rank(),
+        None => match len {
+            Some(n) => Shape::unknown_dims(n as usize),
+            None => Shape::unknown_rank(),
         },
     };
     Ok(single(dtype, shape))

@@ -161,6 +161,17 @@ impl<'a> Parser<'a> {
         }
         Err(self.expected(what))
     }
+    /// `(Name` and then `after` (`,` or `)`) of `method(Name ...)`, where the name is that of
+    /// `what` (an input, an attribute, ...); returns the name and its token.
+    fn open_name(&mut self, method: &str, what: &str, after: &str) -> Result<(&'a str, &'a Token)> {
+        self.expect_sym("(", &format!("'(' after {method}"))?;
+        let name = self.expect_ident(&format!("the {what} name in {method}(...)"))?;
+        self.expect_sym(
+            after,
+            &format!("'{after}' after the {what} name in {method}(...)"),
+        )?;
+        Ok(name)
+    }
 
     /// One `REG_OP(Name) ... OP_END_FACTORY_REG(Name)` block; the cursor is on `REG_OP`.
     fn block(&mut self) -> Result<OpProto> {
@@ -219,12 +230,7 @@ impl<'a> Parser<'a> {
 
     /// `(Name)` after OP_END_FACTORY_REG, and an optional `;`.
     fn end(&mut self, b: &Block, t: &'a Token) -> Result<()> {
-        self.expect_sym("(", "'(' after OP_END_FACTORY_REG")?;
-        let (end_name, _) = self.expect_ident("the operator name in OP_END_FACTORY_REG(...)")?;
-        self.expect_sym(
-            ")",
-            "')' after the operator name in OP_END_FACTORY_REG(...)",
-        )?;
+        let (end_name, _) = self.open_name("OP_END_FACTORY_REG", "operator", ")")?;
         if end_name != b.name {
             return Err(Error::value(format!(
                 "line {}: OP_END_FACTORY_REG({end_name}) does not match REG_OP({}) of line {}",
@@ -238,14 +244,11 @@ impl<'a> Parser<'a> {
     }
 
     fn method(&mut self, b: &mut Block, method: &str, mt: &'a Token) -> Result<()> {
-        let open = format!("'(' after {method}");
         match method {
             "INPUT" | "OPTIONAL_INPUT" | "DYNAMIC_INPUT" | "OUTPUT" | "DYNAMIC_OUTPUT" => {
                 let output = method.ends_with("OUTPUT");
                 let what = if output { "output" } else { "input" };
-                self.expect_sym("(", &open)?;
-                let (n, nt) = self.expect_ident(&format!("the {what} name in {method}(...)"))?;
-                self.expect_sym(",", &format!("',' after the {what} name in {method}(...)"))?;
+                let (n, nt) = self.open_name(method, what, ",")?;
                 let (tl, tc) = self.here();
                 let ty = self.io_type(method)?;
                 self.expect_sym(")", &format!("')' to close {method}({n}, ...)"))?;
@@ -278,12 +281,7 @@ impl<'a> Parser<'a> {
             }
             "ATTR" | "REQUIRED_ATTR" => {
                 let required = method == "REQUIRED_ATTR";
-                self.expect_sym("(", &open)?;
-                let (n, nt) = self.expect_ident(&format!("the attribute name in {method}(...)"))?;
-                self.expect_sym(
-                    ",",
-                    &format!("',' after the attribute name in {method}(...)"),
-                )?;
+                let (n, nt) = self.open_name(method, "attribute", ",")?;
                 let (tn, tt) = self.expect_ident(&format!(
                     "the attribute type (Int, Float, String, ListInt, ...) in {method}({n}, ...)"
                 ))?;
@@ -318,12 +316,7 @@ impl<'a> Parser<'a> {
                 });
             }
             "GRAPH" | "DYNAMIC_GRAPH" => {
-                self.expect_sym("(", &open)?;
-                let (n, nt) = self.expect_ident(&format!("the subgraph name in {method}(...)"))?;
-                self.expect_sym(
-                    ")",
-                    &format!("')' after the subgraph name in {method}(...)"),
-                )?;
+                let (n, nt) = self.open_name(method, "subgraph", ")")?;
                 if b.subgraphs.iter().any(|s| s.name == n) {
                     return Err(declared_twice(nt, "subgraph", n, &b.name));
                 }
@@ -337,9 +330,7 @@ impl<'a> Parser<'a> {
                 });
             }
             "DATATYPE" => {
-                self.expect_sym("(", &open)?;
-                let (n, nt) = self.expect_ident("the type variable name in DATATYPE(...)")?;
-                self.expect_sym(",", "',' after the type variable name in DATATYPE(...)")?;
+                let (n, nt) = self.open_name(method, "type variable", ",")?;
                 let l = self.type_expr(0, &format!("DATATYPE({n}, ...)"))?;
                 self.expect_sym(")", &format!("')' to close DATATYPE({n}, ...)"))?;
                 if b.type_vars.contains_key(n) {
@@ -355,7 +346,7 @@ impl<'a> Parser<'a> {
                 b.type_vars.insert(n.to_string(), l);
             }
             "INFER_SHAPE_AND_TYPE" => {
-                self.expect_sym("(", &open)?;
+                self.expect_sym("(", &format!("'(' after {method}"))?;
                 let mut depth = 1usize;
                 while depth > 0 {
                     match self.bump() {

@@ -43,18 +43,21 @@ pub fn ty(v: DataType) -> AttrValue {
 
 pub type Ins<'a> = &'a [(&'a str, &'a [OutPort])];
 pub type Attrs<'a> = &'a [(&'a str, AttrValue)];
-/// One input of an op call made by the `*_in` calls: a fresh graph input (FLOAT, or of a
-/// dtype) of the given dims, a 1-D int32 / int64 constant, or a port made before.
+/// One input of an op call made by the `*_in` calls: a fresh graph input (FLOAT, FLOAT in
+/// NCHW, of a dtype, or of a dtype and format) of the given dims, a 1-D int32 / int64 constant,
+/// or a port made before.
 #[derive(Clone, Copy)]
 pub enum In<'a> {
     F(&'a [i64]),
+    Nchw(&'a [i64]),
     Typed(DataType, &'a [i64]),
+    Fmt(DataType, Format, &'a [i64]),
     I32(&'a [i32]),
     I64(&'a [i64]),
     Port(OutPort),
 }
 #[allow(unused_imports)] // each test file uses part of it
-pub use In::{Port, Typed, F, I32, I64};
+pub use In::{Fmt, Nchw, Port, Typed, F, I32, I64};
 /// An output's expected dtype and dims, for the `ok_each*` tables.
 pub type Want<'a> = (DataType, &'a [i64]);
 /// Inputs by name, for the `*_in` calls.
@@ -272,7 +275,9 @@ impl T {
     fn make(&mut self, d: &In) -> OutPort {
         match *d {
             In::F(dims) => self.f(dims),
+            In::Nchw(dims) => self.nchw(dims),
             In::Typed(dt, dims) => self.input(dt, dims),
+            In::Fmt(dt, fmt, dims) => self.input_fmt(dt, fmt, dims),
             In::I32(v) => self.ints(v),
             In::I64(v) => self.ints64(v),
             In::Port(p) => p,
@@ -320,6 +325,14 @@ impl T {
             other => panic!("{ty}: expected a shape inference error, got {other:?}"),
         }
     }
+}
+
+/// Attributes by name, as a list the caller owns.
+pub fn attrs<'a, const N: usize>(
+    names: [&'a str; N],
+    values: [AttrValue; N],
+) -> Vec<(&'a str, AttrValue)> {
+    names.into_iter().zip(values).collect()
 }
 
 /// A float Data input of `b` (unnamed, FORMAT_ND) with the given dims.

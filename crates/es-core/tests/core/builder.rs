@@ -264,9 +264,7 @@ fn builder_derived_attrs_and_dynamic_outputs() {
     assert_eq!(n.outputs[1].desc.shape.dims(), &[4, 3]);
 
     // If: output count has to be given; subgraphs attach with their parent set.
-    let cond = b
-        .create_input(2, None, "Data", DataType::BOOL, Format::ND, Shape::scalar())
-        .unwrap();
+    let cond = scalar_of(&mut b, 2, None, "Data", DataType::BOOL).unwrap();
     let e = err_text(b.add_op("If", {
         let mut a = args(vec![one(cond), vec![Some(x)]], &[]);
         a.subgraphs = vec![vec![branch("t")], vec![branch("e")]];

@@ -177,16 +177,7 @@ fn rich_graph() -> Graph {
         )
         .unwrap();
     let split = split_d(&mut b, out0(cat), 3);
-    let cond = b
-        .create_input(
-            2,
-            Some("cond".into()),
-            "Data",
-            DataType::BOOL,
-            Format::ND,
-            Shape::scalar(),
-        )
-        .unwrap();
+    let cond = scalar_of(&mut b, 2, Some("cond".into()), "Data", DataType::BOOL).unwrap();
     let mut if_args = args(
         vec![
             one(cond),
@@ -314,12 +305,16 @@ fn scalar_input(
     name: Option<String>,
     op_type: &str,
 ) -> es_core::Result<OutPort> {
-    b.create_input(
-        index,
-        name,
-        op_type,
-        DataType::FLOAT,
-        Format::ND,
-        Shape::scalar(),
-    )
+    scalar_of(b, index, name, op_type, DataType::FLOAT)
+}
+
+/// A scalar graph input of type `op_type` and dtype `dt`.
+fn scalar_of(
+    b: &mut GraphBuilder,
+    index: i64,
+    name: Option<String>,
+    op_type: &str,
+    dt: DataType,
+) -> es_core::Result<OutPort> {
+    b.create_input(index, name, op_type, dt, Format::ND, Shape::scalar())
 }

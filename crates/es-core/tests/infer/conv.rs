@@ -3,11 +3,10 @@
 use super::*;
 
 fn conv_attrs<'a>(fmt: &'a str, strides: &[i64], pads: &[i64]) -> Vec<(&'a str, AttrValue)> {
-    vec![
-        ("data_format", s(fmt)),
-        ("strides", li(strides)),
-        ("pads", li(pads)),
-    ]
+    attrs(
+        ["data_format", "strides", "pads"],
+        [s(fmt), li(strides), li(pads)],
+    )
 }
 
 #[test]
@@ -340,11 +339,11 @@ fn bias_add_checks_channels() {
 type DcnCase<'a> = ((&'a [i64], &'a [i64]), Attrs<'a>, &'a [&'a str]);
 
 fn dcn_attrs(fmt: &str) -> Vec<(&'static str, AttrValue)> {
-    vec![
-        ("strides", li(&[1, 1, 1, 1])),
-        ("pads", li(&[1, 1, 1, 1])),
-        ("data_format", s(fmt)),
-    ]
+    let ones = li(&[1, 1, 1, 1]);
+    attrs(
+        ["strides", "pads", "data_format"],
+        [ones.clone(), ones, s(fmt)],
+    )
 }
 
 #[test]

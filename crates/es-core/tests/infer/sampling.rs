@@ -238,68 +238,39 @@ fn non_max_suppression_v6() {
 }
 
 fn roi_attrs(ph: i64, pw: i64) -> Vec<(&'static str, AttrValue)> {
-    vec![
-        ("spatial_scale", AttrValue::Float(0.25)),
-        ("pooled_height", i(ph)),
-        ("pooled_width", i(pw)),
-    ]
+    attrs(
+        ["spatial_scale", "pooled_height", "pooled_width"],
+        [f(0.25), i(ph), i(pw)],
+    )
 }
 
 #[test]
 fn roi_align() {
     let mut t = T::new();
-    let f = t.nchw(&[2, 16, 32, 32]);
-    assert_eq!(
-        t.ok_in(
-            "ROIAlign",
-            &[("features", Port(f)), ("rois", F(&[10, 5]))],
-            &roi_attrs(7, 6)
-        ),
-        (FLOAT, vec![10, 16, 7, 6])
+    let (a76, a77, a23, a07) = (
+        roi_attrs(7, 6),
+        roi_attrs(7, 7),
+        roi_attrs(2, 3),
+        roi_attrs(0, 7),
     );
-    let f = t.input_fmt(FLOAT16, Format::NHWC, &[2, 32, 32, 16]);
-    assert_eq!(
-        t.ok_in(
-            "ROIAlign",
-            &[("features", Port(f)), ("rois", Typed(FLOAT16, &[10, 5]))],
-            &roi_attrs(7, 7)
-        ),
-        (FLOAT16, vec![10, 7, 7, 16])
-    );
-    let f = t.nchw(&[U, U, U, U]);
-    assert_eq!(
-        t.dims_in(
-            "ROIAlign",
-            &[("features", Port(f)), ("rois", F(&[U, 5]))],
-            &roi_attrs(2, 3)
-        ),
-        vec![U, U, 2, 3]
-    );
-    let f = t.nchw(&[2, 16, 32, 32]);
-    t.rejects_in(
+    let x = Nchw(&[2, 16, 32, 32]);
+    t.ok_each_in("ROIAlign", rows![
+        &[("features", x), ("rois", F(&[10, 5]))], &a76 => (FLOAT, &[10, 16, 7, 6]);
+        &[("features", Fmt(FLOAT16, Format::NHWC, &[2, 32, 32, 16])), ("rois", Typed(FLOAT16, &[10, 5]))], &a77 => (FLOAT16, &[10, 7, 7, 16]);
+        &[("features", Nchw(&[U, U, U, U])), ("rois", F(&[U, 5]))], &a23 => (FLOAT, &[U, U, 2, 3]);
+    ]);
+    t.rejects_each_in(
         "ROIAlign",
-        &[("features", Port(f)), ("rois", F(&[10, 4]))],
-        &roi_attrs(7, 7),
-        &["rois", "must be 5", "got 4"],
+        rows![
+            &[("features", x), ("rois", F(&[10, 4]))], &a77 => &["rois", "must be 5", "got 4"];
+            &[("features", x), ("rois", F(&[10, 5]))], &a07 => &["pooled_height", ">= 1", "got 0"];
+        ],
     );
-    let f = t.nchw(&[2, 16, 32, 32]);
-    t.rejects_in(
-        "ROIAlign",
-        &[("features", Port(f)), ("rois", F(&[10, 5]))],
-        &roi_attrs(0, 7),
-        &["pooled_height", ">= 1", "got 0"],
-    );
-    let f = t.nchw(&[2, 16, 32, 32]);
+    let x = t.nchw(&[2, 16, 32, 32]);
     let r = t.f(&[10, 5]);
     // A required attribute left out is rejected by the builder.
+    let partial = attrs(["spatial_scale", "pooled_height"], [f(1.0), i(2)]);
     assert!(t
-        .call(
-            "ROIAlign",
-            &[("features", &[f]), ("rois", &[r])],
-            &[
-                ("spatial_scale", AttrValue::Float(1.0)),
-                ("pooled_height", i(2))
-            ],
-        )
+        .call("ROIAlign", &[("features", &[x]), ("rois", &[r])], &partial)
         .is_err());
 }
