@@ -32,6 +32,8 @@ pub mod opcall;
 #[rustfmt::skip]
 pub mod ops_generated;
 pub mod tensor;
+#[cfg(test)]
+mod tests;
 
 pub use builder::*;
 pub use error::*;

@@ -26,6 +26,10 @@ pub struct OpCall {
     attrs: Vec<(&'static str, AttrValue)>,
     subgraphs: Vec<(String, Vec<Graph>)>,
     out_nums: HashMap<String, usize>,
+    /// The failure of the call made just before this one, if it failed (see `finish`).
+    previous: Option<String>,
+    /// Whether a single input was given as NULL.
+    null_input: bool,
 }
 
 /// The node an [`OpCall`] added, for the generated function's return value.
@@ -64,6 +68,8 @@ impl OpCall {
             attrs: Vec::new(),
             subgraphs: Vec::new(),
             out_nums: HashMap::new(),
+            previous: crate::error::previous_failure(),
+            null_input: false,
         }
     }
 
@@ -88,6 +94,7 @@ impl OpCall {
 
     /// A required or optional input (NULL: absent; the builder refuses a missing required one).
     pub unsafe fn input(&mut self, h: *mut EsCTensorHolder, name: &str) -> CResult<()> {
+        self.null_input |= h.is_null();
         let port = if h.is_null() {
             None
         } else {
@@ -170,15 +177,22 @@ impl OpCall {
 
     /// Adds the node.
     pub unsafe fn finish<'a>(self) -> CResult<Added<'a>> {
-        let b = builder_mut(self.owner).map_err(|_| self.err("no input names a graph builder"))?;
+        let previous = self.previous.clone().filter(|_| self.null_input);
+        let b = match builder_mut(self.owner) {
+            Ok(b) => b,
+            Err(_) if self.null_input => {
+                return Err(chain(self.err("every input is NULL"), &previous))
+            }
+            Err(_) => return Err(self.err("no input names a graph builder")),
+        };
         let proto = b.b.proto(self.op)?;
         // In the current prototype's order; inputs an older signature lacks are absent.
         let mut given = self.inputs;
         let inputs = proto
             .inputs
             .iter()
-            .map(|d| match given.iter().position(|(n, _)| *n == d.name) {
-                Some(i) => given.swap_remove(i).1,
+            .map(|d| match take_named(&mut given, &d.name) {
+                Some(v) => v,
                 None if d.kind == IoKind::Dynamic => Vec::new(),
                 None => vec![None],
             })
@@ -187,10 +201,7 @@ impl OpCall {
         let subgraphs = proto
             .subgraphs
             .iter()
-            .map(|d| match graphs.iter().position(|(n, _)| *n == d.name) {
-                Some(i) => graphs.swap_remove(i).1,
-                None => Vec::new(),
-            })
+            .map(|d| take_named(&mut graphs, &d.name).unwrap_or_default())
             .collect();
         if let Some((n, _)) = given.first() {
             return Err(CError::new(
@@ -210,7 +221,9 @@ impl OpCall {
                 args.attrs.insert(name.to_string(), v);
             }
         }
-        let node = b.b.add_op(self.op, args)?;
+        let node =
+            b.b.add_op(self.op, args)
+                .map_err(|e| chain(e.into(), &previous))?;
         let n = b.b.graph().node(node)?;
         let mut ports = vec![Vec::new(); proto.outputs.len()];
         for (i, o) in n.outputs.iter().enumerate() {
@@ -221,6 +234,24 @@ impl OpCall {
         }
         Ok(Added { b, node, ports })
     }
+}
+
+/// A NULL input usually comes from a failed call just before: `previous` (set when an input
+/// was NULL and the call before failed) says why that one failed.
+fn chain(mut e: CError, previous: &Option<String>) -> CError {
+    if let Some(prev) = previous {
+        e.message = format!(
+            "{} (an input is NULL; the call before failed: {prev})",
+            e.message
+        );
+    }
+    e
+}
+
+/// Removes and returns the value named `name`.
+fn take_named<T>(v: &mut Vec<(String, T)>, name: &str) -> Option<T> {
+    let i = v.iter().position(|(n, _)| n == name)?;
+    Some(v.swap_remove(i).1)
 }
 
 impl Added<'_> {

@@ -242,3 +242,43 @@ fn abi_program_built_against_the_8_0_0_headers_runs() {
         .expect_err("the 8.0.0 calls must not compile against the current headers");
     assert!(err.contains("EsReduceSum"), "{err}");
 }
+
+/// The pkg-config file the build writes names the headers and the library.
+#[test]
+fn pkg_config_file_names_headers_and_library() {
+    let pc_dir = env!("ES_CAPI_PC_DIR");
+    let text = std::fs::read_to_string(Path::new(pc_dir).join("es-capi.pc")).unwrap();
+    assert!(text.contains("-les_capi"), "{text}");
+    let include = root()
+        .join("crates/es-capi/include")
+        .canonicalize()
+        .unwrap();
+    let includedir = text
+        .lines()
+        .find_map(|l| l.strip_prefix("includedir="))
+        .expect("includedir line");
+    assert_eq!(Path::new(includedir).canonicalize().unwrap(), include);
+    // With pkg-config on the machine, its flags compile an example.
+    let Ok(out) = Command::new("pkg-config")
+        .args(["--cflags", "es-capi"])
+        .env("PKG_CONFIG_PATH", pc_dir)
+        .output()
+    else {
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cflags = String::from_utf8(out.stdout).unwrap();
+    let obj = out_dir().join("add_pkg_config.o");
+    let status = Command::new(compiler("CC", "cc"))
+        .args(cflags.split_whitespace())
+        .args(["-std=c11", "-c", "-o"])
+        .arg(&obj)
+        .arg(root().join("examples/c/add.c"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
