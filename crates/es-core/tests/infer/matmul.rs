@@ -232,63 +232,34 @@ fn gemm() {
 #[test]
 fn einsum_equations() {
     let mut t = T::new();
-    let a = t.f(&[2, 3]);
-    let c = t.f(&[3, 4]);
-    assert_eq!(
-        t.ok("Einsum", &[("x", &[a, c])], &[("equation", s("ij,jk->ik"))]),
-        (FLOAT, vec![2, 4])
-    );
-    let a = t.f(&[2, 3]);
-    let c = t.f(&[3, 4]);
-    assert_eq!(
-        t.dims("Einsum", &[("x", &[a, c])], &[("equation", s("ij,jk"))]),
-        vec![2, 4]
-    );
-    let a = t.f(&[5, 2, 3]);
-    let c = t.f(&[3, 4]);
-    assert_eq!(
-        t.dims(
-            "Einsum",
-            &[("x", &[a, c])],
-            &[("equation", s("...ij,...jk->...ik"))]
-        ),
-        vec![5, 2, 4]
-    );
-    assert_eq!(
-        t.dims_in(
-            "Einsum",
-            &[("x", F(&[2, 3, 4]))],
-            &[("equation", s("bij -> jb"))]
-        ),
-        vec![4, 2]
-    );
-    let a = t.f(&[U, 3]);
-    let c = t.f(&[-2]);
-    assert_eq!(
-        t.dims("Einsum", &[("x", &[a, c])], &[("equation", s("ij,jk->ik"))]),
-        vec![U, U]
-    );
-    assert_eq!(
-        t.dims_in(
-            "Einsum",
-            &[("x", F(&[-2]))],
-            &[("equation", s("...i->...i"))]
-        ),
-        vec![-2]
-    );
-    let a = t.f(&[2, 3]);
-    let c = t.f(&[4, 5]);
-    t.rejects(
-        "Einsum",
-        &[("x", &[a, c])],
-        &[("equation", s("ij,jk->ik"))],
-        &["label 'j'", "size 3 and 4"],
-    );
-    t.rejects_each_in(
+    let dims: [&[i64]; 7] = [
+        &[2, 3],
+        &[3, 4],
+        &[5, 2, 3],
+        &[2, 3, 4],
+        &[U, 3],
+        &[-2],
+        &[4, 5],
+    ];
+    let [a23, c34, a523, a234, au3, c_2, c45] = dims.map(|d| t.f(d));
+    let eq = |e: &str| [("equation", s(e))];
+    t.ok_each(
         "Einsum",
         rows![
-            &[("x", F(&[2, 3]))], &[("equation", s("ij,jk->ik"))] => &["has 2 operands", "1 tensors"];
-            &[("x", F(&[2, 3]))], &[("equation", s("ij->iz"))] => &["output label 'z'"];
+            &[("x", &[a23, c34])], &eq("ij,jk->ik") => (FLOAT, &[2, 4]);
+            &[("x", &[a23, c34])], &eq("ij,jk") => (FLOAT, &[2, 4]);
+            &[("x", &[a523, c34])], &eq("...ij,...jk->...ik") => (FLOAT, &[5, 2, 4]);
+            &[("x", &[a234])], &eq("bij -> jb") => (FLOAT, &[4, 2]);
+            &[("x", &[au3, c_2])], &eq("ij,jk->ik") => (FLOAT, &[U, U]);
+            &[("x", &[c_2])], &eq("...i->...i") => (FLOAT, &[-2]);
+        ],
+    );
+    t.rejects_each(
+        "Einsum",
+        rows![
+            &[("x", &[a23, c45])], &eq("ij,jk->ik") => &["label 'j'", "size 3 and 4"];
+            &[("x", &[a23])], &eq("ij,jk->ik") => &["has 2 operands", "1 tensors"];
+            &[("x", &[a23])], &eq("ij->iz") => &["output label 'z'"];
         ],
     );
 }

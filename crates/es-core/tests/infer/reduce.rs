@@ -5,72 +5,35 @@ use super::*;
 #[test]
 fn reduce_sum() {
     let mut t = T::new();
-    let x = t.f(&[2, 3, 4]);
-    let ax = t.ints(&[1]);
-    assert_eq!(
-        t.ok("ReduceSum", &[("x", &[x]), ("axes", &[ax])], &[]),
-        (FLOAT, vec![2, 4])
-    );
-    assert_eq!(
-        t.dims(
-            "ReduceSum",
-            &[("x", &[x]), ("axes", &[ax])],
-            &[("keep_dims", b(true))]
-        ),
-        vec![2, 1, 4]
-    );
-    assert_eq!(
-        t.dims_in(
-            "ReduceSum",
-            &[("x", Port(x)), ("axes", I64(&[-1, 0, 2]))],
-            &[]
-        ),
-        vec![3]
-    );
-    let sc = t.scalar_i32(0);
-    assert_eq!(
-        t.dims("ReduceSum", &[("x", &[x]), ("axes", &[sc])], &[]),
-        vec![3, 4]
-    );
-    let empty =
-        t.b.create_const(Tensor::from_values::<i32>(&[], vec![0]).unwrap(), None)
-            .unwrap();
-    assert_eq!(
-        t.dims("ReduceSum", &[("x", &[x]), ("axes", &[empty])], &[]),
-        vec![2, 3, 4]
-    );
-    assert_eq!(
-        t.dims(
-            "ReduceSum",
-            &[("x", &[x]), ("axes", &[empty])],
-            &[("noop_with_empty_axes", b(false))]
-        ),
-        Vec::<i64>::new()
-    );
-    // Unknown dims / unknown axes.
-    let xu = t.f(&[U, 1, 4]);
-    assert_eq!(
-        t.dims("ReduceSum", &[("x", &[xu]), ("axes", &[ax])], &[]),
-        vec![U, 4]
-    );
-    let dyn_ax = t.input(INT32, &[1]);
-    t.dims_each(
+    let x = Port(t.f(&[2, 3, 4]));
+    let ax = Port(t.ints(&[1]));
+    let sc = Port(t.scalar_i32(0));
+    let xu = Port(t.f(&[U, 1, 4]));
+    let dyn_ax = Typed(INT32, &[1]);
+    let keep = [("keep_dims", b(true))];
+    t.ok_each_in(
         "ReduceSum",
         rows![
-            &[("x", &[xu]), ("axes", &[dyn_ax])], &[("keep_dims", b(true))] => &[U, 1, U];
-            &[("x", &[xu]), ("axes", &[dyn_ax])], &[] => &[-2];
+            &[("x", x), ("axes", ax)], &[] => (FLOAT, &[2, 4]);
+            &[("x", x), ("axes", ax)], &keep => (FLOAT, &[2, 1, 4]);
+            &[("x", x), ("axes", I64(&[-1, 0, 2]))], &[] => (FLOAT, &[3]);
+            &[("x", x), ("axes", sc)], &[] => (FLOAT, &[3, 4]);
+            // Empty axes: all kept, or all reduced without noop_with_empty_axes.
+            &[("x", x), ("axes", I32(&[]))], &[] => (FLOAT, &[2, 3, 4]);
+            &[("x", x), ("axes", I32(&[]))], &[("noop_with_empty_axes", b(false))] => (FLOAT, &[]);
+            // Unknown dims / unknown axes.
+            &[("x", xu), ("axes", ax)], &[] => (FLOAT, &[U, 4]);
+            &[("x", xu), ("axes", dyn_ax)], &keep => (FLOAT, &[U, 1, U]);
+            &[("x", xu), ("axes", dyn_ax)], &[] => (FLOAT, &[-2]);
+            &[("x", F(&[-2])), ("axes", ax)], &[] => (FLOAT, &[-2]);
         ],
-    );
-    assert_eq!(
-        t.dims_in("ReduceSum", &[("x", F(&[-2])), ("axes", Port(ax))], &[]),
-        vec![-2]
     );
     // Errors.
     t.rejects_each_in(
         "ReduceSum",
         rows![
-            &[("x", Port(x)), ("axes", I32(&[3]))], &[] => &["'axes' value 3 is out of range for rank 3"];
-            &[("x", Port(x)), ("axes", Typed(INT32, &[1, 1]))], &[] => &["'axes' must be 1-D"];
+            &[("x", x), ("axes", I32(&[3]))], &[] => &["'axes' value 3 is out of range for rank 3"];
+            &[("x", x), ("axes", Typed(INT32, &[1, 1]))], &[] => &["'axes' must be 1-D"];
         ],
     );
 }

@@ -483,37 +483,24 @@ fn broadcast_to() {
 #[test]
 fn tile() {
     let mut t = T::new();
-    let x = t.f(&[2, 3]);
-    let m = t.ints(&[2, 1]);
-    assert_eq!(
-        t.ok("Tile", &[("x", &[x]), ("multiples", &[m])], &[]),
-        (FLOAT, vec![4, 3])
-    );
-    assert_eq!(
-        t.dims_in(
-            "Tile",
-            &[("x", Port(x)), ("multiples", I64(&[2, 1, 3]))],
-            &[]
-        ),
-        vec![2, 2, 9]
-    );
-    let xu = t.f(&[U, 3]);
-    assert_eq!(
-        t.dims("Tile", &[("x", &[xu]), ("multiples", &[m])], &[]),
-        vec![U, 3]
-    );
-    t.dims_each_in(
+    let x = Port(t.f(&[2, 3]));
+    let m = Port(t.ints(&[2, 1]));
+    let xu = Port(t.f(&[U, 3]));
+    t.ok_each_in(
         "Tile",
         rows![
-            &[("x", Port(xu)), ("multiples", I32(&[0, 2]))], &[] => &[0, 6];
-            &[("x", Port(x)), ("multiples", Typed(INT32, &[2]))], &[] => &[U, U];
+            &[("x", x), ("multiples", m)], &[] => (FLOAT, &[4, 3]);
+            &[("x", x), ("multiples", I64(&[2, 1, 3]))], &[] => (FLOAT, &[2, 2, 9]);
+            &[("x", xu), ("multiples", m)], &[] => (FLOAT, &[U, 3]);
+            &[("x", xu), ("multiples", I32(&[0, 2]))], &[] => (FLOAT, &[0, 6]);
+            &[("x", x), ("multiples", Typed(INT32, &[2]))], &[] => (FLOAT, &[U, U]);
         ],
     );
     t.rejects_each_in(
         "Tile",
         rows![
-            &[("x", F(&[1, 2, 3])), ("multiples", Port(m))], &[] => &["2 values, fewer than the rank 3"];
-            &[("x", Port(x)), ("multiples", I32(&[1, -2]))], &[] => &["negative value -2"];
+            &[("x", F(&[1, 2, 3])), ("multiples", m)], &[] => &["2 values, fewer than the rank 3"];
+            &[("x", x), ("multiples", I32(&[1, -2]))], &[] => &["negative value -2"];
         ],
     );
 }
