@@ -59,26 +59,16 @@ fn top_k_v2() {
     let xu = t.f(&[U, U]);
     let id = t.call("TopKV2", &[("x", &[xu]), ("k", &[k])], &[]).unwrap();
     assert_eq!(t.outs(id), vec![(FLOAT, vec![U, 3]), (INT32, vec![U, 3])]);
-    let k20 = t.scalar_i32(20);
-    t.rejects(
-        "TopKV2",
-        &[("x", &[x]), ("k", &[k20])],
-        &[],
-        &["'k' is 20, more than dim 1 of x [4, 10] (10)"],
-    );
-    let kn = t.scalar_i32(-1);
-    t.rejects_each(
+    let (k20, kn) = (Port(t.scalar_i32(20)), Port(t.scalar_i32(-1)));
+    let (x, k) = (Port(x), Port(k));
+    t.rejects_each_in(
         "TopKV2",
         rows![
-            &[("x", &[x]), ("k", &[kn])], &[] => &["'k' must be >= 0"];
-            &[("x", &[x]), ("k", &[k])], &[("dim", i(2))] => &["'dim' 2 is out of range"];
+            &[("x", x), ("k", k20)], &[] => &["'k' is 20, more than dim 1 of x [4, 10] (10)"];
+            &[("x", x), ("k", kn)], &[] => &["'k' must be >= 0"];
+            &[("x", x), ("k", k)], &[("dim", i(2))] => &["'dim' 2 is out of range"];
+            &[("x", F(&[])), ("k", k)], &[] => &["rank >= 1"];
         ],
-    );
-    t.rejects_in(
-        "TopKV2",
-        &[("x", F(&[])), ("k", Port(k))],
-        &[],
-        &["rank >= 1"],
     );
 }
 

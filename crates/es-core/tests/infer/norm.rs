@@ -66,29 +66,15 @@ fn batch_norm() {
     assert_eq!(t.outs(id)[0], (FLOAT, vec![-2]));
     assert_eq!(t.outs(id)[2], (FLOAT, vec![U]));
     // Errors.
-    let s7 = t.f(&[7]);
-    t.rejects_each(
+    let (x, sc, of, s7) = (Port(x), Port(sc), Port(of), F(&[7]));
+    t.rejects_each_in(
         "BatchNorm",
         rows![
-            &[("x", &[x]), ("scale", &[s7]), ("offset", &[of])], &[] => &["'scale' has 7 values", "8 channels"];
-            &[("x", &[x]), ("scale", &[sc]), ("offset", &[s7])], &[] => &["'offset' has 7 values"];
+            &[("x", x), ("scale", s7), ("offset", of)], &[] => &["'scale' has 7 values", "8 channels"];
+            &[("x", x), ("scale", sc), ("offset", s7)], &[] => &["'offset' has 7 values"];
+            &[("x", F(&[2, 4, 8])), ("scale", sc), ("offset", of)], &[] => &["4-D or 5-D"];
+            &[("x", x), ("scale", sc), ("offset", of)], &[("data_format", s("HWCN"))] => &["'data_format'", "HWCN"];
         ],
-    );
-    t.rejects_in(
-        "BatchNorm",
-        &[
-            ("x", F(&[2, 4, 8])),
-            ("scale", Port(sc)),
-            ("offset", Port(of)),
-        ],
-        &[],
-        &["4-D or 5-D"],
-    );
-    t.rejects(
-        "BatchNorm",
-        &[("x", &[x]), ("scale", &[sc]), ("offset", &[of])],
-        &[("data_format", s("HWCN"))],
-        &["'data_format'", "HWCN"],
     );
 }
 

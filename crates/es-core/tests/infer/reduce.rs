@@ -277,30 +277,15 @@ fn arg_max_v2_and_arg_min() {
             (INT64, vec![-2])
         );
         // Errors.
-        let d3 = t.scalar_i64(3);
-        t.rejects(
+        let (x, d, d3) = (Port(x), Port(d), Port(t.scalar_i64(3)));
+        t.rejects_each_in(
             ty,
-            &[("x", &[x]), ("dimension", &[d3])],
-            &[],
-            &["input 'dimension' 3 is out of range for rank 3"],
-        );
-        t.rejects_in(
-            ty,
-            &[("x", Port(x)), ("dimension", I32(&[0, 1]))],
-            &[],
-            &["input 'dimension' must be a scalar (one element)", "[2]"],
-        );
-        t.rejects(
-            ty,
-            &[("x", &[x]), ("dimension", &[d])],
-            &[("dtype", common::ty(FLOAT))],
-            &["attribute 'dtype' must be DT_INT32 or DT_INT64, got DT_FLOAT"],
-        );
-        t.rejects_in(
-            ty,
-            &[("x", F(&[])), ("dimension", Port(d))],
-            &[],
-            &["x must have rank >= 1"],
+            rows![
+                &[("x", x), ("dimension", d3)], &[] => &["input 'dimension' 3 is out of range for rank 3"];
+                &[("x", x), ("dimension", I32(&[0, 1]))], &[] => &["input 'dimension' must be a scalar (one element)", "[2]"];
+                &[("x", x), ("dimension", d)], &[("dtype", common::ty(FLOAT))] => &["attribute 'dtype' must be DT_INT32 or DT_INT64, got DT_FLOAT"];
+                &[("x", F(&[])), ("dimension", d)], &[] => &["x must have rank >= 1"];
+            ],
         );
     }
 }

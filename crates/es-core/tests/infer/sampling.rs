@@ -94,31 +94,15 @@ fn resize_by_sizes_or_scales() {
         ),
         vec![U, U, U, U]
     );
-    let x = t.nchw(&[1, 3, 8, 8]);
-    let sc = t.floats(&[1.0, 1.0, 2.0, 2.0]);
-    t.rejects_in(
+    let sc = Port(t.floats(&[1.0, 1.0, 2.0, 2.0]));
+    let x = Nchw(&[1, 3, 8, 8]);
+    t.rejects_each_in(
         "Resize",
-        &[
-            ("x", Port(x)),
-            ("scales", Port(sc)),
-            ("sizes", I64(&[1, 3, 16, 16])),
+        rows![
+            &[("x", x), ("scales", sc), ("sizes", I64(&[1, 3, 16, 16]))], &[] => &["'sizes' and 'scales' are both given"];
+            &[("x", x), ("sizes", I64(&[1, 3, 16]))], &[] => &["input 'sizes' has 3 values", "one per dim (4)"];
+            &[("x", x)], &[("mode", s("area"))] => &["attribute 'mode'", "\"area\""];
         ],
-        &[],
-        &["'sizes' and 'scales' are both given"],
-    );
-    let x = t.nchw(&[1, 3, 8, 8]);
-    t.rejects_in(
-        "Resize",
-        &[("x", Port(x)), ("sizes", I64(&[1, 3, 16]))],
-        &[],
-        &["input 'sizes' has 3 values", "one per dim (4)"],
-    );
-    let x = t.nchw(&[1, 3, 8, 8]);
-    t.rejects(
-        "Resize",
-        &[("x", &[x])],
-        &[("mode", s("area"))],
-        &["attribute 'mode'", "\"area\""],
     );
 }
 
