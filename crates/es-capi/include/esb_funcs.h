@@ -9,7 +9,8 @@
  *
  * Errors: functions returning uint32_t return ES_SUCCESS (0) or an ES_ERR_* code; functions
  * returning a pointer return NULL, and Es<Op> functions returning a struct return it zeroed.
- * EsGetLastErrorMessage() then says what went wrong (thread-local; "" after a success).
+ * EsGetLastErrorMessage() then says what went wrong (thread-local; "" after a success; the
+ * destroy and free functions leave it as it was).
  */
 #ifndef ES_CAPI_ESB_FUNCS_H_
 #define ES_CAPI_ESB_FUNCS_H_

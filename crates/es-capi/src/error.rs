@@ -107,6 +107,16 @@ pub fn guard<T>(failed: T, body: impl FnOnce() -> CResult<T>) -> T {
     }
 }
 
+/// [`guard`] for the destroy and free functions: a failure (or panic) is recorded, a success
+/// leaves the last error as it was, so that a program may clean up before reading it.
+pub fn guard_quiet(body: impl FnOnce() -> CResult<()>) {
+    let before = LAST.with(|l| l.borrow().clone());
+    guard((), body);
+    if EsGetLastErrorCode() == ES_SUCCESS {
+        LAST.with(|l| *l.borrow_mut() = before);
+    }
+}
+
 /// [`guard`] for entry points that return a status code.
 pub fn guard_status(body: impl FnOnce() -> CResult<()>) -> u32 {
     guard((), body);

@@ -50,7 +50,7 @@ pub fn format(v: C_Format) -> CResult<Format> {
 
 /// Frees a `Box` handed to C (NULL is ignored), under the panic guard.
 pub unsafe fn drop_box<T>(p: *mut T) {
-    crate::error::guard((), || {
+    crate::error::guard_quiet(|| {
         if !p.is_null() {
             drop(Box::from_raw(p));
         }

@@ -93,7 +93,7 @@ pub unsafe extern "C" fn EsGraphDeserialize(data: *const u8, size: i64) -> *mut 
 /// Frees a buffer from [`EsGraphSerialize`]. NULL is ignored.
 #[no_mangle]
 pub unsafe extern "C" fn EsFreeBuffer(data: *mut u8, size: i64) {
-    guard((), || {
+    crate::error::guard_quiet(|| {
         if !data.is_null() {
             let n = usize::try_from(size).map_err(|_| CError::arg("size must be >= 0"))?;
             drop(Box::from_raw(ptr::slice_from_raw_parts_mut(data, n)));
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn EsGraphDumpToString(graph: *const EsCGraph, format: i32
 /// Frees a string from [`EsGraphDumpToString`]. NULL is ignored.
 #[no_mangle]
 pub unsafe extern "C" fn EsFreeString(s: *mut c_char) {
-    guard((), || {
+    crate::error::guard_quiet(|| {
         if !s.is_null() {
             drop(CString::from_raw(s));
         }

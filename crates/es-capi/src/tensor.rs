@@ -105,7 +105,7 @@ pub unsafe extern "C" fn EsCreateEsCTensorFromFile(
 /// Frees a tensor the caller owns. NULL is ignored.
 #[no_mangle]
 pub unsafe extern "C" fn EsDestroyEsCTensor(tensor: *mut EsCTensor) {
-    guard((), || {
+    crate::error::guard_quiet(|| {
         drop(EsCTensor::take(tensor));
         Ok(())
     })

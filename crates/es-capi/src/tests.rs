@@ -21,6 +21,10 @@ fn null_and_bad_arguments_fail_with_messages() {
     unsafe {
         assert!(EsCreateGraphInput(null_mut(), 0).is_null());
         assert_eq!(last(), "the graph builder is NULL");
+        // Cleaning up leaves the message to read.
+        EsDestroyGraph(null_mut());
+        EsDestroyEsCTensor(null_mut());
+        assert_eq!(last(), "the graph builder is NULL");
         assert_eq!(EsGetLastErrorCode(), ES_ERR_INVALID_ARGUMENT);
         assert_eq!(EsSetGraphOutput(null_mut(), 0), ES_ERR_INVALID_ARGUMENT);
         let b = builder(c"g");
@@ -273,6 +277,53 @@ fn dynamic_inputs_and_the_default_equal_rule() {
         let idn = EsIdentityN(xs.as_mut_ptr(), 2, 2);
         assert_eq!(idn.y_num, 2, "{}", last());
         assert!(!(*idn.y.add(1)).is_null());
+        EsDestroyGraphBuilder(b);
+    }
+}
+
+#[test]
+fn descriptions_control_edges_variables_and_tensor_files() {
+    unsafe {
+        let b = builder(c"g");
+        let x = EsCreateGraphInput(b, 0);
+        assert_eq!(EsSetDataType(x, 9), ES_SUCCESS);
+        assert_eq!(EsSetFormat(x, 0), ES_SUCCESS);
+        assert_eq!(EsSetShape(x, [2i64, 3].as_ptr(), 2), ES_SUCCESS);
+        assert_eq!(EsSetShape(x, [-5i64].as_ptr(), 1), ES_ERR_INVALID_ARGUMENT);
+        let d = &(*b).b.graph().node((*x).node).unwrap().outputs[0].desc;
+        assert_eq!(d.dtype, es_core::DataType::INT64);
+        assert_eq!(d.format, es_core::Format::NCHW);
+        assert_eq!(d.shape.dims(), [2, 3]);
+        let v = EsCreateVariable(b, 1, c"v".as_ptr());
+        assert!(!v.is_null(), "{}", last());
+        let r = EsRelu(x);
+        let mut srcs = [v];
+        assert_eq!(EsAddControlEdge(r, srcs.as_mut_ptr(), 1), ES_SUCCESS);
+        let other = builder(c"h");
+        let mut foreign = [EsCreateGraphInput(other, 0)];
+        assert_eq!(
+            EsAddControlEdge(r, foreign.as_mut_ptr(), 1),
+            ES_ERR_INVALID_ARGUMENT
+        );
+        assert!(last().contains("another graph builder"), "{}", last());
+        let g = (*b).b.graph();
+        assert_eq!(g.node((*r).node).unwrap().in_control, [(*v).node]);
+
+        let path = std::env::temp_dir().join(format!("es_capi_t_{}.bin", std::process::id()));
+        std::fs::write(&path, 7i64.to_le_bytes().repeat(2)).unwrap();
+        let p = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let t = EsCreateEsCTensorFromFile(p.as_ptr(), [2i64].as_ptr(), 1, 9, 2);
+        assert!(!t.is_null(), "{}", last());
+        assert_eq!(EsGetTensorDataSize(t), 16);
+        assert!(EsCreateEsCTensorFromFile(p.as_ptr(), [3i64].as_ptr(), 1, 9, 2).is_null());
+        assert!(
+            last().contains("has 16 bytes, the tensor needs 24"),
+            "{}",
+            last()
+        );
+        std::fs::remove_file(&path).unwrap();
+        EsDestroyEsCTensor(t);
+        EsDestroyGraphBuilder(other);
         EsDestroyGraphBuilder(b);
     }
 }

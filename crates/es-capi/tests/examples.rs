@@ -37,22 +37,29 @@ fn compiler(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_string())
 }
 
-/// Whether `cc` builds and runs an AddressSanitizer program here.
+/// Whether `cc` builds and runs an AddressSanitizer program here (probed once per compiler).
 fn asan_works(cc: &str, dir: &Path) -> bool {
+    static PROBED: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut probed = PROBED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, ok)) = probed.iter().find(|(c, _)| c == cc) {
+        return *ok;
+    }
     let src = dir.join("asan_probe.c");
     std::fs::write(
         &src,
         "#include <stdlib.h>\nint main(void) { free(malloc(4)); return 0; }\n",
     )
     .unwrap();
-    let exe = dir.join("asan_probe");
+    let exe = dir.join(format!("asan_probe_{}", probed.len()));
     let built = Command::new(cc)
-        .args(["-fsanitize=address", "-o"])
+        .args(["-x", "c", "-fsanitize=address", "-o"])
         .arg(&exe)
         .arg(&src)
         .status()
         .is_ok_and(|s| s.success());
-    built && Command::new(&exe).status().is_ok_and(|s| s.success())
+    let ok = built && Command::new(&exe).status().is_ok_and(|s| s.success());
+    probed.push((cc.to_string(), ok));
+    ok
 }
 
 /// Compiles `src` with `cc` against the headers in `include` and the library; returns the
