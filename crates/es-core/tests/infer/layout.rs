@@ -25,19 +25,19 @@ fn call(
     ins: &[(&str, OutPort)],
     attrs: &A,
 ) -> Result<es_core::NodeId, String> {
-    let ins: Vec<(&str, &[OutPort])> = ins
-        .iter()
-        .map(|(n, o)| (*n, std::slice::from_ref(o)))
-        .collect();
-    t.call(ty, &ins, attrs).map_err(|e| e.to_string())
+    t.call(ty, &ports(ins), attrs).map_err(|e| e.to_string())
 }
 
-fn fail(t: &mut T, ty: &str, ins: &[(&str, OutPort)], attrs: &A) -> String {
-    let ins: Vec<(&str, &[OutPort])> = ins
-        .iter()
+/// An op that must fail in inference with a message containing each of `parts`.
+fn rejects(t: &mut T, ty: &str, ins: &[(&str, OutPort)], attrs: &A, parts: &[&str]) {
+    t.rejects(ty, &ports(ins), attrs, parts)
+}
+
+/// Each input's port as the one-port list [`T`]'s calls take.
+fn ports<'a>(ins: &'a [(&'a str, OutPort)]) -> Vec<(&'a str, &'a [OutPort])> {
+    ins.iter()
         .map(|(n, o)| (*n, std::slice::from_ref(o)))
-        .collect();
-    t.err(ty, &ins, attrs)
+        .collect()
 }
 
 fn conv(strides: &[i64]) -> Vec<(&'static str, AttrValue)> {
@@ -69,7 +69,7 @@ fn conv2d(
             let d = t.out(id, 0);
             Ok((d.shape.to_vec(), d.format))
         }
-        Err(_) => Err(fail(t, "Conv2D", &ins, &a)),
+        Err(_) => Err(t.err("Conv2D", &ports(&ins), &a)),
     }
 }
 
@@ -230,11 +230,8 @@ fn poolings_read_x_format() {
         (vec![1, 4, 3, 3], Format::NHWC)
     );
     let x = data(&mut t, Format::NCDHW, &[1, 3, 8, 6]);
-    let e = fail(&mut t, "MaxPoolV3", &[("x", x)], &a);
-    has(
-        &e,
-        &["input x format should be NCHW or NHWC. actual is: NCDHW"],
-    );
+    let want = "input x format should be NCHW or NHWC. actual is: NCDHW";
+    rejects(&mut t, "MaxPoolV3", &[("x", x)], &a, &[want]);
 }
 
 #[test]
@@ -280,11 +277,8 @@ fn other_convolutions_read_x_format() {
     );
     let x = data(&mut t, Format::NCHW, &[1, 2, 5, 6, 7]);
     let w = data(&mut t, Format::ND, &[4, 2, 3, 3, 2]);
-    let e = fail(&mut t, "Conv3D", &[("x", x), ("filter", w)], &a3);
-    has(
-        &e,
-        &["input x format should be NCDHW or NDHWC. actual is: NCHW"],
-    );
+    let want = "input x format should be NCDHW or NDHWC. actual is: NCHW";
+    rejects(&mut t, "Conv3D", &[("x", x), ("filter", w)], &a3, &[want]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -54,17 +54,12 @@ fn moe_gating_top_k_softmax_puts_k_last() {
             (INT32, vec![2, 3, 2])
         ]
     );
-    t.rejects(
+    t.rejects_each_in(
         "MoeGatingTopKSoftmax",
-        &[("x", &[x])],
-        &[("k", i(9))],
-        &["attribute 'k' is 9; it must be in [1, 8]"],
-    );
-    t.rejects_in(
-        "MoeGatingTopKSoftmax",
-        &[("x", F(&[1, 2, 3, 4]))],
-        &[("k", i(1))],
-        &["must be 2-D or 3-D"],
+        rows![
+            &[("x", Port(x))], &[("k", i(9))] => &["attribute 'k' is 9; it must be in [1, 8]"];
+            &[("x", F(&[1, 2, 3, 4]))], &[("k", i(1))] => &["must be 2-D or 3-D"];
+        ],
     );
     assert_eq!(
         t.dims_in("MoeGatingTopKSoftmax", &[("x", F(&[-2]))], &[("k", i(4))]),
