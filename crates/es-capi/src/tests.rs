@@ -327,3 +327,67 @@ fn descriptions_control_edges_variables_and_tensor_files() {
         EsDestroyGraphBuilder(b);
     }
 }
+
+/// The C API builds the same graph as es-core's typed builder (the path the Python API shares):
+/// the MLP of the examples, compared by their complete text dumps.
+#[test]
+fn the_c_api_builds_what_the_typed_builder_builds() {
+    use es_core::{es, DataType, Format, GraphBuilder, Shape, Tensor};
+    let typed = {
+        let mut b = GraphBuilder::new("mlp");
+        let x = b
+            .create_input(
+                0,
+                None,
+                "Data",
+                DataType::FLOAT,
+                Format::ND,
+                Shape::unknown_rank(),
+            )
+            .unwrap();
+        let w = b
+            .create_const(
+                Tensor::from_values(&[1f32, 0., 0., 1., 1., 1.], vec![3, 2]).unwrap(),
+                None,
+            )
+            .unwrap();
+        let bias = b
+            .create_const(
+                Tensor::from_values(&[-2f32, 0., -4.], vec![3]).unwrap(),
+                None,
+            )
+            .unwrap();
+        let attrs = es::MatMulV2Attrs {
+            transpose_x2: Some(true),
+            ..Default::default()
+        };
+        let h = es::mat_mul_v2(&mut b, x, w, Some(bias), None, attrs).unwrap();
+        let h = es::relu(&mut b, h).unwrap();
+        let parts = es::split_d(&mut b, h, 1, 3).unwrap();
+        for (i, p) in parts.into_iter().enumerate() {
+            b.set_output(p, i).unwrap();
+        }
+        b.build_and_reset().unwrap()
+    };
+    let via_c = unsafe {
+        let b = builder(c"mlp");
+        let x = EsCreateGraphInput(b, 0);
+        let w = EsCreateConstFloat(
+            b,
+            [1f32, 0., 0., 1., 1., 1.].as_ptr(),
+            [3i64, 2].as_ptr(),
+            2,
+        );
+        let bias = EsCreateVectorFloat(b, [-2f32, 0., -4.].as_ptr(), 3);
+        let h = EsRelu(EsMatMulV2(x, w, bias, null_mut(), false, true, 0));
+        let parts = EsSplitD(h, 3, 1, 3);
+        assert_eq!(parts.y_num, 3, "{}", last());
+        for i in 0..3 {
+            assert_eq!(EsSetGraphOutput(*parts.y.add(i), i as i64), ES_SUCCESS);
+        }
+        let g = EsBuildGraphAndReset(b);
+        EsDestroyGraphBuilder(b);
+        Box::from_raw(g).0
+    };
+    assert_eq!(es_core::dump::txt(&via_c), es_core::dump::txt(&typed));
+}
