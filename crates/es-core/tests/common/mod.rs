@@ -328,10 +328,7 @@ impl T {
 }
 
 /// Attributes by name, as a list the caller owns.
-pub fn attrs<'a, const N: usize>(
-    names: [&'a str; N],
-    values: [AttrValue; N],
-) -> Vec<(&'a str, AttrValue)> {
+pub fn attrs<const N: usize>(names: [&str; N], values: [AttrValue; N]) -> Vec<(&str, AttrValue)> {
     names.into_iter().zip(values).collect()
 }
 
