@@ -1,6 +1,6 @@
 // An MLP in C++: MatMulV2 with the optional input bias and offset_w left out (nullptr),
 // attributes after the required ones with defaults (transpose_x2 given, offset_x defaulted),
-// Relu, operator* and operator- on the way.
+// Relu, operator* and operator- with numbers on the way.
 #include "common.h"
 
 int main() {
@@ -11,15 +11,17 @@ int main() {
   EsTensorHolder bias = b.CreateVector(std::vector<float>{-2, 0, -4});
   EsTensorHolder h = Relu(MatMulV2(x, w, bias, nullptr, /*transpose_x1=*/false, /*transpose_x2=*/true));
   EsTensorHolder y = MatMulV2(h, b.CreateConst(std::vector<float>{1, 1, 1}, {3, 1}), nullptr, nullptr);
-  EsTensorHolder z = y * b.CreateScalar(2.0f) - b.CreateScalar(1.0f);
-  Check(h.IsValid() && y.IsValid() && z.IsValid(), "layers");
-  GraphPtr g = b.BuildAndReset({h, z});
+  EsTensorHolder z = y * 2.0f - 1;  // numbers become scalar Consts of y's builder
+  EsTensorHolder u = 10 / (z + 2.0);
+  Check(h.IsValid() && y.IsValid() && z.IsValid() && u.IsValid(), "layers");
+  GraphPtr g = b.BuildAndReset({h, z, u});
   Check(g != nullptr, "BuildAndReset");
 
   auto xt = Floats({1, 2, 3, 4}, {2, 2});
   auto out = RunOnce(g.get(), {xt.get()});
-  Check(out.size() == 2, "two outputs");
+  Check(out.size() == 3, "three outputs");
   ExpectFloats(out[0], {0, 2, 0, 1, 4, 3}, {2, 3}, "relu(x @ w^T + bias)");
   ExpectFloats(out[1], {3, 15}, {2, 1}, "2 * (h @ 1) - 1");
+  ExpectFloats(out[2], {2, 10.0f / 17}, {2, 1}, "10 / (z + 2)");
   return 0;
 }

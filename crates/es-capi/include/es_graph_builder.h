@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 #include "esb_funcs.h"
@@ -252,6 +253,35 @@ inline EsTensorHolder operator*(const EsTensorHolder &a, const EsTensorHolder &b
 inline EsTensorHolder operator/(const EsTensorHolder &a, const EsTensorHolder &b) {
   return EsDiv(a.GetCTensorHolder(), b.GetCTensorHolder());
 }
+
+/// A number beside a tensor becomes a scalar Const of the tensor's builder (the seed's numeric
+/// inputs): floating-point numbers as DT_FLOAT, integers as DT_INT64; GE's promotion decides
+/// the result's type.
+namespace detail {
+template <typename T>
+EsTensorHolder Scalar(const EsTensorHolder &like, T v) {
+  EsCGraphBuilder *b = EsGetOwnerBuilder(like.GetCTensorHolder());
+  if (std::is_floating_point<T>::value) return EsCreateScalarFloat(b, static_cast<float>(v));
+  return EsCreateScalarInt64(b, static_cast<int64_t>(v));
+}
+template <typename T>
+using IfNumber = typename std::enable_if<std::is_arithmetic<T>::value, EsTensorHolder>::type;
+}  // namespace detail
+
+#define ES_NUMBER_OPERATORS(op)                                     \
+  template <typename T>                                             \
+  detail::IfNumber<T> operator op(const EsTensorHolder &a, T b) {   \
+    return a op detail::Scalar(a, b);                               \
+  }                                                                 \
+  template <typename T>                                             \
+  detail::IfNumber<T> operator op(T a, const EsTensorHolder &b) {   \
+    return detail::Scalar(b, a) op b;                               \
+  }
+ES_NUMBER_OPERATORS(+)
+ES_NUMBER_OPERATORS(-)
+ES_NUMBER_OPERATORS(*)
+ES_NUMBER_OPERATORS(/)
+#undef ES_NUMBER_OPERATORS
 
 }  // namespace es
 #endif
