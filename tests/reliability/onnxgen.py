@@ -104,9 +104,18 @@ class Builder:
         g = helper.make_graph(self.nodes, "g", self.inputs, outs, initializer=self.inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=10)
 
-    def node(self, op: str, ins: list[Any], n_out: int = 1, exact: bool = False, **attrs: Any) -> list[V]:
+    def node(
+        self,
+        op: str,
+        ins: list[Any],
+        n_out: int = 1,
+        exact: bool = False,
+        like_input: bool = False,
+        **attrs: Any,
+    ) -> list[V]:
         """Adds the node, infers its outputs' shapes and types (a node whose shapes do not infer
-        is taken back)."""
+        is taken back; ``like_input``: the output is shaped as input 0, for function ops such as
+        GroupNormalization that ONNX's shape inference leaves out)."""
         outs = [self.name() for _ in range(n_out)]
         names = [x.name if isinstance(x, V) else x for x in ins]
         nd = helper.make_node(op, names, outs, **attrs)
@@ -120,6 +129,9 @@ class Builder:
         made = []
         for o in outs:
             vi = info.get(o)
+            if vi is None and like_input and isinstance(ins[0], V):
+                made.append(V(o, ins[0].shape, ins[0].kind, exact))
+                continue
             if vi is None:
                 self.nodes.pop()
                 raise Skip
@@ -163,7 +175,11 @@ class Builder:
         s = list(x.shape)
         r = ch.int(0, 3)
         if r == 0:
-            c = [v for v in self.pool if v.kind == "f" and (v.exact or not exact) and _bc(v.shape, x.shape)]
+            c = [
+                v
+                for v in self.pool
+                if v.kind == "f" and (v.exact or not exact) and not v.leaf and _bc(v.shape, x.shape)
+            ]
             if c:
                 return ch.pick(c)
         if r == 1 and s:
@@ -274,7 +290,7 @@ def g_logic(b: Builder) -> None:
         if ch.coin(0.5):
             b.node("Not", [c], exact=True)
         else:
-            d = ch.pick([v for v in b.pool if v.kind == "b" and _bc(v.shape, c.shape)])
+            d = ch.pick([v for v in b.pool if v.kind == "b" and not v.leaf and _bc(v.shape, c.shape)])
             b.node(ch.pick(["And", "Or", "Xor"]), [c, d], exact=True)
     else:
         b.node("Cast", [b.pick("b")], to=F, exact=True)
@@ -585,12 +601,23 @@ def g_norm(b: Builder) -> None:
     elif r == 3 and rank >= 3:
         c = x.shape[1]
         g = ch.pick([k for k in range(1, c + 1) if c % k == 0])
-        b.node("GroupNormalization", [x, b.fconst([c]), b.fconst([c])], num_groups=g, epsilon=1e-5)
+        b.node(
+            "GroupNormalization",
+            [x, b.fconst([c]), b.fconst([c])],
+            num_groups=g,
+            epsilon=1e-5,
+            like_input=True,
+        )
     elif r == 4:
         b.node("LpNormalization", [x], axis=ch.int(-rank, rank - 1), p=ch.pick([1, 2]))
     elif r == 5 and rank >= 2:
+        # Over graph inputs only, and sets of two or more: a (near) constant set, which shape ops
+        # and Sign make easily, is ill-conditioned in f32 (onnxruntime and the reference give NaN
+        # or +-1 where ge, computing in f64, gives 0).
+        x = ch.pick([v for v in b.pool if v.name.startswith("in") and len(v.shape) >= 2] or [x])
+        rank = len(x.shape)
         axes = sorted({ch.int(0, rank - 1) for _ in range(ch.int(1, rank))})
-        if np.prod([x.shape[a] for a in axes]) < 2:  # onnxruntime: NaN for a set of one (the reference 0)
+        if not x.name.startswith("in") or np.prod([x.shape[a] for a in axes]) < 2:
             raise Skip
         b.node("MeanVarianceNormalization", [x], axes=axes)
     else:

@@ -113,6 +113,7 @@ def test_generator_covers_the_operator_families():
         "BatchNormalization",
         "LayerNormalization",
         "InstanceNormalization",
+        "GroupNormalization",
         "TopK",
         "CumSum",
         "ArgMax",
