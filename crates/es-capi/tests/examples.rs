@@ -62,9 +62,33 @@ fn asan_works(cc: &str, dir: &Path) -> bool {
     ok
 }
 
+/// The linker arguments for the shared library (with an rpath) or the static one.
+fn link_args(lib: &Path, static_lib: bool) -> Vec<String> {
+    if static_lib {
+        let a = lib.join(format!("{}es_capi{}", std::env::consts::DLL_PREFIX, ".a"));
+        let mut v = vec!["-Wl,--gc-sections".to_string(), a.display().to_string()];
+        v.extend(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil"].map(String::from));
+        v
+    } else {
+        vec![
+            format!("-L{}", lib.display()),
+            "-les_capi".into(),
+            format!("-Wl,-rpath,{}", lib.display()),
+            "-lm".into(),
+        ]
+    }
+}
+
 /// Compiles `src` with `cc` against the headers in `include` and the library; returns the
 /// executable, or the compiler's messages.
-fn compile(cc: &str, std: &str, src: &Path, name: &str, include: &Path) -> Result<PathBuf, String> {
+fn compile(
+    cc: &str,
+    std: &str,
+    src: &Path,
+    name: &str,
+    include: &Path,
+    static_lib: bool,
+) -> Result<PathBuf, String> {
     let dir = out_dir();
     let lib = lib_dir();
     let exe = dir.join(name);
@@ -76,11 +100,7 @@ fn compile(cc: &str, std: &str, src: &Path, name: &str, include: &Path) -> Resul
         .arg(src)
         .arg("-o")
         .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-les_capi")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lm");
+        .args(link_args(&lib, static_lib));
     if asan_works(cc, &dir) {
         cmd.arg("-fsanitize=address");
     }
@@ -116,7 +136,7 @@ fn run(exe: &Path) -> String {
 /// Builds `src` with `cc` against `include/` and runs it; returns its standard output.
 fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
     let include = root().join("crates/es-capi/include");
-    let exe = compile(cc, std, src, name, &include)
+    let exe = compile(cc, std, src, name, &include, false)
         .unwrap_or_else(|e| panic!("{cc} failed on {}:\n{e}", src.display()));
     run(&exe)
 }
@@ -179,6 +199,20 @@ fn c_split() {
     );
 }
 
+/// The seed's advice for C: link the static library into the program.
+#[test]
+fn c_split_linked_statically() {
+    let cc = compiler("CC", "cc");
+    let include = root().join("crates/es-capi/include");
+    let src = root().join("examples/c/split.c");
+    let exe = compile(&cc, "-std=c11", &src, "c_split_static", &include, true)
+        .unwrap_or_else(|e| panic!("{cc} failed on {}:\n{e}", src.display()));
+    let out = run(&exe);
+    // The executable holds the whole library: do not keep it.
+    std::fs::remove_file(&exe).unwrap();
+    has_line(&out, "part: 5 6");
+}
+
 #[test]
 fn cpp_add() {
     has_line(&cpp("add"), "add: 11 22 33");
@@ -235,7 +269,7 @@ fn abi_program_built_against_the_8_0_0_headers_runs() {
     }
     let src = root().join("crates/es-capi/tests/abi/old_signatures.c");
     let cc = compiler("CC", "cc");
-    let exe = compile(&cc, "-std=c11", &src, "abi_8_0_0", &include).unwrap_or_else(|e| {
+    let exe = compile(&cc, "-std=c11", &src, "abi_8_0_0", &include, false).unwrap_or_else(|e| {
         panic!(
             "{cc} failed on {} with the 8.0.0 headers:\n{e}",
             src.display()
@@ -246,7 +280,7 @@ fn abi_program_built_against_the_8_0_0_headers_runs() {
     has_line(&out, "output 1: 2 4");
     has_line(&out, "output 2: 5 11 11 25");
     let current = root().join("crates/es-capi/include");
-    let err = compile(&cc, "-std=c11", &src, "abi_current", &current)
+    let err = compile(&cc, "-std=c11", &src, "abi_current", &current, false)
         .expect_err("the 8.0.0 calls must not compile against the current headers");
     assert!(err.contains("EsReduceSum"), "{err}");
 }
