@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import ge
 import ge.ops
@@ -345,6 +346,12 @@ def test_remove_graph_races_with_runs():
         for _ in range(200):
             s.remove_graph(5)
             s.add_graph(5, user_graph())
+        # The graph is in the session now: let the runners get through at least once (bounded).
+        for _ in range(3000):
+            with lock:
+                if counts["ok"] > 0 or any(not t.is_alive() for t in threads):
+                    break
+            time.sleep(0.01)
     finally:
         stop.set()
         for t in threads:

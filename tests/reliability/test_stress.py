@@ -31,6 +31,7 @@ from ge.session import Session
 
 SECONDS = 3.0
 THREADS = 4
+MIN_STEPS = 40  # per thread: every kind of step comes up (the choices are seeded)
 BATCHES = (1, 2, 3, 5, 8)
 W = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
 
@@ -101,7 +102,9 @@ def test_threads_sessions_add_run_remove_with_eviction():
         pick = random.Random(k)
         own = 100 + k
         c = counts[k]
-        while time.monotonic() < deadline:
+        i = 0
+        while time.monotonic() < deadline or i < MIN_STEPS:  # at least MIN_STEPS, however slow
+            i += 1
             si = pick.randrange(len(sessions))
             s = sessions[si]
             r = pick.random()
