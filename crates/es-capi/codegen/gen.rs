@@ -673,7 +673,8 @@ fn cpp_attr(p: &OpProto, a: &AttrDef) -> (String, Vec<String>) {
     (decl, args)
 }
 
-fn cpp_header(p: &OpProto, version: &str) -> String {
+fn cpp_header(history: &[&OpProto], version: &str) -> String {
+    let p = *history.last().expect("at least one signature");
     let file = format!("es_{}.h", p.name);
     let g = guard_macro(&file);
     let mut s = format!(
@@ -698,29 +699,92 @@ fn cpp_header(p: &OpProto, version: &str) -> String {
         s.push_str("};\n");
         format!("{}Output", p.name)
     };
+    let _ = writeln!(s, "/// {}: {}", p.name, brief(p));
+    s.push_str(&cpp_function(p, p, &ret).expect("the current signature"));
+    // The seed's C++ compatibility: an older signature with fewer inputs stays callable (as
+    // an overload filling the inputs added since as absent and the attributes as defaults).
+    for old in &history[..history.len() - 1] {
+        if old.inputs.len() < p.inputs.len() {
+            if let Some(f) = cpp_function(old, p, &ret) {
+                let missing: Vec<&str> = p
+                    .inputs
+                    .iter()
+                    .filter(|i| !old.inputs.iter().any(|o| o.name == i.name))
+                    .map(|i| i.name.as_str())
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "/// {} with an earlier library version's inputs ({} absent).",
+                    p.name,
+                    missing.join(", ")
+                );
+                s.push_str(&f);
+            }
+        }
+    }
+    s.push_str("}  // namespace es\n#endif\n");
+    s
+}
+
+/// The C++ parameter type of an attribute without the reference, for a local holding its default.
+fn cpp_local(decl_with_default: &str) -> String {
+    decl_with_default
+        .replacen("const ", "", 1)
+        .replacen(" &", " ", 1)
+}
+
+/// An inline C++ function with `sig`'s parameters calling the C function of `cur` (the current
+/// signature); None when `sig` cannot be expressed so (an input or attribute it lacks cannot be
+/// left out, or its outputs or subgraphs differ).
+fn cpp_function(sig: &OpProto, cur: &OpProto, ret: &str) -> Option<String> {
+    if sig.outputs.len() != cur.outputs.len() || sig.subgraphs != cur.subgraphs {
+        return None;
+    }
+    let has_input = |n: &str| sig.inputs.iter().any(|i| i.name == n);
+    let has_attr = |n: &str| sig.attrs.iter().any(|a| a.name == n);
     let mut params = Vec::new();
+    let mut locals = String::new();
     let mut args = Vec::new();
-    for i in &p.inputs {
+    for i in &sig.inputs {
         let n = in_name(&i.name);
         if i.kind == IoKind::Dynamic {
             params.push(format!("const std::vector<EsTensorHolder> &{n}"));
-            args.push(format!("detail::Holders({n}).data()"));
-            args.push(format!("static_cast<int64_t>({n}.size())"));
         } else {
             params.push(format!("const EsTensorHolder &{n}"));
-            args.push(format!("{n}.GetCTensorHolder()"));
         }
     }
-    if needs_owner(p) {
+    for i in &cur.inputs {
+        let n = in_name(&i.name);
+        let given = has_input(&i.name);
+        if !given && i.kind == IoKind::Required {
+            return None;
+        }
+        if i.kind == IoKind::Dynamic {
+            if given {
+                args.push(format!("detail::Holders({n}).data()"));
+                args.push(format!("static_cast<int64_t>({n}.size())"));
+            } else {
+                args.extend(["nullptr".to_string(), "0".to_string()]);
+            }
+        } else if given {
+            args.push(format!("{n}.GetCTensorHolder()"));
+        } else {
+            args.push("nullptr".into());
+        }
+    }
+    if needs_owner(cur) != needs_owner(sig) {
+        return None;
+    }
+    if needs_owner(cur) {
         params.push("EsGraphBuilder *owner_builder".into());
         args.push("owner_builder == nullptr ? nullptr : owner_builder->GetCGraphBuilder()".into());
     }
-    for o in p.outputs.iter().filter(|o| o.kind == IoKind::Dynamic) {
-        let n = format!("{}_num", out_name(p, &o.name));
+    for o in cur.outputs.iter().filter(|o| o.kind == IoKind::Dynamic) {
+        let n = format!("{}_num", out_name(cur, &o.name));
         params.push(format!("int64_t {n}"));
         args.push(n);
     }
-    for sg in &p.subgraphs {
+    for sg in &cur.subgraphs {
         let n = subgraph_name(&sg.name);
         if sg.kind == SubgraphKind::Static {
             params.push(format!("GraphPtr {n}"));
@@ -731,26 +795,38 @@ fn cpp_header(p: &OpProto, version: &str) -> String {
             args.push(format!("static_cast<int64_t>({n}.size())"));
         }
     }
-    for a in ordered_attrs(p) {
-        let (d, a) = cpp_attr(p, a);
-        params.push(d);
-        args.extend(a);
+    for a in ordered_attrs(sig) {
+        params.push(cpp_attr(sig, a).0);
     }
-    let _ = writeln!(s, "/// {}: {}", p.name, brief(p));
-    let _ = writeln!(s, "inline {ret} {}({}) {{", p.name, params.join(", "));
-    let call = format!("Es{}({})", p.name, args.join(", "));
+    for a in ordered_attrs(cur) {
+        let (decl, a_args) = cpp_attr(cur, a);
+        if !has_attr(&a.name) {
+            if a.default.is_none() || attr_name(cur, &a.name) != attr_name(sig, &a.name) {
+                return None;
+            }
+            let _ = writeln!(locals, "  {};", cpp_local(&decl));
+        }
+        args.extend(a_args);
+    }
+    let mut s = format!(
+        "inline {ret} {}({}) {{\n{locals}",
+        cur.name,
+        params.join(", ")
+    );
+    let call = format!("Es{}({})", cur.name, args.join(", "));
+    let single_dyn = cur.outputs.len() == 1 && cur.outputs[0].kind == IoKind::Dynamic;
     if ret == "EsTensorHolder" {
         let _ = writeln!(s, "  return EsTensorHolder({call});");
     } else if single_dyn {
-        let n = out_name(p, &p.outputs[0].name);
+        let n = out_name(cur, &cur.outputs[0].name);
         let _ = writeln!(
             s,
             "  auto es_out_ = {call};\n  return detail::Wrap(es_out_.{n}, es_out_.{n}_num);"
         );
     } else {
         let _ = writeln!(s, "  auto es_out_ = {call};\n  {ret} es_ret_;");
-        for o in &p.outputs {
-            let n = out_name(p, &o.name);
+        for o in &cur.outputs {
+            let n = out_name(cur, &o.name);
             if o.kind == IoKind::Dynamic {
                 let _ = writeln!(
                     s,
@@ -762,8 +838,8 @@ fn cpp_header(p: &OpProto, version: &str) -> String {
         }
         s.push_str("  return es_ret_;\n");
     }
-    s.push_str("}\n}  // namespace es\n#endif\n");
-    s
+    s.push_str("}\n");
+    Some(s)
 }
 
 fn c_types_header() -> String {
@@ -834,7 +910,7 @@ pub fn generate(libs: &[Arc<OpRegistry>]) -> Vec<(String, String)> {
             format!("include/es_{}_c.h", p.name),
             c_header(p, v, h.len()),
         ));
-        files.push((format!("include/es_{}.h", p.name), cpp_header(p, v)));
+        files.push((format!("include/es_{}.h", p.name), cpp_header(h, v)));
         let _ = writeln!(all_c, "#include \"es_{}_c.h\"", p.name);
         let _ = writeln!(all_cpp, "#include \"es_{}.h\"", p.name);
     }

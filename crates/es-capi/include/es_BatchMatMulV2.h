@@ -9,5 +9,9 @@ namespace es {
 inline EsTensorHolder BatchMatMulV2(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, const EsTensorHolder &offset_w, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
   return EsTensorHolder(EsBatchMatMulV2(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), offset_w.GetCTensorHolder(), adj_x1, adj_x2, offset_x));
 }
+/// BatchMatMulV2 with an earlier library version's inputs (offset_w absent).
+inline EsTensorHolder BatchMatMulV2(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
+  return EsTensorHolder(EsBatchMatMulV2(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), nullptr, adj_x1, adj_x2, offset_x));
+}
 }  // namespace es
 #endif

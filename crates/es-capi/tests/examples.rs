@@ -224,6 +224,7 @@ fn cpp_mlp() {
     has_line(&out, "relu(x @ w^T + bias): 0 2 0 1 4 3");
     has_line(&out, "2 * (h @ 1) - 1: 3 15");
     has_line(&out, "10 / (z + 2): 2 0.588235");
+    has_line(&out, "x @ w^T (8.0.0 form): 1 2 3 3 4 7");
 }
 
 #[test]
