@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test conformance venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
+.PHONY: demo test conformance difftest venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ pytest: build
 # ONNX conformance: every set, counts and failures (`--promote` adds newly passing cases).
 conformance: build
 	$(PY) tools/onnx_conformance.py --failures
+
+# Differential testing against onnxruntime, the long profile (docs/reliability.md); `make test`
+# runs a fixed-seed profile. MINUTES=N sets the duration.
+difftest: build
+	$(PY) tools/difftest.py --minutes $(or $(MINUTES),10)
 
 # `pip install .` into a fresh environment and import it.
 install-check:
