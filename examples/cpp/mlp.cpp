@@ -1,6 +1,6 @@
 // An MLP in C++: MatMulV2 with the optional input bias and offset_w left out (nullptr),
 // attributes after the required ones with defaults (transpose_x2 given, offset_x defaulted),
-// Relu, operator* and operator- with numbers on the way.
+// Relu, operator* and operator- with numbers on the way; numbers as operator inputs.
 #include "common.h"
 
 int main() {
@@ -8,8 +8,9 @@ int main() {
   EsGraphBuilder b("mlp");
   EsTensorHolder x = b.CreateInput(0);
   EsTensorHolder w = b.CreateConst(std::vector<float>{1, 0, 0, 1, 1, 1}, {3, 2});
-  EsTensorHolder bias = b.CreateVector(std::vector<float>{-2, 0, -4});
-  EsTensorHolder h = Relu(MatMulV2(x, w, bias, nullptr, /*transpose_x1=*/false, /*transpose_x2=*/true));
+  // The bias is given as numbers: they become a Const of x's builder (the seed's EsTensorLike).
+  EsTensorHolder h =
+      Relu(MatMulV2(x, w, std::vector<float>{-2, 0, -4}, nullptr, /*transpose_x1=*/false, /*transpose_x2=*/true));
   EsTensorHolder y = MatMulV2(h, b.CreateConst(std::vector<float>{1, 1, 1}, {3, 1}), nullptr, nullptr);
   EsTensorHolder z = y * 2.0f - 1;  // numbers become scalar Consts of y's builder
   EsTensorHolder u = 10 / (z + 2.0);

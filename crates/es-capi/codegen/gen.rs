@@ -741,6 +741,8 @@ fn cpp_function(sig: &OpProto, cur: &OpProto, ret: &str) -> Option<String> {
         return None;
     }
     let has_input = |n: &str| sig.inputs.iter().any(|i| i.name == n);
+    // The seed's rule for numeric inputs: more than one input, not all dynamic.
+    let like = sig.inputs.len() > 1 && sig.inputs.iter().any(|i| i.kind != IoKind::Dynamic);
     let has_attr = |n: &str| sig.attrs.iter().any(|a| a.name == n);
     let mut params = Vec::new();
     let mut locals = String::new();
@@ -749,9 +751,31 @@ fn cpp_function(sig: &OpProto, cur: &OpProto, ret: &str) -> Option<String> {
         let n = in_name(&i.name);
         if i.kind == IoKind::Dynamic {
             params.push(format!("const std::vector<EsTensorHolder> &{n}"));
+        } else if like {
+            params.push(format!("const EsTensorLike &{n}"));
         } else {
             params.push(format!("const EsTensorHolder &{n}"));
         }
+    }
+    if like {
+        // Numbers become Consts of the builder of the tensor inputs (the seed's numeric inputs).
+        let found: Vec<String> = sig
+            .inputs
+            .iter()
+            .map(|i| {
+                let n = in_name(&i.name);
+                if i.kind == IoKind::Dynamic {
+                    format!("detail::BuilderOf({n})")
+                } else {
+                    format!("{n}.Builder()")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            locals,
+            "  EsCGraphBuilder *es_b_ = detail::FirstBuilder({{{}}});",
+            found.join(", ")
+        );
     }
     for i in &cur.inputs {
         let n = in_name(&i.name);
@@ -766,6 +790,8 @@ fn cpp_function(sig: &OpProto, cur: &OpProto, ret: &str) -> Option<String> {
             } else {
                 args.extend(["nullptr".to_string(), "0".to_string()]);
             }
+        } else if given && like {
+            args.push(format!("{n}.ToTensorHolder(es_b_)"));
         } else if given {
             args.push(format!("{n}.GetCTensorHolder()"));
         } else {

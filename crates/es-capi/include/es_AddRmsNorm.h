@@ -11,8 +11,9 @@ struct AddRmsNormOutput {
   EsTensorHolder x;
 };
 /// AddRmsNorm: RmsNorm of x = x1 + x2: returns y = gamma * x * rstd, rstd (float32) and the sum x.
-inline AddRmsNormOutput AddRmsNorm(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &gamma, float epsilon = 1e-6f) {
-  auto es_out_ = EsAddRmsNorm(x1.GetCTensorHolder(), x2.GetCTensorHolder(), gamma.GetCTensorHolder(), epsilon);
+inline AddRmsNormOutput AddRmsNorm(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &gamma, float epsilon = 1e-6f) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), gamma.Builder()});
+  auto es_out_ = EsAddRmsNorm(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), gamma.ToTensorHolder(es_b_), epsilon);
   AddRmsNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.rstd = EsTensorHolder(es_out_.rstd);

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Addcmul: input_data + value * x1 * x2; input_data, x1 and x2 broadcast, value holds one element.
-inline EsTensorHolder Addcmul(const EsTensorHolder &input_data, const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &value) {
-  return EsTensorHolder(EsAddcmul(input_data.GetCTensorHolder(), x1.GetCTensorHolder(), x2.GetCTensorHolder(), value.GetCTensorHolder()));
+inline EsTensorHolder Addcmul(const EsTensorLike &input_data, const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &value) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({input_data.Builder(), x1.Builder(), x2.Builder(), value.Builder()});
+  return EsTensorHolder(EsAddcmul(input_data.ToTensorHolder(es_b_), x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), value.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ArgMaxV2: Index of the largest value of x along the axis held in dimension; y has dtype dtype.
-inline EsTensorHolder ArgMaxV2(const EsTensorHolder &x, const EsTensorHolder &dimension, ge::DataType dtype = ge::DT_INT64) {
-  return EsTensorHolder(EsArgMaxV2(x.GetCTensorHolder(), dimension.GetCTensorHolder(), static_cast<C_DataType>(dtype)));
+inline EsTensorHolder ArgMaxV2(const EsTensorLike &x, const EsTensorLike &dimension, ge::DataType dtype = ge::DT_INT64) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), dimension.Builder()});
+  return EsTensorHolder(EsArgMaxV2(x.ToTensorHolder(es_b_), dimension.ToTensorHolder(es_b_), static_cast<C_DataType>(dtype)));
 }
 }  // namespace es
 #endif

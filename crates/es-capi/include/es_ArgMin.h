@@ -6,8 +6,9 @@
 
 namespace es {
 /// ArgMin: Index of the smallest value of x along the axis held in dimension; y has dtype dtype.
-inline EsTensorHolder ArgMin(const EsTensorHolder &x, const EsTensorHolder &dimension, ge::DataType dtype = ge::DT_INT64) {
-  return EsTensorHolder(EsArgMin(x.GetCTensorHolder(), dimension.GetCTensorHolder(), static_cast<C_DataType>(dtype)));
+inline EsTensorHolder ArgMin(const EsTensorLike &x, const EsTensorLike &dimension, ge::DataType dtype = ge::DT_INT64) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), dimension.Builder()});
+  return EsTensorHolder(EsArgMin(x.ToTensorHolder(es_b_), dimension.ToTensorHolder(es_b_), static_cast<C_DataType>(dtype)));
 }
 }  // namespace es
 #endif

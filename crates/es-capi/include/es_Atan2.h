@@ -6,8 +6,9 @@
 
 namespace es {
 /// Atan2: Element-wise arc tangent of x1 / x2 using the signs of both, with broadcasting.
-inline EsTensorHolder Atan2(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsAtan2(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder Atan2(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsAtan2(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// BatchMatMul: Batched matrix product over the leading (broadcast) dims, optionally adjointing operands.
-inline EsTensorHolder BatchMatMul(const EsTensorHolder &x1, const EsTensorHolder &x2, bool adj_x1 = false, bool adj_x2 = false) {
-  return EsTensorHolder(EsBatchMatMul(x1.GetCTensorHolder(), x2.GetCTensorHolder(), adj_x1, adj_x2));
+inline EsTensorHolder BatchMatMul(const EsTensorLike &x1, const EsTensorLike &x2, bool adj_x1 = false, bool adj_x2 = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsBatchMatMul(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), adj_x1, adj_x2));
 }
 }  // namespace es
 #endif

@@ -6,12 +6,14 @@
 
 namespace es {
 /// BatchMatMulV2: Batched matrix product with optional bias and quantization offsets.
-inline EsTensorHolder BatchMatMulV2(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, const EsTensorHolder &offset_w, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
-  return EsTensorHolder(EsBatchMatMulV2(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), offset_w.GetCTensorHolder(), adj_x1, adj_x2, offset_x));
+inline EsTensorHolder BatchMatMulV2(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &bias, const EsTensorLike &offset_w, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), bias.Builder(), offset_w.Builder()});
+  return EsTensorHolder(EsBatchMatMulV2(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), offset_w.ToTensorHolder(es_b_), adj_x1, adj_x2, offset_x));
 }
 /// BatchMatMulV2 with an earlier library version's inputs (offset_w absent).
-inline EsTensorHolder BatchMatMulV2(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
-  return EsTensorHolder(EsBatchMatMulV2(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), nullptr, adj_x1, adj_x2, offset_x));
+inline EsTensorHolder BatchMatMulV2(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &bias, bool adj_x1 = false, bool adj_x2 = false, int64_t offset_x = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), bias.Builder()});
+  return EsTensorHolder(EsBatchMatMulV2(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), nullptr, adj_x1, adj_x2, offset_x));
 }
 }  // namespace es
 #endif

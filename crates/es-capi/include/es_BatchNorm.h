@@ -14,8 +14,9 @@ struct BatchNormOutput {
   EsTensorHolder reserve_space_3;
 };
 /// BatchNorm: Batch normalization for training or inference; outputs the normalized x and batch statistics.
-inline BatchNormOutput BatchNorm(const EsTensorHolder &x, const EsTensorHolder &scale, const EsTensorHolder &offset, const EsTensorHolder &mean, const EsTensorHolder &variance, float epsilon = 0.0001f, const char *data_format = "NHWC", bool is_training = true, float exponential_avg_factor = 1.0f) {
-  auto es_out_ = EsBatchNorm(x.GetCTensorHolder(), scale.GetCTensorHolder(), offset.GetCTensorHolder(), mean.GetCTensorHolder(), variance.GetCTensorHolder(), epsilon, data_format, is_training, exponential_avg_factor);
+inline BatchNormOutput BatchNorm(const EsTensorLike &x, const EsTensorLike &scale, const EsTensorLike &offset, const EsTensorLike &mean, const EsTensorLike &variance, float epsilon = 0.0001f, const char *data_format = "NHWC", bool is_training = true, float exponential_avg_factor = 1.0f) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), scale.Builder(), offset.Builder(), mean.Builder(), variance.Builder()});
+  auto es_out_ = EsBatchNorm(x.ToTensorHolder(es_b_), scale.ToTensorHolder(es_b_), offset.ToTensorHolder(es_b_), mean.ToTensorHolder(es_b_), variance.ToTensorHolder(es_b_), epsilon, data_format, is_training, exponential_avg_factor);
   BatchNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.batch_mean = EsTensorHolder(es_out_.batch_mean);

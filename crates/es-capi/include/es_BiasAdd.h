@@ -6,8 +6,9 @@
 
 namespace es {
 /// BiasAdd: Adds the 1-D bias to the channel dim of x (the last dim for NHWC, dim 1 for NCHW).
-inline EsTensorHolder BiasAdd(const EsTensorHolder &x, const EsTensorHolder &bias, const char *data_format = "NHWC") {
-  return EsTensorHolder(EsBiasAdd(x.GetCTensorHolder(), bias.GetCTensorHolder(), data_format));
+inline EsTensorHolder BiasAdd(const EsTensorLike &x, const EsTensorLike &bias, const char *data_format = "NHWC") {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), bias.Builder()});
+  return EsTensorHolder(EsBiasAdd(x.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), data_format));
 }
 }  // namespace es
 #endif

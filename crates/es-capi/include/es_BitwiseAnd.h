@@ -6,8 +6,9 @@
 
 namespace es {
 /// BitwiseAnd: Element-wise bitwise AND of integer tensors with broadcasting.
-inline EsTensorHolder BitwiseAnd(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsBitwiseAnd(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder BitwiseAnd(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsBitwiseAnd(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// BitwiseOr: Element-wise bitwise OR of integer tensors with broadcasting.
-inline EsTensorHolder BitwiseOr(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsBitwiseOr(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder BitwiseOr(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsBitwiseOr(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// BroadcastTo: Broadcasts x to the shape held in the shape tensor.
-inline EsTensorHolder BroadcastTo(const EsTensorHolder &x, const EsTensorHolder &shape) {
-  return EsTensorHolder(EsBroadcastTo(x.GetCTensorHolder(), shape.GetCTensorHolder()));
+inline EsTensorHolder BroadcastTo(const EsTensorLike &x, const EsTensorLike &shape) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), shape.Builder()});
+  return EsTensorHolder(EsBroadcastTo(x.ToTensorHolder(es_b_), shape.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Case: Runs the branch selected by branch_index on the inputs.
-inline std::vector<EsTensorHolder> Case(const EsTensorHolder &branch_index, const std::vector<EsTensorHolder> &input, int64_t output_num, std::vector<GraphPtr> branches) {
-  auto es_out_ = EsCase(branch_index.GetCTensorHolder(), detail::Holders(input).data(), static_cast<int64_t>(input.size()), output_num, detail::ReleaseGraphs(branches).data(), static_cast<int64_t>(branches.size()));
+inline std::vector<EsTensorHolder> Case(const EsTensorLike &branch_index, const std::vector<EsTensorHolder> &input, int64_t output_num, std::vector<GraphPtr> branches) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({branch_index.Builder(), detail::BuilderOf(input)});
+  auto es_out_ = EsCase(branch_index.ToTensorHolder(es_b_), detail::Holders(input).data(), static_cast<int64_t>(input.size()), output_num, detail::ReleaseGraphs(branches).data(), static_cast<int64_t>(branches.size()));
   return detail::Wrap(es_out_.output, es_out_.output_num);
 }
 }  // namespace es

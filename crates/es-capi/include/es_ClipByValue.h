@@ -6,8 +6,9 @@
 
 namespace es {
 /// ClipByValue: Clamps x to [clip_value_min, clip_value_max]; the three inputs broadcast.
-inline EsTensorHolder ClipByValue(const EsTensorHolder &x, const EsTensorHolder &clip_value_min, const EsTensorHolder &clip_value_max) {
-  return EsTensorHolder(EsClipByValue(x.GetCTensorHolder(), clip_value_min.GetCTensorHolder(), clip_value_max.GetCTensorHolder()));
+inline EsTensorHolder ClipByValue(const EsTensorLike &x, const EsTensorLike &clip_value_min, const EsTensorLike &clip_value_max) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), clip_value_min.Builder(), clip_value_max.Builder()});
+  return EsTensorHolder(EsClipByValue(x.ToTensorHolder(es_b_), clip_value_min.ToTensorHolder(es_b_), clip_value_max.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Concat: Concatenates the tensors of x along the dimension given by the concat_dim tensor (the first input).
-inline EsTensorHolder Concat(const EsTensorHolder &concat_dim, const std::vector<EsTensorHolder> &x, int64_t N = 1) {
-  return EsTensorHolder(EsConcat(concat_dim.GetCTensorHolder(), detail::Holders(x).data(), static_cast<int64_t>(x.size()), N));
+inline EsTensorHolder Concat(const EsTensorLike &concat_dim, const std::vector<EsTensorHolder> &x, int64_t N = 1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({concat_dim.Builder(), detail::BuilderOf(x)});
+  return EsTensorHolder(EsConcat(concat_dim.ToTensorHolder(es_b_), detail::Holders(x).data(), static_cast<int64_t>(x.size()), N));
 }
 }  // namespace es
 #endif

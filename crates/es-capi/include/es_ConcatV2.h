@@ -6,8 +6,9 @@
 
 namespace es {
 /// ConcatV2: Concatenates the tensors of x along the dimension given by the concat_dim tensor.
-inline EsTensorHolder ConcatV2(const std::vector<EsTensorHolder> &x, const EsTensorHolder &concat_dim, int64_t N = 1) {
-  return EsTensorHolder(EsConcatV2(detail::Holders(x).data(), static_cast<int64_t>(x.size()), concat_dim.GetCTensorHolder(), N));
+inline EsTensorHolder ConcatV2(const std::vector<EsTensorHolder> &x, const EsTensorLike &concat_dim, int64_t N = 1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({detail::BuilderOf(x), concat_dim.Builder()});
+  return EsTensorHolder(EsConcatV2(detail::Holders(x).data(), static_cast<int64_t>(x.size()), concat_dim.ToTensorHolder(es_b_), N));
 }
 }  // namespace es
 #endif

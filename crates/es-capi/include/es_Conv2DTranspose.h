@@ -6,8 +6,9 @@
 
 namespace es {
 /// Conv2DTranspose: Transposed 2-D convolution (deconvolution) of x with filter; input_size holds the output shape.
-inline EsTensorHolder Conv2DTranspose(const EsTensorHolder &input_size, const EsTensorHolder &x, const EsTensorHolder &filter, const EsTensorHolder &bias, const EsTensorHolder &offset_w, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NHWC", const std::vector<int64_t> &output_padding = {0, 0, 0, 0}, int64_t offset_x = 0) {
-  return EsTensorHolder(EsConv2DTranspose(input_size.GetCTensorHolder(), x.GetCTensorHolder(), filter.GetCTensorHolder(), bias.GetCTensorHolder(), offset_w.GetCTensorHolder(), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, output_padding.data(), static_cast<int64_t>(output_padding.size()), offset_x));
+inline EsTensorHolder Conv2DTranspose(const EsTensorLike &input_size, const EsTensorLike &x, const EsTensorLike &filter, const EsTensorLike &bias, const EsTensorLike &offset_w, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NHWC", const std::vector<int64_t> &output_padding = {0, 0, 0, 0}, int64_t offset_x = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({input_size.Builder(), x.Builder(), filter.Builder(), bias.Builder(), offset_w.Builder()});
+  return EsTensorHolder(EsConv2DTranspose(input_size.ToTensorHolder(es_b_), x.ToTensorHolder(es_b_), filter.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), offset_w.ToTensorHolder(es_b_), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, output_padding.data(), static_cast<int64_t>(output_padding.size()), offset_x));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Conv3D: 3-D convolution of x with filter (plus optional bias).
-inline EsTensorHolder Conv3D(const EsTensorHolder &x, const EsTensorHolder &filter, const EsTensorHolder &bias, const EsTensorHolder &offset_w, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NDHWC", int64_t offset_x = 0) {
-  return EsTensorHolder(EsConv3D(x.GetCTensorHolder(), filter.GetCTensorHolder(), bias.GetCTensorHolder(), offset_w.GetCTensorHolder(), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, offset_x));
+inline EsTensorHolder Conv3D(const EsTensorLike &x, const EsTensorLike &filter, const EsTensorLike &bias, const EsTensorLike &offset_w, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NDHWC", int64_t offset_x = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), filter.Builder(), bias.Builder(), offset_w.Builder()});
+  return EsTensorHolder(EsConv3D(x.ToTensorHolder(es_b_), filter.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), offset_w.ToTensorHolder(es_b_), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, offset_x));
 }
 }  // namespace es
 #endif

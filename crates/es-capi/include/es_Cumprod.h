@@ -6,8 +6,9 @@
 
 namespace es {
 /// Cumprod: Cumulative product of x along the axis held in the axis tensor.
-inline EsTensorHolder Cumprod(const EsTensorHolder &x, const EsTensorHolder &axis, bool exclusive = false, bool reverse = false) {
-  return EsTensorHolder(EsCumprod(x.GetCTensorHolder(), axis.GetCTensorHolder(), exclusive, reverse));
+inline EsTensorHolder Cumprod(const EsTensorLike &x, const EsTensorLike &axis, bool exclusive = false, bool reverse = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axis.Builder()});
+  return EsTensorHolder(EsCumprod(x.ToTensorHolder(es_b_), axis.ToTensorHolder(es_b_), exclusive, reverse));
 }
 }  // namespace es
 #endif

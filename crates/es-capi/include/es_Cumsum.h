@@ -6,8 +6,9 @@
 
 namespace es {
 /// Cumsum: Cumulative sum of x along the axis held in the axis tensor.
-inline EsTensorHolder Cumsum(const EsTensorHolder &x, const EsTensorHolder &axis, bool exclusive = false, bool reverse = false) {
-  return EsTensorHolder(EsCumsum(x.GetCTensorHolder(), axis.GetCTensorHolder(), exclusive, reverse));
+inline EsTensorHolder Cumsum(const EsTensorLike &x, const EsTensorLike &axis, bool exclusive = false, bool reverse = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axis.Builder()});
+  return EsTensorHolder(EsCumsum(x.ToTensorHolder(es_b_), axis.ToTensorHolder(es_b_), exclusive, reverse));
 }
 }  // namespace es
 #endif

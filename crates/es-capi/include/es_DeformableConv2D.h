@@ -6,8 +6,9 @@
 
 namespace es {
 /// DeformableConv2D: 2-D convolution that samples x at positions moved by offsets (and scaled by a mask when modulated); output sizes as Conv2D.
-inline EsTensorHolder DeformableConv2D(const EsTensorHolder &x, const EsTensorHolder &filter, const EsTensorHolder &offsets, const EsTensorHolder &bias, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NHWC", int64_t deformable_groups = 1, bool modulated = true) {
-  return EsTensorHolder(EsDeformableConv2D(x.GetCTensorHolder(), filter.GetCTensorHolder(), offsets.GetCTensorHolder(), bias.GetCTensorHolder(), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, deformable_groups, modulated));
+inline EsTensorHolder DeformableConv2D(const EsTensorLike &x, const EsTensorLike &filter, const EsTensorLike &offsets, const EsTensorLike &bias, const std::vector<int64_t> &strides, const std::vector<int64_t> &pads, const std::vector<int64_t> &dilations = {1, 1, 1, 1}, int64_t groups = 1, const char *data_format = "NHWC", int64_t deformable_groups = 1, bool modulated = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), filter.Builder(), offsets.Builder(), bias.Builder()});
+  return EsTensorHolder(EsDeformableConv2D(x.ToTensorHolder(es_b_), filter.ToTensorHolder(es_b_), offsets.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), strides.data(), static_cast<int64_t>(strides.size()), pads.data(), static_cast<int64_t>(pads.size()), dilations.data(), static_cast<int64_t>(dilations.size()), groups, data_format, deformable_groups, modulated));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// DivNoNan: Element-wise x1 / x2 with broadcasting, 0 where x2 is 0.
-inline EsTensorHolder DivNoNan(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsDivNoNan(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder DivNoNan(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsDivNoNan(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -10,8 +10,9 @@ struct DynamicQuantOutput {
   EsTensorHolder scale;
 };
 /// DynamicQuant: Per-token symmetric quantization: each row (last dim) of x, times smooth_scales when given (per group of rows with group_index), is divided by scale = max|row| / 127 and rounded (half to even) into y; scale (float32) has x's leading dims.
-inline DynamicQuantOutput DynamicQuant(const EsTensorHolder &x, const EsTensorHolder &smooth_scales, const EsTensorHolder &group_index, int64_t dst_type = 2) {
-  auto es_out_ = EsDynamicQuant(x.GetCTensorHolder(), smooth_scales.GetCTensorHolder(), group_index.GetCTensorHolder(), dst_type);
+inline DynamicQuantOutput DynamicQuant(const EsTensorLike &x, const EsTensorLike &smooth_scales, const EsTensorLike &group_index, int64_t dst_type = 2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), smooth_scales.Builder(), group_index.Builder()});
+  auto es_out_ = EsDynamicQuant(x.ToTensorHolder(es_b_), smooth_scales.ToTensorHolder(es_b_), group_index.ToTensorHolder(es_b_), dst_type);
   DynamicQuantOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.scale = EsTensorHolder(es_out_.scale);

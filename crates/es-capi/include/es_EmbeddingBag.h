@@ -12,8 +12,9 @@ struct EmbeddingBagOutput {
   EsTensorHolder max_indices;
 };
 /// EmbeddingBag: Sums, averages or takes the max of bags of weight rows selected by indices, with bags given by offsets.
-inline EmbeddingBagOutput EmbeddingBag(const EsTensorHolder &weight, const EsTensorHolder &indices, const EsTensorHolder &offsets, const EsTensorHolder &per_sample_weights, const char *mode = "mean", bool scale_grad_by_freq = false, bool sparse = false, bool include_last_offset = false, int64_t padding_idx = -1) {
-  auto es_out_ = EsEmbeddingBag(weight.GetCTensorHolder(), indices.GetCTensorHolder(), offsets.GetCTensorHolder(), per_sample_weights.GetCTensorHolder(), mode, scale_grad_by_freq, sparse, include_last_offset, padding_idx);
+inline EmbeddingBagOutput EmbeddingBag(const EsTensorLike &weight, const EsTensorLike &indices, const EsTensorLike &offsets, const EsTensorLike &per_sample_weights, const char *mode = "mean", bool scale_grad_by_freq = false, bool sparse = false, bool include_last_offset = false, int64_t padding_idx = -1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({weight.Builder(), indices.Builder(), offsets.Builder(), per_sample_weights.Builder()});
+  auto es_out_ = EsEmbeddingBag(weight.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), offsets.ToTensorHolder(es_b_), per_sample_weights.ToTensorHolder(es_b_), mode, scale_grad_by_freq, sparse, include_last_offset, padding_idx);
   EmbeddingBagOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.offset2bag = EsTensorHolder(es_out_.offset2bag);

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Expand: Broadcasts x against the shape tensor (ONNX Expand: two-way broadcast).
-inline EsTensorHolder Expand(const EsTensorHolder &x, const EsTensorHolder &shape) {
-  return EsTensorHolder(EsExpand(x.GetCTensorHolder(), shape.GetCTensorHolder()));
+inline EsTensorHolder Expand(const EsTensorLike &x, const EsTensorLike &shape) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), shape.Builder()});
+  return EsTensorHolder(EsExpand(x.ToTensorHolder(es_b_), shape.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

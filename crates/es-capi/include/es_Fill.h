@@ -6,8 +6,9 @@
 
 namespace es {
 /// Fill: Creates a tensor of shape dims filled with the scalar value.
-inline EsTensorHolder Fill(const EsTensorHolder &dims, const EsTensorHolder &value) {
-  return EsTensorHolder(EsFill(dims.GetCTensorHolder(), value.GetCTensorHolder()));
+inline EsTensorHolder Fill(const EsTensorLike &dims, const EsTensorLike &value) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({dims.Builder(), value.Builder()});
+  return EsTensorHolder(EsFill(dims.ToTensorHolder(es_b_), value.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

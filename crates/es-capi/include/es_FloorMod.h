@@ -6,8 +6,9 @@
 
 namespace es {
 /// FloorMod: Element-wise remainder of FloorDiv (sign of x2), with broadcasting.
-inline EsTensorHolder FloorMod(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsFloorMod(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder FloorMod(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsFloorMod(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

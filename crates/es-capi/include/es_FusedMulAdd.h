@@ -6,8 +6,9 @@
 
 namespace es {
 /// FusedMulAdd: Fused element-wise y = x1 * x2 + x3 with broadcasting.
-inline EsTensorHolder FusedMulAdd(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &x3) {
-  return EsTensorHolder(EsFusedMulAdd(x1.GetCTensorHolder(), x2.GetCTensorHolder(), x3.GetCTensorHolder()));
+inline EsTensorHolder FusedMulAdd(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &x3) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), x3.Builder()});
+  return EsTensorHolder(EsFusedMulAdd(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), x3.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

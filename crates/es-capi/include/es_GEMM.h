@@ -6,8 +6,9 @@
 
 namespace es {
 /// GEMM: General matrix multiply y = alpha * (a @ b) + beta * c.
-inline EsTensorHolder GEMM(const EsTensorHolder &a, const EsTensorHolder &b, const EsTensorHolder &c, const EsTensorHolder &alpha, const EsTensorHolder &beta, bool transpose_a = false, bool transpose_b = false) {
-  return EsTensorHolder(EsGEMM(a.GetCTensorHolder(), b.GetCTensorHolder(), c.GetCTensorHolder(), alpha.GetCTensorHolder(), beta.GetCTensorHolder(), transpose_a, transpose_b));
+inline EsTensorHolder GEMM(const EsTensorLike &a, const EsTensorLike &b, const EsTensorLike &c, const EsTensorLike &alpha, const EsTensorLike &beta, bool transpose_a = false, bool transpose_b = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({a.Builder(), b.Builder(), c.Builder(), alpha.Builder(), beta.Builder()});
+  return EsTensorHolder(EsGEMM(a.ToTensorHolder(es_b_), b.ToTensorHolder(es_b_), c.ToTensorHolder(es_b_), alpha.ToTensorHolder(es_b_), beta.ToTensorHolder(es_b_), transpose_a, transpose_b));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// GatherElements: Gathers elements of x along dim at the positions given by index.
-inline EsTensorHolder GatherElements(const EsTensorHolder &x, const EsTensorHolder &index, int64_t dim = 0) {
-  return EsTensorHolder(EsGatherElements(x.GetCTensorHolder(), index.GetCTensorHolder(), dim));
+inline EsTensorHolder GatherElements(const EsTensorLike &x, const EsTensorLike &index, int64_t dim = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), index.Builder()});
+  return EsTensorHolder(EsGatherElements(x.ToTensorHolder(es_b_), index.ToTensorHolder(es_b_), dim));
 }
 }  // namespace es
 #endif

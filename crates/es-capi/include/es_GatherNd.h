@@ -6,8 +6,9 @@
 
 namespace es {
 /// GatherNd: Gathers slices of x addressed by the last dim of indices (TensorFlow GatherNd).
-inline EsTensorHolder GatherNd(const EsTensorHolder &x, const EsTensorHolder &indices, bool negative_index_support = false) {
-  return EsTensorHolder(EsGatherNd(x.GetCTensorHolder(), indices.GetCTensorHolder(), negative_index_support));
+inline EsTensorHolder GatherNd(const EsTensorLike &x, const EsTensorLike &indices, bool negative_index_support = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), indices.Builder()});
+  return EsTensorHolder(EsGatherNd(x.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), negative_index_support));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// GatherV2: Gathers slices of x along the axis tensor at indices; the first batch_dims dims are batch dims.
-inline EsTensorHolder GatherV2(const EsTensorHolder &x, const EsTensorHolder &indices, const EsTensorHolder &axis, int64_t batch_dims = 0, bool is_preprocessed = false, bool negative_index_support = false) {
-  return EsTensorHolder(EsGatherV2(x.GetCTensorHolder(), indices.GetCTensorHolder(), axis.GetCTensorHolder(), batch_dims, is_preprocessed, negative_index_support));
+inline EsTensorHolder GatherV2(const EsTensorLike &x, const EsTensorLike &indices, const EsTensorLike &axis, int64_t batch_dims = 0, bool is_preprocessed = false, bool negative_index_support = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), indices.Builder(), axis.Builder()});
+  return EsTensorHolder(EsGatherV2(x.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), axis.ToTensorHolder(es_b_), batch_dims, is_preprocessed, negative_index_support));
 }
 }  // namespace es
 #endif

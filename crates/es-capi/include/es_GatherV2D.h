@@ -6,8 +6,9 @@
 
 namespace es {
 /// GatherV2D: Gathers slices of x along the constant axis at indices.
-inline EsTensorHolder GatherV2D(const EsTensorHolder &x, const EsTensorHolder &indices, int64_t axis) {
-  return EsTensorHolder(EsGatherV2D(x.GetCTensorHolder(), indices.GetCTensorHolder(), axis));
+inline EsTensorHolder GatherV2D(const EsTensorLike &x, const EsTensorLike &indices, int64_t axis) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), indices.Builder()});
+  return EsTensorHolder(EsGatherV2D(x.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), axis));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// GreaterEqual: Element-wise x1 >= x2 with broadcasting; y is bool.
-inline EsTensorHolder GreaterEqual(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsGreaterEqual(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder GreaterEqual(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsGreaterEqual(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

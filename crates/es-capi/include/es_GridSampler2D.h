@@ -6,8 +6,9 @@
 
 namespace es {
 /// GridSampler2D: Samples x [N, C, H, W] at the normalized (x, y) locations of grid [N, H_out, W_out, 2] (bilinear, nearest or bicubic; zeros, border or reflection padding).
-inline EsTensorHolder GridSampler2D(const EsTensorHolder &x, const EsTensorHolder &grid, const char *interpolation_mode = "bilinear", const char *padding_mode = "zeros", bool align_corners = false) {
-  return EsTensorHolder(EsGridSampler2D(x.GetCTensorHolder(), grid.GetCTensorHolder(), interpolation_mode, padding_mode, align_corners));
+inline EsTensorHolder GridSampler2D(const EsTensorLike &x, const EsTensorLike &grid, const char *interpolation_mode = "bilinear", const char *padding_mode = "zeros", bool align_corners = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), grid.Builder()});
+  return EsTensorHolder(EsGridSampler2D(x.ToTensorHolder(es_b_), grid.ToTensorHolder(es_b_), interpolation_mode, padding_mode, align_corners));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// GridSampler3D: Samples x [N, C, D, H, W] (NCDHW; NDHWC by data_format) at the normalized (x, y, z) locations of grid [N, D_out, H_out, W_out, 3].
-inline EsTensorHolder GridSampler3D(const EsTensorHolder &x, const EsTensorHolder &grid, const char *interpolation_mode = "bilinear", const char *padding_mode = "zeros", const char *data_format = "NCDHW", bool align_corners = false) {
-  return EsTensorHolder(EsGridSampler3D(x.GetCTensorHolder(), grid.GetCTensorHolder(), interpolation_mode, padding_mode, data_format, align_corners));
+inline EsTensorHolder GridSampler3D(const EsTensorLike &x, const EsTensorLike &grid, const char *interpolation_mode = "bilinear", const char *padding_mode = "zeros", const char *data_format = "NCDHW", bool align_corners = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), grid.Builder()});
+  return EsTensorHolder(EsGridSampler3D(x.ToTensorHolder(es_b_), grid.ToTensorHolder(es_b_), interpolation_mode, padding_mode, data_format, align_corners));
 }
 }  // namespace es
 #endif

@@ -11,8 +11,9 @@ struct GroupNormOutput {
   EsTensorHolder variance;
 };
 /// GroupNorm: Group normalization: the channels of x are split into num_groups groups normalized separately.
-inline GroupNormOutput GroupNorm(const EsTensorHolder &x, const EsTensorHolder &gamma, const EsTensorHolder &beta, int64_t num_groups, const char *data_format = "NHWC", float eps = 0.0001f, bool is_training = true) {
-  auto es_out_ = EsGroupNorm(x.GetCTensorHolder(), gamma.GetCTensorHolder(), beta.GetCTensorHolder(), num_groups, data_format, eps, is_training);
+inline GroupNormOutput GroupNorm(const EsTensorLike &x, const EsTensorLike &gamma, const EsTensorLike &beta, int64_t num_groups, const char *data_format = "NHWC", float eps = 0.0001f, bool is_training = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), gamma.Builder(), beta.Builder()});
+  auto es_out_ = EsGroupNorm(x.ToTensorHolder(es_b_), gamma.ToTensorHolder(es_b_), beta.ToTensorHolder(es_b_), num_groups, data_format, eps, is_training);
   GroupNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.mean = EsTensorHolder(es_out_.mean);

@@ -6,8 +6,9 @@
 
 namespace es {
 /// If: Runs then_branch when cond is true, else else_branch, on the inputs.
-inline std::vector<EsTensorHolder> If(const EsTensorHolder &cond, const std::vector<EsTensorHolder> &input, int64_t output_num, GraphPtr then_branch, GraphPtr else_branch) {
-  auto es_out_ = EsIf(cond.GetCTensorHolder(), detail::Holders(input).data(), static_cast<int64_t>(input.size()), output_num, then_branch.release(), else_branch.release());
+inline std::vector<EsTensorHolder> If(const EsTensorLike &cond, const std::vector<EsTensorHolder> &input, int64_t output_num, GraphPtr then_branch, GraphPtr else_branch) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({cond.Builder(), detail::BuilderOf(input)});
+  auto es_out_ = EsIf(cond.ToTensorHolder(es_b_), detail::Holders(input).data(), static_cast<int64_t>(input.size()), output_num, then_branch.release(), else_branch.release());
   return detail::Wrap(es_out_.output, es_out_.output_num);
 }
 }  // namespace es

@@ -11,8 +11,9 @@ struct InstanceNormOutput {
   EsTensorHolder variance;
 };
 /// InstanceNorm: Instance normalization over the spatial dims of each sample and channel; also returns the per-instance mean and variance.
-inline InstanceNormOutput InstanceNorm(const EsTensorHolder &x, const EsTensorHolder &gamma, const EsTensorHolder &beta, const char *data_format = "NDHWC", float epsilon = 1e-6f) {
-  auto es_out_ = EsInstanceNorm(x.GetCTensorHolder(), gamma.GetCTensorHolder(), beta.GetCTensorHolder(), data_format, epsilon);
+inline InstanceNormOutput InstanceNorm(const EsTensorLike &x, const EsTensorLike &gamma, const EsTensorLike &beta, const char *data_format = "NDHWC", float epsilon = 1e-6f) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), gamma.Builder(), beta.Builder()});
+  auto es_out_ = EsInstanceNorm(x.ToTensorHolder(es_b_), gamma.ToTensorHolder(es_b_), beta.ToTensorHolder(es_b_), data_format, epsilon);
   InstanceNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.mean = EsTensorHolder(es_out_.mean);

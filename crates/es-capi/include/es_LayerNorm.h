@@ -11,8 +11,9 @@ struct LayerNormOutput {
   EsTensorHolder variance;
 };
 /// LayerNorm: Layer normalization over the dims from begin_norm_axis on; also returns the mean and variance (reduced dims kept as 1).
-inline LayerNormOutput LayerNorm(const EsTensorHolder &x, const EsTensorHolder &gamma, const EsTensorHolder &beta, int64_t begin_norm_axis = 0, int64_t begin_params_axis = 0, float epsilon = 1e-7f) {
-  auto es_out_ = EsLayerNorm(x.GetCTensorHolder(), gamma.GetCTensorHolder(), beta.GetCTensorHolder(), begin_norm_axis, begin_params_axis, epsilon);
+inline LayerNormOutput LayerNorm(const EsTensorLike &x, const EsTensorLike &gamma, const EsTensorLike &beta, int64_t begin_norm_axis = 0, int64_t begin_params_axis = 0, float epsilon = 1e-7f) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), gamma.Builder(), beta.Builder()});
+  auto es_out_ = EsLayerNorm(x.ToTensorHolder(es_b_), gamma.ToTensorHolder(es_b_), beta.ToTensorHolder(es_b_), begin_norm_axis, begin_params_axis, epsilon);
   LayerNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.mean = EsTensorHolder(es_out_.mean);

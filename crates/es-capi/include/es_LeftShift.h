@@ -6,8 +6,9 @@
 
 namespace es {
 /// LeftShift: Element-wise bitwise x << y with broadcasting.
-inline EsTensorHolder LeftShift(const EsTensorHolder &x, const EsTensorHolder &y) {
-  return EsTensorHolder(EsLeftShift(x.GetCTensorHolder(), y.GetCTensorHolder()));
+inline EsTensorHolder LeftShift(const EsTensorLike &x, const EsTensorLike &y) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), y.Builder()});
+  return EsTensorHolder(EsLeftShift(x.ToTensorHolder(es_b_), y.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

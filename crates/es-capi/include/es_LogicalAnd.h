@@ -6,8 +6,9 @@
 
 namespace es {
 /// LogicalAnd: Element-wise logical AND with broadcasting.
-inline EsTensorHolder LogicalAnd(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsLogicalAnd(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder LogicalAnd(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsLogicalAnd(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

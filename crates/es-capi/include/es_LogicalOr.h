@@ -6,8 +6,9 @@
 
 namespace es {
 /// LogicalOr: Element-wise logical OR with broadcasting.
-inline EsTensorHolder LogicalOr(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsLogicalOr(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder LogicalOr(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsLogicalOr(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// MaskedFill: Replaces the elements of x where mask is true with value.
-inline EsTensorHolder MaskedFill(const EsTensorHolder &x, const EsTensorHolder &mask, const EsTensorHolder &value) {
-  return EsTensorHolder(EsMaskedFill(x.GetCTensorHolder(), mask.GetCTensorHolder(), value.GetCTensorHolder()));
+inline EsTensorHolder MaskedFill(const EsTensorLike &x, const EsTensorLike &mask, const EsTensorLike &value) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), mask.Builder(), value.Builder()});
+  return EsTensorHolder(EsMaskedFill(x.ToTensorHolder(es_b_), mask.ToTensorHolder(es_b_), value.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// MatMul: 2-D matrix product y = x1 @ x2 (+ bias), optionally transposing either operand.
-inline EsTensorHolder MatMul(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, bool transpose_x1 = false, bool transpose_x2 = false) {
-  return EsTensorHolder(EsMatMul(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), transpose_x1, transpose_x2));
+inline EsTensorHolder MatMul(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &bias, bool transpose_x1 = false, bool transpose_x2 = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), bias.Builder()});
+  return EsTensorHolder(EsMatMul(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), transpose_x1, transpose_x2));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// MatMulV2: 2-D matrix product y = x1 @ x2 (+ bias) with optional quantization offsets.
-inline EsTensorHolder MatMulV2(const EsTensorHolder &x1, const EsTensorHolder &x2, const EsTensorHolder &bias, const EsTensorHolder &offset_w, bool transpose_x1 = false, bool transpose_x2 = false, int64_t offset_x = 0) {
-  return EsTensorHolder(EsMatMulV2(x1.GetCTensorHolder(), x2.GetCTensorHolder(), bias.GetCTensorHolder(), offset_w.GetCTensorHolder(), transpose_x1, transpose_x2, offset_x));
+inline EsTensorHolder MatMulV2(const EsTensorLike &x1, const EsTensorLike &x2, const EsTensorLike &bias, const EsTensorLike &offset_w, bool transpose_x1 = false, bool transpose_x2 = false, int64_t offset_x = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder(), bias.Builder(), offset_w.Builder()});
+  return EsTensorHolder(EsMatMulV2(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_), bias.ToTensorHolder(es_b_), offset_w.ToTensorHolder(es_b_), transpose_x1, transpose_x2, offset_x));
 }
 }  // namespace es
 #endif

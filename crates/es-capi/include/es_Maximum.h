@@ -6,8 +6,9 @@
 
 namespace es {
 /// Maximum: Element-wise maximum of x1 and x2 with broadcasting.
-inline EsTensorHolder Maximum(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsMaximum(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder Maximum(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsMaximum(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

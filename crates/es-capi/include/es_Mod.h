@@ -6,8 +6,9 @@
 
 namespace es {
 /// Mod: Element-wise remainder of truncated division (sign of x1), with broadcasting.
-inline EsTensorHolder Mod(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsMod(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder Mod(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsMod(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

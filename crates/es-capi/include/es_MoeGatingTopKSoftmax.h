@@ -11,8 +11,9 @@ struct MoeGatingTopKSoftmaxOutput {
   EsTensorHolder row_idx;
 };
 /// MoeGatingTopKSoftmax: MoE gating: softmax of x over its last dim, then its k largest values y and their expert indices expert_idx (num_experts for rows marked finished); row_idx[..., j] = j * rows + row.
-inline MoeGatingTopKSoftmaxOutput MoeGatingTopKSoftmax(const EsTensorHolder &x, const EsTensorHolder &finished, int64_t k) {
-  auto es_out_ = EsMoeGatingTopKSoftmax(x.GetCTensorHolder(), finished.GetCTensorHolder(), k);
+inline MoeGatingTopKSoftmaxOutput MoeGatingTopKSoftmax(const EsTensorLike &x, const EsTensorLike &finished, int64_t k) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), finished.Builder()});
+  auto es_out_ = EsMoeGatingTopKSoftmax(x.ToTensorHolder(es_b_), finished.ToTensorHolder(es_b_), k);
   MoeGatingTopKSoftmaxOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.expert_idx = EsTensorHolder(es_out_.expert_idx);

@@ -6,8 +6,9 @@
 
 namespace es {
 /// NonMaxSuppressionV6: ONNX-style non-max suppression: boxes [batches, boxes, 4] and scores [batches, classes, boxes] give selected_indices [num_selected, 3] of (batch, class, box).
-inline EsTensorHolder NonMaxSuppressionV6(const EsTensorHolder &boxes, const EsTensorHolder &scores, const EsTensorHolder &max_output_size, const EsTensorHolder &iou_threshold, const EsTensorHolder &score_threshold, int64_t center_point_box = 0, int64_t max_boxes_size = 0) {
-  return EsTensorHolder(EsNonMaxSuppressionV6(boxes.GetCTensorHolder(), scores.GetCTensorHolder(), max_output_size.GetCTensorHolder(), iou_threshold.GetCTensorHolder(), score_threshold.GetCTensorHolder(), center_point_box, max_boxes_size));
+inline EsTensorHolder NonMaxSuppressionV6(const EsTensorLike &boxes, const EsTensorLike &scores, const EsTensorLike &max_output_size, const EsTensorLike &iou_threshold, const EsTensorLike &score_threshold, int64_t center_point_box = 0, int64_t max_boxes_size = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({boxes.Builder(), scores.Builder(), max_output_size.Builder(), iou_threshold.Builder(), score_threshold.Builder()});
+  return EsTensorHolder(EsNonMaxSuppressionV6(boxes.ToTensorHolder(es_b_), scores.ToTensorHolder(es_b_), max_output_size.ToTensorHolder(es_b_), iou_threshold.ToTensorHolder(es_b_), score_threshold.ToTensorHolder(es_b_), center_point_box, max_boxes_size));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// OneHot: One-hot encoding of the indices x: a new dim of size depth at axis (-1: last), on_value where the index matches, off_value elsewhere.
-inline EsTensorHolder OneHot(const EsTensorHolder &x, const EsTensorHolder &depth, const EsTensorHolder &on_value, const EsTensorHolder &off_value, int64_t axis = -1) {
-  return EsTensorHolder(EsOneHot(x.GetCTensorHolder(), depth.GetCTensorHolder(), on_value.GetCTensorHolder(), off_value.GetCTensorHolder(), axis));
+inline EsTensorHolder OneHot(const EsTensorLike &x, const EsTensorLike &depth, const EsTensorLike &on_value, const EsTensorLike &off_value, int64_t axis = -1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), depth.Builder(), on_value.Builder(), off_value.Builder()});
+  return EsTensorHolder(EsOneHot(x.ToTensorHolder(es_b_), depth.ToTensorHolder(es_b_), on_value.ToTensorHolder(es_b_), off_value.ToTensorHolder(es_b_), axis));
 }
 }  // namespace es
 #endif

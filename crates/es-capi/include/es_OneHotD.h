@@ -6,8 +6,9 @@
 
 namespace es {
 /// OneHotD: OneHot with a constant depth attribute.
-inline EsTensorHolder OneHotD(const EsTensorHolder &x, const EsTensorHolder &on_value, const EsTensorHolder &off_value, int64_t depth, int64_t axis = -1) {
-  return EsTensorHolder(EsOneHotD(x.GetCTensorHolder(), on_value.GetCTensorHolder(), off_value.GetCTensorHolder(), depth, axis));
+inline EsTensorHolder OneHotD(const EsTensorLike &x, const EsTensorLike &on_value, const EsTensorLike &off_value, int64_t depth, int64_t axis = -1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), on_value.Builder(), off_value.Builder()});
+  return EsTensorHolder(EsOneHotD(x.ToTensorHolder(es_b_), on_value.ToTensorHolder(es_b_), off_value.ToTensorHolder(es_b_), depth, axis));
 }
 }  // namespace es
 #endif

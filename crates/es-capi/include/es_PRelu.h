@@ -6,8 +6,9 @@
 
 namespace es {
 /// PRelu: Parametric ReLU: x for x >= 0, weight * x otherwise; weight holds 1 value or one per channel (dim 1 of x).
-inline EsTensorHolder PRelu(const EsTensorHolder &x, const EsTensorHolder &weight) {
-  return EsTensorHolder(EsPRelu(x.GetCTensorHolder(), weight.GetCTensorHolder()));
+inline EsTensorHolder PRelu(const EsTensorLike &x, const EsTensorLike &weight) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), weight.Builder()});
+  return EsTensorHolder(EsPRelu(x.ToTensorHolder(es_b_), weight.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

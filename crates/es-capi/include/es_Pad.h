@@ -6,8 +6,9 @@
 
 namespace es {
 /// Pad: Pads x with zeros by the paddings tensor of shape [rank, 2].
-inline EsTensorHolder Pad(const EsTensorHolder &x, const EsTensorHolder &paddings) {
-  return EsTensorHolder(EsPad(x.GetCTensorHolder(), paddings.GetCTensorHolder()));
+inline EsTensorHolder Pad(const EsTensorLike &x, const EsTensorLike &paddings) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), paddings.Builder()});
+  return EsTensorHolder(EsPad(x.ToTensorHolder(es_b_), paddings.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// PadV3: Pads x by the paddings tensor (begin/end per dim) in constant, reflect or edge mode.
-inline EsTensorHolder PadV3(const EsTensorHolder &x, const EsTensorHolder &paddings, const EsTensorHolder &constant_values, const char *mode = "constant", bool paddings_contiguous = true) {
-  return EsTensorHolder(EsPadV3(x.GetCTensorHolder(), paddings.GetCTensorHolder(), constant_values.GetCTensorHolder(), mode, paddings_contiguous));
+inline EsTensorHolder PadV3(const EsTensorLike &x, const EsTensorLike &paddings, const EsTensorLike &constant_values, const char *mode = "constant", bool paddings_contiguous = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), paddings.Builder(), constant_values.Builder()});
+  return EsTensorHolder(EsPadV3(x.ToTensorHolder(es_b_), paddings.ToTensorHolder(es_b_), constant_values.ToTensorHolder(es_b_), mode, paddings_contiguous));
 }
 }  // namespace es
 #endif

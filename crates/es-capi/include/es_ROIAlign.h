@@ -6,8 +6,9 @@
 
 namespace es {
 /// ROIAlign: Pools each region of rois [R, 5] (batch index, x0, y0, x1, y1) from features into [R, C, pooled_height, pooled_width] by bilinear sampling.
-inline EsTensorHolder ROIAlign(const EsTensorHolder &features, const EsTensorHolder &rois, const EsTensorHolder &rois_n, float spatial_scale, int64_t pooled_height, int64_t pooled_width, int64_t sample_num = 2, int64_t roi_end_mode = 1, const char *pool_mode = "avg") {
-  return EsTensorHolder(EsROIAlign(features.GetCTensorHolder(), rois.GetCTensorHolder(), rois_n.GetCTensorHolder(), spatial_scale, pooled_height, pooled_width, sample_num, roi_end_mode, pool_mode));
+inline EsTensorHolder ROIAlign(const EsTensorLike &features, const EsTensorLike &rois, const EsTensorLike &rois_n, float spatial_scale, int64_t pooled_height, int64_t pooled_width, int64_t sample_num = 2, int64_t roi_end_mode = 1, const char *pool_mode = "avg") {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({features.Builder(), rois.Builder(), rois_n.Builder()});
+  return EsTensorHolder(EsROIAlign(features.ToTensorHolder(es_b_), rois.ToTensorHolder(es_b_), rois_n.ToTensorHolder(es_b_), spatial_scale, pooled_height, pooled_width, sample_num, roi_end_mode, pool_mode));
 }
 }  // namespace es
 #endif

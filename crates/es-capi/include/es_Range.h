@@ -6,8 +6,9 @@
 
 namespace es {
 /// Range: The sequence start, start + delta, ... up to limit (exclusive, inclusive when is_closed).
-inline EsTensorHolder Range(const EsTensorHolder &start, const EsTensorHolder &limit, const EsTensorHolder &delta, bool is_closed = false) {
-  return EsTensorHolder(EsRange(start.GetCTensorHolder(), limit.GetCTensorHolder(), delta.GetCTensorHolder(), is_closed));
+inline EsTensorHolder Range(const EsTensorLike &start, const EsTensorLike &limit, const EsTensorLike &delta, bool is_closed = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({start.Builder(), limit.Builder(), delta.Builder()});
+  return EsTensorHolder(EsRange(start.ToTensorHolder(es_b_), limit.ToTensorHolder(es_b_), delta.ToTensorHolder(es_b_), is_closed));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceAll: Logical AND of a bool x over the dimensions held in the axes tensor.
-inline EsTensorHolder ReduceAll(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false) {
-  return EsTensorHolder(EsReduceAll(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims));
+inline EsTensorHolder ReduceAll(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceAll(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceAny: Logical OR of a bool x over the dimensions held in the axes tensor.
-inline EsTensorHolder ReduceAny(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false) {
-  return EsTensorHolder(EsReduceAny(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims));
+inline EsTensorHolder ReduceAny(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceAny(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims));
 }
 }  // namespace es
 #endif

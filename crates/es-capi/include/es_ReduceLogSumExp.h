@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceLogSumExp: log(sum(exp(x))) over the dimensions held in the axes tensor (empty axes: all, unless noop_with_empty_axes).
-inline EsTensorHolder ReduceLogSumExp(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false, bool noop_with_empty_axes = false) {
-  return EsTensorHolder(EsReduceLogSumExp(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims, noop_with_empty_axes));
+inline EsTensorHolder ReduceLogSumExp(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false, bool noop_with_empty_axes = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceLogSumExp(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims, noop_with_empty_axes));
 }
 }  // namespace es
 #endif

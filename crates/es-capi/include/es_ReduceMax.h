@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceMax: Maximum of x over the dimensions held in the axes tensor.
-inline EsTensorHolder ReduceMax(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
-  return EsTensorHolder(EsReduceMax(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims, noop_with_empty_axes));
+inline EsTensorHolder ReduceMax(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceMax(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims, noop_with_empty_axes));
 }
 }  // namespace es
 #endif

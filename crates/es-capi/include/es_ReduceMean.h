@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceMean: Mean of x over the dimensions held in the axes tensor.
-inline EsTensorHolder ReduceMean(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
-  return EsTensorHolder(EsReduceMean(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims, noop_with_empty_axes));
+inline EsTensorHolder ReduceMean(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceMean(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims, noop_with_empty_axes));
 }
 }  // namespace es
 #endif

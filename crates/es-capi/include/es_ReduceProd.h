@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReduceProd: Product of x over the dimensions held in the axes tensor.
-inline EsTensorHolder ReduceProd(const EsTensorHolder &x, const EsTensorHolder &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
-  return EsTensorHolder(EsReduceProd(x.GetCTensorHolder(), axes.GetCTensorHolder(), keep_dims, noop_with_empty_axes));
+inline EsTensorHolder ReduceProd(const EsTensorLike &x, const EsTensorLike &axes, bool keep_dims = false, bool noop_with_empty_axes = true) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axes.Builder()});
+  return EsTensorHolder(EsReduceProd(x.ToTensorHolder(es_b_), axes.ToTensorHolder(es_b_), keep_dims, noop_with_empty_axes));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Reshape: Gives x the shape held in the shape tensor without changing its data.
-inline EsTensorHolder Reshape(const EsTensorHolder &x, const EsTensorHolder &shape, int64_t axis = 0, int64_t num_axes = -1) {
-  return EsTensorHolder(EsReshape(x.GetCTensorHolder(), shape.GetCTensorHolder(), axis, num_axes));
+inline EsTensorHolder Reshape(const EsTensorLike &x, const EsTensorLike &shape, int64_t axis = 0, int64_t num_axes = -1) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), shape.Builder()});
+  return EsTensorHolder(EsReshape(x.ToTensorHolder(es_b_), shape.ToTensorHolder(es_b_), axis, num_axes));
 }
 }  // namespace es
 #endif

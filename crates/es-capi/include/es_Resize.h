@@ -6,8 +6,9 @@
 
 namespace es {
 /// Resize: ONNX-style resize of x to sizes, or by scales, with nearest, linear or cubic interpolation.
-inline EsTensorHolder Resize(const EsTensorHolder &x, const EsTensorHolder &roi, const EsTensorHolder &scales, const EsTensorHolder &sizes, const char *coordinate_transformation_mode = "half_pixel", float cubic_coeff_a = -0.75f, int64_t exclude_outside = 0, float extrapolation_value = 0.0f, const char *mode = "nearest", const char *nearest_mode = "round_prefer_floor") {
-  return EsTensorHolder(EsResize(x.GetCTensorHolder(), roi.GetCTensorHolder(), scales.GetCTensorHolder(), sizes.GetCTensorHolder(), coordinate_transformation_mode, cubic_coeff_a, exclude_outside, extrapolation_value, mode, nearest_mode));
+inline EsTensorHolder Resize(const EsTensorLike &x, const EsTensorLike &roi, const EsTensorLike &scales, const EsTensorLike &sizes, const char *coordinate_transformation_mode = "half_pixel", float cubic_coeff_a = -0.75f, int64_t exclude_outside = 0, float extrapolation_value = 0.0f, const char *mode = "nearest", const char *nearest_mode = "round_prefer_floor") {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), roi.Builder(), scales.Builder(), sizes.Builder()});
+  return EsTensorHolder(EsResize(x.ToTensorHolder(es_b_), roi.ToTensorHolder(es_b_), scales.ToTensorHolder(es_b_), sizes.ToTensorHolder(es_b_), coordinate_transformation_mode, cubic_coeff_a, exclude_outside, extrapolation_value, mode, nearest_mode));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ResizeNearestNeighborV2: Resizes the H and W dims of a 4-D x (NHWC or NCHW by its format) to size by nearest-neighbour sampling.
-inline EsTensorHolder ResizeNearestNeighborV2(const EsTensorHolder &x, const EsTensorHolder &size, bool align_corners = false, bool half_pixel_centers = false, const std::vector<float> &scales = {0.0f, 0.0f}) {
-  return EsTensorHolder(EsResizeNearestNeighborV2(x.GetCTensorHolder(), size.GetCTensorHolder(), align_corners, half_pixel_centers, scales.data(), static_cast<int64_t>(scales.size())));
+inline EsTensorHolder ResizeNearestNeighborV2(const EsTensorLike &x, const EsTensorLike &size, bool align_corners = false, bool half_pixel_centers = false, const std::vector<float> &scales = {0.0f, 0.0f}) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), size.Builder()});
+  return EsTensorHolder(EsResizeNearestNeighborV2(x.ToTensorHolder(es_b_), size.ToTensorHolder(es_b_), align_corners, half_pixel_centers, scales.data(), static_cast<int64_t>(scales.size())));
 }
 }  // namespace es
 #endif

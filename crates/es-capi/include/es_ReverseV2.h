@@ -6,8 +6,9 @@
 
 namespace es {
 /// ReverseV2: Reverses x along the dims listed in the axis tensor.
-inline EsTensorHolder ReverseV2(const EsTensorHolder &x, const EsTensorHolder &axis) {
-  return EsTensorHolder(EsReverseV2(x.GetCTensorHolder(), axis.GetCTensorHolder()));
+inline EsTensorHolder ReverseV2(const EsTensorLike &x, const EsTensorLike &axis) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), axis.Builder()});
+  return EsTensorHolder(EsReverseV2(x.ToTensorHolder(es_b_), axis.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// RightShift: Element-wise bitwise x >> y with broadcasting (arithmetic for signed types).
-inline EsTensorHolder RightShift(const EsTensorHolder &x, const EsTensorHolder &y) {
-  return EsTensorHolder(EsRightShift(x.GetCTensorHolder(), y.GetCTensorHolder()));
+inline EsTensorHolder RightShift(const EsTensorLike &x, const EsTensorLike &y) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), y.Builder()});
+  return EsTensorHolder(EsRightShift(x.ToTensorHolder(es_b_), y.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -10,8 +10,9 @@ struct RmsNormOutput {
   EsTensorHolder rstd;
 };
 /// RmsNorm: Root-mean-square normalization over the trailing dims that gamma covers: y = gamma * x * rstd, rstd = 1 / sqrt(mean(x^2) + epsilon) (float32, those dims kept as 1).
-inline RmsNormOutput RmsNorm(const EsTensorHolder &x, const EsTensorHolder &gamma, float epsilon = 1e-6f) {
-  auto es_out_ = EsRmsNorm(x.GetCTensorHolder(), gamma.GetCTensorHolder(), epsilon);
+inline RmsNormOutput RmsNorm(const EsTensorLike &x, const EsTensorLike &gamma, float epsilon = 1e-6f) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), gamma.Builder()});
+  auto es_out_ = EsRmsNorm(x.ToTensorHolder(es_b_), gamma.ToTensorHolder(es_b_), epsilon);
   RmsNormOutput es_ret_;
   es_ret_.y = EsTensorHolder(es_out_.y);
   es_ret_.rstd = EsTensorHolder(es_out_.rstd);

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ScatterElements: Writes (or reduces) updates into a copy of data at the positions given by indices along axis.
-inline EsTensorHolder ScatterElements(const EsTensorHolder &data, const EsTensorHolder &indices, const EsTensorHolder &updates, int64_t axis = 0, const char *reduction = "none") {
-  return EsTensorHolder(EsScatterElements(data.GetCTensorHolder(), indices.GetCTensorHolder(), updates.GetCTensorHolder(), axis, reduction));
+inline EsTensorHolder ScatterElements(const EsTensorLike &data, const EsTensorLike &indices, const EsTensorLike &updates, int64_t axis = 0, const char *reduction = "none") {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({data.Builder(), indices.Builder(), updates.Builder()});
+  return EsTensorHolder(EsScatterElements(data.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), updates.ToTensorHolder(es_b_), axis, reduction));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ScatterNd: Scatters the slices of x into a zero tensor of the given shape at indices.
-inline EsTensorHolder ScatterNd(const EsTensorHolder &indices, const EsTensorHolder &x, const EsTensorHolder &shape) {
-  return EsTensorHolder(EsScatterNd(indices.GetCTensorHolder(), x.GetCTensorHolder(), shape.GetCTensorHolder()));
+inline EsTensorHolder ScatterNd(const EsTensorLike &indices, const EsTensorLike &x, const EsTensorLike &shape) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({indices.Builder(), x.Builder(), shape.Builder()});
+  return EsTensorHolder(EsScatterNd(indices.ToTensorHolder(es_b_), x.ToTensorHolder(es_b_), shape.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// ScatterNdUpdate: Overwrites the slices of var addressed by indices with updates; returns var.
-inline EsTensorHolder ScatterNdUpdate(const EsTensorHolder &var, const EsTensorHolder &indices, const EsTensorHolder &updates, bool use_locking = false) {
-  return EsTensorHolder(EsScatterNdUpdate(var.GetCTensorHolder(), indices.GetCTensorHolder(), updates.GetCTensorHolder(), use_locking));
+inline EsTensorHolder ScatterNdUpdate(const EsTensorLike &var, const EsTensorLike &indices, const EsTensorLike &updates, bool use_locking = false) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({var.Builder(), indices.Builder(), updates.Builder()});
+  return EsTensorHolder(EsScatterNdUpdate(var.ToTensorHolder(es_b_), indices.ToTensorHolder(es_b_), updates.ToTensorHolder(es_b_), use_locking));
 }
 }  // namespace es
 #endif

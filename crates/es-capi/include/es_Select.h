@@ -6,8 +6,9 @@
 
 namespace es {
 /// Select: Picks x1 where condition is true, x2 elsewhere. condition has the shape of x1, or is a vector over x1's first dim, or broadcasts.
-inline EsTensorHolder Select(const EsTensorHolder &condition, const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsSelect(condition.GetCTensorHolder(), x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder Select(const EsTensorLike &condition, const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({condition.Builder(), x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsSelect(condition.ToTensorHolder(es_b_), x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// SelectV2: Picks then where condition is true, else elsewhere; all three inputs broadcast.
-inline EsTensorHolder SelectV2(const EsTensorHolder &condition, const EsTensorHolder &then, const EsTensorHolder &in_else) {
-  return EsTensorHolder(EsSelectV2(condition.GetCTensorHolder(), then.GetCTensorHolder(), in_else.GetCTensorHolder()));
+inline EsTensorHolder SelectV2(const EsTensorLike &condition, const EsTensorLike &then, const EsTensorLike &in_else) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({condition.Builder(), then.Builder(), in_else.Builder()});
+  return EsTensorHolder(EsSelectV2(condition.ToTensorHolder(es_b_), then.ToTensorHolder(es_b_), in_else.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Slice: Extracts the slice of x starting at offsets with the sizes in size (-1: to the end).
-inline EsTensorHolder Slice(const EsTensorHolder &x, const EsTensorHolder &offsets, const EsTensorHolder &size) {
-  return EsTensorHolder(EsSlice(x.GetCTensorHolder(), offsets.GetCTensorHolder(), size.GetCTensorHolder()));
+inline EsTensorHolder Slice(const EsTensorLike &x, const EsTensorLike &offsets, const EsTensorLike &size) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), offsets.Builder(), size.Builder()});
+  return EsTensorHolder(EsSlice(x.ToTensorHolder(es_b_), offsets.ToTensorHolder(es_b_), size.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Split: Splits x into num_split equal parts along the dimension held in split_dim.
-inline std::vector<EsTensorHolder> Split(const EsTensorHolder &split_dim, const EsTensorHolder &x, int64_t y_num, int64_t num_split) {
-  auto es_out_ = EsSplit(split_dim.GetCTensorHolder(), x.GetCTensorHolder(), y_num, num_split);
+inline std::vector<EsTensorHolder> Split(const EsTensorLike &split_dim, const EsTensorLike &x, int64_t y_num, int64_t num_split) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({split_dim.Builder(), x.Builder()});
+  auto es_out_ = EsSplit(split_dim.ToTensorHolder(es_b_), x.ToTensorHolder(es_b_), y_num, num_split);
   return detail::Wrap(es_out_.y, es_out_.y_num);
 }
 }  // namespace es

@@ -6,8 +6,9 @@
 
 namespace es {
 /// SplitV: Splits x along split_dim into num_split parts whose sizes are given by size_splits.
-inline std::vector<EsTensorHolder> SplitV(const EsTensorHolder &x, const EsTensorHolder &size_splits, const EsTensorHolder &split_dim, int64_t y_num, int64_t num_split) {
-  auto es_out_ = EsSplitV(x.GetCTensorHolder(), size_splits.GetCTensorHolder(), split_dim.GetCTensorHolder(), y_num, num_split);
+inline std::vector<EsTensorHolder> SplitV(const EsTensorLike &x, const EsTensorLike &size_splits, const EsTensorLike &split_dim, int64_t y_num, int64_t num_split) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), size_splits.Builder(), split_dim.Builder()});
+  auto es_out_ = EsSplitV(x.ToTensorHolder(es_b_), size_splits.ToTensorHolder(es_b_), split_dim.ToTensorHolder(es_b_), y_num, num_split);
   return detail::Wrap(es_out_.y, es_out_.y_num);
 }
 }  // namespace es

@@ -6,8 +6,9 @@
 
 namespace es {
 /// SquaredDifference: Element-wise (x1 - x2)^2 with broadcasting.
-inline EsTensorHolder SquaredDifference(const EsTensorHolder &x1, const EsTensorHolder &x2) {
-  return EsTensorHolder(EsSquaredDifference(x1.GetCTensorHolder(), x2.GetCTensorHolder()));
+inline EsTensorHolder SquaredDifference(const EsTensorLike &x1, const EsTensorLike &x2) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x1.Builder(), x2.Builder()});
+  return EsTensorHolder(EsSquaredDifference(x1.ToTensorHolder(es_b_), x2.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// StridedSlice: Strided slice of x by the begin, end and strides tensors, with TensorFlow's begin/end/ellipsis/new-axis/shrink masks.
-inline EsTensorHolder StridedSlice(const EsTensorHolder &x, const EsTensorHolder &begin, const EsTensorHolder &end, const EsTensorHolder &strides, int64_t begin_mask = 0, int64_t end_mask = 0, int64_t ellipsis_mask = 0, int64_t new_axis_mask = 0, int64_t shrink_axis_mask = 0) {
-  return EsTensorHolder(EsStridedSlice(x.GetCTensorHolder(), begin.GetCTensorHolder(), end.GetCTensorHolder(), strides.GetCTensorHolder(), begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask));
+inline EsTensorHolder StridedSlice(const EsTensorLike &x, const EsTensorLike &begin, const EsTensorLike &end, const EsTensorLike &strides, int64_t begin_mask = 0, int64_t end_mask = 0, int64_t ellipsis_mask = 0, int64_t new_axis_mask = 0, int64_t shrink_axis_mask = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), begin.Builder(), end.Builder(), strides.Builder()});
+  return EsTensorHolder(EsStridedSlice(x.ToTensorHolder(es_b_), begin.ToTensorHolder(es_b_), end.ToTensorHolder(es_b_), strides.ToTensorHolder(es_b_), begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask));
 }
 }  // namespace es
 #endif

@@ -6,8 +6,9 @@
 
 namespace es {
 /// Tile: Repeats x multiples[i] times along each dimension i.
-inline EsTensorHolder Tile(const EsTensorHolder &x, const EsTensorHolder &multiples) {
-  return EsTensorHolder(EsTile(x.GetCTensorHolder(), multiples.GetCTensorHolder()));
+inline EsTensorHolder Tile(const EsTensorLike &x, const EsTensorLike &multiples) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), multiples.Builder()});
+  return EsTensorHolder(EsTile(x.ToTensorHolder(es_b_), multiples.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

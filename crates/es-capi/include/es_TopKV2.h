@@ -10,8 +10,9 @@ struct TopKV2Output {
   EsTensorHolder indices;
 };
 /// TopKV2: Returns the k largest (or smallest) values along dim and their indices.
-inline TopKV2Output TopKV2(const EsTensorHolder &x, const EsTensorHolder &k, bool sorted = true, int64_t dim = -1, bool largest = true, int64_t indices_dtype = 3) {
-  auto es_out_ = EsTopKV2(x.GetCTensorHolder(), k.GetCTensorHolder(), sorted, dim, largest, indices_dtype);
+inline TopKV2Output TopKV2(const EsTensorLike &x, const EsTensorLike &k, bool sorted = true, int64_t dim = -1, bool largest = true, int64_t indices_dtype = 3) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), k.Builder()});
+  auto es_out_ = EsTopKV2(x.ToTensorHolder(es_b_), k.ToTensorHolder(es_b_), sorted, dim, largest, indices_dtype);
   TopKV2Output es_ret_;
   es_ret_.values = EsTensorHolder(es_out_.values);
   es_ret_.indices = EsTensorHolder(es_out_.indices);

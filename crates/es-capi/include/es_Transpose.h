@@ -6,8 +6,9 @@
 
 namespace es {
 /// Transpose: Permutes the dimensions of x according to perm.
-inline EsTensorHolder Transpose(const EsTensorHolder &x, const EsTensorHolder &perm) {
-  return EsTensorHolder(EsTranspose(x.GetCTensorHolder(), perm.GetCTensorHolder()));
+inline EsTensorHolder Transpose(const EsTensorLike &x, const EsTensorLike &perm) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), perm.Builder()});
+  return EsTensorHolder(EsTranspose(x.ToTensorHolder(es_b_), perm.ToTensorHolder(es_b_)));
 }
 }  // namespace es
 #endif

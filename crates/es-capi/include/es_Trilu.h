@@ -6,8 +6,9 @@
 
 namespace es {
 /// Trilu: ONNX Trilu: the upper (upper=1) or lower (upper=0) triangle of the last two dims of x, offset by k.
-inline EsTensorHolder Trilu(const EsTensorHolder &x, const EsTensorHolder &k, int64_t upper = 0) {
-  return EsTensorHolder(EsTrilu(x.GetCTensorHolder(), k.GetCTensorHolder(), upper));
+inline EsTensorHolder Trilu(const EsTensorLike &x, const EsTensorLike &k, int64_t upper = 0) {
+  EsCGraphBuilder *es_b_ = detail::FirstBuilder({x.Builder(), k.Builder()});
+  return EsTensorHolder(EsTrilu(x.ToTensorHolder(es_b_), k.ToTensorHolder(es_b_), upper));
 }
 }  // namespace es
 #endif

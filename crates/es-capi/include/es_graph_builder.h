@@ -8,6 +8,7 @@
 #define ES_CAPI_ES_GRAPH_BUILDER_H_
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
@@ -68,6 +69,43 @@ class EsTensorHolder {
 
  private:
   EsCTensorHolder *h_ = nullptr;
+};
+
+/// An operator input that is a tensor or a number/vector (the seed's EsTensorLike): a number
+/// becomes a Const of the builder of the call's tensor inputs (floating-point: DT_FLOAT,
+/// integers: DT_INT64). Operators with more than one input, not all dynamic, take them.
+class EsTensorLike {
+ public:
+  EsTensorLike(const EsTensorHolder &t) : t_(t) {}  // NOLINT: implicit
+  EsTensorLike(EsCTensorHolder *t) : t_(t) {}       // NOLINT
+  EsTensorLike(std::nullptr_t) {}                   // NOLINT: an absent optional input
+  EsTensorLike(int v) : kind_(kInt), i_(1, v) {}    // NOLINT
+  EsTensorLike(int64_t v) : kind_(kInt), i_(1, v) {}  // NOLINT
+  EsTensorLike(float v) : kind_(kFloat), f_(1, v) {}  // NOLINT
+  EsTensorLike(double v) : kind_(kFloat), f_(1, static_cast<float>(v)) {}  // NOLINT
+  EsTensorLike(const std::vector<int64_t> &v) : kind_(kInts), i_(v) {}     // NOLINT
+  EsTensorLike(const std::vector<float> &v) : kind_(kFloats), f_(v) {}     // NOLINT
+  /// The builder of a tensor input (nullptr for a number or an absent input).
+  EsCGraphBuilder *Builder() const {
+    return kind_ == kTensor && t_.IsValid() ? EsGetOwnerBuilder(t_.GetCTensorHolder()) : nullptr;
+  }
+  /// The tensor, or a new Const of `b` holding the number(s).
+  EsCTensorHolder *ToTensorHolder(EsCGraphBuilder *b) const {
+    switch (kind_) {
+      case kInt: return EsCreateScalarInt64(b, i_[0]);
+      case kFloat: return EsCreateScalarFloat(b, f_[0]);
+      case kInts: return EsCreateVectorInt64(b, i_.data(), static_cast<int64_t>(i_.size()));
+      case kFloats: return EsCreateVectorFloat(b, f_.data(), static_cast<int64_t>(f_.size()));
+      default: return t_.GetCTensorHolder();
+    }
+  }
+
+ private:
+  enum Kind { kTensor, kInt, kFloat, kInts, kFloats };
+  Kind kind_ = kTensor;
+  EsTensorHolder t_;
+  std::vector<int64_t> i_;
+  std::vector<float> f_;
 };
 
 /// The graph builder (owns the C builder and, through it, every holder).
@@ -204,6 +242,19 @@ inline std::vector<EsCTensorHolder *> Holders(const std::vector<EsTensorHolder> 
   r.reserve(v.size());
   for (const auto &t : v) r.push_back(t.GetCTensorHolder());
   return r;
+}
+/// The builder of the first tensor among dynamic inputs.
+inline EsCGraphBuilder *BuilderOf(const std::vector<EsTensorHolder> &v) {
+  for (const auto &t : v) {
+    if (t.IsValid()) return EsGetOwnerBuilder(t.GetCTensorHolder());
+  }
+  return nullptr;
+}
+inline EsCGraphBuilder *FirstBuilder(std::initializer_list<EsCGraphBuilder *> found) {
+  for (auto *b : found) {
+    if (b != nullptr) return b;
+  }
+  return nullptr;
 }
 inline std::vector<EsTensorHolder> Wrap(EsCTensorHolder **p, int64_t n) {
   std::vector<EsTensorHolder> r;
