@@ -67,6 +67,32 @@ macro_rules! map_array {
     };
 }
 
+/// `v` as dims, `None` where a value is negative.
+pub(crate) fn usize_dims(v: &[i64]) -> Option<Vec<usize>> {
+    v.iter().map(|&d| usize::try_from(d).ok()).collect()
+}
+
+/// Runs `$body` with `$t` the element type of dtype `$dt`; a dtype the CPU backend does not
+/// compute with evaluates `$other`.
+macro_rules! with_elem_type {
+    ($dt:expr, $t:ident => $body:expr, $other:expr) => {
+        with_elem_type!(
+            @[FLOAT f32, DOUBLE f64, FLOAT16 f16, BF16 bf16, INT8 i8, INT16 i16, INT32 i32,
+              INT64 i64, UINT8 u8, UINT16 u16, UINT32 u32, UINT64 u64, BOOL bool],
+            $dt, $t => $body, $other
+        )
+    };
+    (@[$($c:ident $ty:ty),*], $dt:expr, $t:ident => $body:expr, $other:expr) => {
+        match $dt {
+            $(DataType::$c => {
+                type $t = $ty;
+                $body
+            })*
+            _ => $other,
+        }
+    };
+}
+
 /// An element type the CPU backend computes with.
 pub trait Elem: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     const DTYPE: DataType;
@@ -304,23 +330,11 @@ impl Value {
                 data.len()
             )));
         }
-        use DataType::*;
-        Ok(match dt {
-            FLOAT => Value::F32(from_bytes(dims, data)?),
-            DOUBLE => Value::F64(from_bytes(dims, data)?),
-            FLOAT16 => Value::F16(from_bytes(dims, data)?),
-            BF16 => Value::BF16(from_bytes(dims, data)?),
-            INT8 => Value::I8(from_bytes(dims, data)?),
-            INT16 => Value::I16(from_bytes(dims, data)?),
-            INT32 => Value::I32(from_bytes(dims, data)?),
-            INT64 => Value::I64(from_bytes(dims, data)?),
-            UINT8 => Value::U8(from_bytes(dims, data)?),
-            UINT16 => Value::U16(from_bytes(dims, data)?),
-            UINT32 => Value::U32(from_bytes(dims, data)?),
-            UINT64 => Value::U64(from_bytes(dims, data)?),
-            BOOL => Value::Bool(from_bytes(dims, data)?),
-            _ => return Err(Error::unsupported(format!("dtype {dt} on the CPU backend"))),
-        })
+        Ok(
+            with_elem_type!(dt, T => T::wrap(from_bytes::<T>(dims, data)?), {
+                return Err(Error::unsupported(format!("dtype {dt} on the CPU backend")))
+            }),
+        )
     }
 
     /// The elements as little-endian bytes, in standard (row-major) order.
@@ -339,19 +353,12 @@ impl Value {
 
     /// A value from an IR tensor (a Const's value, a user's input).
     pub fn from_tensor(t: &Tensor) -> Result<Value> {
-        let dims = t
-            .desc
-            .shape
-            .dims()
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|_| {
-                Error::Input(format!(
-                    "a tensor needs a known shape, got {}",
-                    t.desc.shape
-                ))
-            })?;
+        let dims = usize_dims(t.desc.shape.dims()).ok_or_else(|| {
+            Error::Input(format!(
+                "a tensor needs a known shape, got {}",
+                t.desc.shape
+            ))
+        })?;
         Value::from_le_bytes(t.desc.dtype, &dims, &t.data)
     }
 
@@ -385,33 +392,17 @@ impl Value {
                 a.mapv(|x| T::from_f64(x.to_f64()))
             }
         }
-        macro_rules! to {
-            ($t:ty) => {
-                with_array!(self, a => <$t as Elem>::wrap(conv::<_, $t>(a)))
-            };
-        }
-        use DataType::*;
-        Ok(match dt {
+        if dt == DataType::FLOAT {
             // Directly, not through f64: an i64 or u64 would be rounded twice.
-            FLOAT => with_array!(self, a => Value::F32(a.mapv(Elem::to_f32))),
-            DOUBLE => to!(f64),
-            FLOAT16 => to!(f16),
-            BF16 => to!(bf16),
-            INT8 => to!(i8),
-            INT16 => to!(i16),
-            INT32 => to!(i32),
-            INT64 => to!(i64),
-            UINT8 => to!(u8),
-            UINT16 => to!(u16),
-            UINT32 => to!(u32),
-            UINT64 => to!(u64),
-            BOOL => to!(bool),
-            _ => {
+            return Ok(with_array!(self, a => Value::F32(a.mapv(Elem::to_f32))));
+        }
+        Ok(
+            with_elem_type!(dt, T => with_array!(self, a => T::wrap(conv::<_, T>(a))), {
                 return Err(Error::unsupported(format!(
                     "Cast to {dt} on the CPU backend"
                 )))
-            }
-        })
+            }),
+        )
     }
 
     /// A scalar of `dt` holding `v`.

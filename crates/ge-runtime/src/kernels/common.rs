@@ -152,8 +152,9 @@ pub(super) trait Pick: Elem {
     fn take(v: Value) -> Option<ArrayD<Self>>;
 }
 
+/// [`Pick`] for each element type `$t`, held by variant `$var`.
 macro_rules! pick {
-    ($t:ty, $var:ident) => {
+    ($($t:ty => $var:ident),*) => {$(
         impl Pick for $t {
             fn pick(v: &Value) -> Option<&ArrayD<Self>> {
                 match v {
@@ -168,21 +169,12 @@ macro_rules! pick {
                 }
             }
         }
-    };
+    )*};
 }
-pick!(f32, F32);
-pick!(f64, F64);
-pick!(f16, F16);
-pick!(bf16, BF16);
-pick!(i8, I8);
-pick!(i16, I16);
-pick!(i32, I32);
-pick!(i64, I64);
-pick!(u8, U8);
-pick!(u16, U16);
-pick!(u32, U32);
-pick!(u64, U64);
-pick!(bool, Bool);
+pick!(
+    f32 => F32, f64 => F64, f16 => F16, bf16 => BF16, i8 => I8, i16 => I16, i32 => I32,
+    i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, bool => Bool
+);
 
 /// `v` as an array of `T`, converted (numpy's `astype`) when it has another dtype.
 pub(super) fn cast_to<T: Pick>(v: &Value) -> Result<Cow<'_, ArrayD<T>>> {
@@ -415,19 +407,11 @@ pub(super) fn rank_cmp<T: PartialOrd>(a: &T, b: &T) -> Ordering {
 /// Rebuilds a numeric value of the same dtype from the body's array; bool is an error.
 macro_rules! map_num {
     ($v:expr, $what:expr, $a:ident => $body:expr) => {
+        map_num!(@[F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64], $v, $what, $a => $body)
+    };
+    (@[$($var:ident),*], $v:expr, $what:expr, $a:ident => $body:expr) => {
         match $v {
-            $crate::value::Value::F32($a) => $crate::value::Value::F32($body),
-            $crate::value::Value::F64($a) => $crate::value::Value::F64($body),
-            $crate::value::Value::F16($a) => $crate::value::Value::F16($body),
-            $crate::value::Value::BF16($a) => $crate::value::Value::BF16($body),
-            $crate::value::Value::I8($a) => $crate::value::Value::I8($body),
-            $crate::value::Value::I16($a) => $crate::value::Value::I16($body),
-            $crate::value::Value::I32($a) => $crate::value::Value::I32($body),
-            $crate::value::Value::I64($a) => $crate::value::Value::I64($body),
-            $crate::value::Value::U8($a) => $crate::value::Value::U8($body),
-            $crate::value::Value::U16($a) => $crate::value::Value::U16($body),
-            $crate::value::Value::U32($a) => $crate::value::Value::U32($body),
-            $crate::value::Value::U64($a) => $crate::value::Value::U64($body),
+            $($crate::value::Value::$var($a) => $crate::value::Value::$var($body),)*
             $crate::value::Value::Bool(_) => {
                 return Err($crate::error::Error::kernel(format!(
                     "{} does not take bool tensors",
@@ -438,6 +422,19 @@ macro_rules! map_num {
     };
 }
 pub(super) use map_num;
+
+/// `$go!(Variant)` for the variant of value `$v`, whatever its dtype.
+macro_rules! by_variant {
+    ($v:expr, $go:ident) => {
+        by_variant!(@[F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool], $v, $go)
+    };
+    (@[$($var:ident),*], $v:expr, $go:ident) => {
+        match $v {
+            $($crate::value::Value::$var(_) => $go!($var),)*
+        }
+    };
+}
+pub(super) use by_variant;
 
 /// `$go!(Variant, x, y)` for two values of one dtype among the listed variants; any other pair
 /// evaluates `$other`.
@@ -580,17 +577,11 @@ pub(crate) fn zip2<A: Copy + Send + Sync, B: Copy + Send + Sync, O: Send>(
         });
     }
     if b.len() == 1 && a.shape() == shape.as_slice() {
-        let y = *b
-            .iter()
-            .next()
-            .ok_or_else(|| Error::kernel("empty operand"))?;
+        let y = first(b, "operand")?;
         return Ok(map1(a, parallel, |x| f(x, y)));
     }
     if a.len() == 1 && b.shape() == shape.as_slice() {
-        let x = *a
-            .iter()
-            .next()
-            .ok_or_else(|| Error::kernel("empty operand"))?;
+        let x = first(a, "operand")?;
         return Ok(map1(b, parallel, |y| f(x, y)));
     }
     let av = a
@@ -654,53 +645,36 @@ pub(super) trait Real:
     fn is_infinite(self) -> bool;
 }
 
-impl Real for f32 {
-    fn zero() -> Self {
-        0.0
-    }
-    fn one() -> Self {
-        1.0
-    }
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn of<T: Elem>(x: T) -> Self {
-        x.to_f32()
-    }
-    fn to<T: Elem>(self) -> T {
-        T::from_f64(f64::from(self))
-    }
-    fn rint(self) -> Self {
-        self.round_ties_even()
-    }
-    fn is_infinite(self) -> bool {
-        f32::is_infinite(self)
-    }
+/// [`Real`] for the float type `$t`, which `$of` converts an element to.
+macro_rules! real_impl {
+    ($t:ident, $of:ident) => {
+        impl Real for $t {
+            fn zero() -> Self {
+                0.0
+            }
+            fn one() -> Self {
+                1.0
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn of<T: Elem>(x: T) -> Self {
+                x.$of()
+            }
+            fn to<T: Elem>(self) -> T {
+                T::from_f64(f64::from(self))
+            }
+            fn rint(self) -> Self {
+                self.round_ties_even()
+            }
+            fn is_infinite(self) -> bool {
+                $t::is_infinite(self)
+            }
+        }
+    };
 }
-
-impl Real for f64 {
-    fn zero() -> Self {
-        0.0
-    }
-    fn one() -> Self {
-        1.0
-    }
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn of<T: Elem>(x: T) -> Self {
-        x.to_f64()
-    }
-    fn to<T: Elem>(self) -> T {
-        T::from_f64(self)
-    }
-    fn rint(self) -> Self {
-        self.round_ties_even()
-    }
-    fn is_infinite(self) -> bool {
-        f64::is_infinite(self)
-    }
-}
+real_impl!(f32, to_f32);
+real_impl!(f64, to_f64);
 
 /// A data-type attribute given as a Type or as an Int (a DataType value).
 pub(super) fn type_attr(info: &NodeInfo, name: &str) -> Result<Option<DataType>> {

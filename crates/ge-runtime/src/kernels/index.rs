@@ -122,35 +122,21 @@ fn gather_v2_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 /// y[p] = x[p with p[axis] = index[p]]; index dims other than `axis` may be smaller than x's.
-fn gather_elements<T: Copy>(
-    x: &ArrayD<T>,
-    idx: &[i64],
-    idx_shape: &[usize],
-    axis: usize,
-) -> Result<ArrayD<T>> {
-    let xs = x.shape();
-    if xs.len() != idx_shape.len() || axis >= xs.len() {
+fn gather_elements<T: Copy>(x: &ArrayD<T>, along: &Along) -> Result<ArrayD<T>> {
+    let (xs, idx_shape) = (x.shape(), along.idx_shape);
+    if xs.len() != idx_shape.len() || along.axis >= xs.len() {
         return Err(Error::kernel(format!(
             "x {xs:?} and index {idx_shape:?} must have the same rank"
         )));
     }
-    if let Some(d) = (0..xs.len()).find(|&d| d != axis && idx_shape[d] > xs[d]) {
+    if let Some(d) = along.larger_at(xs) {
         return Err(Error::kernel(format!(
             "index {idx_shape:?} is larger than x {xs:?} at dim {d}"
         )));
     }
     let src = std_slice(x);
-    let xst = strides_of(xs);
-    let mut out = with_capacity(idx.len())?;
-    for_each_index(idx_shape, |flat, pos| {
-        let raw = *idx
-            .get(flat)
-            .ok_or_else(|| Error::kernel("index is shorter than its shape"))?;
-        let i = resolve(raw, xs[axis], false)?;
-        let mut off = 0usize;
-        for (d, (&p, &s)) in pos.iter().zip(&xst).enumerate() {
-            off += if d == axis { i * s } else { p * s };
-        }
+    let mut out = with_capacity(along.idx.len())?;
+    along.for_each(xs, |_, off| {
         out.push(
             *src.get(off)
                 .ok_or_else(|| Error::kernel("internal error: gather out of bounds"))?,
@@ -158,6 +144,54 @@ fn gather_elements<T: Copy>(
         Ok(())
     })?;
     array(idx_shape, out)
+}
+
+/// An index tensor along one axis of another tensor (GatherElements, ScatterElements).
+struct Along<'a> {
+    idx: &'a [i64],
+    idx_shape: &'a [usize],
+    axis: usize,
+    /// Resolve the indices as a scatter does ([`resolve`]).
+    scatter: bool,
+}
+
+impl<'a> Along<'a> {
+    fn new(idx: &'a [i64], idx_shape: &'a [usize], axis: usize, scatter: bool) -> Self {
+        Along {
+            idx,
+            idx_shape,
+            axis,
+            scatter,
+        }
+    }
+    /// The first dim other than the axis where the index tensor is larger than `dims`.
+    fn larger_at(&self, dims: &[usize]) -> Option<usize> {
+        (0..dims.len()).find(|&d| d != self.axis && self.idx_shape[d] > dims[d])
+    }
+    /// Calls `f(flat, offset)` for every position of the index tensor: `offset` is the element
+    /// of a tensor of shape `dims` at that position with its `axis` coordinate the index there.
+    fn for_each(
+        &self,
+        dims: &[usize],
+        mut f: impl FnMut(usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let st = strides_of(dims);
+        for_each_index(self.idx_shape, |flat, pos| {
+            let raw = *self.idx.get(flat).ok_or_else(|| {
+                Error::kernel(if self.scatter {
+                    "indices are shorter than their shape"
+                } else {
+                    "index is shorter than its shape"
+                })
+            })?;
+            let i = resolve(raw, dims[self.axis], self.scatter)?;
+            let mut off = 0usize;
+            for (d, (&p, &s)) in pos.iter().zip(&st).enumerate() {
+                off += if d == self.axis { i * s } else { p * s };
+            }
+            f(flat, off)
+        })
+    }
 }
 
 /// Calls `f(flat, multi_index)` for every position of `shape`, in row-major order.
@@ -184,9 +218,8 @@ fn gather_elements_factory(info: &NodeInfo) -> Result<Kernel> {
         let iv = input(inputs, 1)?;
         let ax = norm_axis(dim, x.shape().len())?;
         let idx = ints(iv);
-        Ok(vec![
-            map_array!(x, a => gather_elements(a, &idx, iv.shape(), ax)?),
-        ])
+        let along = Along::new(&idx, iv.shape(), ax, false);
+        Ok(vec![map_array!(x, a => gather_elements(a, &along)?)])
     }))
 }
 
@@ -293,37 +326,26 @@ fn combine<T: Arith>(r: Reduction, old: T, new: T) -> T {
 
 fn scatter_elements<T: Arith>(
     data: &ArrayD<T>,
-    idx: &[i64],
-    idx_shape: &[usize],
     upd: &ArrayD<T>,
-    axis: usize,
+    along: &Along,
     r: Reduction,
 ) -> Result<ArrayD<T>> {
-    let ds = data.shape();
-    if idx_shape.len() != ds.len() || upd.shape() != idx_shape || axis >= ds.len() {
+    let (ds, idx_shape) = (data.shape(), along.idx_shape);
+    if idx_shape.len() != ds.len() || upd.shape() != idx_shape || along.axis >= ds.len() {
         return Err(Error::kernel(format!(
             "data {ds:?}, indices {idx_shape:?} and updates {:?}: indices and updates must have \
              one shape and data's rank",
             upd.shape()
         )));
     }
-    if let Some(d) = (0..ds.len()).find(|&d| d != axis && idx_shape[d] > ds[d]) {
+    if let Some(d) = along.larger_at(ds) {
         return Err(Error::kernel(format!(
             "indices {idx_shape:?} are larger than data {ds:?} at dim {d}"
         )));
     }
     let mut out = std_slice(data).into_owned();
     let u = std_slice(upd);
-    let st = strides_of(ds);
-    for_each_index(idx_shape, |flat, pos| {
-        let raw = *idx
-            .get(flat)
-            .ok_or_else(|| Error::kernel("indices are shorter than their shape"))?;
-        let i = resolve(raw, ds[axis], true)?;
-        let mut off = 0usize;
-        for (d, (&p, &s)) in pos.iter().zip(&st).enumerate() {
-            off += if d == axis { i * s } else { p * s };
-        }
+    along.for_each(ds, |flat, off| {
         let nv = *u
             .get(flat)
             .ok_or_else(|| Error::kernel("updates are shorter than their shape"))?;
@@ -356,9 +378,10 @@ fn scatter_elements_factory(info: &NodeInfo) -> Result<Kernel> {
         let upd = input(inputs, 2)?;
         let ax = norm_axis(axis, data.shape().len())?;
         let idx = ints(iv);
+        let along = Along::new(&idx, iv.shape(), ax, true);
         Ok(vec![map_num!(data, "ScatterElements", a => {
             let u = same_as(a, upd, "updates")?;
-            scatter_elements(a, &idx, iv.shape(), u, ax, r)?
+            scatter_elements(a, u, &along, r)?
         })])
     }))
 }

@@ -1,7 +1,7 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
 //! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Select.
 
-use super::common::{broadcast_shape, same_dtype2};
+use super::common::{broadcast_shape, by_variant, same_dtype2};
 use super::{input, norm_axes, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;
@@ -212,21 +212,7 @@ pub(crate) fn concat(xs: &[&Value], axis: i64) -> Result<Value> {
             )
         }};
     }
-    Ok(match first {
-        Value::F32(_) => go!(F32),
-        Value::F64(_) => go!(F64),
-        Value::F16(_) => go!(F16),
-        Value::BF16(_) => go!(BF16),
-        Value::I8(_) => go!(I8),
-        Value::I16(_) => go!(I16),
-        Value::I32(_) => go!(I32),
-        Value::I64(_) => go!(I64),
-        Value::U8(_) => go!(U8),
-        Value::U16(_) => go!(U16),
-        Value::U32(_) => go!(U32),
-        Value::U64(_) => go!(U64),
-        Value::Bool(_) => go!(Bool),
-    })
+    Ok(by_variant!(first, go))
 }
 
 fn concat_v2_factory(_: &NodeInfo) -> Result<Kernel> {

@@ -15,6 +15,7 @@
 use super::common::{array, bad_attr, ints, numel, type_attr, with_capacity};
 use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
+use crate::value::usize_dims;
 use crate::value::{Elem, Value};
 use crate::{map_array, with_array};
 use es_core::DataType;
@@ -145,6 +146,10 @@ fn uniform(dt: DataType, dims: &[usize], seed: u64, seed2: u64) -> Result<Value>
         let room = want - bits.len();
         bits.extend_from_slice(&b[..room.min(4)]);
     }
+    // One element from each 32-bit output.
+    fn each<T>(dims: &[usize], bits: &[u32], f: impl Fn(u32) -> T) -> Result<ArrayD<T>> {
+        array(dims, bits.iter().map(|&u| f(u)).collect())
+    }
     Ok(match dt {
         DataType::DOUBLE => Value::F64(array(
             dims,
@@ -155,25 +160,16 @@ fn uniform(dt: DataType, dims: &[usize], seed: u64, seed2: u64) -> Result<Value>
                 })
                 .collect(),
         )?),
-        DataType::FLOAT => Value::F32(array(
-            dims,
-            bits.iter()
-                .map(|&u| f32::from_bits(0x3F80_0000 | (u & 0x7F_FFFF)) - 1.0)
-                .collect(),
-        )?),
+        DataType::FLOAT => Value::F32(each(dims, &bits, |u| {
+            f32::from_bits(0x3F80_0000 | (u & 0x7F_FFFF)) - 1.0
+        })?),
         // 10 (7) mantissa bits: m / 1024 (m / 128), exact in f32 and in the dtype.
-        DataType::FLOAT16 => Value::F16(array(
-            dims,
-            bits.iter()
-                .map(|&u| f16::from_f32((u & 0x3FF) as f32 / 1024.0))
-                .collect(),
-        )?),
-        DataType::BF16 => Value::BF16(array(
-            dims,
-            bits.iter()
-                .map(|&u| bf16::from_f32((u & 0x7F) as f32 / 128.0))
-                .collect(),
-        )?),
+        DataType::FLOAT16 => Value::F16(each(dims, &bits, |u| {
+            f16::from_f32((u & 0x3FF) as f32 / 1024.0)
+        })?),
+        DataType::BF16 => Value::BF16(each(dims, &bits, |u| {
+            bf16::from_f32((u & 0x7F) as f32 / 128.0)
+        })?),
         _ => return Err(Error::unsupported(format!("RandomUniform of {dt}"))),
     })
 }
@@ -189,13 +185,9 @@ fn random_uniform_factory(info: &NodeInfo) -> Result<Kernel> {
     let (seed, seed2) = (info.int("seed", 0)? as u64, info.int("seed2", 0)? as u64);
     Ok(Box::new(move |inputs| {
         let shape = ints(input(inputs, 0)?);
-        let dims: Vec<usize> = shape
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| {
-                Error::kernel(format!("RandomUniform: shape {shape:?} has a negative dim"))
-            })?;
+        let dims = usize_dims(&shape).ok_or_else(|| {
+            Error::kernel(format!("RandomUniform: shape {shape:?} has a negative dim"))
+        })?;
         let (s, s2) = if seed == 0 && seed2 == 0 {
             fresh_seeds()
         } else {

@@ -48,6 +48,7 @@ use crate::kernels::index::{
 use crate::kernels::matmul::gemm_into;
 use crate::kernels::{input, Kernel, NodeInfo};
 use crate::par;
+use crate::value::usize_dims;
 use crate::value::Value;
 use es_core::infer::layout;
 use es_core::opmath::{conv_out_size, same_pads_usize};
@@ -189,28 +190,38 @@ fn each_run(v: &Vol, mut f: impl FnMut(usize, usize, usize, usize) -> Result<()>
     Ok(())
 }
 
+/// [`each_run`] over `cg` channels: calls `f(column offset, volume offset, count)` with the
+/// offsets into the columns ([cg * k_len, out_len]) and the volume ([cg, i...]).
+fn each_channel_run(
+    v: &Vol,
+    cg: usize,
+    mut f: impl FnMut(usize, usize, usize) -> Result<()>,
+) -> Result<()> {
+    let pix = v.out_len;
+    for c in 0..cg {
+        let (rows, vol) = (c * v.k_len * pix, c * v.in_len);
+        each_run(v, |r, o0, i0, n| f(rows + r * pix + o0, vol + i0, n))?;
+    }
+    Ok(())
+}
+
 /// Unfolds the `cg` channels of one image and group (`xs`: [cg, i...]) into `col`:
 /// [cg * k_len, out_len], zeros where a window reads padding.
 fn vol2col<T: Copy>(xs: &[T], v: &Vol, cg: usize, col: &mut [T], zero: T) -> Result<()> {
-    let (pix, sw) = (v.out_len, v.s[2]);
+    let sw = v.s[2];
     col.fill(zero);
-    for c in 0..cg {
-        let src = sub(xs, c * v.in_len, v.in_len)?;
-        let rows = sub_mut(col, c * v.k_len * pix, v.k_len * pix)?;
-        each_run(v, |r, o0, i0, n| {
-            let dst = sub_mut(rows, r * pix + o0, n)?;
-            if sw == 1 {
-                dst.copy_from_slice(sub(src, i0, n)?);
-            } else {
-                let s = sub(src, i0, (n - 1) * sw + 1)?;
-                for (d, &x) in dst.iter_mut().zip(s.iter().step_by(sw)) {
-                    *d = x;
-                }
+    each_channel_run(v, cg, |co, vo, n| {
+        let dst = sub_mut(col, co, n)?;
+        if sw == 1 {
+            dst.copy_from_slice(sub(xs, vo, n)?);
+        } else {
+            let s = sub(xs, vo, (n - 1) * sw + 1)?;
+            for (d, &x) in dst.iter_mut().zip(s.iter().step_by(sw)) {
+                *d = x;
             }
-            Ok(())
-        })?;
-    }
-    Ok(())
+        }
+        Ok(())
+    })
 }
 
 /// Adds the columns `col` ([cg * k_len, out_len]) back into the volume `ys` ([cg, i...]): the
@@ -221,26 +232,21 @@ fn col2vol<T: LinalgScalar + Send + Sync>(
     cg: usize,
     ys: &mut [T],
 ) -> Result<()> {
-    let (pix, sw) = (v.out_len, v.s[2]);
-    for c in 0..cg {
-        let dst = sub_mut(ys, c * v.in_len, v.in_len)?;
-        let rows = sub(col, c * v.k_len * pix, v.k_len * pix)?;
-        each_run(v, |r, o0, i0, n| {
-            let src = sub(rows, r * pix + o0, n)?;
-            if sw == 1 {
-                for (d, &x) in sub_mut(dst, i0, n)?.iter_mut().zip(src) {
-                    *d = *d + x;
-                }
-            } else {
-                let d = sub_mut(dst, i0, (n - 1) * sw + 1)?;
-                for (d, &x) in d.iter_mut().step_by(sw).zip(src) {
-                    *d = *d + x;
-                }
+    let sw = v.s[2];
+    each_channel_run(v, cg, |co, vo, n| {
+        let src = sub(col, co, n)?;
+        if sw == 1 {
+            for (d, &x) in sub_mut(ys, vo, n)?.iter_mut().zip(src) {
+                *d = *d + x;
             }
-            Ok(())
-        })?;
-    }
-    Ok(())
+        } else {
+            let d = sub_mut(ys, vo, (n - 1) * sw + 1)?;
+            for (d, &x) in d.iter_mut().step_by(sw).zip(src) {
+                *d = *d + x;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Batch and channels of a convolution: the forward convolution maps `c` channels to `o` in
@@ -627,6 +633,19 @@ struct Run<'a, A> {
     bias: Option<&'a Value>,
 }
 
+impl<'a, A> Run<'a, A> {
+    /// The run of `a` on a node's inputs: x at `x`, the filter after it, the optional bias at
+    /// `bias`.
+    fn of(a: &'a A, inputs: &[Option<&'a Value>], x: usize, bias: usize) -> Result<Self> {
+        Ok(Run {
+            a,
+            x: input(inputs, x)?,
+            f: input(inputs, x + 1)?,
+            bias: inputs.get(bias).copied().flatten(),
+        })
+    }
+}
+
 type ConvRun<'a> = Run<'a, ConvAttrs>;
 
 impl Compute for ConvRun<'_> {
@@ -784,14 +803,8 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
 fn conv_kernel(info: &NodeInfo, a: ConvAttrs, out: Option<DataType>) -> Kernel {
     let op = info.op().to_string();
     Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        let r = ConvRun {
-            a: &a,
-            x,
-            f: input(inputs, 1)?,
-            bias: inputs.get(2).copied().flatten(),
-        };
-        Ok(vec![dispatch(&op, x, true, out, &r)?])
+        let r = ConvRun::of(&a, inputs, 0, 2)?;
+        Ok(vec![dispatch(&op, r.x, true, out, &r)?])
     })
 }
 
@@ -910,16 +923,12 @@ pub(super) fn conv2d_transpose_factory(info: &NodeInfo) -> Result<Kernel> {
         usize::try_from(hw[1]).map_err(|_| bad_op())?,
     ];
     let size = ints(info.const_input(0, "input_size")?);
-    let dims: Vec<usize> = size
-        .iter()
-        .map(|&v| usize::try_from(v))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            bad_attr(
-                info,
-                format!("input 'input_size' has a negative dim: {size:?}"),
-            )
-        })?;
+    let dims = usize_dims(&size).ok_or_else(|| {
+        bad_attr(
+            info,
+            format!("input 'input_size' has a negative dim: {size:?}"),
+        )
+    })?;
     let &[a, b, c, d] = dims.as_slice() else {
         return Err(bad_attr(
             info,
@@ -931,14 +940,8 @@ pub(super) fn conv2d_transpose_factory(info: &NodeInfo) -> Result<Kernel> {
     let a = TransposeAttrs { conv, y, op };
     let out = info.out_dtype(0).ok();
     Ok(Box::new(move |inputs| {
-        let x = input(inputs, 1)?;
-        let r = TransposeRun {
-            a: &a,
-            x,
-            f: input(inputs, 2)?,
-            bias: inputs.get(3).copied().flatten(),
-        };
-        Ok(vec![dispatch("Conv2DTranspose", x, true, out, &r)?])
+        let r = TransposeRun::of(&a, inputs, 1, 3)?;
+        Ok(vec![dispatch("Conv2DTranspose", r.x, true, out, &r)?])
     }))
 }
 
@@ -996,12 +999,10 @@ struct DeformAttrs {
     modulated: bool,
 }
 
+/// A deformable convolution's run: x, filter and bias as [`Run`]'s, and the offsets.
 struct DeformRun<'a> {
-    a: &'a DeformAttrs,
-    x: &'a Value,
-    f: &'a Value,
+    run: Run<'a, DeformAttrs>,
     offsets: &'a Value,
-    bias: Option<&'a Value>,
 }
 
 impl Compute for DeformRun<'_> {
@@ -1010,9 +1011,9 @@ impl Compute for DeformRun<'_> {
             conv: a,
             dg,
             modulated,
-        } = *self.a;
-        let xa = cast_to::<T>(self.x)?;
-        let fa = cast_to::<T>(self.f)?;
+        } = *self.run.a;
+        let xa = cast_to::<T>(self.run.x)?;
+        let fa = cast_to::<T>(self.run.f)?;
         let oa = cast_to::<f64>(self.offsets)?;
         if xa.ndim() != 4 || oa.ndim() != 4 {
             return Err(Error::kernel(format!(
@@ -1119,7 +1120,7 @@ impl Compute for DeformRun<'_> {
                 gemm_into(fa2, b, cm.view_mut());
             }
         }
-        add_bias(&mut y, self.bias, o, pix)?;
+        add_bias(&mut y, self.run.bias, o, pix)?;
         Ok(channels_back(array(&[n, o, oh, ow], y)?, a.last))
     }
 }
@@ -1133,15 +1134,11 @@ pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
     };
     let out = info.out_dtype(0).ok();
     Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
         let r = DeformRun {
-            a: &a,
-            x,
-            f: input(inputs, 1)?,
+            run: Run::of(&a, inputs, 0, 3)?,
             offsets: input(inputs, 2)?,
-            bias: inputs.get(3).copied().flatten(),
         };
-        Ok(vec![dispatch("DeformableConv2D", x, false, out, &r)?])
+        Ok(vec![dispatch("DeformableConv2D", r.run.x, false, out, &r)?])
     }))
 }
 

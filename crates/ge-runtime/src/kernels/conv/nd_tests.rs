@@ -268,11 +268,13 @@ fn deform(
         modulated,
     };
     DeformRun {
-        a: &a,
-        x,
-        f,
+        run: Run {
+            a: &a,
+            x,
+            f,
+            bias: None,
+        },
         offsets: off,
-        bias: None,
     }
     .run::<f64>()
 }

@@ -97,19 +97,14 @@ fn nan_min<T: PartialOrd>(a: T, b: T) -> T {
 /// dtype, rebuilding a value of that dtype; bool and mixed dtypes are errors.
 macro_rules! same3 {
     ($what:expr, $a:expr, $b:expr, $c:expr, |$x:ident, $y:ident, $z:ident| $body:expr) => {
+        same3!(
+            @[F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64],
+            $what, $a, $b, $c, |$x, $y, $z| $body
+        )
+    };
+    (@[$($v:ident),*], $what:expr, $a:expr, $b:expr, $c:expr, |$x:ident, $y:ident, $z:ident| $body:expr) => {
         match ($a, $b, $c) {
-            (Value::F32($x), Value::F32($y), Value::F32($z)) => Value::F32($body),
-            (Value::F64($x), Value::F64($y), Value::F64($z)) => Value::F64($body),
-            (Value::F16($x), Value::F16($y), Value::F16($z)) => Value::F16($body),
-            (Value::BF16($x), Value::BF16($y), Value::BF16($z)) => Value::BF16($body),
-            (Value::I8($x), Value::I8($y), Value::I8($z)) => Value::I8($body),
-            (Value::I16($x), Value::I16($y), Value::I16($z)) => Value::I16($body),
-            (Value::I32($x), Value::I32($y), Value::I32($z)) => Value::I32($body),
-            (Value::I64($x), Value::I64($y), Value::I64($z)) => Value::I64($body),
-            (Value::U8($x), Value::U8($y), Value::U8($z)) => Value::U8($body),
-            (Value::U16($x), Value::U16($y), Value::U16($z)) => Value::U16($body),
-            (Value::U32($x), Value::U32($y), Value::U32($z)) => Value::U32($body),
-            (Value::U64($x), Value::U64($y), Value::U64($z)) => Value::U64($body),
+            $((Value::$v($x), Value::$v($y), Value::$v($z)) => Value::$v($body),)*
             (Value::Bool(_), Value::Bool(_), Value::Bool(_)) => {
                 return Err(Error::kernel(format!(
                     "{} does not take bool tensors",

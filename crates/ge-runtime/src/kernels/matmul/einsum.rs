@@ -119,6 +119,31 @@ fn sum_out<C: LinalgScalar>(
     (a, labels)
 }
 
+/// `x` (its dims labelled `lx`) as a [batch.., rows, cols] array: its dims permuted to the
+/// labels of `groups` (batch, rows, cols) in order and broadcast to `dim` of each label, then the
+/// rows and the cols each flattened to one dim of size `rc`.
+fn as_batched<C: Clone>(
+    x: &ArrayD<C>,
+    lx: &[u32],
+    groups: [&[u32]; 3],
+    dim: impl Fn(u32) -> usize,
+    rc: [usize; 2],
+) -> Result<ArrayD<C>> {
+    let order: Vec<u32> = groups.concat();
+    let perm: Vec<usize> = order
+        .iter()
+        .map(|&l| lx.iter().position(|&x| x == l).unwrap_or(0))
+        .collect();
+    let tgt: Vec<usize> = order.iter().map(|&l| dim(l)).collect();
+    let v = x.view().permuted_axes(IxDyn(&perm));
+    let v = v
+        .broadcast(IxDyn(&tgt))
+        .ok_or_else(|| Error::kernel("Einsum: the operands' dims do not broadcast"))?;
+    let mut d3 = tgt[..groups[0].len()].to_vec();
+    d3.extend(rc);
+    owned(v, &d3)
+}
+
 /// The contraction of two operands, keeping the labels in `keep`: one batched matrix product
 /// of a as [batch, m, k] and b as [batch, k, n] (batch: shared and kept; k: shared, summed).
 fn contract<C: LinalgScalar + Send + Sync>(
@@ -147,43 +172,17 @@ fn contract<C: LinalgScalar + Send + Sync>(
         .collect();
     let m: Vec<u32> = la.iter().copied().filter(|l| !shared(l)).collect();
     let n: Vec<u32> = lb.iter().copied().filter(|l| !la.contains(l)).collect();
-    let kdims: Vec<usize> = summed.iter().map(|&l| da(l).max(db(l))).collect();
-    let (mm, kk, nn) = (
-        numel(&m.iter().map(|&l| da(l)).collect::<Vec<_>>())?,
-        numel(&kdims)?,
-        numel(&n.iter().map(|&l| db(l)).collect::<Vec<_>>())?,
-    );
-    let bcast = || Error::kernel("Einsum: the operands' dims do not broadcast");
+    // Summed dims broadcast to their common size.
+    let kd = |l: u32| da(l).max(db(l));
+    let dim_a = |l: u32| if summed.contains(&l) { kd(l) } else { da(l) };
+    let dim_b = |l: u32| if summed.contains(&l) { kd(l) } else { db(l) };
+    let size =
+        |ls: &[u32], d: &dyn Fn(u32) -> usize| numel(&ls.iter().map(|&l| d(l)).collect::<Vec<_>>());
+    let (mm, kk, nn) = (size(&m, &da)?, size(&summed, &kd)?, size(&n, &db)?);
     let layout = |e: ndarray::ShapeError| Error::kernel(format!("internal error: {e}"));
-    // a as [batch.., m, k] (summed dims broadcast to their common size).
-    let perm: Vec<usize> = batch
-        .iter()
-        .chain(&m)
-        .chain(&summed)
-        .map(|&l| at(&la, l))
-        .collect();
-    let mut tgt: Vec<usize> = batch.iter().chain(&m).map(|&l| da(l)).collect();
-    tgt.extend_from_slice(&kdims);
-    let av = a.view().permuted_axes(IxDyn(&perm));
-    let av = av.broadcast(IxDyn(&tgt)).ok_or_else(bcast)?;
-    let mut d3: Vec<usize> = batch.iter().map(|&l| da(l)).collect();
-    d3.extend([mm, kk]);
-    let a3 = owned(av, &d3)?;
-    // b as [batch.., k, n].
-    let perm: Vec<usize> = batch
-        .iter()
-        .chain(&summed)
-        .chain(&n)
-        .map(|&l| at(&lb, l))
-        .collect();
-    let mut tgt: Vec<usize> = batch.iter().map(|&l| db(l)).collect();
-    tgt.extend_from_slice(&kdims);
-    tgt.extend(n.iter().map(|&l| db(l)));
-    let bv = b.view().permuted_axes(IxDyn(&perm));
-    let bv = bv.broadcast(IxDyn(&tgt)).ok_or_else(bcast)?;
-    let mut d3: Vec<usize> = batch.iter().map(|&l| db(l)).collect();
-    d3.extend([kk, nn]);
-    let b3 = owned(bv, &d3)?;
+    // a as [batch.., m, k], b as [batch.., k, n].
+    let a3 = as_batched(&a, &la, [&batch, &m, &summed], dim_a, [mm, kk])?;
+    let b3 = as_batched(&b, &lb, [&batch, &summed, &n], dim_b, [kk, nn])?;
     // The product's size, checked (and its memory asked for) before the GEMM allocates it.
     let mut dims = broadcast_shape(&a3.shape()[..a3.ndim() - 2], &b3.shape()[..b3.ndim() - 2])?;
     drop(with_capacity::<C>(numel(&[numel(&dims)?, mm, nn])?)?);

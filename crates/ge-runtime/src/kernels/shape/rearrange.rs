@@ -13,22 +13,19 @@ use crate::kernels::common::{
 };
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::map_array;
+use crate::value::usize_dims;
 use ndarray::{ArrayD, IxDyn};
 
 pub(super) fn expand_d_factory(info: &NodeInfo) -> Result<Kernel> {
     let shape = info
         .ints("shape")?
         .ok_or_else(|| bad_attr(info, "attribute 'shape' is required"))?;
-    let want: Vec<usize> = shape
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            bad_attr(
-                info,
-                format!("attribute 'shape' {shape:?} has a negative dim"),
-            )
-        })?;
+    let want = usize_dims(&shape).ok_or_else(|| {
+        bad_attr(
+            info,
+            format!("attribute 'shape' {shape:?} has a negative dim"),
+        )
+    })?;
     Ok(Box::new(move |inputs| {
         let x = input(inputs, 0)?;
         let dims = broadcast_shape(x.shape(), &want)?;
