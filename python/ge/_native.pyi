@@ -12,7 +12,7 @@ __version__: str
 # Every name the module adds, in its order (pyo3 builds the runtime list).
 __all__ = [
     "GeError", "GraphBuildError", "ShapeInferenceError", "CompatibilityError", "PassError",
-    "TranslationError", "ExecutionError", "DeviceError", "PassContext", "PatternMatcherConfig",
+    "TranslationError", "ExecutionError", "DeviceError", "InternalError", "PassContext", "PatternMatcherConfig",
     "PatternMatcherConfigBuilder", "Pattern", "MatchResult", "SubgraphInput", "SubgraphOutput",
     "SubgraphBoundary", "SubgraphRewriter", "_can_fuse", "_report_fuse", "_infer_shape",
     "_register_pass", "_unregister_pass", "_clear_passes", "_registered_pass_keys", "_run_passes",
@@ -33,6 +33,7 @@ class PassError(GeError): ...
 class TranslationError(GeError): ...
 class ExecutionError(GeError): ...
 class DeviceError(GeError): ...
+class InternalError(GeError): ...
 
 @final
 class TensorData:

@@ -4,7 +4,8 @@
 and ``context``); the native extension derives the others from it, under ``ge``'s public path
 (``ge.GraphBuildError`` in a ``repr`` or a traceback). It is the base of ``GraphBuildError``,
 ``ShapeInferenceError``, ``CompatibilityError``, ``PassError``, ``TranslationError``,
-``ExecutionError`` and ``DeviceError``. Where GE's API
+``ExecutionError``, ``DeviceError`` and ``InternalError`` (a bug in ge-rs: a Rust panic caught at
+the Python boundary, "internal error, please report: ..."). Where GE's API
 specifies a built-in exception (``TypeError`` for an argument of the wrong type, ``ValueError`` for
 a bad value or tensors of two builders, ``RuntimeError`` for a builder used after
 ``build_and_reset``), that one is raised instead.
@@ -16,6 +17,7 @@ from ge._native import (
     ExecutionError,
     GeError,
     GraphBuildError,
+    InternalError,
     PassError,
     ShapeInferenceError,
     TranslationError,
@@ -30,4 +32,5 @@ __all__ = [
     "TranslationError",
     "ExecutionError",
     "DeviceError",
+    "InternalError",
 ]

@@ -5,6 +5,7 @@ use crate::attrs::{attr_from_py, attr_infer_from_py, attr_value, set_node_attr};
 use crate::convert::{downcast_arg, dtype_from_py, format_from_py, graph_name_arg, shape_from_py};
 use crate::errors::IntoPyResult;
 use crate::graph::{Graph, Node};
+use crate::guard::guarded;
 use crate::source::{BuilderCell, BuilderState, GraphSource};
 use es_core::builder::OpArgs;
 use es_core::ops::{AttrDef, IoKind, OpProto, SubgraphKind, TypeSpec};
@@ -40,49 +41,53 @@ thread_local! {
     static CTRL_SCOPE: RefCell<Vec<ControlScope>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Enters an attribute scope (`ge.es.attr_scope`).
-#[pyfunction]
-pub fn _push_attr_scope(attrs: &Bound<'_, PyDict>) -> PyResult<()> {
-    let mut v = Vec::new();
-    for (k, val) in attrs.iter() {
-        let k: String = k
-            .extract()
-            .map_err(|_| PyTypeError::new_err("attribute names must be str"))?;
-        let a = attr_infer_from_py(&val, &format!("attribute '{k}'"))?;
-        v.push((k, a));
+guarded! {
+    /// Enters an attribute scope (`ge.es.attr_scope`).
+    #[pyfunction]
+    pub fn _push_attr_scope(attrs: &Bound<'_, PyDict>) -> PyResult<()> {
+        let mut v = Vec::new();
+        for (k, val) in attrs.iter() {
+            let k: String = k
+                .extract()
+                .map_err(|_| PyTypeError::new_err("attribute names must be str"))?;
+            let a = attr_infer_from_py(&val, &format!("attribute '{k}'"))?;
+            v.push((k, a));
+        }
+        ATTR_SCOPE.with(|s| s.borrow_mut().push(v));
+        Ok(())
     }
-    ATTR_SCOPE.with(|s| s.borrow_mut().push(v));
-    Ok(())
-}
 
-#[pyfunction]
-pub fn _pop_attr_scope() {
-    ATTR_SCOPE.with(|s| {
-        s.borrow_mut().pop();
-    });
-}
-
-/// Enters a control-dependency scope (`ge.es.control_dependency_scope`).
-#[pyfunction]
-pub fn _push_control_scope(tensors: &Bound<'_, PyAny>) -> PyResult<()> {
-    let mut v = Vec::new();
-    for t in tensors.try_iter()? {
-        let t = t?;
-        let th = t.downcast::<TensorHolder>().map_err(|_| {
-            PyTypeError::new_err("control_dependency_scope takes a list of TensorHolder")
-        })?;
-        let th = th.get();
-        v.push((th.cell.clone(), th.port.node));
+    #[pyfunction]
+    pub fn _pop_attr_scope() -> PyResult<()> {
+        leave(&ATTR_SCOPE)
     }
-    CTRL_SCOPE.with(|s| s.borrow_mut().push(v));
-    Ok(())
+
+    /// Enters a control-dependency scope (`ge.es.control_dependency_scope`).
+    #[pyfunction]
+    pub fn _push_control_scope(tensors: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut v = Vec::new();
+        for t in tensors.try_iter()? {
+            let t = t?;
+            let th = t.downcast::<TensorHolder>().map_err(|_| {
+                PyTypeError::new_err("control_dependency_scope takes a list of TensorHolder")
+            })?;
+            let th = th.get();
+            v.push((th.cell.clone(), th.port.node));
+        }
+        CTRL_SCOPE.with(|s| s.borrow_mut().push(v));
+        Ok(())
+    }
+
+    #[pyfunction]
+    pub fn _pop_control_scope() -> PyResult<()> {
+        leave(&CTRL_SCOPE)
+    }
 }
 
-#[pyfunction]
-pub fn _pop_control_scope() {
-    CTRL_SCOPE.with(|s| {
-        s.borrow_mut().pop();
-    });
+/// Leaves the innermost scope of a scope stack.
+fn leave<T>(scopes: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -> PyResult<()> {
+    scopes.with(|s| s.borrow_mut().pop());
+    Ok(())
 }
 
 /// Applies the current scopes to a new node.
@@ -143,213 +148,228 @@ fn new_tensor(
     )
 }
 
-#[pymethods]
-impl GraphBuilderBase {
-    #[new]
-    #[pyo3(signature = (name = None))]
-    fn new(name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let name = graph_name_arg(name)?;
-        Ok(GraphBuilderBase {
-            cell: BuilderCell::new(name.clone(), GraphBuilder::new(name)),
-        })
-    }
-
-    #[getter]
-    fn name(&self) -> String {
-        self.cell.name.clone()
-    }
-
-    #[getter]
-    fn _is_built(&self) -> bool {
-        self.cell.lock().built
-    }
-
-    #[pyo3(signature = (index, name, type_str, data_type, format, shape))]
-    fn _create_input(
-        slf: &Bound<'_, Self>,
-        index: i64,
-        name: Option<String>,
-        type_str: &str,
-        data_type: &Bound<'_, PyAny>,
-        format: &Bound<'_, PyAny>,
-        shape: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<TensorHolder>> {
-        let this = slf.get();
-        let dt = dtype_from_py(data_type)?;
-        let fmt = format_from_py(format)?;
-        // No shape: GE replaces the description with the fed tensor's at compile, so the
-        // input is of unknown rank until then (not a scalar).
-        let shape = match shape {
-            Some(s) => Shape::new(shape_from_py(s)?),
-            None => Shape::unknown_rank(),
-        };
-        let mut st = this.cell.usable("create input")?;
-        let port =
-            st.b.create_input(index, name, type_str, dt, fmt, shape)
-                .py()?;
-        apply_scopes(&this.cell, &mut st, port.node)?;
-        drop(st);
-        new_tensor(slf.py(), &this.cell, &slf.clone().into_any().unbind(), port)
-    }
-
-    /// Adds a Const node from a native tensor.
-    #[pyo3(signature = (tensor, name = None))]
-    fn _create_const(
-        slf: &Bound<'_, Self>,
-        tensor: &Bound<'_, PyAny>,
-        name: Option<String>,
-    ) -> PyResult<Py<TensorHolder>> {
-        let this = slf.get();
-        let t = crate::tensor::tensor_from_py(tensor)?;
-        let mut st = this.cell.usable("create constant")?;
-        let port = st.b.create_const(t, name).py()?;
-        apply_scopes(&this.cell, &mut st, port.node)?;
-        drop(st);
-        new_tensor(slf.py(), &this.cell, &slf.clone().into_any().unbind(), port)
-    }
-
-    fn _create_variable(
-        slf: &Bound<'_, Self>,
-        index: i64,
-        name: &str,
-    ) -> PyResult<Py<TensorHolder>> {
-        let this = slf.get();
-        let mut st = this.cell.usable("create variable")?;
-        let port = st.b.create_variable(index, name).py()?;
-        apply_scopes(&this.cell, &mut st, port.node)?;
-        drop(st);
-        new_tensor(slf.py(), &this.cell, &slf.clone().into_any().unbind(), port)
-    }
-
-    fn set_graph_output(
-        &self,
-        tensor: &Bound<'_, PyAny>,
-        output_index: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let th = downcast_arg::<TensorHolder>(tensor, "Tensor must be a TensorHolder")?;
-        let th = th.get();
-        if output_index.is_instance_of::<PyBool>() || !output_index.is_instance_of::<PyInt>() {
-            return Err(PyTypeError::new_err("Output index must be an integer"));
+guarded! {
+    #[pymethods]
+    impl GraphBuilderBase {
+        #[new]
+        #[pyo3(signature = (name = None))]
+        fn new(name: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+            let name = graph_name_arg(name)?;
+            Ok(GraphBuilderBase {
+                cell: BuilderCell::new(name.clone(), GraphBuilder::new(name)),
+            })
         }
-        let idx: i64 = output_index.extract()?;
-        if idx < 0 {
-            return Err(PyValueError::new_err(format!(
-                "Output index must be >= 0, got {idx}"
-            )));
+
+        #[getter]
+        fn name(&self) -> String {
+            self.cell.name.clone()
         }
-        self.check_same(th, "set graph output")?;
-        let mut st = self.cell.usable("set graph output")?;
-        st.b.set_output(th.port, idx as usize).py()
-    }
 
-    /// Sets a graph attribute (`ty` None: inferred from the value).
-    #[pyo3(signature = (name, value, ty = None))]
-    fn _set_graph_attr(
-        &self,
-        name: &str,
-        value: &Bound<'_, PyAny>,
-        ty: Option<&str>,
-    ) -> PyResult<()> {
-        let a = attr_value(value, ty, name)?;
-        let mut st = self.cell.usable("set graph attribute")?;
-        st.b.graph_mut().attrs.insert(name.to_string(), a);
-        Ok(())
-    }
-
-    /// Sets an attribute of a tensor (the producer's output description).
-    #[pyo3(signature = (tensor, name, value, ty = None))]
-    fn _set_tensor_attr(
-        &self,
-        tensor: &Bound<'_, TensorHolder>,
-        name: &str,
-        value: &Bound<'_, PyAny>,
-        ty: Option<&str>,
-    ) -> PyResult<()> {
-        let th = tensor.get();
-        self.check_same(th, "set tensor attribute")?;
-        let a = attr_value(value, ty, name)?;
-        let mut st = self.cell.usable("set tensor attribute")?;
-        let n = st.b.graph_mut().node_mut(th.port.node).py()?;
-        n.outputs[th.port.index as usize]
-            .desc
-            .attrs
-            .insert(name.to_string(), a);
-        Ok(())
-    }
-
-    /// Sets an attribute of a tensor's producer node (IR attribute if the prototype has it,
-    /// else private).
-    #[pyo3(signature = (tensor, name, value, ty = None))]
-    fn _set_node_attr(
-        &self,
-        tensor: &Bound<'_, TensorHolder>,
-        name: &str,
-        value: &Bound<'_, PyAny>,
-        ty: Option<&str>,
-    ) -> PyResult<()> {
-        let th = tensor.get();
-        self.check_same(th, "set node attribute")?;
-        let mut st = self.cell.usable("set node attribute")?;
-        set_node_attr(st.b.graph_mut(), th.port.node, name, value, ty)
-    }
-
-    fn add_control_dependency(
-        &self,
-        dst_tensor: &Bound<'_, PyAny>,
-        src_tensors: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let dst = downcast_arg::<TensorHolder>(dst_tensor, "dst_tensor must be a TensorHolder")?;
-        if !src_tensors.is_instance_of::<PyList>() {
-            return Err(PyTypeError::new_err("src_tensors must be a list"));
+        #[getter]
+        fn _is_built(&self) -> bool {
+            self.cell.lock().built
         }
-        let mut srcs = Vec::new();
-        for s in src_tensors.try_iter()? {
-            let s = s?;
-            let s = downcast_arg::<TensorHolder>(&s, "src_tensors must be a list of TensorHolder")?;
-            self.check_same(s.get(), "add control dependency")?;
-            srcs.push(s.get().port.node);
+
+        #[pyo3(signature = (index, name, type_str, data_type, format, shape))]
+        fn _create_input(
+            slf: &Bound<'_, Self>,
+            index: i64,
+            name: Option<String>,
+            type_str: &str,
+            data_type: &Bound<'_, PyAny>,
+            format: &Bound<'_, PyAny>,
+            shape: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Py<TensorHolder>> {
+            let dt = dtype_from_py(data_type)?;
+            let fmt = format_from_py(format)?;
+            // No shape: GE replaces the description with the fed tensor's at compile, so the
+            // input is of unknown rank until then (not a scalar).
+            let shape = match shape {
+                Some(s) => Shape::new(shape_from_py(s)?),
+                None => Shape::unknown_rank(),
+            };
+            Self::add_node(slf, "create input", |b| {
+                b.create_input(index, name, type_str, dt, fmt, shape)
+            })
         }
-        let dst = dst.get();
-        self.check_same(dst, "add control dependency")?;
-        let mut st = self.cell.usable("add control dependency")?;
-        st.b.add_control_dependency(dst.port.node, &srcs).py()
-    }
 
-    /// Finishes the graph; the builder and its tensors cannot be used afterwards.
-    fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
-        let mut st = self.cell.usable("build_and_reset")?;
-        let names = {
-            let g = st.b.graph();
-            g.nodes()
-                .into_iter()
-                .filter_map(|id| g.node(id).ok().map(|n| (id, n.name.to_string())))
-                .collect()
-        };
-        let g = st.b.build_and_reset().py()?;
-        st.built = true;
-        st.built_names = names;
-        drop(st);
-        Graph::from_graph(py, g)
-    }
+        /// Adds a Const node from a native tensor.
+        #[pyo3(signature = (tensor, name = None))]
+        fn _create_const(
+            slf: &Bound<'_, Self>,
+            tensor: &Bound<'_, PyAny>,
+            name: Option<String>,
+        ) -> PyResult<Py<TensorHolder>> {
+            let t = crate::tensor::tensor_from_py(tensor)?;
+            Self::add_node(slf, "create constant", |b| b.create_const(t, name))
+        }
 
-    /// Refreshes the operator registry snapshot (after run-time registration).
-    fn _refresh_registry(&self) {
-        self.cell.lock().b.refresh_registry();
-    }
+        fn _create_variable(
+            slf: &Bound<'_, Self>,
+            index: i64,
+            name: &str,
+        ) -> PyResult<Py<TensorHolder>> {
+            Self::add_node(slf, "create variable", |b| b.create_variable(index, name))
+        }
 
-    fn __copy__(&self) -> PyResult<()> {
-        Err(PyRuntimeError::new_err(
-            "GraphBuilder does not support copy",
-        ))
-    }
-    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<()> {
-        Err(PyRuntimeError::new_err(
-            "GraphBuilder does not support deepcopy",
-        ))
+        fn set_graph_output(
+            &self,
+            tensor: &Bound<'_, PyAny>,
+            output_index: &Bound<'_, PyAny>,
+        ) -> PyResult<()> {
+            let th = downcast_arg::<TensorHolder>(tensor, "Tensor must be a TensorHolder")?;
+            let th = th.get();
+            if output_index.is_instance_of::<PyBool>() || !output_index.is_instance_of::<PyInt>() {
+                return Err(PyTypeError::new_err("Output index must be an integer"));
+            }
+            let idx: i64 = output_index.extract()?;
+            if idx < 0 {
+                return Err(PyValueError::new_err(format!(
+                    "Output index must be >= 0, got {idx}"
+                )));
+            }
+            self.check_same(th, "set graph output")?;
+            let mut st = self.cell.usable("set graph output")?;
+            st.b.set_output(th.port, idx as usize).py()
+        }
+
+        /// Sets a graph attribute (`ty` None: inferred from the value).
+        #[pyo3(signature = (name, value, ty = None))]
+        fn _set_graph_attr(
+            &self,
+            name: &str,
+            value: &Bound<'_, PyAny>,
+            ty: Option<&str>,
+        ) -> PyResult<()> {
+            let a = attr_value(value, ty, name)?;
+            let mut st = self.cell.usable("set graph attribute")?;
+            st.b.graph_mut().attrs.insert(name.to_string(), a);
+            Ok(())
+        }
+
+        /// Sets an attribute of a tensor (the producer's output description).
+        #[pyo3(signature = (tensor, name, value, ty = None))]
+        fn _set_tensor_attr(
+            &self,
+            tensor: &Bound<'_, TensorHolder>,
+            name: &str,
+            value: &Bound<'_, PyAny>,
+            ty: Option<&str>,
+        ) -> PyResult<()> {
+            self.edit_tensor(tensor, "set tensor attribute", |g, port| {
+                let a = attr_value(value, ty, name)?;
+                let n = g.node_mut(port.node).py()?;
+                n.outputs[port.index as usize]
+                    .desc
+                    .attrs
+                    .insert(name.to_string(), a);
+                Ok(())
+            })
+        }
+
+        /// Sets an attribute of a tensor's producer node (IR attribute if the prototype has it,
+        /// else private).
+        #[pyo3(signature = (tensor, name, value, ty = None))]
+        fn _set_node_attr(
+            &self,
+            tensor: &Bound<'_, TensorHolder>,
+            name: &str,
+            value: &Bound<'_, PyAny>,
+            ty: Option<&str>,
+        ) -> PyResult<()> {
+            self.edit_tensor(tensor, "set node attribute", |g, port| {
+                set_node_attr(g, port.node, name, value, ty)
+            })
+        }
+
+        fn add_control_dependency(
+            &self,
+            dst_tensor: &Bound<'_, PyAny>,
+            src_tensors: &Bound<'_, PyAny>,
+        ) -> PyResult<()> {
+            let dst = downcast_arg::<TensorHolder>(dst_tensor, "dst_tensor must be a TensorHolder")?;
+            if !src_tensors.is_instance_of::<PyList>() {
+                return Err(PyTypeError::new_err("src_tensors must be a list"));
+            }
+            let mut srcs = Vec::new();
+            for s in src_tensors.try_iter()? {
+                let s = s?;
+                let s = downcast_arg::<TensorHolder>(&s, "src_tensors must be a list of TensorHolder")?;
+                self.check_same(s.get(), "add control dependency")?;
+                srcs.push(s.get().port.node);
+            }
+            let dst = dst.get();
+            self.check_same(dst, "add control dependency")?;
+            let mut st = self.cell.usable("add control dependency")?;
+            st.b.add_control_dependency(dst.port.node, &srcs).py()
+        }
+
+        /// Finishes the graph; the builder and its tensors cannot be used afterwards.
+        fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
+            let mut st = self.cell.usable("build_and_reset")?;
+            let names = {
+                let g = st.b.graph();
+                g.nodes()
+                    .into_iter()
+                    .filter_map(|id| g.node(id).ok().map(|n| (id, n.name.to_string())))
+                    .collect()
+            };
+            let g = st.b.build_and_reset().py()?;
+            st.built = true;
+            st.built_names = names;
+            drop(st);
+            Graph::from_graph(py, g)
+        }
+
+        /// Refreshes the operator registry snapshot (after run-time registration).
+        fn _refresh_registry(&self) -> PyResult<()> {
+            self.cell.lock().b.refresh_registry();
+            Ok(())
+        }
+
+        fn __copy__(&self) -> PyResult<()> {
+            Err(PyRuntimeError::new_err(
+                "GraphBuilder does not support copy",
+            ))
+        }
+        fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<()> {
+            Err(PyRuntimeError::new_err(
+                "GraphBuilder does not support deepcopy",
+            ))
+        }
     }
 }
 
 impl GraphBuilderBase {
+    /// The node `create` adds (`what` names it in errors), under the current scopes, as a new
+    /// tensor of this builder.
+    fn add_node<E: Into<crate::errors::Error>>(
+        slf: &Bound<'_, Self>,
+        what: &str,
+        create: impl FnOnce(&mut GraphBuilder) -> Result<OutPort, E>,
+    ) -> PyResult<Py<TensorHolder>> {
+        let this = slf.get();
+        let mut st = this.cell.usable(what)?;
+        let port = create(&mut st.b).py()?;
+        apply_scopes(&this.cell, &mut st, port.node)?;
+        drop(st);
+        new_tensor(slf.py(), &this.cell, &slf.clone().into_any().unbind(), port)
+    }
+
+    /// Runs `edit` on the graph and the port of `tensor`, a tensor of this builder (`what` names
+    /// the edit in errors).
+    fn edit_tensor<R>(
+        &self,
+        tensor: &Bound<'_, TensorHolder>,
+        what: &str,
+        edit: impl FnOnce(&mut es_core::Graph, OutPort) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let th = tensor.get();
+        self.check_same(th, what)?;
+        let mut st = self.cell.usable(what)?;
+        edit(st.b.graph_mut(), th.port)
+    }
+
     fn check_same(&self, th: &TensorHolder, what: &str) -> PyResult<()> {
         if !Arc::ptr_eq(&th.cell, &self.cell) {
             return Err(PyValueError::new_err(format!(
@@ -398,22 +418,24 @@ macro_rules! tensor_holder_methods {
         methods { $($m:ident => $mop:literal),* $(,)? }
         $($rest:tt)*
     ) => {
-        #[pymethods]
-        impl TensorHolder {
-            $(
-                fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-                    binary(slf, $op, other, false)
-                }
-                fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-                    binary(slf, $op, other, true)
-                }
-            )*
-            $(
-                fn $m(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-                    binary(slf, $mop, other, false)
-                }
-            )*
-            $($rest)*
+        guarded! {
+            #[pymethods]
+            impl TensorHolder {
+                $(
+                    fn $fwd(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                        binary(slf, $op, other, false)
+                    }
+                    fn $rev(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                        binary(slf, $op, other, true)
+                    }
+                )*
+                $(
+                    fn $m(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+                        binary(slf, $mop, other, false)
+                    }
+                )*
+                $($rest)*
+            }
         }
     };
 }
@@ -758,26 +780,28 @@ fn is_ge_default(v: &AttrValue, d: &AttrValue) -> bool {
     }
 }
 
-/// The entry of every generated op function.
-///
-/// `inputs`: one item per IR input (a tensor, a TensorLike, None for an absent optional input,
-/// or a list for a dynamic input). `attrs`: attribute values in GE's parameter order (required
-/// ones, then those with defaults; None or the shown default: the library's default).
-/// `subgraphs`: one item per subgraph declaration (a Graph, or a list for a dynamic one).
-/// `counts`: one instance count per dynamic output, in output order (checked against a count
-/// rule where the library has one; may be left out for outputs with rules).
-#[pyfunction]
-#[pyo3(signature = (op_type, inputs, attrs = None, subgraphs = None, counts = None, owner_builder = None))]
-pub fn _call_op(
-    py: Python<'_>,
-    op_type: &str,
-    inputs: &Bound<'_, PyTuple>,
-    attrs: Option<&Bound<'_, PyTuple>>,
-    subgraphs: Option<&Bound<'_, PyTuple>>,
-    counts: Option<&Bound<'_, PyTuple>>,
-    owner_builder: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyObject> {
-    call_op_impl(py, op_type, inputs, attrs, subgraphs, counts, owner_builder)
+guarded! {
+    /// The entry of every generated op function.
+    ///
+    /// `inputs`: one item per IR input (a tensor, a TensorLike, None for an absent optional input,
+    /// or a list for a dynamic input). `attrs`: attribute values in GE's parameter order (required
+    /// ones, then those with defaults; None or the shown default: the library's default).
+    /// `subgraphs`: one item per subgraph declaration (a Graph, or a list for a dynamic one).
+    /// `counts`: one instance count per dynamic output, in output order (checked against a count
+    /// rule where the library has one; may be left out for outputs with rules).
+    #[pyfunction]
+    #[pyo3(signature = (op_type, inputs, attrs = None, subgraphs = None, counts = None, owner_builder = None))]
+    pub fn _call_op(
+        py: Python<'_>,
+        op_type: &str,
+        inputs: &Bound<'_, PyTuple>,
+        attrs: Option<&Bound<'_, PyTuple>>,
+        subgraphs: Option<&Bound<'_, PyTuple>>,
+        counts: Option<&Bound<'_, PyTuple>>,
+        owner_builder: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyObject> {
+        call_op_impl(py, op_type, inputs, attrs, subgraphs, counts, owner_builder)
+    }
 }
 
 pub fn call_op_impl(

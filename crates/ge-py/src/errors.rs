@@ -46,6 +46,12 @@ create_exception!(
     GeError,
     "A device or its runtime is unavailable."
 );
+create_exception!(
+    ge,
+    InternalError,
+    GeError,
+    "A bug in ge-rs (a Rust panic, caught at the Python boundary): please report it."
+);
 
 /// An error of one of the crates under ge-py, on its way to Python.
 #[derive(Debug)]

@@ -7,6 +7,7 @@ mod builder;
 mod convert;
 mod errors;
 mod graph;
+mod guard;
 mod om;
 mod onnx;
 mod ops;
@@ -16,6 +17,7 @@ mod session;
 mod source;
 mod tensor;
 
+use crate::guard::guarded;
 use pyo3::prelude::*;
 
 /// Graph building allocates many small objects; mimalloc is markedly faster than the system
@@ -23,34 +25,42 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Names of every operator in the library.
-#[pyfunction]
-fn _op_names() -> Vec<String> {
-    es_core::ops::global_registry()
-        .iter()
-        .map(|p| p.name.clone())
-        .collect()
+guarded! {
+    /// Names of every operator in the library.
+    #[pyfunction]
+    fn _op_names() -> Vec<String> {
+        es_core::ops::global_registry()
+            .iter()
+            .map(|p| p.name.clone())
+            .collect()
+    }
 }
 
-/// The operator library as JSON text (what codegen and `ge ops` read).
-#[pyfunction]
-fn _ops_json() -> String {
-    es_core::ops::global_registry().to_json().to_string()
+guarded! {
+    /// The operator library as JSON text (what codegen and `ge ops` read).
+    #[pyfunction]
+    fn _ops_json() -> String {
+        es_core::ops::global_registry().to_json().to_string()
+    }
 }
 
-/// The current built-in library's `operators.json` as shipped (type classes unexpanded, unlike
-/// `_ops_json`, and without operators registered at run time): what the built-in `ge.es` op
-/// modules are generated from.
-#[pyfunction]
-fn _builtin_ops_json() -> &'static str {
-    let libraries = es_core::ops::BUILTIN_LIBRARIES;
-    libraries[libraries.len() - 1].1
+guarded! {
+    /// The current built-in library's `operators.json` as shipped (type classes unexpanded, unlike
+    /// `_ops_json`, and without operators registered at run time): what the built-in `ge.es` op
+    /// modules are generated from.
+    #[pyfunction]
+    fn _builtin_ops_json() -> &'static str {
+        let libraries = es_core::ops::BUILTIN_LIBRARIES;
+        libraries[libraries.len() - 1].1
+    }
 }
 
-/// The built-in library version.
-#[pyfunction]
-fn _ops_version() -> String {
-    es_core::ops::global_registry().version.clone()
+guarded! {
+    /// The built-in library version.
+    #[pyfunction]
+    fn _ops_version() -> String {
+        es_core::ops::global_registry().version.clone()
+    }
 }
 
 /// The user's line: the innermost Python frame outside the `ge` package (generated op
@@ -104,8 +114,8 @@ mod _native {
 
     #[pymodule_export]
     use crate::errors::{
-        CompatibilityError, DeviceError, ExecutionError, GeError, GraphBuildError, PassError,
-        ShapeInferenceError, TranslationError,
+        CompatibilityError, DeviceError, ExecutionError, GeError, GraphBuildError, InternalError,
+        PassError, ShapeInferenceError, TranslationError,
     };
 
     #[pymodule_export]
@@ -158,9 +168,11 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        es_core::builder::set_locator(super::user_line);
-        // ge.device=acl/auto sessions open devices through ge-acl's backend.
-        ge_acl::register();
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        crate::guard::guard(|| {
+            es_core::builder::set_locator(super::user_line);
+            // ge.device=acl/auto sessions open devices through ge-acl's backend.
+            ge_acl::register();
+            m.add("__version__", env!("CARGO_PKG_VERSION"))
+        })
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
+use crate::guard::guarded;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -22,34 +23,38 @@ fn options(unsupported: &str) -> PyResult<ge_onnx::Options> {
     })
 }
 
-/// Loads an ONNX model from a path (external data read from its directory) or from bytes.
-#[pyfunction]
-#[pyo3(signature = (src, unsupported = "error"))]
-pub fn _onnx_load(
-    py: Python<'_>,
-    src: &Bound<'_, PyAny>,
-    unsupported: &str,
-) -> PyResult<Py<Graph>> {
-    let opts = options(unsupported)?;
-    let reg = registry();
-    let g = if let Ok(b) = src.downcast::<PyBytes>() {
-        let bytes = b.as_bytes().to_vec();
-        py.allow_threads(|| ge_onnx::load_bytes_with(&bytes, &reg, &opts))
-    } else if let Ok(p) = src.extract::<std::path::PathBuf>() {
-        py.allow_threads(|| ge_onnx::load_file_with(&p, &reg, &opts))
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "expected a path or bytes, got {}",
-            src.get_type().name()?
-        )));
-    };
-    Graph::from_graph(py, g.py()?)
+guarded! {
+    /// Loads an ONNX model from a path (external data read from its directory) or from bytes.
+    #[pyfunction]
+    #[pyo3(signature = (src, unsupported = "error"))]
+    pub fn _onnx_load(
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        unsupported: &str,
+    ) -> PyResult<Py<Graph>> {
+        let opts = options(unsupported)?;
+        let reg = registry();
+        let g = if let Ok(b) = src.downcast::<PyBytes>() {
+            let bytes = b.as_bytes().to_vec();
+            py.allow_threads(|| ge_onnx::load_bytes_with(&bytes, &reg, &opts))
+        } else if let Ok(p) = src.extract::<std::path::PathBuf>() {
+            py.allow_threads(|| ge_onnx::load_file_with(&p, &reg, &opts))
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "expected a path or bytes, got {}",
+                src.get_type().name()?
+            )));
+        };
+        Graph::from_graph(py, g.py()?)
+    }
 }
 
-/// The op types the built-in translators handle (`OpType` or `domain::OpType`).
-#[pyfunction]
-pub fn _onnx_translator_keys() -> Vec<String> {
-    registry().keys()
+guarded! {
+    /// The op types the built-in translators handle (`OpType` or `domain::OpType`).
+    #[pyfunction]
+    pub fn _onnx_translator_keys() -> Vec<String> {
+        registry().keys()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,29 +271,33 @@ impl OpTranslator for PyTranslator {
     }
 }
 
-/// Registers a Python translator for `key` (`OpType` or `domain::OpType`).
-#[pyfunction]
-pub fn _onnx_register_translator(key: &str, func: PyObject) -> PyResult<()> {
-    if key.is_empty() || key.starts_with("::") || key.ends_with("::") {
-        return Err(PyValueError::new_err(format!(
-            "translator key must be 'OpType' or 'domain::OpType', got {key:?}"
-        )));
+guarded! {
+    /// Registers a Python translator for `key` (`OpType` or `domain::OpType`).
+    #[pyfunction]
+    pub fn _onnx_register_translator(key: &str, func: PyObject) -> PyResult<()> {
+        if key.is_empty() || key.starts_with("::") || key.ends_with("::") {
+            return Err(PyValueError::new_err(format!(
+                "translator key must be 'OpType' or 'domain::OpType', got {key:?}"
+            )));
+        }
+        let t: Arc<dyn OpTranslator> = Arc::new(PyTranslator {
+            key: key.to_string(),
+            func,
+        });
+        let mut u = user_translators();
+        u.retain(|(k, _)| k != key);
+        u.push((key.to_string(), t));
+        Ok(())
     }
-    let t: Arc<dyn OpTranslator> = Arc::new(PyTranslator {
-        key: key.to_string(),
-        func,
-    });
-    let mut u = user_translators();
-    u.retain(|(k, _)| k != key);
-    u.push((key.to_string(), t));
-    Ok(())
 }
 
-/// Removes the Python translator of `key`; returns whether there was one.
-#[pyfunction]
-pub fn _onnx_unregister_translator(key: &str) -> bool {
-    let mut u = user_translators();
-    let n = u.len();
-    u.retain(|(k, _)| k != key);
-    u.len() != n
+guarded! {
+    /// Removes the Python translator of `key`; returns whether there was one.
+    #[pyfunction]
+    pub fn _onnx_unregister_translator(key: &str) -> bool {
+        let mut u = user_translators();
+        let n = u.len();
+        u.retain(|(k, _)| k != key);
+        u.len() != n
+    }
 }

@@ -13,6 +13,7 @@ use crate::builder::TensorHolder;
 use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::{Graph, Node};
+use crate::guard::guarded;
 use crate::source::{GraphCell, GraphSource, GraphState};
 use es_core::pattern::{
     MatchResult as CoreMatchResult, Pattern as CorePattern,
@@ -111,45 +112,47 @@ impl PassContext {
     }
 }
 
-#[pymethods]
-impl PassContext {
-    /// A context for calling a pass by hand (in tests); the executor makes its own.
-    #[new]
-    #[pyo3(signature = (pass_name = String::new(), options = None))]
-    fn py_new(pass_name: String, options: Option<BTreeMap<String, String>>) -> Self {
-        PassContext {
-            inner: Mutex::new(CorePassContext::new(pass_name, options.unwrap_or_default())),
-            expired: AtomicBool::new(false),
+guarded! {
+    #[pymethods]
+    impl PassContext {
+        /// A context for calling a pass by hand (in tests); the executor makes its own.
+        #[new]
+        #[pyo3(signature = (pass_name = String::new(), options = None))]
+        fn py_new(pass_name: String, options: Option<BTreeMap<String, String>>) -> PyResult<Self> {
+            Ok(PassContext {
+                inner: Mutex::new(CorePassContext::new(pass_name, options.unwrap_or_default())),
+                expired: AtomicBool::new(false),
+            })
         }
-    }
-    fn get_pass_name(&self) -> PyResult<String> {
-        self.with(|c| c.pass_name().to_string())
-    }
-    fn set_pass_name(&self, name: String) -> PyResult<()> {
-        self.with(|c| c.set_pass_name(name))
-    }
-    fn get_error_message(&self) -> PyResult<String> {
-        self.with(|c| c.error_message().to_string())
-    }
-    fn set_error_message(&self, message: String) -> PyResult<()> {
-        self.with(|c| c.set_error_message(message))
-    }
-    /// The value of a compile option; RuntimeError when it is not set.
-    fn get_option_value(&self, key: &str) -> PyResult<String> {
-        self.with(|c| c.option(key).map(str::to_string))?
-            .ok_or_else(|| PyRuntimeError::new_err(format!("option '{key}' is not set")))
-    }
-    /// The fusions reported so far, as (names before, names after) pairs.
-    fn get_fusion_reports(&self) -> PyResult<Vec<(Vec<String>, Vec<String>)>> {
-        self.with(|c| {
-            c.fusion_reports()
-                .iter()
-                .map(|r| (r.before.clone(), r.after.clone()))
-                .collect()
-        })
-    }
-    fn __repr__(&self) -> PyResult<String> {
-        self.with(|c| format!("PassContext(pass_name={:?})", c.pass_name()))
+        fn get_pass_name(&self) -> PyResult<String> {
+            self.with(|c| c.pass_name().to_string())
+        }
+        fn set_pass_name(&self, name: String) -> PyResult<()> {
+            self.with(|c| c.set_pass_name(name))
+        }
+        fn get_error_message(&self) -> PyResult<String> {
+            self.with(|c| c.error_message().to_string())
+        }
+        fn set_error_message(&self, message: String) -> PyResult<()> {
+            self.with(|c| c.set_error_message(message))
+        }
+        /// The value of a compile option; RuntimeError when it is not set.
+        fn get_option_value(&self, key: &str) -> PyResult<String> {
+            self.with(|c| c.option(key).map(str::to_string))?
+                .ok_or_else(|| PyRuntimeError::new_err(format!("option '{key}' is not set")))
+        }
+        /// The fusions reported so far, as (names before, names after) pairs.
+        fn get_fusion_reports(&self) -> PyResult<Vec<(Vec<String>, Vec<String>)>> {
+            self.with(|c| {
+                c.fusion_reports()
+                    .iter()
+                    .map(|r| (r.before.clone(), r.after.clone()))
+                    .collect()
+            })
+        }
+        fn __repr__(&self) -> PyResult<String> {
+            self.with(|c| format!("PassContext(pass_name={:?})", c.pass_name()))
+        }
     }
 }
 
@@ -173,28 +176,30 @@ fn ge_default_config() -> CoreMatcherConfig {
     }
 }
 
-#[pymethods]
-impl PatternMatcherConfig {
-    #[new]
-    fn py_new() -> Self {
-        PatternMatcherConfig {
-            cfg: ge_default_config(),
+guarded! {
+    #[pymethods]
+    impl PatternMatcherConfig {
+        #[new]
+        fn py_new() -> PyResult<Self> {
+            Ok(PatternMatcherConfig {
+                cfg: ge_default_config(),
+            })
         }
-    }
-    fn is_enable_const_value_match(&self) -> bool {
-        self.cfg.const_value_match
-    }
-    fn is_enable_ir_attr_match(&self) -> bool {
-        self.cfg.ir_attr_match
-    }
-    fn is_enable_commutative_match(&self) -> bool {
-        self.cfg.commutative
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "PatternMatcherConfig(const_value_match={}, ir_attr_match={}, commutative_match={})",
-            self.cfg.const_value_match, self.cfg.ir_attr_match, self.cfg.commutative
-        )
+        fn is_enable_const_value_match(&self) -> bool {
+            self.cfg.const_value_match
+        }
+        fn is_enable_ir_attr_match(&self) -> bool {
+            self.cfg.ir_attr_match
+        }
+        fn is_enable_commutative_match(&self) -> bool {
+            self.cfg.commutative
+        }
+        fn __repr__(&self) -> String {
+            format!(
+                "PatternMatcherConfig(const_value_match={}, ir_attr_match={}, commutative_match={})",
+                self.cfg.const_value_match, self.cfg.ir_attr_match, self.cfg.commutative
+            )
+        }
     }
 }
 
@@ -204,30 +209,32 @@ pub struct PatternMatcherConfigBuilder {
     cfg: Mutex<CoreMatcherConfig>,
 }
 
-#[pymethods]
-impl PatternMatcherConfigBuilder {
-    #[new]
-    fn py_new() -> Self {
-        PatternMatcherConfigBuilder {
-            cfg: Mutex::new(ge_default_config()),
+guarded! {
+    #[pymethods]
+    impl PatternMatcherConfigBuilder {
+        #[new]
+        fn py_new() -> PyResult<Self> {
+            Ok(PatternMatcherConfigBuilder {
+                cfg: Mutex::new(ge_default_config()),
+            })
         }
-    }
-    fn enable_const_value_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
-        lock(&slf.get().cfg).const_value_match = true;
-        slf.clone_ref(py)
-    }
-    fn enable_ir_attr_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
-        lock(&slf.get().cfg).ir_attr_match = true;
-        slf.clone_ref(py)
-    }
-    /// Beyond GE: two-input ops the library marks commutative also match with swapped inputs.
-    fn enable_commutative_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
-        lock(&slf.get().cfg).commutative = true;
-        slf.clone_ref(py)
-    }
-    fn build(&self) -> PatternMatcherConfig {
-        PatternMatcherConfig {
-            cfg: *lock(&self.cfg),
+        fn enable_const_value_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+            lock(&slf.get().cfg).const_value_match = true;
+            slf.clone_ref(py)
+        }
+        fn enable_ir_attr_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+            lock(&slf.get().cfg).ir_attr_match = true;
+            slf.clone_ref(py)
+        }
+        /// Beyond GE: two-input ops the library marks commutative also match with swapped inputs.
+        fn enable_commutative_match(slf: Py<Self>, py: Python<'_>) -> Py<Self> {
+            lock(&slf.get().cfg).commutative = true;
+            slf.clone_ref(py)
+        }
+        fn build(&self) -> PyResult<PatternMatcherConfig> {
+            Ok(PatternMatcherConfig {
+                cfg: *lock(&self.cfg),
+            })
         }
     }
 }
@@ -321,108 +328,110 @@ fn node_io(py: Python<'_>, src: &GraphSource, port: OutPort) -> PyResult<PyObjec
     Ok(cls.call1((node, port.index))?.unbind())
 }
 
-#[pymethods]
-impl Pattern {
-    /// Moves `graph` into the pattern: the graph object can be read but no longer changed.
-    #[new]
-    fn py_new(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Pattern::from_graph(graph)
-    }
+guarded! {
+    #[pymethods]
+    impl Pattern {
+        /// Moves `graph` into the pattern: the graph object can be read but no longer changed.
+        #[new]
+        fn py_new(graph: &Bound<'_, PyAny>) -> PyResult<Self> {
+            Pattern::from_graph(graph)
+        }
 
-    /// Captures a tensor of the pattern graph (a TensorHolder or Node of it, with an output
-    /// index, or a NodeIo); `MatchResult.get_captured_tensor(i)` returns the i-th capture's
-    /// match. Returns the pattern, for chaining.
-    #[pyo3(signature = (source, index = None))]
-    fn capture_tensor(
-        slf: Py<Self>,
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        index: Option<i64>,
-    ) -> PyResult<Py<Self>> {
-        let (node, out) = port_of(source, index, "capture_tensor")?;
-        {
-            let this = slf.get();
-            let mut st = lock(&this.state);
+        /// Captures a tensor of the pattern graph (a TensorHolder or Node of it, with an output
+        /// index, or a NodeIo); `MatchResult.get_captured_tensor(i)` returns the i-th capture's
+        /// match. Returns the pattern, for chaining.
+        #[pyo3(signature = (source, index = None))]
+        fn capture_tensor(
+            slf: Py<Self>,
+            py: Python<'_>,
+            source: &Bound<'_, PyAny>,
+            index: Option<i64>,
+        ) -> PyResult<Py<Self>> {
+            let (node, out) = port_of(source, index, "capture_tensor")?;
+            {
+                let this = slf.get();
+                let mut st = lock(&this.state);
+                if st.released {
+                    return Err(PyRuntimeError::new_err("the pattern has been released"));
+                }
+                let g = st.pattern.graph();
+                let n = g.node(node).map_err(|_| {
+                    PyValueError::new_err(
+                        "capture_tensor: the tensor does not belong to this pattern's graph",
+                    )
+                })?;
+                if out as usize >= n.outputs.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "capture_tensor: node '{}' has {} outputs, no output {out}",
+                        n.name,
+                        n.outputs.len()
+                    )));
+                }
+                st.captures.push((node, out));
+            }
+            Ok(slf.clone_ref(py))
+        }
+
+        fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+            let caps = lock(&self.state).captures.clone();
+            let src = GraphSource::Cell(self.cell.clone());
+            caps.into_iter()
+                .map(|(n, i)| node_io(py, &src, OutPort { node: n, index: i }))
+                .collect()
+        }
+
+        fn is_valid(&self) -> bool {
+            !lock(&self.state).released
+        }
+
+        /// Hands the pattern to the executor (GE's bridge calls this; pass code need not). Returns
+        /// an opaque handle; afterwards `is_valid()` is False.
+        fn release(&self) -> PyResult<u64> {
+            let mut st = lock(&self.state);
             if st.released {
-                return Err(PyRuntimeError::new_err("the pattern has been released"));
+                return Err(PyRuntimeError::new_err(
+                    "the pattern has already been released",
+                ));
             }
-            let g = st.pattern.graph();
-            let n = g.node(node).map_err(|_| {
-                PyValueError::new_err(
-                    "capture_tensor: the tensor does not belong to this pattern's graph",
-                )
-            })?;
-            if out as usize >= n.outputs.len() {
-                return Err(PyValueError::new_err(format!(
-                    "capture_tensor: node '{}' has {} outputs, no output {out}",
-                    n.name,
-                    n.outputs.len()
-                )));
-            }
-            st.captures.push((node, out));
+            st.released = true;
+            Ok(Arc::as_ptr(&self.cell) as u64)
         }
-        Ok(slf.clone_ref(py))
-    }
 
-    fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        let caps = lock(&self.state).captures.clone();
-        let src = GraphSource::Cell(self.cell.clone());
-        caps.into_iter()
-            .map(|(n, i)| node_io(py, &src, OutPort { node: n, index: i }))
-            .collect()
-    }
-
-    fn is_valid(&self) -> bool {
-        !lock(&self.state).released
-    }
-
-    /// Hands the pattern to the executor (GE's bridge calls this; pass code need not). Returns
-    /// an opaque handle; afterwards `is_valid()` is False.
-    fn release(&self) -> PyResult<u64> {
-        let mut st = lock(&self.state);
-        if st.released {
-            return Err(PyRuntimeError::new_err(
-                "the pattern has already been released",
-            ));
+        /// The pattern graph's name.
+        #[getter]
+        fn name(&self) -> String {
+            lock(&self.state).pattern.name().to_string()
         }
-        st.released = true;
-        Ok(Arc::as_ptr(&self.cell) as u64)
-    }
 
-    /// The pattern graph's name.
-    #[getter]
-    fn name(&self) -> String {
-        lock(&self.state).pattern.name().to_string()
-    }
+        /// Beyond GE: why this pattern does (not) match with `node` as its anchor (the node of its
+        /// first output). Returns the match text or the reason.
+        #[pyo3(signature = (node, config = None))]
+        fn explain(
+            &self,
+            node: &Bound<'_, PyAny>,
+            config: Option<PyRef<'_, PatternMatcherConfig>>,
+        ) -> PyResult<String> {
+            let n = downcast_arg::<Node>(node, "explain: node must be a Node")?;
+            let n = n.get();
+            let cfg = config.map(|c| c.cfg).unwrap_or_else(ge_default_config);
+            let pattern = lock(&self.state).pattern.clone();
+            n.src.read(&n.path, |g| {
+                match es_core::pattern::explain_match(g, &pattern, cfg, n.id).py()? {
+                    es_core::pattern::MatchExplanation::Matched(m) => Ok(m.to_text(g)),
+                    es_core::pattern::MatchExplanation::NoMatch(r) => Ok(format!("no match: {r}")),
+                }
+            })
+        }
 
-    /// Beyond GE: why this pattern does (not) match with `node` as its anchor (the node of its
-    /// first output). Returns the match text or the reason.
-    #[pyo3(signature = (node, config = None))]
-    fn explain(
-        &self,
-        node: &Bound<'_, PyAny>,
-        config: Option<PyRef<'_, PatternMatcherConfig>>,
-    ) -> PyResult<String> {
-        let n = downcast_arg::<Node>(node, "explain: node must be a Node")?;
-        let n = n.get();
-        let cfg = config.map(|c| c.cfg).unwrap_or_else(ge_default_config);
-        let pattern = lock(&self.state).pattern.clone();
-        n.src.read(&n.path, |g| {
-            match es_core::pattern::explain_match(g, &pattern, cfg, n.id).py()? {
-                es_core::pattern::MatchExplanation::Matched(m) => Ok(m.to_text(g)),
-                es_core::pattern::MatchExplanation::NoMatch(r) => Ok(format!("no match: {r}")),
-            }
-        })
-    }
-
-    fn __repr__(&self) -> String {
-        let st = lock(&self.state);
-        format!(
-            "Pattern(name={:?}, captures={}, valid={})",
-            st.pattern.name(),
-            st.captures.len(),
-            !st.released
-        )
+        fn __repr__(&self) -> String {
+            let st = lock(&self.state);
+            format!(
+                "Pattern(name={:?}, captures={}, valid={})",
+                st.pattern.name(),
+                st.captures.len(),
+                !st.released
+            )
+        }
     }
 }
 
@@ -480,68 +489,71 @@ impl MatchResult {
     }
 }
 
-#[pymethods]
-impl MatchResult {
-    /// The matched nodes of the target graph, in pattern order.
-    fn get_matched_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
-        self.check()?;
-        self.m
-            .target_nodes()
-            .into_iter()
-            .map(|id| Py::new(py, Node::new(self.src(), id)))
-            .collect()
-    }
-    /// The target tensor of the `capture_index`-th captured tensor, as a NodeIo.
-    fn get_captured_tensor(&self, py: Python<'_>, capture_index: usize) -> PyResult<PyObject> {
-        self.check()?;
-        let p = self.capture_port(capture_index)?;
-        node_io(py, &self.src(), p)
-    }
-    /// Beyond GE: every captured tensor, in capture order.
-    fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        self.check()?;
-        (0..self.captures.len())
-            .map(|i| node_io(py, &self.src(), self.capture_port(i)?))
-            .collect()
-    }
-    /// How many inputs the match has (the pattern's Data nodes).
-    fn _num_inputs(&self) -> usize {
-        self.m.inputs.len()
-    }
-    /// The descriptions of the match's inputs, in input order, as (dtype value, dims, format
-    /// value): expression-style replacements create their inputs with them.
-    fn _input_descs(&self) -> PyResult<Vec<(i32, Vec<i64>, i32)>> {
-        self.check()?;
-        self.src().read(&Vec::new(), |g| {
+guarded! {
+    #[pymethods]
+    impl MatchResult {
+        /// The matched nodes of the target graph, in pattern order.
+        fn get_matched_nodes(&self, py: Python<'_>) -> PyResult<Vec<Py<Node>>> {
+            self.check()?;
             self.m
-                .inputs
-                .iter()
-                .map(|p| {
-                    let d = g.out_desc(*p).py()?;
-                    Ok((d.dtype.value(), d.shape.dims().to_vec(), d.format.value()))
-                })
+                .target_nodes()
+                .into_iter()
+                .map(|id| Py::new(py, Node::new(self.src(), id)))
                 .collect()
-        })
-    }
-    fn get_pattern_graph_name(&self) -> PyResult<String> {
-        self.check()?;
-        Ok(self.m.pattern_name.clone())
-    }
-    /// The match as a `SubgraphBoundary` (its inputs and outputs, in pattern order).
-    fn to_boundary(&self, py: Python<'_>) -> PyResult<SubgraphBoundary> {
-        self.check()?;
-        let b = self.m.to_boundary();
-        let src = self.src();
-        let inputs = self.cell.read_state()?;
-        boundary_from_es(py, &inputs.graph, &src, &b)
-    }
-    /// GE's bridge invalidates a match after the hook; pass code should not call this.
-    fn _invalidate(&self) {
-        self.valid.store(false, Ordering::Release);
-    }
-    fn __str__(&self) -> PyResult<String> {
-        self.check()?;
-        GraphSource::Cell(self.cell.clone()).read(&Vec::new(), |g| Ok(self.m.to_text(g)))
+        }
+        /// The target tensor of the `capture_index`-th captured tensor, as a NodeIo.
+        fn get_captured_tensor(&self, py: Python<'_>, capture_index: usize) -> PyResult<PyObject> {
+            self.check()?;
+            let p = self.capture_port(capture_index)?;
+            node_io(py, &self.src(), p)
+        }
+        /// Beyond GE: every captured tensor, in capture order.
+        fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+            self.check()?;
+            (0..self.captures.len())
+                .map(|i| node_io(py, &self.src(), self.capture_port(i)?))
+                .collect()
+        }
+        /// How many inputs the match has (the pattern's Data nodes).
+        fn _num_inputs(&self) -> usize {
+            self.m.inputs.len()
+        }
+        /// The descriptions of the match's inputs, in input order, as (dtype value, dims, format
+        /// value): expression-style replacements create their inputs with them.
+        fn _input_descs(&self) -> PyResult<Vec<(i32, Vec<i64>, i32)>> {
+            self.check()?;
+            self.src().read(&Vec::new(), |g| {
+                self.m
+                    .inputs
+                    .iter()
+                    .map(|p| {
+                        let d = g.out_desc(*p).py()?;
+                        Ok((d.dtype.value(), d.shape.dims().to_vec(), d.format.value()))
+                    })
+                    .collect()
+            })
+        }
+        fn get_pattern_graph_name(&self) -> PyResult<String> {
+            self.check()?;
+            Ok(self.m.pattern_name.clone())
+        }
+        /// The match as a `SubgraphBoundary` (its inputs and outputs, in pattern order).
+        fn to_boundary(&self, py: Python<'_>) -> PyResult<SubgraphBoundary> {
+            self.check()?;
+            let b = self.m.to_boundary();
+            let src = self.src();
+            let inputs = self.cell.read_state()?;
+            boundary_from_es(py, &inputs.graph, &src, &b)
+        }
+        /// GE's bridge invalidates a match after the hook; pass code should not call this.
+        fn _invalidate(&self) -> PyResult<()> {
+            self.valid.store(false, Ordering::Release);
+            Ok(())
+        }
+        fn __str__(&self) -> PyResult<String> {
+            self.check()?;
+            GraphSource::Cell(self.cell.clone()).read(&Vec::new(), |g| Ok(self.m.to_text(g)))
+        }
     }
 }
 
@@ -593,41 +605,43 @@ pub struct SubgraphInput {
     anchors: Mutex<Vec<Anchor>>,
 }
 
-#[pymethods]
-impl SubgraphInput {
-    #[new]
-    #[pyo3(signature = (node_inputs = None))]
-    fn py_new(node_inputs: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let mut anchors = Vec::new();
-        if let Some(items) = node_inputs {
-            for item in items.try_iter()? {
-                let item = item?;
-                let t = item.downcast::<PyTuple>().map_err(|_| {
-                    PyRuntimeError::new_err(
-                        "SubgraphInput: each item must be a (node, index) tuple",
-                    )
-                })?;
-                if t.len() != 2 {
-                    return Err(PyRuntimeError::new_err(
-                        "SubgraphInput: each item must be a (node, index) tuple",
-                    ));
+guarded! {
+    #[pymethods]
+    impl SubgraphInput {
+        #[new]
+        #[pyo3(signature = (node_inputs = None))]
+        fn py_new(node_inputs: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+            let mut anchors = Vec::new();
+            if let Some(items) = node_inputs {
+                for item in items.try_iter()? {
+                    let item = item?;
+                    let t = item.downcast::<PyTuple>().map_err(|_| {
+                        PyRuntimeError::new_err(
+                            "SubgraphInput: each item must be a (node, index) tuple",
+                        )
+                    })?;
+                    if t.len() != 2 {
+                        return Err(PyRuntimeError::new_err(
+                            "SubgraphInput: each item must be a (node, index) tuple",
+                        ));
+                    }
+                    anchors.push(anchor(
+                        &t.get_item(0)?,
+                        t.get_item(1)?.extract()?,
+                        "SubgraphInput",
+                    )?);
                 }
-                anchors.push(anchor(
-                    &t.get_item(0)?,
-                    t.get_item(1)?.extract()?,
-                    "SubgraphInput",
-                )?);
             }
+            Ok(SubgraphInput {
+                anchors: Mutex::new(anchors),
+            })
         }
-        Ok(SubgraphInput {
-            anchors: Mutex::new(anchors),
-        })
-    }
-    /// Adds an input anchor (a node inside the boundary and one of its input indexes); returns
-    /// 0.
-    fn add_input(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
-        lock(&self.anchors).push(anchor(node, index, "SubgraphInput.add_input")?);
-        Ok(0)
+        /// Adds an input anchor (a node inside the boundary and one of its input indexes); returns
+        /// 0.
+        fn add_input(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
+            lock(&self.anchors).push(anchor(node, index, "SubgraphInput.add_input")?);
+            Ok(0)
+        }
     }
 }
 
@@ -637,22 +651,24 @@ pub struct SubgraphOutput {
     anchor: Mutex<Option<Anchor>>,
 }
 
-#[pymethods]
-impl SubgraphOutput {
-    #[new]
-    #[pyo3(signature = (node = None, index = 0))]
-    fn py_new(node: Option<&Bound<'_, PyAny>>, index: i64) -> PyResult<Self> {
-        let a = match node {
-            Some(n) => Some(anchor(n, index, "SubgraphOutput")?),
-            None => None,
-        };
-        Ok(SubgraphOutput {
-            anchor: Mutex::new(a),
-        })
-    }
-    fn set_output(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
-        *lock(&self.anchor) = Some(anchor(node, index, "SubgraphOutput.set_output")?);
-        Ok(0)
+guarded! {
+    #[pymethods]
+    impl SubgraphOutput {
+        #[new]
+        #[pyo3(signature = (node = None, index = 0))]
+        fn py_new(node: Option<&Bound<'_, PyAny>>, index: i64) -> PyResult<Self> {
+            let a = match node {
+                Some(n) => Some(anchor(n, index, "SubgraphOutput")?),
+                None => None,
+            };
+            Ok(SubgraphOutput {
+                anchor: Mutex::new(a),
+            })
+        }
+        fn set_output(&self, node: &Bound<'_, PyAny>, index: i64) -> PyResult<u32> {
+            *lock(&self.anchor) = Some(anchor(node, index, "SubgraphOutput.set_output")?);
+            Ok(0)
+        }
     }
 }
 
@@ -667,60 +683,50 @@ fn slot(index: i64, what: &str) -> PyResult<u32> {
     u32::try_from(index).map_err(|_| PyValueError::new_err(format!("{what}: bad slot {index}")))
 }
 
-#[pymethods]
-impl SubgraphBoundary {
-    #[new]
-    fn py_new() -> Self {
-        SubgraphBoundary {
-            inputs: Mutex::new(BTreeMap::new()),
-            outputs: Mutex::new(BTreeMap::new()),
+guarded! {
+    #[pymethods]
+    impl SubgraphBoundary {
+        #[new]
+        fn py_new() -> PyResult<Self> {
+            Ok(SubgraphBoundary {
+                inputs: Mutex::new(BTreeMap::new()),
+                outputs: Mutex::new(BTreeMap::new()),
+            })
         }
-    }
-    #[pyo3(signature = (index, input))]
-    fn add_input(
-        &self,
-        py: Python<'_>,
-        index: i64,
-        input: PyRef<'_, SubgraphInput>,
-    ) -> PyResult<u32> {
-        let i = slot(index, "SubgraphBoundary.add_input")?;
-        let anchors: Vec<Anchor> = lock(&input.anchors)
-            .iter()
-            .map(|a| a.clone_ref(py))
-            .collect();
-        if anchors.is_empty() {
-            return Err(PyValueError::new_err(
-                "SubgraphBoundary.add_input: the SubgraphInput has no anchor",
-            ));
+        fn add_input(&self, index: i64, input: PyRef<'_, SubgraphInput>) -> PyResult<u32> {
+            let i = slot(index, "SubgraphBoundary.add_input")?;
+            let anchors: Vec<Anchor> = lock(&input.anchors)
+                .iter()
+                .map(|a| a.clone_ref(input.py()))
+                .collect();
+            if anchors.is_empty() {
+                return Err(PyValueError::new_err(
+                    "SubgraphBoundary.add_input: the SubgraphInput has no anchor",
+                ));
+            }
+            lock(&self.inputs).insert(i, anchors);
+            Ok(0)
         }
-        lock(&self.inputs).insert(i, anchors);
-        Ok(0)
-    }
-    #[pyo3(signature = (index, output))]
-    fn add_output(
-        &self,
-        py: Python<'_>,
-        index: i64,
-        output: PyRef<'_, SubgraphOutput>,
-    ) -> PyResult<u32> {
-        let i = slot(index, "SubgraphBoundary.add_output")?;
-        let a = lock(&output.anchor)
-            .as_ref()
-            .map(|a| a.clone_ref(py))
-            .ok_or_else(|| {
-                PyValueError::new_err("SubgraphBoundary.add_output: the SubgraphOutput is not set")
-            })?;
-        lock(&self.outputs).insert(i, a);
-        Ok(0)
-    }
-    /// The first anchor (node, input index) of each input slot, in slot order
-    /// (`ge.passes.infer_shape` reads the boundary's input descriptions through them).
-    fn _input_anchors(&self, py: Python<'_>) -> Vec<(Py<Node>, u32)> {
-        lock(&self.inputs)
-            .values()
-            .filter_map(|v| v.first())
-            .map(|a| (a.node.clone_ref(py), a.index))
-            .collect()
+        fn add_output(&self, index: i64, output: PyRef<'_, SubgraphOutput>) -> PyResult<u32> {
+            let i = slot(index, "SubgraphBoundary.add_output")?;
+            let a = lock(&output.anchor)
+                .as_ref()
+                .map(|a| a.clone_ref(output.py()))
+                .ok_or_else(|| {
+                    PyValueError::new_err("SubgraphBoundary.add_output: the SubgraphOutput is not set")
+                })?;
+            lock(&self.outputs).insert(i, a);
+            Ok(0)
+        }
+        /// The first anchor (node, input index) of each input slot, in slot order
+        /// (`ge.passes.infer_shape` reads the boundary's input descriptions through them).
+        fn _input_anchors(&self, py: Python<'_>) -> Vec<(Py<Node>, u32)> {
+            lock(&self.inputs)
+                .values()
+                .filter_map(|v| v.first())
+                .map(|a| (a.node.clone_ref(py), a.index))
+                .collect()
+        }
     }
 }
 
@@ -795,20 +801,22 @@ fn node_ids(nodes: &Bound<'_, PyAny>, what: &str) -> PyResult<(Option<GraphSourc
     Ok((Some(src), views.iter().map(|v| v.get().id).collect()))
 }
 
-/// `can_fuse(nodes) -> (ok, reason)`: whether the nodes can become one node without creating a
-/// cycle.
-#[pyfunction]
-pub fn _can_fuse(nodes: &Bound<'_, PyAny>) -> PyResult<(bool, String)> {
-    let (src, ids) = node_ids(nodes, "can_fuse")?;
-    let Some(src) = src else {
-        return Ok((false, "no nodes to fuse".into()));
-    };
-    src.read(&Vec::new(), |g| {
-        Ok(match es_core::pattern::can_fuse(g, &ids) {
-            Ok(()) => (true, String::new()),
-            Err(why) => (false, why),
+guarded! {
+    /// `can_fuse(nodes) -> (ok, reason)`: whether the nodes can become one node without creating a
+    /// cycle.
+    #[pyfunction]
+    pub fn _can_fuse(nodes: &Bound<'_, PyAny>) -> PyResult<(bool, String)> {
+        let (src, ids) = node_ids(nodes, "can_fuse")?;
+        let Some(src) = src else {
+            return Ok((false, "no nodes to fuse".into()));
+        };
+        src.read(&Vec::new(), |g| {
+            Ok(match es_core::pattern::can_fuse(g, &ids) {
+                Ok(()) => (true, String::new()),
+                Err(why) => (false, why),
+            })
         })
-    })
+    }
 }
 
 fn names(src: &Option<GraphSource>, ids: &[NodeId]) -> PyResult<Vec<String>> {
@@ -826,98 +834,104 @@ fn names(src: &Option<GraphSource>, ids: &[NodeId]) -> PyResult<Vec<String>> {
     }
 }
 
-/// `report_fuse(nodes_before, nodes_after, context)`: records a fusion done by hand.
-#[pyfunction]
-pub fn _report_fuse(
-    nodes_before: &Bound<'_, PyAny>,
-    nodes_after: &Bound<'_, PyAny>,
-    context: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    let ctx = downcast_arg::<PassContext>(context, "report_fuse: context must be a PassContext")?;
-    let (sb, before) = node_ids(nodes_before, "report_fuse")?;
-    let (sa, after) = node_ids(nodes_after, "report_fuse")?;
-    let (before, after) = (names(&sb, &before)?, names(&sa, &after)?);
-    ctx.get().with(|c| c.report_fuse(before, after))
+guarded! {
+    /// `report_fuse(nodes_before, nodes_after, context)`: records a fusion done by hand.
+    #[pyfunction]
+    pub fn _report_fuse(
+        nodes_before: &Bound<'_, PyAny>,
+        nodes_after: &Bound<'_, PyAny>,
+        context: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let ctx = downcast_arg::<PassContext>(context, "report_fuse: context must be a PassContext")?;
+        let (sb, before) = node_ids(nodes_before, "report_fuse")?;
+        let (sa, after) = node_ids(nodes_after, "report_fuse")?;
+        let (before, after) = (names(&sb, &before)?, names(&sa, &after)?);
+        ctx.get().with(|c| c.report_fuse(before, after))
+    }
 }
 
 /// `SubgraphRewriter.replace(boundary, replacement, context=None)`.
 #[pyclass(module = "ge._native", frozen)]
 pub struct SubgraphRewriter;
 
-#[pymethods]
-impl SubgraphRewriter {
-    /// Replaces the boundary's subgraph by a copy of `replacement`. Returns 0; raises
-    /// GraphBuildError/ValueError naming the problem (the graph is unchanged then). With a
-    /// `context`, checks `can_fuse` first and reports the fusion.
-    #[staticmethod]
-    #[pyo3(signature = (boundary, replacement, context = None))]
-    fn replace(
-        py: Python<'_>,
-        boundary: PyRef<'_, SubgraphBoundary>,
-        replacement: &Bound<'_, PyAny>,
-        context: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<u32> {
-        if replacement.downcast::<Graph>().is_err() {
-            return Err(PyTypeError::new_err(
-                "SubgraphRewriter.replace: replacement must be a ge.graph.Graph",
-            ));
-        }
-        let rep = Graph::extract_graph_obj(replacement)?;
-        let (inputs, outputs) = {
-            let ins = lock(&boundary.inputs);
-            let outs = lock(&boundary.outputs);
-            let inputs: Vec<(u32, Vec<InPort>)> = ins
-                .iter()
-                .map(|(k, v)| (*k, v.iter().map(Anchor::in_port).collect()))
-                .collect();
-            let outputs: Vec<(u32, OutPort)> =
-                outs.iter().map(|(k, a)| (*k, a.out_port())).collect();
-            let views: Vec<Py<Node>> = ins
-                .values()
-                .flatten()
-                .chain(outs.values())
-                .map(|a| a.node.clone_ref(py))
-                .collect();
-            (inputs, (outputs, views))
-        };
-        let (outputs, views) = outputs;
-        let src = common_source(views.iter().map(|v| v.get()))?;
-        let ctx = match context {
-            Some(c) => {
-                Some(downcast_arg::<PassContext>(c, "context must be a PassContext")?.clone())
+guarded! {
+    #[pymethods]
+    impl SubgraphRewriter {
+        /// Replaces the boundary's subgraph by a copy of `replacement`. Returns 0; raises
+        /// GraphBuildError/ValueError naming the problem (the graph is unchanged then). With a
+        /// `context`, checks `can_fuse` first and reports the fusion.
+        #[staticmethod]
+        #[pyo3(signature = (boundary, replacement, context = None))]
+        fn replace(
+            py: Python<'_>,
+            boundary: PyRef<'_, SubgraphBoundary>,
+            replacement: &Bound<'_, PyAny>,
+            context: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<u32> {
+            if replacement.downcast::<Graph>().is_err() {
+                return Err(PyTypeError::new_err(
+                    "SubgraphRewriter.replace: replacement must be a ge.graph.Graph",
+                ));
             }
-            None => None,
-        };
-        let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
-            es_core::pattern::replace_boundary(g, &inputs, &outputs, &rep, ctx.is_some()).py()
-        })?;
-        if let Some(c) = ctx {
-            c.get()
-                .with(|c| c.report_fuse(report.before, report.after))?;
+            let rep = Graph::extract_graph_obj(replacement)?;
+            let (inputs, outputs) = {
+                let ins = lock(&boundary.inputs);
+                let outs = lock(&boundary.outputs);
+                let inputs: Vec<(u32, Vec<InPort>)> = ins
+                    .iter()
+                    .map(|(k, v)| (*k, v.iter().map(Anchor::in_port).collect()))
+                    .collect();
+                let outputs: Vec<(u32, OutPort)> =
+                    outs.iter().map(|(k, a)| (*k, a.out_port())).collect();
+                let views: Vec<Py<Node>> = ins
+                    .values()
+                    .flatten()
+                    .chain(outs.values())
+                    .map(|a| a.node.clone_ref(py))
+                    .collect();
+                (inputs, (outputs, views))
+            };
+            let (outputs, views) = outputs;
+            let src = common_source(views.iter().map(|v| v.get()))?;
+            let ctx = match context {
+                Some(c) => {
+                    Some(downcast_arg::<PassContext>(c, "context must be a PassContext")?.clone())
+                }
+                None => None,
+            };
+            let report = src.write(&Vec::new(), "rewrite a subgraph", |g| {
+                es_core::pattern::replace_boundary(g, &inputs, &outputs, &rep, ctx.is_some()).py()
+            })?;
+            if let Some(c) = ctx {
+                c.get()
+                    .with(|c| c.report_fuse(report.before, report.after))?;
+            }
+            Ok(0)
         }
-        Ok(0)
     }
 }
 
-/// `infer_shape(node_or_graph)`: re-runs shape and dtype inference for a node (from its
-/// producers' descriptions) or for a whole graph in topological order.
-#[pyfunction]
-pub fn _infer_shape(target: &Bound<'_, PyAny>) -> PyResult<()> {
-    if let Ok(n) = target.downcast::<Node>() {
-        let n = n.get();
-        return n.src.write(&n.path, "infer a node's shape", |g| {
-            es_core::infer::infer_node(g, n.id).py()
-        });
+guarded! {
+    /// `infer_shape(node_or_graph)`: re-runs shape and dtype inference for a node (from its
+    /// producers' descriptions) or for a whole graph in topological order.
+    #[pyfunction]
+    pub fn _infer_shape(target: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(n) = target.downcast::<Node>() {
+            let n = n.get();
+            return n.src.write(&n.path, "infer a node's shape", |g| {
+                es_core::infer::infer_node(g, n.id).py()
+            });
+        }
+        if let Ok(g) = target.downcast::<Graph>() {
+            let g = g.get();
+            return g.src.write(&g.path, "infer shapes", |g| {
+                es_core::infer::infer_graph(g).py()
+            });
+        }
+        Err(PyTypeError::new_err(
+            "infer_shape: expected a ge.graph.Node or ge.graph.Graph",
+        ))
     }
-    if let Ok(g) = target.downcast::<Graph>() {
-        let g = g.get();
-        return g.src.write(&g.path, "infer shapes", |g| {
-            es_core::infer::infer_graph(g).py()
-        });
-    }
-    Err(PyTypeError::new_err(
-        "infer_shape: expected a ge.graph.Node or ge.graph.Graph",
-    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1250,50 +1264,59 @@ fn with_registry<R>(f: impl FnOnce(&mut PassRegistry) -> R) -> R {
     f(g.get_or_insert_with(PassRegistry::new))
 }
 
-/// Registers a Python pass class under a descriptor (called by `ge.passes` decorators).
-#[pyfunction]
-#[pyo3(signature = (pass_name, module_name, class_name, kind, stage, op_types, cls))]
-#[allow(clippy::too_many_arguments)]
-pub fn _register_pass(
-    pass_name: String,
-    module_name: String,
-    class_name: String,
-    kind: &str,
-    stage: &str,
-    op_types: Vec<String>,
-    cls: PyObject,
-) -> PyResult<String> {
-    let kind = PassKind::parse(kind).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "unknown pass kind '{kind}' (fusion_base, pattern_fusion, decompose)"
-        ))
-    })?;
-    let stage = PassStage::parse(stage).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "unknown pass stage '{stage}' (known: {})",
-            PassStage::VALUES.map(|s| s.as_str()).join(", ")
-        ))
-    })?;
-    let d = PassDescriptor::new(pass_name, module_name, class_name, kind, stage, op_types);
-    let key = d.descriptor_key.clone();
-    with_registry(|r| r.register(d, python_factory(cls, kind))).py()?;
-    Ok(key)
+guarded! {
+    /// Registers a Python pass class under a descriptor (called by `ge.passes` decorators).
+    #[pyfunction]
+    #[pyo3(signature = (pass_name, module_name, class_name, kind, stage, op_types, cls))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn _register_pass(
+        pass_name: String,
+        module_name: String,
+        class_name: String,
+        kind: &str,
+        stage: &str,
+        op_types: Vec<String>,
+        cls: PyObject,
+    ) -> PyResult<String> {
+        let kind = PassKind::parse(kind).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown pass kind '{kind}' (fusion_base, pattern_fusion, decompose)"
+            ))
+        })?;
+        let stage = PassStage::parse(stage).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown pass stage '{stage}' (known: {})",
+                PassStage::VALUES.map(|s| s.as_str()).join(", ")
+            ))
+        })?;
+        let d = PassDescriptor::new(pass_name, module_name, class_name, kind, stage, op_types);
+        let key = d.descriptor_key.clone();
+        with_registry(|r| r.register(d, python_factory(cls, kind))).py()?;
+        Ok(key)
+    }
 }
 
-#[pyfunction]
-pub fn _unregister_pass(descriptor_key: &str) -> bool {
-    with_registry(|r| r.unregister(descriptor_key))
+guarded! {
+    #[pyfunction]
+    pub fn _unregister_pass(descriptor_key: &str) -> bool {
+        with_registry(|r| r.unregister(descriptor_key))
+    }
 }
 
-#[pyfunction]
-pub fn _clear_passes() {
-    with_registry(|r| r.clear())
+guarded! {
+    #[pyfunction]
+    pub fn _clear_passes() -> PyResult<()> {
+        with_registry(|r| r.clear());
+        Ok(())
+    }
 }
 
-/// Registered descriptor keys, in registration order.
-#[pyfunction]
-pub fn _registered_pass_keys() -> Vec<String> {
-    with_registry(|r| r.descriptors().map(|d| d.descriptor_key.clone()).collect())
+guarded! {
+    /// Registered descriptor keys, in registration order.
+    #[pyfunction]
+    pub fn _registered_pass_keys() -> Vec<String> {
+        with_registry(|r| r.descriptors().map(|d| d.descriptor_key.clone()).collect())
+    }
 }
 
 fn stats_dict<'py>(py: Python<'py>, s: &pass_bridge::PassStats) -> PyResult<Bound<'py, PyDict>> {
@@ -1312,67 +1335,69 @@ fn stats_dict<'py>(py: Python<'py>, s: &pass_bridge::PassStats) -> PyResult<Boun
     Ok(d)
 }
 
-/// Runs registered passes on a graph (see `ge.passes.run_passes`). The GIL is released while
-/// the executor runs; Python hooks take it.
-#[pyfunction]
-#[pyo3(signature = (graph, stage = None, passes = None, options = None))]
-pub fn _run_passes<'py>(
-    py: Python<'py>,
-    graph: &Bound<'py, PyAny>,
-    stage: Option<&str>,
-    passes: Option<Vec<String>>,
-    options: Option<BTreeMap<String, String>>,
-) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let g = downcast_arg::<Graph>(graph, "run_passes: graph must be a ge.graph.Graph")?.get();
-    if !g.path.is_empty() {
-        return Err(PyValueError::new_err(
-            "run_passes: pass a whole graph, not a subgraph view",
-        ));
-    }
-    let GraphSource::Cell(cell) = &g.src else {
-        return Err(PyValueError::new_err(
-            "run_passes: the graph is still being built; call build_and_reset() first",
-        ));
-    };
-    let stage = match stage {
-        None => None,
-        Some(s) => Some(PassStage::parse(s).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "unknown pass stage '{s}' (known: {})",
-                PassStage::VALUES.map(|s| s.as_str()).join(", ")
-            ))
-        })?),
-    };
-    let opts = RunOptions {
-        stage,
-        passes,
-        options: options.unwrap_or_default(),
-    };
-    cell.check()?;
-    let mut target = {
-        let mut st = write_cell(cell);
-        if let Some(to) = &st.moved_to {
-            return Err(PyRuntimeError::new_err(format!(
-                "run_passes: graph '{}' belongs to {to}; it can be read but not changed",
-                st.graph.name
-            )));
+guarded! {
+    /// Runs registered passes on a graph (see `ge.passes.run_passes`). The GIL is released while
+    /// the executor runs; Python hooks take it.
+    #[pyfunction]
+    #[pyo3(signature = (graph, stage = None, passes = None, options = None))]
+    pub fn _run_passes<'py>(
+        py: Python<'py>,
+        graph: &Bound<'py, PyAny>,
+        stage: Option<&str>,
+        passes: Option<Vec<String>>,
+        options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let g = downcast_arg::<Graph>(graph, "run_passes: graph must be a ge.graph.Graph")?.get();
+        if !g.path.is_empty() {
+            return Err(PyValueError::new_err(
+                "run_passes: pass a whole graph, not a subgraph view",
+            ));
         }
-        let name = st.graph.name.clone();
-        std::mem::replace(&mut st.graph, CoreGraph::new(name))
-    };
-    let registry = with_registry(|r| r.clone());
-    *lock(&LAST_FAILURE) = None;
-    let result = py.allow_threads(|| pass_bridge::run_passes(&registry, &mut target, &opts));
-    std::mem::swap(&mut write_cell(cell).graph, &mut target);
-    match result {
-        Ok(report) => report.passes.iter().map(|s| stats_dict(py, s)).collect(),
-        Err(e) => {
-            let registry_error = matches!(e, pass_bridge::PassError::Registry(_));
-            let err = PyErr::from(crate::errors::Error::from(e));
-            if let Some(cause) = lock(&LAST_FAILURE).take().filter(|_| !registry_error) {
-                err.set_cause(py, Some(cause));
+        let GraphSource::Cell(cell) = &g.src else {
+            return Err(PyValueError::new_err(
+                "run_passes: the graph is still being built; call build_and_reset() first",
+            ));
+        };
+        let stage = match stage {
+            None => None,
+            Some(s) => Some(PassStage::parse(s).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown pass stage '{s}' (known: {})",
+                    PassStage::VALUES.map(|s| s.as_str()).join(", ")
+                ))
+            })?),
+        };
+        let opts = RunOptions {
+            stage,
+            passes,
+            options: options.unwrap_or_default(),
+        };
+        cell.check()?;
+        let mut target = {
+            let mut st = write_cell(cell);
+            if let Some(to) = &st.moved_to {
+                return Err(PyRuntimeError::new_err(format!(
+                    "run_passes: graph '{}' belongs to {to}; it can be read but not changed",
+                    st.graph.name
+                )));
             }
-            Err(err)
+            let name = st.graph.name.clone();
+            std::mem::replace(&mut st.graph, CoreGraph::new(name))
+        };
+        let registry = with_registry(|r| r.clone());
+        *lock(&LAST_FAILURE) = None;
+        let result = py.allow_threads(|| pass_bridge::run_passes(&registry, &mut target, &opts));
+        std::mem::swap(&mut write_cell(cell).graph, &mut target);
+        match result {
+            Ok(report) => report.passes.iter().map(|s| stats_dict(py, s)).collect(),
+            Err(e) => {
+                let registry_error = matches!(e, pass_bridge::PassError::Registry(_));
+                let err = PyErr::from(crate::errors::Error::from(e));
+                if let Some(cause) = lock(&LAST_FAILURE).take().filter(|_| !registry_error) {
+                    err.set_cause(py, Some(cause));
+                }
+                Err(err)
+            }
         }
     }
 }

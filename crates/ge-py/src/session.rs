@@ -5,6 +5,7 @@
 use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
+use crate::guard::guarded;
 use crate::tensor::tensor_from_py;
 use ge_runtime::{Error, Session, Value};
 use pyo3::exceptions::PyValueError;
@@ -18,152 +19,160 @@ pub struct SessionCore {
     inner: Arc<Session>,
 }
 
-#[pymethods]
-impl SessionCore {
-    /// `run_passes=False` compiles without the registered passes (`ge.passes.testing` runs
-    /// the graph as it is with it).
-    #[new]
-    #[pyo3(signature = (options = None, run_passes = true))]
-    fn new(options: Option<BTreeMap<String, String>>, run_passes: bool) -> PyResult<Self> {
-        let opts = options.unwrap_or_default();
-        let mut s = Session::new(&opts).py()?;
-        if run_passes {
-            s = s.with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
+guarded! {
+    #[pymethods]
+    impl SessionCore {
+        /// `run_passes=False` compiles without the registered passes (`ge.passes.testing` runs
+        /// the graph as it is with it).
+        #[new]
+        #[pyo3(signature = (options = None, run_passes = true))]
+        fn new(options: Option<BTreeMap<String, String>>, run_passes: bool) -> PyResult<Self> {
+            let opts = options.unwrap_or_default();
+            let mut s = Session::new(&opts).py()?;
+            if run_passes {
+                s = s.with_passes(Arc::new(|| Some(crate::passes::registry_snapshot())));
+            }
+            Ok(SessionCore { inner: Arc::new(s) })
         }
-        Ok(SessionCore { inner: Arc::new(s) })
-    }
 
-    #[pyo3(signature = (graph_id, graph, options = None))]
-    fn add_graph(
-        &self,
-        py: Python<'_>,
-        graph_id: u32,
-        graph: &Bound<'_, PyAny>,
-        options: Option<BTreeMap<String, String>>,
-    ) -> PyResult<()> {
-        let g = downcast_arg::<Graph>(graph, "add_graph needs a ge.graph.Graph")?.get();
-        let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
-        let opts = options.unwrap_or_default();
-        py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
-            .py()
-    }
-
-    /// Adds graph `index` of an offline model (already compiled: its runs only plan it).
-    #[pyo3(signature = (graph_id, model, index = 0, options = None))]
-    fn add_compiled_graph(
-        &self,
-        py: Python<'_>,
-        graph_id: u32,
-        model: PyRef<'_, crate::om::OmModelCore>,
-        index: usize,
-        options: Option<BTreeMap<String, String>>,
-    ) -> PyResult<()> {
-        let g = model.graph_at(index)?;
-        let (graph, sig) = (g.graph.clone(), g.signature.clone());
-        let opts = options.unwrap_or_default();
-        py.allow_threads(|| self.inner.add_compiled_graph(graph_id, graph, sig, &opts))
-            .py()
-    }
-
-    fn remove_graph(&self, graph_id: u32) -> PyResult<()> {
-        self.inner.remove_graph(graph_id).py()
-    }
-
-    /// Runs a graph; returns native tensors (`ge.graph.Tensor` wraps them).
-    fn run_graph(
-        &self,
-        py: Python<'_>,
-        graph_id: u32,
-        inputs: Vec<Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<PyObject>> {
-        let mut values = Vec::with_capacity(inputs.len());
-        for (i, x) in inputs.iter().enumerate() {
-            let t = tensor_from_py(x)
-                .map_err(|e| PyValueError::new_err(format!("input {i}: {}", e.value(py))))?;
-            values.push(Value::from_tensor(&t).map_err(|e| match e {
-                Error::Input(m) => PyValueError::new_err(format!("input {i}: {m}")),
-                e => crate::errors::Error::from(e).into(),
-            })?);
+        #[pyo3(signature = (graph_id, graph, options = None))]
+        fn add_graph(
+            &self,
+            py: Python<'_>,
+            graph_id: u32,
+            graph: &Bound<'_, PyAny>,
+            options: Option<BTreeMap<String, String>>,
+        ) -> PyResult<()> {
+            let g = downcast_arg::<Graph>(graph, "add_graph needs a ge.graph.Graph")?.get();
+            let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
+            let opts = options.unwrap_or_default();
+            py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
+                .py()
         }
-        let session = self.inner.clone();
-        let outs = py
-            .allow_threads(move || session.run_graph(graph_id, values))
-            .py()?;
-        outs.iter()
-            .map(|v| {
-                let t = v.to_tensor().py()?;
-                crate::tensor::wrap_tensor(py, t)
+
+        /// Adds graph `index` of an offline model (already compiled: its runs only plan it).
+        #[pyo3(signature = (graph_id, model, index = 0, options = None))]
+        fn add_compiled_graph(
+            &self,
+            py: Python<'_>,
+            graph_id: u32,
+            model: PyRef<'_, crate::om::OmModelCore>,
+            index: usize,
+            options: Option<BTreeMap<String, String>>,
+        ) -> PyResult<()> {
+            let g = model.graph_at(index)?;
+            let (graph, sig) = (g.graph.clone(), g.signature.clone());
+            let opts = options.unwrap_or_default();
+            py.allow_threads(|| self.inner.add_compiled_graph(graph_id, graph, sig, &opts))
+                .py()
+        }
+
+        fn remove_graph(&self, graph_id: u32) -> PyResult<()> {
+            self.inner.remove_graph(graph_id).py()
+        }
+
+        /// Runs a graph; returns native tensors (`ge.graph.Tensor` wraps them).
+        fn run_graph(
+            &self,
+            py: Python<'_>,
+            graph_id: u32,
+            inputs: Vec<Bound<'_, PyAny>>,
+        ) -> PyResult<Vec<PyObject>> {
+            let mut values = Vec::with_capacity(inputs.len());
+            for (i, x) in inputs.iter().enumerate() {
+                let t = tensor_from_py(x)
+                    .map_err(|e| PyValueError::new_err(format!("input {i}: {}", e.value(py))))?;
+                values.push(Value::from_tensor(&t).map_err(|e| match e {
+                    Error::Input(m) => PyValueError::new_err(format!("input {i}: {m}")),
+                    e => crate::errors::Error::from(e).into(),
+                })?);
+            }
+            let session = self.inner.clone();
+            let outs = py
+                .allow_threads(move || session.run_graph(graph_id, values))
+                .py()?;
+            outs.iter()
+                .map(|v| {
+                    let t = v.to_tensor().py()?;
+                    crate::tensor::wrap_tensor(py, t)
+                })
+                .collect()
+        }
+
+        fn graph_cache_stats<'py>(
+            &self,
+            py: Python<'py>,
+            graph_id: u32,
+        ) -> PyResult<Bound<'py, PyDict>> {
+            let s = self.inner.graph_cache_stats(graph_id).py()?;
+            let d = PyDict::new(py);
+            set_fields!(d, s; hits, misses, captures, evictions, size, capacity);
+            Ok(d)
+        }
+
+        /// The latest compile report of a graph as text, or None before its first compile.
+        fn compile_report(&self, graph_id: u32) -> PyResult<Option<String>> {
+            Ok(self
+                .inner
+                .compile_report(graph_id)
+                .py()?
+                .map(|r| r.to_string()))
+        }
+
+        fn graph_ids(&self) -> Vec<u32> {
+            self.inner.graph_ids()
+        }
+
+        /// The resolved options: (device, graph mode, cache capacity, threads, device id).
+        fn _options(&self) -> (String, bool, usize, usize, i32) {
+            let o = self.inner.options();
+            (
+                format!("{:?}", o.device).to_lowercase(),
+                o.graph_mode,
+                o.cache_capacity,
+                o.threads,
+                o.device_id,
+            )
+        }
+
+        /// Why `ge.device=auto` chose the CPU, since the last call.
+        fn _take_device_notes(&self) -> Vec<String> {
+            self.inner.take_device_notes()
+        }
+
+        /// Where graph `graph_id` runs: "cpu" or "acl" (`auto` resolves when the graph is added).
+        fn graph_device(&self, graph_id: u32) -> PyResult<&'static str> {
+            Ok(if self.inner.runs_on_acl(graph_id).py()? {
+                "acl"
+            } else {
+                "cpu"
             })
-            .collect()
-    }
-
-    fn graph_cache_stats<'py>(
-        &self,
-        py: Python<'py>,
-        graph_id: u32,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.graph_cache_stats(graph_id).py()?;
-        let d = PyDict::new(py);
-        set_fields!(d, s; hits, misses, captures, evictions, size, capacity);
-        Ok(d)
-    }
-
-    /// The latest compile report of a graph as text, or None before its first compile.
-    fn compile_report(&self, graph_id: u32) -> PyResult<Option<String>> {
-        Ok(self
-            .inner
-            .compile_report(graph_id)
-            .py()?
-            .map(|r| r.to_string()))
-    }
-
-    fn graph_ids(&self) -> Vec<u32> {
-        self.inner.graph_ids()
-    }
-
-    /// The resolved options: (device, graph mode, cache capacity, threads, device id).
-    fn _options(&self) -> (String, bool, usize, usize, i32) {
-        let o = self.inner.options();
-        (
-            format!("{:?}", o.device).to_lowercase(),
-            o.graph_mode,
-            o.cache_capacity,
-            o.threads,
-            o.device_id,
-        )
-    }
-
-    /// Why `ge.device=auto` chose the CPU, since the last call.
-    fn _take_device_notes(&self) -> Vec<String> {
-        self.inner.take_device_notes()
-    }
-
-    /// Where graph `graph_id` runs: "cpu" or "acl" (`auto` resolves when the graph is added).
-    fn graph_device(&self, graph_id: u32) -> PyResult<&'static str> {
-        Ok(if self.inner.runs_on_acl(graph_id).py()? {
-            "acl"
-        } else {
-            "cpu"
-        })
+        }
     }
 }
 
-/// The GE operators the ACL backend runs.
-#[pyfunction]
-pub fn _acl_op_types() -> Vec<&'static str> {
-    ge_acl::ACL_OPS.to_vec()
+guarded! {
+    /// The GE operators the ACL backend runs.
+    #[pyfunction]
+    pub fn _acl_op_types() -> Vec<&'static str> {
+        ge_acl::ACL_OPS.to_vec()
+    }
 }
 
-/// The option keys a session or graph accepts.
-#[pyfunction]
-pub fn _session_option_keys() -> Vec<&'static str> {
-    ge_runtime::session::OPTION_KEYS.to_vec()
+guarded! {
+    /// The option keys a session or graph accepts.
+    #[pyfunction]
+    pub fn _session_option_keys() -> Vec<&'static str> {
+        ge_runtime::session::OPTION_KEYS.to_vec()
+    }
 }
 
-/// The op types the CPU backend has kernels for.
-#[pyfunction]
-pub fn _cpu_kernel_op_types() -> Vec<String> {
-    ge_runtime::kernels::kernel_op_types()
+guarded! {
+    /// The op types the CPU backend has kernels for.
+    #[pyfunction]
+    pub fn _cpu_kernel_op_types() -> Vec<String> {
+        ge_runtime::kernels::kernel_op_types()
+    }
 }
 
 /// Runs a Python kernel: inputs as numpy arrays (None when absent), the node's IR attributes
@@ -248,36 +257,40 @@ fn call_python_kernel(
     })
 }
 
-/// Registers a Python function as the CPU kernel of `op_type` (`ge.ops.register_kernel`).
-#[pyfunction]
-pub fn _register_kernel(op_type: String, fun: Py<PyAny>) -> PyResult<()> {
-    if op_type.is_empty() {
-        return Err(PyValueError::new_err("op_type must not be empty"));
+guarded! {
+    /// Registers a Python function as the CPU kernel of `op_type` (`ge.ops.register_kernel`).
+    #[pyfunction]
+    pub fn _register_kernel(op_type: String, fun: Py<PyAny>) -> PyResult<()> {
+        if op_type.is_empty() {
+            return Err(PyValueError::new_err("op_type must not be empty"));
+        }
+        let fun = Arc::new(fun);
+        let op = op_type.clone();
+        ge_runtime::kernels::register_custom(
+            &op_type,
+            Arc::new(move |info: &ge_runtime::kernels::NodeInfo| {
+                let attrs: Vec<(String, es_core::attr::AttrValue)> = info
+                    .node
+                    .attrs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect();
+                let out_dtypes: Vec<es_core::DataType> =
+                    info.node.outputs.iter().map(|o| o.desc.dtype).collect();
+                let (fun, op) = (fun.clone(), op.clone());
+                let kernel: ge_runtime::kernels::Kernel =
+                    Box::new(move |inputs| call_python_kernel(&fun, &op, &attrs, &out_dtypes, inputs));
+                Ok(kernel)
+            }),
+        );
+        Ok(())
     }
-    let fun = Arc::new(fun);
-    let op = op_type.clone();
-    ge_runtime::kernels::register_custom(
-        &op_type,
-        Arc::new(move |info: &ge_runtime::kernels::NodeInfo| {
-            let attrs: Vec<(String, es_core::attr::AttrValue)> = info
-                .node
-                .attrs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect();
-            let out_dtypes: Vec<es_core::DataType> =
-                info.node.outputs.iter().map(|o| o.desc.dtype).collect();
-            let (fun, op) = (fun.clone(), op.clone());
-            let kernel: ge_runtime::kernels::Kernel =
-                Box::new(move |inputs| call_python_kernel(&fun, &op, &attrs, &out_dtypes, inputs));
-            Ok(kernel)
-        }),
-    );
-    Ok(())
 }
 
-/// Removes a kernel registered from Python; returns whether there was one.
-#[pyfunction]
-pub fn _unregister_kernel(op_type: &str) -> bool {
-    ge_runtime::kernels::unregister_custom(op_type)
+guarded! {
+    /// Removes a kernel registered from Python; returns whether there was one.
+    #[pyfunction]
+    pub fn _unregister_kernel(op_type: &str) -> bool {
+        ge_runtime::kernels::unregister_custom(op_type)
+    }
 }

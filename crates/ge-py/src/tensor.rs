@@ -2,6 +2,7 @@
 
 use crate::convert::{dtype_from_py, format_from_py, shape_from_py};
 use crate::errors::IntoPyResult;
+use crate::guard::guarded;
 use es_core::{Shape, Tensor, TensorDesc};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -11,51 +12,53 @@ pub struct TensorData {
     pub inner: Tensor,
 }
 
-#[pymethods]
-impl TensorData {
-    /// A tensor from raw little-endian bytes.
-    #[new]
-    #[pyo3(signature = (data, dtype, shape, format = None))]
-    fn new(
-        data: &[u8],
-        dtype: &Bound<'_, PyAny>,
-        shape: &Bound<'_, PyAny>,
-        format: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let dt = dtype_from_py(dtype)?;
-        let dims = shape_from_py(shape)?;
-        let mut desc = TensorDesc::new(dt, Shape::new(dims));
-        if let Some(f) = format {
-            desc = desc.with_format(format_from_py(f)?);
+guarded! {
+    #[pymethods]
+    impl TensorData {
+        /// A tensor from raw little-endian bytes.
+        #[new]
+        #[pyo3(signature = (data, dtype, shape, format = None))]
+        fn new(
+            data: &[u8],
+            dtype: &Bound<'_, PyAny>,
+            shape: &Bound<'_, PyAny>,
+            format: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let dt = dtype_from_py(dtype)?;
+            let dims = shape_from_py(shape)?;
+            let mut desc = TensorDesc::new(dt, Shape::new(dims));
+            if let Some(f) = format {
+                desc = desc.with_format(format_from_py(f)?);
+            }
+            Ok(TensorData {
+                inner: Tensor::new(desc, data.to_vec()).py()?,
+            })
         }
-        Ok(TensorData {
-            inner: Tensor::new(desc, data.to_vec()).py()?,
-        })
-    }
 
-    #[getter]
-    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.data)
-    }
-    /// The bytes in a new, writable bytearray (one copy; `Tensor.numpy()` views it without
-    /// copying again).
-    fn to_bytearray<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyByteArray> {
-        pyo3::types::PyByteArray::new(py, &self.inner.data)
-    }
-    #[getter]
-    fn dtype(&self) -> i32 {
-        self.inner.desc.dtype.value()
-    }
-    #[getter]
-    fn shape(&self) -> Vec<i64> {
-        self.inner.desc.shape.0.to_vec()
-    }
-    #[getter]
-    fn format(&self) -> i32 {
-        self.inner.desc.format.value()
-    }
-    fn __repr__(&self) -> String {
-        format!("TensorData({})", self.inner.desc)
+        #[getter]
+        fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+            PyBytes::new(py, &self.inner.data)
+        }
+        /// The bytes in a new, writable bytearray (one copy; `Tensor.numpy()` views it without
+        /// copying again).
+        fn to_bytearray<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyByteArray> {
+            pyo3::types::PyByteArray::new(py, &self.inner.data)
+        }
+        #[getter]
+        fn dtype(&self) -> i32 {
+            self.inner.desc.dtype.value()
+        }
+        #[getter]
+        fn shape(&self) -> Vec<i64> {
+            self.inner.desc.shape.0.to_vec()
+        }
+        #[getter]
+        fn format(&self) -> i32 {
+            self.inner.desc.format.value()
+        }
+        fn __repr__(&self) -> String {
+            format!("TensorData({})", self.inner.desc)
+        }
     }
 }
 
