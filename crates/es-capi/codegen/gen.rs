@@ -1,5 +1,6 @@
-//! The generator of es-capi's per-operator code, from an operator library:
-//! - `src/ops_generated.rs`: one `#[no_mangle] extern "C" fn Es<Op>` per operator (and its
+//! The generator of es-capi's per-operator code, from an operator library; `build.rs` runs it
+//! at build time and writes the files into `OUT_DIR` (nothing it makes is checked in):
+//! - `ops_generated.rs` (included by `src/lib.rs`): one `#[no_mangle] extern "C" fn Es<Op>` per operator (and its
 //!   `Es<Op>Output` struct), each collecting its arguments into an `OpCall`;
 //! - `include/es_<Op>_c.h` (C declarations), `include/es_all_ops_c.h`;
 //! - `include/es_<Op>.h` (header-only C++ wrappers in namespace `es`), `include/es_all_ops.h`;
@@ -12,7 +13,8 @@
 //! first, each group in prototype order, typed by the seed's table. C++ gives optional
 //! attributes their defaults. Names colliding with a C++ keyword or an input get GE's prefixes.
 //!
-//! Used by `tests/generated_current.rs` (`ES_CAPI_REGEN=1` rewrites the files).
+//! Also used by `tests/generated_current.rs` (the build's files are what this makes) and by
+//! the ABI test in `tests/examples.rs` (the 8.0.0 library's headers).
 
 use es_core::attr::AttrType;
 use es_core::ops::{AttrDef, IoKind, OpProto, OpRegistry, SubgraphKind};
@@ -531,7 +533,7 @@ fn rust_fn(p: &OpProto, fname: &str, sname: &str) -> String {
 
 fn rust_file(reg: &OpRegistry, ops: &[Vec<&OpProto>]) -> String {
     let mut s = format!(
-        "//! {BANNER} (library {})\n//! One `Es<Op>` per operator: see `codegen/gen.rs` for the signature rules.\n#![allow(clippy::too_many_arguments, unused_mut, non_snake_case)]\n\nuse crate::builder::{{EsCGraphBuilder, EsCTensorHolder}};\nuse crate::error::guard;\n#[allow(unused_imports)]\nuse crate::ffi::C_DataType;\n#[allow(unused_imports)]\nuse crate::graph::EsCGraph;\n#[allow(unused_imports)]\nuse crate::opcall::*;\n#[allow(unused_imports)]\nuse crate::tensor::EsCTensor;\n#[allow(unused_imports)]\nuse std::ffi::c_char;\n\n",
+        "// {BANNER} (library {})\n// One `Es<Op>` per operator: see `codegen/gen.rs` for the signature rules.\n// Included by `src/lib.rs` (module `ops_generated`, which carries the lint allowances).\n\nuse crate::builder::{{EsCGraphBuilder, EsCTensorHolder}};\nuse crate::error::guard;\n#[allow(unused_imports)]\nuse crate::ffi::C_DataType;\n#[allow(unused_imports)]\nuse crate::graph::EsCGraph;\n#[allow(unused_imports)]\nuse crate::opcall::*;\n#[allow(unused_imports)]\nuse crate::tensor::EsCTensor;\n#[allow(unused_imports)]\nuse std::ffi::c_char;\n\n",
         reg.version
     );
     for history in ops {
@@ -913,7 +915,24 @@ fn history<'a>(libs: &'a [Arc<OpRegistry>], op: &str) -> Vec<&'a OpProto> {
     v
 }
 
-/// Every generated file (path relative to the crate, contents) for `libs`, the library
+/// Every built-in library version (`es_core::ops::builtin_versions`), oldest first, the
+/// current one (`BUILTIN_VERSION`) last: what the build generates from.
+pub fn builtin_libraries() -> Vec<Arc<OpRegistry>> {
+    let mut v: Vec<_> = es_core::ops::builtin_versions()
+        .into_iter()
+        .map(|v| es_core::ops::builtin_library(v).expect("a built-in library parses"))
+        .collect();
+    let current = v
+        .iter()
+        .position(|l| l.version == es_core::ops::BUILTIN_VERSION)
+        .expect("the current version is built in");
+    let cur = v.remove(current);
+    v.push(cur);
+    v
+}
+
+/// Every generated file (path relative to the generated directory, `OUT_DIR`: `ops_generated.rs`
+/// and `include/<header>`; contents) for `libs`, the library
 /// versions oldest first: the headers declare the last one's operators; the Rust code exports
 /// every signature any of them had (see [`symbol`]).
 pub fn generate(libs: &[Arc<OpRegistry>]) -> Vec<(String, String)> {
@@ -922,10 +941,7 @@ pub fn generate(libs: &[Arc<OpRegistry>]) -> Vec<(String, String)> {
     names.sort();
     let histories: Vec<Vec<&OpProto>> = names.iter().map(|n| history(libs, n)).collect();
     let v = &reg.version;
-    let mut files = vec![(
-        "src/ops_generated.rs".to_string(),
-        rust_file(reg, &histories),
-    )];
+    let mut files = vec![("ops_generated.rs".to_string(), rust_file(reg, &histories))];
     let mut all_c = format!("/* {BANNER} (library {v}) */\n#ifndef ES_CAPI_ES_ALL_OPS_C_H_\n#define ES_CAPI_ES_ALL_OPS_C_H_\n");
     let mut all_cpp = format!(
         "// {BANNER} (library {v})\n#ifndef ES_CAPI_ES_ALL_OPS_H_\n#define ES_CAPI_ES_ALL_OPS_H_\n"
@@ -948,13 +964,5 @@ pub fn generate(libs: &[Arc<OpRegistry>]) -> Vec<(String, String)> {
     files
 }
 
-/// Whether `file` (a name in `include/`) is one the generator writes (for finding stale ones).
-pub fn is_generated_header(file: &str) -> bool {
-    file == "es_all_ops_c.h"
-        || file == "es_all_ops.h"
-        || file == "es_c_types.h"
-        || (file.starts_with("es_") && file.ends_with(".h") && !HAND_WRITTEN.contains(&file))
-}
-
-/// The hand-written headers in `include/`.
+/// The hand-written headers (checked in, in the crate's `include/`).
 pub const HAND_WRITTEN: &[&str] = &["esb_funcs.h", "es_graph_builder.h"];

@@ -1,12 +1,13 @@
 //! es-capi: GE's C ES API (`esb_funcs.h` and one `Es<Op>` per operator of the library) over
 //! es-core's builder and ge-runtime's CPU session, built as a `cdylib` and a `staticlib`; the
-//! header-only C++ API (namespace `es`) in `include/` calls it.
+//! header-only C++ API (namespace `es`: `include/es_graph_builder.h` and the generated
+//! per-operator headers) calls it.
 //!
 //! Every entry point catches panics and reports failures through its return value (a status
 //! code, NULL, or a zeroed output struct) and the thread-local `EsGetLastErrorMessage`. The
-//! headers in `include/` and `src/ops_generated.rs` are generated from the operator library by
-//! `codegen/gen.rs`; `cargo test -p es-capi` checks they are current
-//! (`ES_CAPI_REGEN=1 cargo test -p es-capi --test generated_current` rewrites them).
+//! per-operator code ([`ops_generated`]) and headers are generated from the operator library by
+//! `codegen/gen.rs` at build time (`build.rs`, into `OUT_DIR`); the core headers in `include/`
+//! are hand-written.
 //!
 //! ```
 //! use es_capi::*;
@@ -29,8 +30,11 @@ pub mod error;
 pub mod ffi;
 pub mod graph;
 pub mod opcall;
-#[rustfmt::skip]
-pub mod ops_generated;
+/// One `Es<Op>` per operator (and signature), generated at build time by `codegen/gen.rs`.
+#[allow(clippy::too_many_arguments, unused_mut, non_snake_case)]
+pub mod ops_generated {
+    include!(concat!(env!("OUT_DIR"), "/ops_generated.rs"));
+}
 pub mod tensor;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! Compiles the C and C++ examples (`examples/c`, `examples/cpp` at the repository root)
-//! with the system compiler against `include/` and this crate's `cdylib`, runs them (under
+//! with the system compiler against the headers (the hand-written ones in `include/`, the
+//! build's generated ones) and this crate's `cdylib`, runs them (under
 //! AddressSanitizer, leak checking included, where the compiler supports it) and checks their
 //! results. `CC` / `CXX` pick other compilers.
 
@@ -25,6 +26,14 @@ fn lib_dir() -> PathBuf {
         so.display()
     );
     dir
+}
+
+/// The include directories of this build: the hand-written headers, then the generated ones.
+fn includes() -> Vec<PathBuf> {
+    vec![
+        root().join("crates/es-capi/include"),
+        PathBuf::from(env!("ES_CAPI_GENERATED_INCLUDE")),
+    ]
 }
 
 fn out_dir() -> PathBuf {
@@ -79,14 +88,15 @@ fn link_args(lib: &Path, static_lib: bool) -> Vec<String> {
     }
 }
 
-/// Compiles `src` with `cc` against the headers in `include` and the library; returns the
+/// Compiles `src` with `cc` against the headers in `include` (searched in order) and the
+/// library; returns the
 /// executable, or the compiler's messages.
 fn compile(
     cc: &str,
     std: &str,
     src: &Path,
     name: &str,
-    include: &Path,
+    include: &[PathBuf],
     static_lib: bool,
 ) -> Result<PathBuf, String> {
     let dir = out_dir();
@@ -95,8 +105,7 @@ fn compile(
     let mut cmd = Command::new(cc);
     cmd.arg(std)
         .args(["-Wall", "-Wextra", "-Werror", "-g"])
-        .arg("-I")
-        .arg(include)
+        .args(include.iter().map(|d| format!("-I{}", d.display())))
         .arg(src)
         .arg("-o")
         .arg(&exe)
@@ -133,10 +142,9 @@ fn run(exe: &Path) -> String {
     stdout
 }
 
-/// Builds `src` with `cc` against `include/` and runs it; returns its standard output.
+/// Builds `src` with `cc` against this build's headers and runs it; returns its standard output.
 fn build_and_run(cc: &str, std: &str, src: &Path, name: &str) -> String {
-    let include = root().join("crates/es-capi/include");
-    let exe = compile(cc, std, src, name, &include, false)
+    let exe = compile(cc, std, src, name, &includes(), false)
         .unwrap_or_else(|e| panic!("{cc} failed on {}:\n{e}", src.display()));
     run(&exe)
 }
@@ -203,9 +211,8 @@ fn c_split() {
 #[test]
 fn c_split_linked_statically() {
     let cc = compiler("CC", "cc");
-    let include = root().join("crates/es-capi/include");
     let src = root().join("examples/c/split.c");
-    let exe = compile(&cc, "-std=c11", &src, "c_split_static", &include, true)
+    let exe = compile(&cc, "-std=c11", &src, "c_split_static", &includes(), true)
         .unwrap_or_else(|e| panic!("{cc} failed on {}:\n{e}", src.display()));
     let out = run(&exe);
     // The executable holds the whole library: do not keep it.
@@ -254,20 +261,18 @@ fn abi_program_built_against_the_8_0_0_headers_runs() {
     #[allow(dead_code)]
     mod gen;
     let old = es_core::ops::builtin_library("8.0.0").unwrap();
-    let include = out_dir().join("include_8.0.0");
-    std::fs::create_dir_all(&include).unwrap();
+    let old_include = out_dir().join("include_8.0.0");
+    if old_include.exists() {
+        std::fs::remove_dir_all(&old_include).unwrap();
+    }
+    std::fs::create_dir_all(&old_include).unwrap();
     for (rel, text) in gen::generate(&[old]) {
         if let Some(name) = rel.strip_prefix("include/") {
-            std::fs::write(include.join(name), text).unwrap();
+            std::fs::write(old_include.join(name), text).unwrap();
         }
     }
-    for name in gen::HAND_WRITTEN {
-        std::fs::copy(
-            root().join("crates/es-capi/include").join(name),
-            include.join(name),
-        )
-        .unwrap();
-    }
+    // The hand-written headers, then the 8.0.0 library's generated ones.
+    let include = vec![root().join("crates/es-capi/include"), old_include];
     let src = root().join("crates/es-capi/tests/abi/old_signatures.c");
     let cc = compiler("CC", "cc");
     let exe = compile(&cc, "-std=c11", &src, "abi_8_0_0", &include, false).unwrap_or_else(|e| {
@@ -280,8 +285,7 @@ fn abi_program_built_against_the_8_0_0_headers_runs() {
     has_line(&out, "output 0: 3 7");
     has_line(&out, "output 1: 2 4");
     has_line(&out, "output 2: 5 11 11 25");
-    let current = root().join("crates/es-capi/include");
-    let err = compile(&cc, "-std=c11", &src, "abi_current", &current, false)
+    let err = compile(&cc, "-std=c11", &src, "abi_current", &includes(), false)
         .expect_err("the 8.0.0 calls must not compile against the current headers");
     assert!(err.contains("EsReduceSum"), "{err}");
 }
@@ -301,6 +305,20 @@ fn pkg_config_file_names_headers_and_library() {
         .find_map(|l| l.strip_prefix("includedir="))
         .expect("includedir line");
     assert_eq!(Path::new(includedir).canonicalize().unwrap(), include);
+    let generated = text
+        .lines()
+        .find_map(|l| l.strip_prefix("generated_includedir="))
+        .expect("generated_includedir line");
+    assert_eq!(
+        Path::new(generated).canonicalize().unwrap(),
+        Path::new(env!("ES_CAPI_GENERATED_INCLUDE"))
+            .canonicalize()
+            .unwrap()
+    );
+    assert!(
+        text.contains("Cflags: -I${includedir} -I${generated_includedir}"),
+        "{text}"
+    );
     // With pkg-config on the machine, its flags compile an example.
     let Ok(out) = Command::new("pkg-config")
         .args(["--cflags", "es-capi"])
