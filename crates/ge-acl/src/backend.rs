@@ -25,7 +25,7 @@ use es_core::graph::is_data_op;
 use es_core::{DataType, Graph, NodeId, OutPort};
 use ge_runtime::backend::{Backend, BackendPlan};
 use ge_runtime::kernels::NodeInfo;
-use ge_runtime::plan::{CompileReport, Prepared, Signature};
+use ge_runtime::plan::{check_input_count, CompileReport, Prepared, Signature};
 use ge_runtime::{Error, Options, Result, Value};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -832,13 +832,7 @@ impl AclPlan {
     /// Runs the plan on `inputs` (of its signature): copies them to the device, launches or
     /// replays, waits, and copies the outputs back.
     pub fn run(&self, inputs: Vec<Value>, mode: RunMode) -> Result<Vec<Value>> {
-        if inputs.len() != self.inputs.len() {
-            return Err(Error::Input(format!(
-                "the plan takes {} inputs, got {}",
-                self.inputs.len(),
-                inputs.len()
-            )));
-        }
+        check_input_count(self.inputs.len(), inputs.len())?;
         let mut inner = lock(&self.backend.inner);
         let inner = &mut *inner;
         for (x, v) in inputs.iter().zip(&self.inputs) {

@@ -285,26 +285,20 @@ pub fn compile_prepared(graph: &Graph, sig: &Signature) -> Result<Plan> {
     plan_prepared(already_prepared(graph.clone(), sig)?, sig)
 }
 
-pub(crate) fn plan_prepared(p: Prepared, sig: &Signature) -> Result<Plan> {
-    let Prepared {
-        graph: g,
-        data,
-        mut report,
-        start,
-    } = p;
+pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
     let t = Instant::now();
-    let before = g.node_count();
-    let mut plan = build(&g, &data, sig.clone())?;
-    report.finish_plan(
+    let before = p.graph.node_count();
+    let mut plan = build(&p.graph, &p.data, sig.clone())?;
+    p.report.finish_plan(
         before,
         plan.steps.len(),
         format!(
             "products fused with their bias and activation: {}",
             plan.fused
         ),
-        (t, start),
+        (t, p.start),
     );
-    plan.report = report;
+    plan.report = p.report;
     Ok(plan)
 }
 
@@ -543,6 +537,16 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
     })
 }
 
+/// An error unless a run gave the `want` inputs its plan takes (`got`).
+pub fn check_input_count(want: usize, got: usize) -> Result<()> {
+    if want != got {
+        return Err(Error::Input(format!(
+            "the plan takes {want} inputs, got {got}"
+        )));
+    }
+    Ok(())
+}
+
 impl Plan {
     pub fn signature(&self) -> &Signature {
         &self.signature
@@ -560,13 +564,7 @@ impl Plan {
 
     /// Runs the plan on inputs of its signature.
     pub fn execute(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
-        if inputs.len() != self.inputs.len() {
-            return Err(Error::Input(format!(
-                "the plan takes {} inputs, got {}",
-                self.inputs.len(),
-                inputs.len()
-            )));
-        }
+        check_input_count(self.inputs.len(), inputs.len())?;
         let mut slots: Vec<Option<Value>> = Vec::with_capacity(self.slots);
         slots.resize_with(self.slots, || None);
         for (v, s) in inputs.into_iter().zip(&self.inputs) {
