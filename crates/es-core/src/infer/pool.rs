@@ -88,6 +88,16 @@ fn pool_window(ctx: &InferCtx, l: Layout, fmt: &str) -> Result<[(i64, i64); 2]> 
     check_len(ctx, "ksize", ksize, 4, &format!("{fmt} order"))?;
     check_len(ctx, "strides", strides, 4, &format!("{fmt} order"))?;
     let (h, w) = (l.sp(0), l.sp(1));
+    for (name, v) in [("ksize", ksize), ("strides", strides)] {
+        // GE pools over H and W only; the kernel refuses the rest with the same words.
+        let nc = [v[0], v[l.c()]];
+        if nc != [1, 1] {
+            return Err(ctx.err(format!(
+                "not supported: {} with {name} over N or C (N, C entries {nc:?})",
+                ctx.proto.name
+            )));
+        }
+    }
     check_min_at(ctx, "ksize", ksize, &[h, w], 1, "H and W")?;
     check_min_at(ctx, "strides", strides, &[h, w], 1, "H and W")?;
     Ok([(ksize[h], strides[h]), (ksize[w], strides[w])])

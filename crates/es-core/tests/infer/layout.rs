@@ -235,6 +235,29 @@ fn poolings_read_x_format() {
 }
 
 #[test]
+fn poolings_refuse_a_window_over_n_or_c_of_x_format() {
+    let mut t = T::new();
+    // data_format NHWC, x NCHW by format: ksize [1, 2, 3, 1] pools over C (x's dim 1); the
+    // build refuses it with the compile's words, not only the kernel.
+    for ty in ["AvgPool", "MaxPool"] {
+        let x = data(&mut t, Format::NCHW, &[1, 2, 3, 3]);
+        let a = [
+            ("ksize", li(&[1, 2, 3, 1])),
+            ("strides", li(&[1, 1, 2, 1])),
+            ("padding", s("VALID")),
+            ("data_format", s("NHWC")),
+        ];
+        let want = format!("{ty} with ksize over N or C (N, C entries [1, 2])");
+        rejects(&mut t, ty, &[("x", x)], &a, &["not supported", &want]);
+    }
+    // strides over N of AvgPoolV2 (NCHW).
+    let x = data(&mut t, Format::NCHW, &[2, 2, 3, 3]);
+    let a = [("ksize", li(&[1, 1, 2, 2])), ("strides", li(&[2, 1, 1, 1]))];
+    let want = "AvgPoolV2 with strides over N or C (N, C entries [2, 1])";
+    rejects(&mut t, "AvgPoolV2", &[("x", x)], &a, &[want]);
+}
+
+#[test]
 fn other_convolutions_read_x_format() {
     let mut t = T::new();
     // DepthwiseConv2D (data_format default NHWC), x NCHW, ND filter [K, C, kh, kw].
