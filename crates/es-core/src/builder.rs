@@ -455,6 +455,12 @@ impl GraphBuilder {
                     .collect(),
                 output_ir: out_names.iter().map(|o| o.1).collect(),
                 bound: bind_types(p, slots)?,
+                subgraph_outputs: args
+                    .subgraphs
+                    .iter()
+                    .flatten()
+                    .map(crate::infer::graph_output_descs)
+                    .collect::<Result<_>>()?,
             };
             infer(&ctx)
         };

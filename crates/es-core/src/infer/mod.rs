@@ -48,6 +48,13 @@ pub struct InferCtx<'a> {
     pub output_ir: Vec<u32>,
     /// Dtypes bound to type variables by the inputs.
     pub bound: Vec<(&'a str, DataType)>,
+    /// The output descriptions of each subgraph of the node, in order (If/Case: the branches).
+    pub subgraph_outputs: Vec<Vec<&'a TensorDesc>>,
+}
+
+/// The descriptions of a graph's outputs (a subgraph's, for [`InferCtx::subgraph_outputs`]).
+pub fn graph_output_descs(g: &crate::graph::Graph) -> Result<Vec<&TensorDesc>> {
+    g.outputs.iter().map(|p| g.out_desc(*p)).collect()
 }
 
 /// An inference rule.
@@ -568,6 +575,11 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
         consts,
         output_ir: n.outputs.iter().map(|o| o.ir_index).collect(),
         bound,
+        subgraph_outputs: n
+            .subgraphs
+            .iter()
+            .map(|s| graph_output_descs(&s.graph))
+            .collect::<Result<_>>()?,
     };
     let out = infer(&ctx)?;
     drop(ctx);

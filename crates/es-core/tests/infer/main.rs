@@ -52,6 +52,7 @@ fn infer_raw(
         consts,
         output_ir,
         bound: Default::default(),
+        subgraph_outputs: Vec::new(),
     };
     infer(&ctx)
 }
