@@ -938,12 +938,9 @@ impl Graph {
                 .chain(n.outputs.iter().flat_map(|o| o.desc.attrs.values()));
             for a in tensors {
                 if let AttrValue::Tensor(t) = a {
-                    let want = t
-                        .desc
-                        .shape
-                        .num_elements()
-                        .zip(t.desc.dtype.size())
-                        .and_then(|(n, sz)| usize::try_from(n).ok()?.checked_mul(sz));
+                    let what = format!("a tensor attribute of '{}'", n.name);
+                    let want = crate::opmath::byte_size(&what, t.desc.dtype, &t.desc.shape)
+                        .map_err(|e| bad(e.to_string()))?;
                     if want != Some(t.data.len()) && t.desc.dtype.size().is_some() {
                         return Err(bad(format!(
                             "a tensor attribute of '{}' ({}) holds {} bytes",

@@ -256,7 +256,7 @@ impl Shape {
         if !self.is_static() {
             return None;
         }
-        self.0.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))
+        crate::opmath::checked_product(&self.0)
     }
 }
 
@@ -454,9 +454,8 @@ impl Element for bool {
 impl Tensor {
     /// A tensor from a description and bytes; checks that the byte count fits the shape.
     pub fn new(desc: TensorDesc, data: Vec<u8>) -> Result<Self> {
-        if let (Some(n), Some(sz)) = (desc.shape.num_elements(), desc.dtype.size()) {
-            let want = (n as u128) * (sz as u128);
-            if want != data.len() as u128 {
+        if let Some(want) = crate::opmath::byte_size("tensor", desc.dtype, &desc.shape)? {
+            if want != data.len() {
                 return Err(Error::value(format!(
                     "tensor of {} {} needs {} bytes, got {}",
                     desc.dtype,
@@ -465,11 +464,6 @@ impl Tensor {
                     data.len()
                 )));
             }
-        } else if desc.shape.is_static() && desc.dtype.size().is_some() {
-            return Err(Error::value(format!(
-                "tensor shape {} has more elements than can be stored",
-                desc.shape
-            )));
         } else if !desc.shape.is_static() {
             return Err(Error::value(format!(
                 "a tensor with data needs a known shape, got {}",

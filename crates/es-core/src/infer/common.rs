@@ -161,10 +161,7 @@ pub(super) fn shape_from_input(ctx: &InferCtx, name: &str) -> Result<Shape> {
 
 /// Product of dims, None when one is unknown (or it overflows).
 pub(super) fn product(dims: &[i64]) -> Option<i64> {
-    dims.iter().try_fold(
-        1i64,
-        |acc, &d| if d < 0 { None } else { acc.checked_mul(d) },
-    )
+    crate::opmath::checked_product(dims)
 }
 
 /// Broadcast with an error that names both inputs.

@@ -230,8 +230,8 @@ fn nms_v6(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     for name in ["max_output_size", "iou_threshold", "score_threshold"] {
         if let Some(d) = ctx.input(name)? {
             if let Some(r) = d.shape.rank() {
-                let n: i64 = d.shape.0.iter().product();
-                if r > 1 || (r == 1 && n != 1 && !d.shape.0.contains(&UNKNOWN_DIM)) {
+                let n = crate::opmath::checked_product(&d.shape.0);
+                if r > 1 || (r == 1 && n.is_some_and(|n| n != 1)) {
                     return Err(ctx.err(format!(
                         "input '{name}' must be a scalar (or a 1-element vector), got shape {}",
                         d.shape

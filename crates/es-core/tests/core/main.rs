@@ -13,6 +13,7 @@ mod attr;
 mod builder;
 mod graph;
 mod ops;
+mod oversized;
 mod properties;
 mod serialize_and_dump;
 mod types;
