@@ -31,6 +31,7 @@ pub(super) fn rule(op_type: &str) -> Option<InferFn> {
         "Pad" | "PadD" => pad,
         "Slice" | "SliceD" => slice,
         "StridedSlice" | "StridedSliceD" => strided_slice,
+        "StridedSliceV2" => strided_slice_v2,
         "Expand" | "ExpandD" => expand,
         "Flatten" => flatten,
         "FlattenV2" => flatten_v2,
@@ -986,19 +987,7 @@ fn slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.req("x")?;
     let dt = dtype_like(ctx, 0, Some(x));
-    let m = SliceMasks {
-        begin: opt_int(ctx, "begin_mask", 0)?,
-        end: opt_int(ctx, "end_mask", 0)?,
-        ellipsis: opt_int(ctx, "ellipsis_mask", 0)?,
-        new_axis: opt_int(ctx, "new_axis_mask", 0)?,
-        shrink: opt_int(ctx, "shrink_axis_mask", 0)?,
-    };
-    if !m.one_ellipsis() {
-        return Err(ctx.err(format!(
-            "attribute 'ellipsis_mask' {} has more than one bit set; only one ellipsis is allowed",
-            m.ellipsis
-        )));
-    }
+    let m = slice_masks(ctx)?;
     let vals: Vec<Option<Vec<i64>>> = ["begin", "end", "strides"]
         .iter()
         .map(|n| ints_of(ctx, n))
@@ -1031,6 +1020,36 @@ fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     }
     let n = lens.first().map(|&(_, l)| l as usize);
+    strided_slice_out(ctx, (x, dt), &m, &vals, n)
+}
+
+/// The five StridedSlice masks; at most one ellipsis.
+fn slice_masks(ctx: &InferCtx) -> Result<SliceMasks> {
+    let m = SliceMasks {
+        begin: opt_int(ctx, "begin_mask", 0)?,
+        end: opt_int(ctx, "end_mask", 0)?,
+        ellipsis: opt_int(ctx, "ellipsis_mask", 0)?,
+        new_axis: opt_int(ctx, "new_axis_mask", 0)?,
+        shrink: opt_int(ctx, "shrink_axis_mask", 0)?,
+    };
+    if !m.one_ellipsis() {
+        return Err(ctx.err(format!(
+            "attribute 'ellipsis_mask' {} has more than one bit set; only one ellipsis is allowed",
+            m.ellipsis
+        )));
+    }
+    Ok(m)
+}
+
+/// The output of a StridedSlice of `x` by the spec begin/end/strides `vals` (each None when
+/// not constant) of `n` entries (None: unknown).
+fn strided_slice_out(
+    ctx: &InferCtx,
+    (x, dt): (&TensorDesc, DataType),
+    m: &SliceMasks,
+    vals: &[Option<Vec<i64>>],
+    n: Option<usize>,
+) -> Result<Vec<TensorDesc>> {
     let Some(r) = x.shape.rank() else {
         return Ok(single(dt, Shape::unknown_rank()));
     };
@@ -1043,7 +1062,7 @@ fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         };
         return Ok(single(dt, out));
     };
-    let spec = slice_spec(n, r, &m).map_err(|real| {
+    let spec = slice_spec(n, r, m).map_err(|real| {
         ctx.err(format!(
             "the slice spec has {real} indices that consume dims, more than the rank {r} of x {}",
             x.shape
@@ -1093,6 +1112,67 @@ fn strided_slice(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     }
     Ok(single(dt, Shape::from(out)))
+}
+
+/// StridedSliceV2 (GE's form of ONNX Slice): begin, end and (optional) strides along `axes`
+/// (optional: every dim), the other dims whole. As GE's InferShape4StridedSliceV2, the values
+/// are spread over x's dims (begin 0, end the whole dim, stride 1 where no axis names a dim)
+/// and the StridedSlice masks then apply.
+fn strided_slice_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let x = ctx.req("x")?;
+    let dt = dtype_like(ctx, 0, Some(x));
+    let m = slice_masks(ctx)?;
+    let Some(r) = x.shape.rank() else {
+        return Ok(single(dt, Shape::unknown_rank()));
+    };
+    // Each input's constant values: Some(None) when it is not a constant, None when absent.
+    let mut vals: [Option<Option<Vec<i64>>>; 4] = Default::default();
+    for (v, name) in vals.iter_mut().zip(["begin", "end", "axes", "strides"]) {
+        if ctx.input(name)?.is_some() {
+            *v = Some(ctx.const_ints(name)?);
+        }
+    }
+    let unknown = || strided_slice_out(ctx, (x, dt), &m, &[None, None, None], None);
+    let [Some(Some(b)), Some(Some(e)), axes, strides] = vals else {
+        return unknown();
+    };
+    let axes: Vec<usize> = match axes {
+        // Without axes, the values are of the leading dims.
+        None if b.len() <= r => (0..b.len()).collect(),
+        None => {
+            return Err(ctx.err(format!(
+                "input 'begin' {b:?} has more values than the rank {r} of x {}",
+                x.shape
+            )))
+        }
+        Some(None) => return unknown(),
+        Some(Some(a)) => norm_axes(ctx, &a, r, "axis", false)?,
+    };
+    let strides = match strides {
+        None => vec![1; axes.len()],
+        Some(None) => return unknown(),
+        Some(Some(s)) => s,
+    };
+    for (n, v) in [("begin", &b), ("end", &e), ("strides", &strides)] {
+        if v.len() != axes.len() {
+            return Err(ctx.err(format!(
+                "input '{n}' has {} values but there are {} axes {axes:?}; begin, end, axes \
+                 and strides must have the same length",
+                v.len(),
+                axes.len()
+            )));
+        }
+    }
+    let (mut fb, mut fe, mut fs) = (vec![0i64; r], vec![i64::MAX; r], vec![1i64; r]);
+    for (k, &a) in axes.iter().enumerate() {
+        (fb[a], fe[a], fs[a]) = (b[k], e[k], strides[k]);
+    }
+    if let Some(i) = fs.iter().position(|&s| s == 0) {
+        return Err(ctx.err(format!(
+            "input 'strides' {strides:?} has a zero stride for dim {i}"
+        )));
+    }
+    strided_slice_out(ctx, (x, dt), &m, &[Some(fb), Some(fe), Some(fs)], Some(r))
 }
 
 /// Expand (constant `shape` input) / ExpandD (`shape` attribute): two-way broadcast of x and

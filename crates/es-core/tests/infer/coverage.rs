@@ -80,6 +80,7 @@ const NN_OPS: &[&str] = &[
     "SliceD",
     "StridedSlice",
     "StridedSliceD",
+    "StridedSliceV2",
     "GatherV2",
     "GatherV2D",
     "GatherNd",

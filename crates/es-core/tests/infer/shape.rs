@@ -668,6 +668,85 @@ fn ss_call(t: &mut T, p: [OutPort; 4], attrs: Attrs) -> es_core::Result<NodeId> 
     t.call("StridedSlice", &ins, attrs)
 }
 
+/// StridedSliceV2 of x (`dims`, dtype `dt`) by begin/end and optional axes/strides.
+fn ssv2(
+    t: &mut T,
+    (dt, dims): (DataType, &[i64]),
+    b: &[i64],
+    e: &[i64],
+    axes: Option<&[i64]>,
+    strides: Option<&[i64]>,
+) -> es_core::Result<NodeId> {
+    let x = t.input(dt, dims);
+    let (bb, ee) = (t.ints64(b), t.ints64(e));
+    let mut ins = vec![("x", vec![x]), ("begin", vec![bb]), ("end", vec![ee])];
+    if let Some(a) = axes {
+        ins.push(("axes", vec![t.ints64(a)]));
+    }
+    if let Some(s) = strides {
+        ins.push(("strides", vec![t.ints64(s)]));
+    }
+    let ins: Vec<(&str, &[OutPort])> = ins.iter().map(|(n, v)| (*n, &v[..])).collect();
+    t.call("StridedSliceV2", &ins, &[])
+}
+
+#[test]
+fn strided_slice_v2_is_onnx_slice_and_takes_bool() {
+    let mut t = T::new();
+    let mut dims = |x, b: &[i64], e: &[i64], a: Option<&[i64]>, s: Option<&[i64]>| {
+        let id = ssv2(&mut t, x, b, e, a, s).unwrap_or_else(|e| panic!("{e}"));
+        t.out(id, 0)
+    };
+    // The Slice of a bool tensor: axes [0, 1] of a [2, 3] bool.
+    let d = dims((BOOL, &[2, 3]), &[0, 1], &[2, 3], Some(&[0, 1]), None);
+    assert_eq!((d.dtype, d.shape.to_vec()), (BOOL, vec![2, 2]));
+    // One axis (negative), the others whole; a step; clamping.
+    let d = dims((FLOAT, &[4, 10, 6]), &[1], &[100], Some(&[-2]), Some(&[3]));
+    assert_eq!(d.shape.to_vec(), vec![4, 3, 6]);
+    // Without axes: the leading dims; a negative step from the end.
+    let d = dims((INT64, &[5, 7]), &[-1], &[-6], None, Some(&[-2]));
+    assert_eq!((d.dtype, d.shape.to_vec()), (INT64, vec![3, 7]));
+    // Unknown dims stay unknown; a dim not sliced keeps its size.
+    let d = dims((FLOAT, &[U, 8]), &[0], &[2], Some(&[1]), None);
+    assert_eq!(d.shape.to_vec(), vec![U, 2]);
+    // Values that are not constants: the rank only.
+    let x = t.input(FLOAT, &[3, 4]);
+    let b = t.input(INT64, &[1]);
+    let e = t.ints64(&[2]);
+    let id = t
+        .call(
+            "StridedSliceV2",
+            &[("x", &[x]), ("begin", &[b]), ("end", &[e])],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(t.out(id, 0).shape.to_vec(), vec![U, U]);
+    // Refused: a zero step, a repeated axis, lengths that differ, an axis out of range.
+    for (b, e, a, s, want) in [
+        (
+            &[0][..],
+            &[1][..],
+            Some(&[0][..]),
+            Some(&[0][..]),
+            "zero stride",
+        ),
+        (&[0, 0], &[1, 1], Some(&[1, -1]), None, "repeated"),
+        (&[0, 0], &[1], Some(&[0, 1]), None, "same length"),
+        (&[0], &[1], Some(&[2]), None, "out of range"),
+    ] {
+        let e = ssv2(&mut t, (FLOAT, &[3, 4]), b, e, a, s).unwrap_err();
+        has(&e.to_string(), &["StridedSliceV2", want]);
+    }
+    // GE's StridedSlice itself keeps GE's list, without bool.
+    let p = es_core::ops::global_registry();
+    let allowed = |op: &str| {
+        let p = p.get(op).unwrap();
+        p.allowed(&p.input("x").unwrap().1.ty).unwrap().to_vec()
+    };
+    assert!(!allowed("StridedSlice").contains(&BOOL));
+    assert!(allowed("StridedSliceV2").contains(&BOOL));
+}
+
 #[test]
 fn strided_slice_masks_and_clamping() {
     let mut t = T::new();
