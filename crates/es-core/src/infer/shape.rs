@@ -11,7 +11,7 @@ use super::{broadcast, InferCtx, InferFn};
 use crate::attr::AttrValue;
 use crate::error::Result;
 use crate::opmath::slice::bit;
-use crate::opmath::{slice_spec, strided_len, SliceMasks, SpecDim};
+use crate::opmath::{slice_spec, spread_over_axes, strided_len, SliceMasks, SpecDim};
 use crate::types::{DataType, Shape, TensorDesc, UNKNOWN_DIM};
 
 /// The rule of an operator type of this family, if it has one.
@@ -1136,42 +1136,18 @@ fn strided_slice_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let [Some(Some(b)), Some(Some(e)), axes, strides] = vals else {
         return unknown();
     };
-    let axes: Vec<usize> = match axes {
-        // Without axes, the values are of the leading dims.
-        None if b.len() <= r => (0..b.len()).collect(),
-        None => {
-            return Err(ctx.err(format!(
-                "input 'begin' {b:?} has more values than the rank {r} of x {}",
-                x.shape
-            )))
-        }
+    let axes = match axes {
+        None => None,
         Some(None) => return unknown(),
-        Some(Some(a)) => norm_axes(ctx, &a, r, "axis", false)?,
+        Some(Some(a)) => Some(norm_axes(ctx, &a, r, "axis", false)?),
     };
     let strides = match strides {
-        None => vec![1; axes.len()],
+        None => None,
         Some(None) => return unknown(),
-        Some(Some(s)) => s,
+        Some(Some(s)) => Some(s),
     };
-    for (n, v) in [("begin", &b), ("end", &e), ("strides", &strides)] {
-        if v.len() != axes.len() {
-            return Err(ctx.err(format!(
-                "input '{n}' has {} values but there are {} axes {axes:?}; begin, end, axes \
-                 and strides must have the same length",
-                v.len(),
-                axes.len()
-            )));
-        }
-    }
-    let (mut fb, mut fe, mut fs) = (vec![0i64; r], vec![i64::MAX; r], vec![1i64; r]);
-    for (k, &a) in axes.iter().enumerate() {
-        (fb[a], fe[a], fs[a]) = (b[k], e[k], strides[k]);
-    }
-    if let Some(i) = fs.iter().position(|&s| s == 0) {
-        return Err(ctx.err(format!(
-            "input 'strides' {strides:?} has a zero stride for dim {i}"
-        )));
-    }
+    let [fb, fe, fs] = spread_over_axes(r, &b, &e, axes.as_deref(), strides.as_deref())
+        .map_err(|m| ctx.err(format!("{m} (x {})", x.shape)))?;
     strided_slice_out(ctx, (x, dt), &m, &[Some(fb), Some(fe), Some(fs)], Some(r))
 }
 

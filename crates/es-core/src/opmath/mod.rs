@@ -24,7 +24,7 @@ pub use attr::{attr_or, FromAttr, WrongAttrType};
 pub use broadcast::{broadcast_dims, BroadcastDim, Mismatch};
 pub use einsum::{parse_einsum, Einsum, EinsumTerm};
 pub use size::{byte_size, checked_product, element_count, MAX_BYTES};
-pub use slice::{slice_spec, strided_len, strided_range, SliceMasks, SpecDim};
+pub use slice::{slice_spec, spread_over_axes, strided_len, strided_range, SliceMasks, SpecDim};
 pub use window::{
     conv_out_size, same_out, same_pads, same_pads_usize, split_pads, window_out, window_out_usize,
     Padding, SizeError,

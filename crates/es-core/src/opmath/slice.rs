@@ -39,6 +39,56 @@ pub enum SpecDim {
     Slice { spec: usize, dim: usize },
 }
 
+/// StridedSliceV2 (ONNX Slice): `begin`/`end`/`strides` (None: all 1) given for `axes`
+/// (normalised and distinct; None: the leading dims, one per value) spread into a full spec of
+/// `rank` entries, the dims not named taken whole (begin 0, end `i64::MAX`, stride 1), as GE's
+/// StridedSliceV2 does. `Err`: what is wrong (lengths that differ, a zero stride, too many
+/// values).
+pub fn spread_over_axes(
+    rank: usize,
+    begin: &[i64],
+    end: &[i64],
+    axes: Option<&[usize]>,
+    strides: Option<&[i64]>,
+) -> Result<[Vec<i64>; 3], String> {
+    let n = axes.map_or(begin.len(), <[usize]>::len);
+    if axes.is_none() && n > rank {
+        return Err(format!(
+            "input 'begin' {begin:?} has more values than the rank {rank} of x"
+        ));
+    }
+    let ones = vec![1; n];
+    let strides = strides.unwrap_or(&ones);
+    for (name, len) in [
+        ("begin", begin.len()),
+        ("end", end.len()),
+        ("strides", strides.len()),
+    ] {
+        if len != n {
+            return Err(format!(
+                "input '{name}' has {len} values but the slice has {n} axes; begin, end, axes \
+                 and strides must have the same length"
+            ));
+        }
+    }
+    if let Some(k) = strides.iter().position(|&s| s == 0) {
+        return Err(format!(
+            "input 'strides' {strides:?} has a zero stride at index {k}"
+        ));
+    }
+    let mut out = [vec![0i64; rank], vec![i64::MAX; rank], vec![1i64; rank]];
+    for k in 0..n {
+        let a = axes.map_or(k, |a| a[k]);
+        if a >= rank {
+            return Err(format!("axis {a} is out of range for rank {rank}"));
+        }
+        out[0][a] = begin[k];
+        out[1][a] = end[k];
+        out[2][a] = strides[k];
+    }
+    Ok(out)
+}
+
 /// The walk of a spec of `n` entries over x of rank `rank`, in output order (a `Shrink` gives
 /// no output dim). `Err(real)`: the spec has `real` entries that consume dims, more than
 /// `rank`. The caller checks [`SliceMasks::one_ellipsis`] first.
@@ -174,6 +224,47 @@ mod tests {
                 i += i128::from(s);
             }
             prop_assert_eq!(strided_len(d, b, e, s, bm, em), n);
+        }
+    }
+
+    #[test]
+    fn spread_over_axes_fills_the_dims_not_named() {
+        let m = i64::MAX;
+        assert_eq!(
+            spread_over_axes(3, &[1], &[-1], Some(&[2]), Some(&[-2])).unwrap(),
+            [vec![0, 0, 1], vec![m, m, -1], vec![1, 1, -2]]
+        );
+        // Without axes: the leading dims; without strides: 1.
+        assert_eq!(
+            spread_over_axes(2, &[3], &[5], None, None).unwrap(),
+            [vec![3, 0], vec![5, m], vec![1, 1]]
+        );
+        for (b, e, a, s, want) in [
+            (
+                &[0, 1, 2][..],
+                &[1, 2, 3][..],
+                None,
+                None,
+                "more values than the rank 2",
+            ),
+            (&[0][..], &[1, 2][..], None, None, "'end' has 2 values"),
+            (
+                &[0][..],
+                &[1][..],
+                Some(&[1usize][..]),
+                Some(&[0i64][..]),
+                "zero stride",
+            ),
+            (
+                &[0][..],
+                &[1][..],
+                Some(&[2usize][..]),
+                None,
+                "out of range",
+            ),
+        ] {
+            let err = spread_over_axes(2, b, e, a, s).unwrap_err();
+            assert!(err.contains(want), "{err}");
         }
     }
 }
