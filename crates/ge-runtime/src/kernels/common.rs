@@ -259,26 +259,69 @@ pub(super) fn need_rank(what: &str, xs: &[usize], n: usize) -> Result<()> {
 
 /// A vector of `n` copies of `v`; running out of memory is an error, not an abort.
 pub(super) fn alloc<T: Clone>(n: usize, v: T) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(n)
-        .map_err(|_| Error::kernel(format!("cannot allocate {n} elements")))?;
+    let mut out = with_capacity(n)?;
     out.resize(n, v);
     Ok(out)
 }
 
-/// An empty vector with room for `n` elements (fallible).
+/// An empty vector with room for `n` elements (fallible: a size over Rust's allocation limit or
+/// memory the allocator refuses is an error, not a panic or an abort).
 pub(super) fn with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut out = Vec::new();
-    out.try_reserve_exact(n)
-        .map_err(|_| Error::kernel(format!("cannot allocate {n} elements")))?;
+    out.try_reserve_exact(n).map_err(|_| {
+        let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
+        Error::kernel(format!(
+            "cannot allocate {n} elements ({bytes} bytes): out of memory"
+        ))
+    })?;
     Ok(out)
 }
 
-/// The element count of `dims`, an error on overflow.
+/// The element count of `dims`, an error naming the shape when it overflows (or when the
+/// product of its non-zero dims passes `isize::MAX`, ndarray's limit for any array).
 pub(super) fn numel(dims: &[usize]) -> Result<usize> {
-    dims.iter()
+    let nonzero = dims
+        .iter()
+        .filter(|&&d| d != 0)
         .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| Error::kernel(format!("shape {dims:?} has too many elements")))
+        .filter(|&n| n <= isize::MAX as usize);
+    match nonzero {
+        Some(_) if dims.contains(&0) => Ok(0),
+        Some(n) => Ok(n),
+        None => Err(Error::kernel(format!(
+            "shape {dims:?} has more elements than can be stored"
+        ))),
+    }
+}
+
+/// An empty vector with room for the elements of an array of shape `dims`: its size checked and
+/// its buffer allocated fallibly, an error naming the shape.
+pub(super) fn buffer_for<T>(dims: &[usize]) -> Result<Vec<T>> {
+    let n = numel(dims)?;
+    with_capacity(n).map_err(|e| match e {
+        Error::Execution { message, .. } => {
+            Error::kernel(format!("an output of shape {dims:?}: {message}"))
+        }
+        e => e,
+    })
+}
+
+/// An array of `dims` filled with `v`, its size checked and its buffer allocated fallibly.
+pub(super) fn alloc_array<T: Clone>(dims: &[usize], v: T) -> Result<ArrayD<T>> {
+    let mut out = buffer_for(dims)?;
+    out.resize(numel(dims)?, v);
+    array(dims, out)
+}
+
+/// The elements of view `a` copied into a standard-layout array, its size checked and its
+/// buffer allocated fallibly (a broadcast view may be far larger than the data under it).
+pub(super) fn to_owned_std<T: Clone>(a: ndarray::ArrayViewD<'_, T>) -> Result<ArrayD<T>> {
+    let mut out = buffer_for(a.shape())?;
+    match a.as_slice() {
+        Some(s) => out.extend_from_slice(s),
+        None => out.extend(a.iter().cloned()),
+    }
+    array(a.shape(), out)
 }
 
 /// An array of `dims` from elements in standard order.

@@ -6,7 +6,7 @@
 //! `matrixmultiply` (via ndarray) for the rest, split across the run's threads when large. f16
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
-use super::common::{broadcast_shape, zip2};
+use super::common::{alloc_array, broadcast_shape, numel, to_owned_std, zip2};
 use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
@@ -230,7 +230,9 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
         let b2 = bv
             .into_dimensionality::<ndarray::Ix2>()
             .map_err(|e| Error::kernel(e.to_string()))?;
-        let mut out = ndarray::Array2::<T>::zeros((a2.nrows(), n));
+        let mut out = alloc_array(&[a2.nrows(), n], T::zero())?
+            .into_dimensionality::<ndarray::Ix2>()
+            .map_err(|e| Error::kernel(e.to_string()))?;
         gemm_into(a2, b2, out.view_mut());
         let mut dims = a.shape()[..ra - 2].to_vec();
         dims.extend([m, n]);
@@ -239,21 +241,23 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
             .map_err(|e| Error::kernel(e.to_string()));
     }
     let batch = broadcast_shape(&av.shape()[..ra - 2], &bv.shape()[..rb - 2])?;
-    let nb: usize = batch.iter().product();
+    let nb = numel(&batch)?;
     let full = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| -> Result<ndarray::Array3<T>> {
         let mut dims = batch.clone();
         dims.extend([r, c]);
+        numel(&dims)?;
         let bc = v
             .broadcast(IxDyn(&dims))
             .ok_or_else(|| Error::kernel("broadcast failed"))?;
-        bc.as_standard_layout()
-            .into_owned()
+        to_owned_std(bc)?
             .into_shape_with_order(Ix3(nb, r, c))
             .map_err(|e| Error::kernel(e.to_string()))
     };
     let a3 = full(av, m, k)?;
     let b3 = full(bv, k, n)?;
-    let mut out = ndarray::Array3::<T>::zeros((nb, m, n));
+    let mut out = alloc_array(&[nb, m, n], T::zero())?
+        .into_dimensionality::<Ix3>()
+        .map_err(|e| Error::kernel(e.to_string()))?;
     let items: Vec<_> = a3
         .axis_iter(Axis(0))
         .zip(b3.axis_iter(Axis(0)))
@@ -434,6 +438,19 @@ mod tests {
         let bt = arr(&[1, 2], vec![10.0, 100.0]);
         assert_eq!(batched(&a, &bt, false, true).unwrap(), y);
         assert!(batched(&a, &arr(&[3, 1], vec![0.0; 3]), false, false).is_err());
+    }
+
+    #[test]
+    fn an_oversized_product_is_an_error_not_a_panic() {
+        // Empty operands, an output of 2**62 elements (2**64 bytes): refused, not allocated.
+        let a = arr(&[1 << 31, 0], vec![]);
+        let b = arr(&[0, 1 << 31], vec![]);
+        let e = batched(&a, &b, false, false).unwrap_err().to_string();
+        assert!(e.contains("cannot allocate"), "{e}");
+        let a = arr(&[1 << 31, 1 << 31, 1, 0], vec![]);
+        let b = arr(&[1 << 31, 1, 0, 2], vec![]);
+        let e = batched(&a, &b, false, false).unwrap_err().to_string();
+        assert!(e.contains("more elements than can be stored"), "{e}");
     }
 
     /// Both product paths (the gemm crate's and matrixmultiply's) and whichever `gemm_into`

@@ -1,7 +1,9 @@
 //! Shape and data-movement kernels: Reshape, Squeeze, Unsqueeze, Flatten, Transpose, concat
 //! and stack (Concat takes concat_dim as its first input), Tile, BroadcastTo, Select.
 
-use super::common::{broadcast_shape, by_variant, same_dtype2};
+use super::common::{
+    array, broadcast_shape, buffer_for, by_variant, numel, same_dtype2, std_slice, to_owned_std,
+};
 use super::{input, norm_axes, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::map_array;
@@ -20,8 +22,7 @@ fn to_standard<T: Clone>(a: ndarray::ArrayViewD<'_, T>) -> ArrayD<T> {
 
 /// `x` with a new shape (same element count), in standard order.
 pub(crate) fn reshape(x: &Value, dims: &[usize]) -> Result<Value> {
-    let n: usize = dims.iter().product();
-    if n != x.len() {
+    if numel(dims)? != x.len() {
         return Err(Error::kernel(format!(
             "cannot reshape {} elements of shape {:?} into {dims:?}",
             x.len(),
@@ -278,24 +279,48 @@ fn tile_factory(_: &NodeInfo) -> Result<Kernel> {
         let mut dims = vec![1; n - x.shape().len()];
         dims.extend_from_slice(x.shape());
         let mut full = vec![1; n - reps.len()];
-        full.extend_from_slice(&reps);
-        let reps = full;
-        let mut cur = reshape(x, &dims)?;
-        for (ax, &r) in reps.iter().enumerate() {
-            if r != 1 {
-                let copies: Vec<&Value> = std::iter::repeat_n(&cur, r as usize).collect();
-                cur = if copies.is_empty() {
-                    let mut dims = cur.shape().to_vec();
-                    dims[ax] = 0;
-                    map_array!(&cur, a => ArrayD::from_shape_vec(IxDyn(&dims), Vec::new())
-                        .unwrap_or_else(|_| a.clone()))
-                } else {
-                    concat(&copies, ax as i64)?
-                };
+        full.extend(reps.iter().map(|&r| r as usize));
+        Ok(vec![map_array!(x, a => tile(a, &dims, &full)?)])
+    }))
+}
+
+/// `a` (of shape `dims` once right-aligned) repeated `reps[i]` times along each axis, its size
+/// checked before any copy and its buffer allocated fallibly.
+fn tile<T: Clone>(a: &ArrayD<T>, dims: &[usize], reps: &[usize]) -> Result<ArrayD<T>> {
+    let out_dims = dims
+        .iter()
+        .zip(reps)
+        .map(|(&d, &r)| d.checked_mul(r))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| {
+            Error::kernel(format!(
+                "tiling shape {dims:?} by {reps:?} has more elements than can be stored"
+            ))
+        })?;
+    let mut out = buffer_for(&out_dims)?;
+    if numel(&out_dims)? > 0 {
+        tile_into(&std_slice(a), dims, reps, &mut out);
+    }
+    array(&out_dims, out)
+}
+
+/// Appends block `src` (of shape `dims`, no dim 0) tiled by `reps` (none 0) to `out`.
+fn tile_into<T: Clone>(src: &[T], dims: &[usize], reps: &[usize], out: &mut Vec<T>) {
+    let start = out.len();
+    match dims {
+        [] => out.extend_from_slice(src),
+        [_] => out.extend_from_slice(src),
+        [d, rest @ ..] => {
+            let inner = src.len() / d;
+            for row in src.chunks_exact(inner) {
+                tile_into(row, rest, &reps[1..], out);
             }
         }
-        Ok(vec![cur])
-    }))
+    }
+    let end = out.len();
+    for _ in 1..reps.first().copied().unwrap_or(1) {
+        out.extend_from_within(start..end);
+    }
 }
 
 /// `x` broadcast to `dims` (numpy rules), materialised.
@@ -307,9 +332,10 @@ pub(crate) fn broadcast_to(x: &Value, dims: &[usize]) -> Result<Value> {
             x.shape()
         )));
     }
+    numel(dims)?;
     Ok(map_array!(x, a => {
         let v = a.broadcast(IxDyn(dims)).ok_or_else(|| Error::kernel("broadcast failed"))?;
-        to_standard(v)
+        to_owned_std(v)?
     }))
 }
 
@@ -449,6 +475,47 @@ mod tests {
         let y = &run1("Tile", &[], &[&x, &reps]).unwrap();
         assert_eq!(y.shape(), &[2, 6]);
         assert_eq!(y.to_i64_vec(), [1, 2, 1, 2, 1, 2].repeat(2));
+    }
+
+    #[test]
+    fn tile_matches_numpy_on_3d_with_zero_and_one_reps() {
+        let x = Value::I32(ArrayD::from_shape_vec(IxDyn(&[2, 1, 3]), (0..6).collect()).unwrap());
+        let reps = Value::I64(ArrayD::from_shape_vec(IxDyn(&[3]), vec![2, 2, 1]).unwrap());
+        let y = &run1("Tile", &[], &[&x, &reps]).unwrap();
+        assert_eq!(y.shape(), &[4, 2, 3]);
+        // np.tile(np.arange(6).reshape(2, 1, 3), (2, 2, 1)).ravel()
+        let half = [0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5];
+        assert_eq!(y.to_i64_vec(), [half, half].concat());
+        let zero = Value::I64(ArrayD::from_shape_vec(IxDyn(&[3]), vec![2, 0, 1]).unwrap());
+        let y = &run1("Tile", &[], &[&x, &zero]).unwrap();
+        assert_eq!(y.shape(), &[4, 0, 3]);
+    }
+
+    #[test]
+    fn oversized_tile_and_broadcast_are_errors_naming_the_shape() {
+        let x = Value::F32(ArrayD::from_elem(IxDyn(&[2, 2]), 1.0));
+        let reps = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![1 << 62, 1 << 62]).unwrap());
+        let e = run1("Tile", &[], &[&x, &reps]).unwrap_err().to_string();
+        assert!(e.contains("more elements than can be stored"), "{e}");
+        // Fits usize as a count, not as bytes: the allocation fails, it does not abort.
+        let reps = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![1 << 30, 1 << 30]).unwrap());
+        let e = run1("Tile", &[], &[&x, &reps]).unwrap_err().to_string();
+        assert!(e.contains("cannot allocate"), "{e}");
+        let one = Value::F32(ArrayD::from_elem(IxDyn(&[]), 1.0));
+        for (dims, want) in [
+            (
+                vec![1i64 << 31, 1 << 31, 1 << 31],
+                "more elements than can be stored",
+            ),
+            (vec![1 << 31, 1 << 31], "cannot allocate"),
+        ] {
+            let n = dims.len();
+            let shape = Value::I64(ArrayD::from_shape_vec(IxDyn(&[n]), dims).unwrap());
+            let e = run1("BroadcastTo", &[], &[&one, &shape])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   (TensorFlow's stateful kernel continues the stream on later runs). With both 0 each run
 //!   draws fresh seeds (the process's random hash keys, a counter, the time).
 
-use super::common::{array, bad_attr, ints, numel, type_attr, with_capacity};
+use super::common::{alloc_array, array, bad_attr, ints, numel, type_attr, with_capacity};
 use super::{input, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::value::usize_dims;
@@ -357,7 +357,7 @@ fn fill_factory(_: &NodeInfo) -> Result<Kernel> {
         }
         Ok(vec![with_array!(v, a => {
             let x = *a.iter().next().expect("one element");
-            Elem::wrap(ArrayD::from_elem(IxDyn(&dims), x))
+            Elem::wrap(alloc_array(&dims, x)?)
         })])
     }))
 }
@@ -381,6 +381,30 @@ mod tests {
     use es_core::DataType;
 
     use crate::kernels::common::testing::{f32s, i64s, node_with_outputs as node, run, run1};
+
+    #[test]
+    fn oversized_fill_is_an_error_not_a_panic() {
+        let one = Value::F32(ArrayD::from_elem(IxDyn(&[]), 1.0));
+        for (dims, want) in [
+            (vec![1i64 << 31, 1 << 31], "cannot allocate"),
+            (vec![1 << 40, 1 << 30], "more elements than can be stored"),
+            (vec![1 << 62, 4], "more elements than can be stored"),
+            (
+                vec![0, 1 << 62, 1 << 62],
+                "more elements than can be stored",
+            ),
+        ] {
+            let n = dims.len();
+            let shape = Value::I64(ArrayD::from_shape_vec(IxDyn(&[n]), dims.clone()).unwrap());
+            let e = run1("Fill", &[], &[&shape, &one]).unwrap_err().to_string();
+            let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+            assert!(e.contains(want) && e.contains(&format!("{dims:?}")), "{e}");
+        }
+        let shape = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![2, 3]).unwrap());
+        let y = run1("Fill", &[], &[&shape, &one]).unwrap();
+        assert_eq!(y.shape(), &[2, 3]);
+        assert_eq!(y.to_f64_vec(), vec![1.0; 6]);
+    }
 
     #[test]
     fn philox_matches_the_random123_known_answers() {
