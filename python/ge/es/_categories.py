@@ -162,6 +162,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "Squeeze": "squeeze",
         "StridedSlice": "strided_slice",
         "StridedSliceD": "strided_slice_d",  # variant of StridedSlice
+        "StridedSliceV2": "strided_slice_v2",
         "Sub": "sub",
         "Tan": "tan",
         "Tanh": "tanh",
