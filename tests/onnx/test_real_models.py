@@ -122,10 +122,6 @@ def test_detection_per_class_nms_in_a_loop(mode):
         assert_outputs(ours([boxes, s]), want, 0, 0, what=sorted(kept))
 
 
-@pytest.mark.xfail(strict=True, raises=ge.TranslationError, reason=(
-    "ge.onnx.load: TopK (output 'top_scores'): 'TopK: the rank of input 0 must be known at import' -- "
-    "the If's outputs have unknown rank (es-core's If rule gives TensorDesc::default(); ge-onnx's if_op "
-    "drops the branches' declared [S, 3]), so everything Gathered from them has unknown rank"))
 @pytest.mark.parametrize("mode", MODES)
 def test_detection_if_chooses_the_score_threshold(mode):
     m = rm.detection_threshold_if(strict_threshold=0.6, loose_threshold=0.1, iou=0.45, keep=3)
@@ -220,9 +216,6 @@ def test_decoder_step_feeds_presents_back_as_pasts(mode):
     check_two_steps(two_steps(ours, ours, f), two_steps(theirs, theirs, f), present=(1, 5))
 
 
-@pytest.mark.xfail(strict=True, raises=ge.TranslationError, reason=(
-    "ge.onnx.load: Attention (output 'ctx'): 'not supported: Attention: the shape of Q must be static at "
-    "import' -- ge-onnx's attention translator (ops/transformer.rs) needs static Q/K/V/past shapes"))
 @pytest.mark.parametrize("mode", MODES)
 def test_attention_op_decoder_step_with_symbolic_lengths(mode):
     m = rm.attention_decoder_step()

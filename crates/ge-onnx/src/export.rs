@@ -811,7 +811,8 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
         let explicit = (!v1).then_some("CALCULATED");
         attrs.push(padding_attr(n, &mode, explicit)?);
         if explicit == Some(mode.as_str()) {
-            attrs.push(a_int("ceil_mode", attr_b(n, "ceil_mode", false)? as i64));
+            let ceil = attr_b(n, "ceil_mode", false)? && ceil_adds_window(ex, n, nchw, k, s)?;
+            attrs.push(a_int("ceil_mode", ceil as i64));
         }
         if avg {
             let exclusive = v1 || attr_b(n, "exclusive", true)?;
@@ -821,6 +822,31 @@ fn pool(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     };
     emit_nchw(ex, n, io, (onnx, vec![x], attrs), nchw);
     Ok(())
+}
+
+/// Whether ceil mode gives a pool with explicit pads more windows than floor mode on some
+/// spatial dim (true when the input's spatial dims are unknown). ONNX's opset-18 shape
+/// inference counts a last window that starts in the end padding, which GE's kernels, the
+/// runtimes and the reference drop; when every such extra window is dropped the counts are
+/// floor mode's and ceil_mode is written as 0, so that the inferred and run shapes agree.
+fn ceil_adds_window(ex: &Ex<'_>, n: &Node, nchw: bool, k: [i64; 2], s: [i64; 2]) -> Result<bool> {
+    let dims = in_desc(ex, n, 0).and_then(|d| d.shape.rank().map(|_| d.shape.dims().to_vec()));
+    let Some(hw) = dims.as_deref().and_then(|d| hw_of(d, nchw)) else {
+        return Ok(true);
+    };
+    let p = attr_ints(n, "pads")?.unwrap_or_else(|| vec![0; 4]);
+    if p.len() != 4 || hw.iter().any(|&d| d < 0) {
+        return Ok(true);
+    }
+    for (i, &size) in hw.iter().enumerate() {
+        let pads = (p[2 * i], p[2 * i + 1]);
+        let count = |ceil| es_core::opmath::window::window_out(size, k[i], s[i], 1, pads, ceil);
+        match (count(true), count(false)) {
+            (Ok(c), Ok(f)) if c == f => {}
+            _ => return Ok(true),
+        }
+    }
+    Ok(false)
 }
 
 fn softmax(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {

@@ -269,12 +269,21 @@ fn non_zero(ctx: &mut NodeCtx<'_>) -> Out {
 fn top_k(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["axis", "largest", "sorted"])?;
     let x = ctx.input(0)?;
-    let r = ctx.input_rank(0)?;
-    let axis = norm_axis(ctx.attr_i("axis", -1)?, r, "TopK axis")?;
-    let k = ctx.input(1)?;
-    let k = ctx.cast(k, I64)?;
-    let scalar = ctx.const_i64(&[], &[0])?;
-    let k = ctx.op1("Reshape", &[k, scalar], vec![])?;
+    // A non-negative axis needs no rank at import.
+    let axis = match ctx.attr_i("axis", -1)? {
+        a if a >= 0 && ctx.input_dims(0)?.is_none() => a as usize,
+        a => norm_axis(a, ctx.input_rank(0)?, "TopK axis")?,
+    };
+    // A constant k stays a constant scalar, so that the inference gives the axis its size.
+    let k = match ctx.const_input(1).map(|t| t.to_i64_vec()).transpose()? {
+        Some(v) if v.len() == 1 => ctx.const_i64(&v, &[])?,
+        _ => {
+            let k = ctx.input(1)?;
+            let k = ctx.cast(k, I64)?;
+            let scalar = ctx.const_i64(&[], &[0])?;
+            ctx.op1("Reshape", &[k, scalar], vec![])?
+        }
+    };
     let largest = ctx.attr_i("largest", 1)? != 0;
     // sorted=0 leaves the order unspecified: the sorted order is one of them.
     ctx.attr_i("sorted", 1)?;

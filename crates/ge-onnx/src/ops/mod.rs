@@ -27,6 +27,7 @@ pub fn builtin() -> &'static Registry {
     R.get_or_init(|| {
         let mut r = Registry::empty();
         direct::register(&mut r);
+        shape::register_block_ops(&mut r);
         for table in [
             shape::TABLE,
             conv::TABLE,

@@ -105,6 +105,9 @@ fn batch_norm(ctx: &mut NodeCtx<'_>) -> Out {
     Ok(res)
 }
 
+/// GE's InstanceNorm takes 4-D (NCHW) or 5-D (NCDHW) inputs: a rank-3 input (N, C, L) gets a
+/// trailing unit dim, a rank >= 6 one has its spatial dims flattened to (N, C, -1, 1) (the
+/// statistics are over all spatial positions either way), and the result is shaped back.
 fn instance_norm(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["epsilon", "consumed_inputs"])?;
     let eps = ctx.attr_f("epsilon", 1e-5)?;
@@ -115,13 +118,33 @@ fn instance_norm(ctx: &mut NodeCtx<'_>) -> Out {
         )));
     }
     let (x, scale, b) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
-    let fmt = if r == 5 { "NCDHW" } else { "NCHW" };
-    let outs = ctx.op(
-        "InstanceNorm",
-        vec![vec![Some(x)], vec![Some(scale)], vec![Some(b)]],
-        vec![("data_format", st(fmt)), ("epsilon", AttrValue::Float(eps))],
-    )?;
-    Ok(vec![Some(outs[0])])
+    let norm = |ctx: &mut NodeCtx<'_>, x: OutPort, fmt: &str| -> Result<OutPort> {
+        let outs = ctx.op(
+            "InstanceNorm",
+            vec![vec![Some(x)], vec![Some(scale)], vec![Some(b)]],
+            vec![("data_format", st(fmt)), ("epsilon", AttrValue::Float(eps))],
+        )?;
+        Ok(outs[0])
+    };
+    let y = match r {
+        4 => norm(ctx, x, "NCHW")?,
+        5 => norm(ctx, x, "NCDHW")?,
+        3 => {
+            let x4 = ctx.unsqueeze(x, &[3])?;
+            let y = norm(ctx, x4, "NCHW")?;
+            ctx.squeeze(y, &[3])?
+        }
+        _ => {
+            let shape = ctx.shape_i64(x)?;
+            let nc = ctx.gather_const(shape, &[0, 1])?;
+            let rest = ctx.const_i64(&[-1, 1], &[2])?;
+            let s4 = ctx.concat(&[nc, rest], 0)?;
+            let x4 = ctx.op1("Reshape", &[x, s4], vec![])?;
+            let y = norm(ctx, x4, "NCHW")?;
+            ctx.op1("Reshape", &[y, shape], vec![])?
+        }
+    };
+    Ok(vec![Some(y)])
 }
 
 /// The attribute `stash_type`: the float type the statistics are computed in.

@@ -8,8 +8,9 @@
 
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::NodeCtx;
+use crate::translate::{NodeCtx, Registry};
 use es_core::{AttrValue, OutPort};
+use std::sync::Arc;
 
 /// The family's translators.
 pub(super) const TABLE: &[(&str, Translator)] = &[
@@ -149,6 +150,7 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
             None => ctx.const_i64(&vec![1; n], &[n as i64])?,
         };
         let st = ctx.scatter_runtime(I64, &vec![1.0; r], ax, steps)?;
+        let b = onnx_starts(ctx, x, b, true)?;
         let y = ctx.op1("StridedSlice", &[x, b, ends, st], vec![])?;
         return Ok(vec![Some(y)]);
     } else {
@@ -168,7 +170,7 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
                     ctx.const_i64(&vec![1; n], &[n as i64])?
                 }
             };
-            (starts, ends, strides, 0i64)
+            (onnx_starts(ctx, x, starts, false)?, ends, strides, 0i64)
         }
         Some(axes) => {
             let nonneg = axes.iter().all(|&a| a >= 0);
@@ -195,6 +197,7 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
                 None => ctx.const_i64(&vec![1; ax.len()], &[ax.len() as i64])?,
             };
             let b = ctx.scatter_axes(starts, &ax, rank, &[0.0])?;
+            let b = onnx_starts(ctx, x, b, true)?;
             let e = ctx.scatter_axes(ends, &ax, rank, &[0.0])?;
             let s = ctx.scatter_axes(steps, &ax, rank, &[1.0])?;
             let mut mask = 0i64;
@@ -213,6 +216,89 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let y = ctx.strided_slice(x, [begin, end, strides], mask)?;
     Ok(vec![Some(y)])
+}
+
+/// ONNX's starts for StridedSlice: `max(start, -dim)` per sliced dim. ONNX clamps a start
+/// below -dim to 0 whatever the step; StridedSlice (TensorFlow's and numpy's rule) clamps it
+/// to -1 for a negative step, which takes nothing. Ends need nothing: both rules clamp an end
+/// below -dim to "through element 0" for a negative step and to 0 for a positive one.
+/// `begin` covers dims 0.. of `x`: all of them when `full`, else a prefix of its own length.
+/// Constant-folded when the starts are constant and the dims they name known (or the starts
+/// are not below -1); otherwise Maximum(begin, -Shape(x)) at run time.
+fn onnx_starts(ctx: &mut NodeCtx<'_>, x: OutPort, begin: OutPort, full: bool) -> Result<OutPort> {
+    let dims = ctx.desc(x)?.shape;
+    let dims = dims.rank().map(|_| dims.dims().to_vec());
+    if let Some(b) = ctx.const_value(begin) {
+        let b = b.to_i64_vec()?;
+        if b.iter().all(|&v| v >= -1) {
+            return Ok(begin);
+        }
+        if let Some(d) = dims.as_ref().filter(|d| d.len() >= b.len()) {
+            if d[..b.len()]
+                .iter()
+                .zip(&b)
+                .all(|(&d, &v)| d >= 0 || v >= -1)
+            {
+                let c: Vec<i64> = b
+                    .iter()
+                    .zip(d)
+                    .map(|(&v, &d)| if d >= 0 { v.max(-d) } else { v })
+                    .collect();
+                return ctx.const_i64(&c, &[c.len() as i64]);
+            }
+        }
+    }
+    let shape = ctx.shape_i64(x)?;
+    let shape = if full {
+        shape
+    } else {
+        let n = ctx.shape_i64(begin)?;
+        let zero = ctx.const_i64(&[0], &[1])?;
+        let one = ctx.const_i64(&[1], &[1])?;
+        ctx.op1("StridedSlice", &[shape, zero, n, one], vec![])?
+    };
+    let neg = ctx.op1("Neg", &[shape], vec![])?;
+    ctx.op1("Maximum", &[begin, neg], vec![])
+}
+
+// ---------------------------------------------------------------------------------------------
+// DepthToSpace, SpaceToDepth
+// ---------------------------------------------------------------------------------------------
+
+/// DepthToSpace and SpaceToDepth with blocksize 1 are identities ONNX allows and GE's
+/// operators refuse (block_size >= 2): Identity, after the checks of the attributes and the
+/// rank. Other sizes keep the table's direct translation (registered before).
+pub(crate) fn register_block_ops(r: &mut Registry) {
+    for op in ["DepthToSpace", "SpaceToDepth"] {
+        let Some(inner) = r.get("", op).cloned() else {
+            continue;
+        };
+        let translate = move |ctx: &mut NodeCtx<'_>| -> Out {
+            if ctx.attr_i("blocksize", 0)? != 1 {
+                return inner.translate(ctx);
+            }
+            let mode = op == "DepthToSpace";
+            ctx.known_attrs(if mode {
+                &["blocksize", "mode"]
+            } else {
+                &["blocksize"]
+            })?;
+            if mode {
+                let m = ctx.attr_s("mode", "DCR")?;
+                if m != "DCR" && m != "CRD" {
+                    return Err(Error::tr(format!(
+                        "DepthToSpace: mode '{m}' is not DCR or CRD"
+                    )));
+                }
+            }
+            let x = ctx.input(0)?;
+            if let Some(r) = ctx.input_dims(0)?.map(|d| d.len()).filter(|&r| r != 4) {
+                return Err(Error::tr(format!("{op}: the input has rank {r}, not 4")));
+            }
+            one(ctx.op1("Identity", &[x], vec![])?)
+        };
+        r.register(op, Arc::new(translate));
+    }
 }
 
 /// Unsqueeze and Squeeze: checks the attributes; true when the axes are a run-time input.

@@ -58,44 +58,61 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
             "Attention on {dt} (GE's BatchMatMulV2 takes float, float16 and bfloat16)"
         )));
     }
-    let qd = static_dims(ctx, q, "Q")?;
-    let kd = static_dims(ctx, k, "K")?;
-    let vd = static_dims(ctx, v, "V")?;
-    if qd.len() != kd.len() || qd.len() != vd.len() || !(qd.len() == 3 || qd.len() == 4) {
+    // Only the hidden/head sizes and head counts must be known at import; batch, sequence
+    // and past lengths are read at run time where they are not.
+    let rank = |ctx: &NodeCtx<'_>, p: OutPort, what: &str| -> Result<usize> {
+        ctx.desc(p)?.shape.rank().ok_or_else(|| {
+            Error::unsupported(format!(
+                "Attention: the rank of {what} must be known at import"
+            ))
+        })
+    };
+    let r = rank(ctx, q, "Q")?;
+    if rank(ctx, k, "K")? != r || rank(ctx, v, "V")? != r || !(r == 3 || r == 4) {
         return Err(Error::tr(
             "Attention: Q, K and V must all be 3-D or all 4-D",
         ));
     }
-    let three = qd.len() == 3;
+    let need = |ctx: &NodeCtx<'_>, p: OutPort, axis: usize, what: &str| -> Result<i64> {
+        ctx.static_dim(p, axis)?.ok_or_else(|| {
+            Error::unsupported(format!("Attention: {what} must be static at import"))
+        })
+    };
+    let three = r == 3;
     let (mut q4, mut k4, mut v4) = (q, k, v);
-    let (qh, kvh);
+    let (qh, kvh, dq, dv);
     if three {
         qh = ctx.attr_i("q_num_heads", 0)?;
         kvh = ctx.attr_i("kv_num_heads", 0)?;
-        if qh <= 0 || kvh <= 0 || qd[2] % qh != 0 || kd[2] % kvh != 0 || vd[2] % kvh != 0 {
+        let qhid = need(ctx, q, 2, "the hidden size of Q")?;
+        let khid = need(ctx, k, 2, "the hidden size of K")?;
+        let vhid = need(ctx, v, 2, "the hidden size of V")?;
+        if qh <= 0 || kvh <= 0 || qhid % qh != 0 || khid % kvh != 0 || vhid % kvh != 0 {
             return Err(Error::tr(
                 "Attention: 3-D inputs need q_num_heads and kv_num_heads dividing the hidden sizes",
             ));
         }
-        let split = |ctx: &mut NodeCtx<'_>, x: OutPort, d: &[i64], h: i64| -> Result<OutPort> {
-            let s = ctx.const_i64(&[d[0], d[1], h, d[2] / h], &[4])?;
+        let split = |ctx: &mut NodeCtx<'_>, x: OutPort, hid: i64, h: i64| -> Result<OutPort> {
+            let s =
+                ctx.shape_from(&[Dim::Of(x, 0), Dim::Of(x, 1), Dim::Is(h), Dim::Is(hid / h)])?;
             let y = ctx.op1("Reshape", &[x, s], vec![])?;
             ctx.transpose(y, &[0, 2, 1, 3])
         };
-        q4 = split(ctx, q, &qd, qh)?;
-        k4 = split(ctx, k, &kd, kvh)?;
-        v4 = split(ctx, v, &vd, kvh)?;
+        q4 = split(ctx, q, qhid, qh)?;
+        k4 = split(ctx, k, khid, kvh)?;
+        v4 = split(ctx, v, vhid, kvh)?;
+        (dq, dv) = (qhid / qh, vhid / kvh);
     } else {
         if ctx.has_attr("q_num_heads") || ctx.has_attr("kv_num_heads") {
             return Err(Error::tr(
                 "Attention: q_num_heads and kv_num_heads must not be given for 4-D inputs",
             ));
         }
-        qh = qd[1];
-        kvh = kd[1];
+        qh = need(ctx, q, 1, "the number of heads of Q")?;
+        kvh = need(ctx, k, 1, "the number of heads of K")?;
+        dq = need(ctx, q, 3, "the head size of Q")?;
+        dv = need(ctx, v, 3, "the head size of V")?;
     }
-    let q4d = static_dims(ctx, q4, "Q")?;
-    let (b, sq, dq) = (q4d[0], q4d[2], q4d[3]);
     // Cache.
     let past = match (ctx.opt_input(4)?, ctx.opt_input(5)?) {
         (Some(pk), Some(pv)) => Some((pk, pv)),
@@ -106,18 +123,11 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
             ))
         }
     };
-    let mut past_len = 0;
     if let Some((pk, pv)) = past {
-        past_len = static_dims(ctx, pk, "past_key")?
-            .get(2)
-            .copied()
-            .unwrap_or(0);
         k4 = ctx.concat(&[pk, k4], 2)?;
         v4 = ctx.concat(&[pv, v4], 2)?;
     }
     let (present_k, present_v) = (k4, v4);
-    let total = static_dims(ctx, k4, "the keys")?[2];
-    let dv = static_dims(ctx, v4, "the values")?[3];
     // Scale: sqrt(scale) on Q and on K, in the input dtype.
     let scale = if ctx.has_attr("scale") {
         ctx.attr_f("scale", 1.0)? as f64
@@ -137,11 +147,10 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         }
         let reps = qh / kvh;
         let rep = |ctx: &mut NodeCtx<'_>, x: OutPort, d: i64| -> Result<OutPort> {
-            let s5 = ctx.const_i64(&[b, kvh, 1, total, d], &[5])?;
-            let y = ctx.op1("Reshape", &[x, s5], vec![])?;
+            let y = ctx.unsqueeze(x, &[2])?;
             let m = ctx.const_i64(&[1, 1, reps, 1, 1], &[5])?;
             let y = ctx.op1("Tile", &[y, m], vec![])?;
-            let s4 = ctx.const_i64(&[b, qh, total, d], &[4])?;
+            let s4 = ctx.shape_from(&[Dim::Of(x, 0), Dim::Is(qh), Dim::Of(x, 2), Dim::Is(d)])?;
             ctx.op1("Reshape", &[y, s4], vec![])
         };
         ks = rep(ctx, ks, dq)?;
@@ -163,6 +172,7 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     let mut bias: Option<OutPort> = None;
     if let Some(mask) = ctx.opt_input(3)? {
         let md = static_dims(ctx, mask, "attn_mask")?;
+        let total = need(ctx, k4, 2, "the key length (with attn_mask)")?;
         let mdt = ctx.desc(mask)?.dtype;
         let last = md.last().copied().unwrap_or(0);
         let mut m = mask;
@@ -208,15 +218,16 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     let causal = ctx.attr_i("is_causal", 0)? != 0;
     if let Some(n) = nonpad {
         // Per batch item: keys j < nonpad[b]; causal: j <= i + nonpad[b] - Sq.
-        let jv: Vec<i64> = (0..total).collect();
-        let j = ctx.const_i64(&jv, &[1, 1, 1, total])?;
+        let total = ctx.dim_scalar(k4, 2)?;
+        let j = ctx.iota(total, &[1, 1, 1, -1])?;
         let z = ctx.const_of(dt, &[0.0], &[])?;
         let ninf = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
         let ok = ctx.op1("Less", &[j, n], vec![])?;
         let mut nb = ctx.op1("SelectV2", &[ok, z, ninf], vec![])?;
         if causal {
-            let iv: Vec<i64> = (0..sq).map(|i| i - sq).collect();
-            let i = ctx.const_i64(&iv, &[1, 1, sq, 1])?;
+            let sq = ctx.dim_scalar(q4, 2)?;
+            let i = ctx.iota(sq, &[1, 1, -1, 1])?;
+            let i = ctx.op1("Sub", &[i, sq], vec![])?;
             let lim = ctx.op1("Add", &[i, n], vec![])?;
             let ok = ctx.op1("LessEqual", &[j, lim], vec![])?;
             let cb = ctx.op1("SelectV2", &[ok, z, ninf], vec![])?;
@@ -228,18 +239,8 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         });
     }
     if causal && nonpad.is_none() {
-        super::util::const_elems(&[sq, total], "Attention causal mask")?;
-        let mut vals = Vec::with_capacity((sq * total).max(0) as usize);
-        for i in 0..sq {
-            for j in 0..total {
-                vals.push(if j <= i + past_len {
-                    0.0
-                } else {
-                    f64::NEG_INFINITY
-                });
-            }
-        }
-        let c = ctx.const_of(dt, &vals, &[sq, total])?;
+        // Query i (of Sq) sees keys j <= i + the past length.
+        let c = causal_bias(ctx, q4, past.map(|(pk, _)| pk), k4, dt)?;
         bias = Some(match bias {
             Some(m) => ctx.op1("Add", &[m, c], vec![])?,
             None => c,
@@ -282,7 +283,7 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     let mut y = ctx.op1("BatchMatMulV2", &[p, vr], vec![])?;
     if three {
         y = ctx.transpose(y, &[0, 2, 1, 3])?;
-        let s = ctx.const_i64(&[b, sq, qh * dv], &[3])?;
+        let s = ctx.shape_from(&[Dim::Of(y, 0), Dim::Of(y, 1), Dim::Is(qh * dv)])?;
         y = ctx.op1("Reshape", &[y, s], vec![])?;
     }
     Ok(vec![
@@ -291,6 +292,52 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         Some(present_v),
         Some(qk_out),
     ])
+}
+
+/// Attention's causal bias [Sq, T] (0 where key j <= query i + the past length, -inf
+/// elsewhere): a constant when Sq, T and the past length are known at import, else built from
+/// Range at run time.
+fn causal_bias(
+    ctx: &mut NodeCtx<'_>,
+    q4: OutPort,
+    past_key: Option<OutPort>,
+    k4: OutPort,
+    dt: DataType,
+) -> Result<OutPort> {
+    let past = match past_key {
+        Some(pk) => ctx.static_dim(pk, 2)?,
+        None => Some(0),
+    };
+    let (sq, total) = (ctx.static_dim(q4, 2)?, ctx.static_dim(k4, 2)?);
+    if let (Some(sq), Some(total), Some(past)) = (sq, total, past) {
+        super::util::const_elems(&[sq, total], "Attention causal mask")?;
+        let mut vals = Vec::with_capacity((sq * total).max(0) as usize);
+        for i in 0..sq {
+            for j in 0..total {
+                vals.push(if j <= i + past {
+                    0.0
+                } else {
+                    f64::NEG_INFINITY
+                });
+            }
+        }
+        return ctx.const_of(dt, &vals, &[sq, total]);
+    }
+    let sq = ctx.dim_scalar(q4, 2)?;
+    let total = ctx.dim_scalar(k4, 2)?;
+    let i = ctx.iota(sq, &[-1, 1])?;
+    let lim = match past_key {
+        Some(pk) => {
+            let p = ctx.dim_scalar(pk, 2)?;
+            ctx.op1("Add", &[i, p], vec![])?
+        }
+        None => i,
+    };
+    let j = ctx.iota(total, &[1, -1])?;
+    let ok = ctx.op1("LessEqual", &[j, lim], vec![])?;
+    let z = ctx.const_of(dt, &[0.0], &[])?;
+    let ninf = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
+    ctx.op1("SelectV2", &[ok, z, ninf], vec![])
 }
 
 // ---------------------------------------------------------------------------------------------

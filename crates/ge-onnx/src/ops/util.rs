@@ -173,6 +173,13 @@ impl NodeCtx<'_> {
 }
 
 /// The StridedSlice mask of a rank-`r` value that keeps every dim but `axis` whole.
+/// One entry of [`NodeCtx::shape_from`]: a constant, or dim `axis` of a port.
+#[derive(Clone, Copy)]
+pub(crate) enum Dim {
+    Is(i64),
+    Of(OutPort, usize),
+}
+
 pub(crate) fn axis_mask(r: usize, axis: usize) -> i64 {
     ((1i64 << r) - 1) & !(1i64 << axis)
 }
@@ -508,6 +515,51 @@ impl NodeCtx<'_> {
             .rank()
             .and_then(|_| d.shape.dims().get(axis).copied())
             .filter(|&v| v >= 0))
+    }
+    /// `p`'s dim `axis` as an int64 scalar: a constant when known at import, else
+    /// Gather(Shape(p), axis) at run time.
+    pub(crate) fn dim_scalar(&mut self, p: OutPort, axis: usize) -> Result<OutPort> {
+        if let Some(d) = self.static_dim(p, axis)? {
+            return self.const_i64(&[d], &[]);
+        }
+        let s = self.shape_i64(p)?;
+        let i = self.const_i64(&[axis as i64], &[])?;
+        let a = self.const_i64(&[0], &[])?;
+        self.op1("GatherV2", &[s, i, a], vec![])
+    }
+    /// A 1-D int64 shape from `parts`: a constant when every part is known at import, else
+    /// the Concat of constants and run-time dims.
+    pub(crate) fn shape_from(&mut self, parts: &[Dim]) -> Result<OutPort> {
+        let mut known = Vec::with_capacity(parts.len());
+        for p in parts {
+            known.push(match *p {
+                Dim::Is(v) => Some(v),
+                Dim::Of(x, a) => self.static_dim(x, a)?,
+            });
+        }
+        if let Some(v) = known.iter().copied().collect::<Option<Vec<i64>>>() {
+            return self.const_i64(&v, &[v.len() as i64]);
+        }
+        let mut ports = Vec::with_capacity(parts.len());
+        for (p, k) in parts.iter().zip(known) {
+            ports.push(match (*p, k) {
+                (_, Some(v)) => self.const_i64(&[v], &[1])?,
+                (Dim::Of(x, a), None) => {
+                    let s = self.shape_i64(x)?;
+                    self.gather_const(s, &[a as i64])?
+                }
+                (Dim::Is(v), None) => self.const_i64(&[v], &[1])?,
+            });
+        }
+        self.concat(&ports, 0)
+    }
+    /// `0..n` (an int64 scalar port) reshaped to `shape` (one entry -1).
+    pub(crate) fn iota(&mut self, n: OutPort, shape: &[i64]) -> Result<OutPort> {
+        let zero = self.const_i64(&[0], &[])?;
+        let one = self.const_i64(&[1], &[])?;
+        let r = self.op1("Range", &[zero, n, one], vec![])?;
+        let s = self.const_i64(shape, &[shape.len() as i64])?;
+        self.op1("Reshape", &[r, s], vec![])
     }
     /// Whether GE op `op` accepts dtype `dt` for its first input.
     pub(crate) fn accepts(&self, op: &str, dt: DataType) -> Result<bool> {
