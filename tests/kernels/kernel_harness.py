@@ -631,7 +631,8 @@ def pool_ref(x: np.ndarray, k: Sequence[int], s: Sequence[int], mode: str, pads:
             ye, xe = ys + k[0], xs + k[1]
             win = x[:, :, max(ys, 0):min(ye, h), max(xs, 0):min(xe, w)]
             if kind == "max":
-                out[:, :, oy, ox] = win.max(axis=(2, 3))
+                # NaN skipped (numpy's fmax; the ONNX reference's MaxPool, docs/reliability.md)
+                out[:, :, oy, ox] = np.fmax.reduce(win.reshape(n, c, -1), axis=2)
                 continue
             if divisor:
                 dv = divisor

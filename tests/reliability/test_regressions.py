@@ -134,12 +134,6 @@ def _maxpool_indices(x: np.ndarray) -> Any:
     return model("MaxPool", {"x": x}, n_out=2, kernel_shape=[2, 1], pads=[1, 0, 0, 0], strides=[2, 1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MaxPool's Indices over a window of -inf: ge gives [-1, 0] "
-    "(-1 invalid, 0 in the other image), onnxruntime [0, 1]: the MaxPoolWithArgmax "
-    "kernel (crates/ge-runtime/src/kernels/, pooling) starts from -inf with index -1",
-)
 def test_maxpool_indices_over_minus_inf():
     x = np.full((2, 1, 1, 1), -np.inf, np.float32)
     m = _maxpool_indices(x)
@@ -148,11 +142,6 @@ def test_maxpool_indices_over_minus_inf():
     assert_same(got, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MaxPool with Indices over a window with NaN: the index does not "
-    "point at the value Y gives (crates/ge-runtime/src/kernels/, pooling)",
-)
 def test_maxpool_indices_agree_with_values_over_nan():
     x = np.array([1.0, np.nan, -np.inf, 2.0], np.float32).reshape(4, 1, 1, 1)
     m = model("MaxPool", {"x": x}, n_out=2, kernel_shape=[2, 1], pads=[1, 0, 0, 0], strides=[1, 1])
@@ -233,13 +222,6 @@ def test_convention_reducemax_propagates_nan():
         assert_same(run_ge(m, {"x": SPECIAL}), want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MaxPool and NaN: ge propagates a NaN of the window; the ONNX "
-    "reference implementation (the rule chosen where the spec is silent) skips it "
-    "(a window [1, NaN] gives 1; onnxruntime gives NaN there and -2 for [NaN, -2]). "
-    "crates/ge-runtime/src/kernels/ pooling",
-)
 def test_convention_maxpool_follows_reference_on_nan():
     x = SPECIAL.reshape(1, 1, 3, 3)
     m = model("MaxPool", {"x": x}, kernel_shape=[2, 2], strides=[1, 1])

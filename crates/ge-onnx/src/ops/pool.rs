@@ -390,9 +390,22 @@ fn max_pool_indices(ctx: &mut NodeCtx<'_>, col_major: bool) -> Result<Vec<Option
             acc = Some(match acc {
                 None => (pv, pi),
                 Some((av, ai)) => {
+                    // The tap replaces the window's maximum so far when it is larger, when
+                    // that maximum is still a pad, or when it is NaN and the tap is a number
+                    // (NaN skipped, the ONNX reference implementation's rule, as the MaxPool
+                    // kernel): Y and Indices then agree, and an index is never a pad's -1.
                     let gt = ctx.op1("Greater", &[pv, av], vec![])?;
-                    let v = ctx.op1("SelectV2", &[gt, pv, av], vec![])?;
-                    let ix = ctx.op1("SelectV2", &[gt, pi, ai], vec![])?;
+                    let none = ctx.const_i64(&[-1], &[])?;
+                    let a_pad = ctx.op1("Equal", &[ai, none], vec![])?;
+                    let p_real = ctx.op1("NotEqual", &[pi, none], vec![])?;
+                    let a_nan = ctx.op1("NotEqual", &[av, av], vec![])?;
+                    let p_num = ctx.op1("Equal", &[pv, pv], vec![])?;
+                    let num = ctx.op1("LogicalAnd", &[p_real, p_num], vec![])?;
+                    let over_nan = ctx.op1("LogicalAnd", &[a_nan, num], vec![])?;
+                    let take = ctx.op1("LogicalOr", &[gt, a_pad], vec![])?;
+                    let take = ctx.op1("LogicalOr", &[take, over_nan], vec![])?;
+                    let v = ctx.op1("SelectV2", &[take, pv, av], vec![])?;
+                    let ix = ctx.op1("SelectV2", &[take, pi, ai], vec![])?;
                     (v, ix)
                 }
             });

@@ -217,17 +217,18 @@ impl PoolGeom {
     }
 }
 
-/// The larger of `b` (seen first) and `v`: `b` when it is NaN or `v` is not larger, so a NaN
-/// anywhere in a window wins and of equal values the first seen is kept.
+/// The larger of `b` (seen first) and `v`, NaN skipped (the ONNX reference implementation's
+/// MaxPool, numpy's `nanmax`): `v` when it is larger or `b` is NaN, so a window's maximum is
+/// that of its numbers, NaN only when all are NaN, and of equal values the first seen is kept.
 /// (Both tests always evaluated, so that loops over it vectorise into compares and blends.)
 #[inline(always)]
 fn keep_max<T: PartialOrd>(b: T, v: T) -> T {
     #[allow(clippy::eq_op)]
-    let keep = (b != b) | (v <= b);
-    if keep {
-        b
-    } else {
+    let take = (b != b) | (v > b);
+    if take {
         v
+    } else {
+        b
     }
 }
 
@@ -262,7 +263,7 @@ pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
 
 /// NCHW max pooling plane by plane, separably: each input row's window maxima along W, then
 /// those rows' maxima along H per output row. Rows and columns are visited in the order the
-/// window-by-window scan visits them, so [`keep_max`] keeps the same element (NaN wins, the
+/// window-by-window scan visits them, so [`keep_max`] keeps the same element (NaN skipped, the
 /// first of equal values); a window with no input element gives `low`.
 fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
     src: &[T],
@@ -596,9 +597,42 @@ mod tests {
     use ndarray::IxDyn;
     use proptest::prelude::*;
 
+    #[test]
+    fn max_pool_skips_nan_like_the_onnx_reference() {
+        // The reference's MaxPool (numpy's nanmax): [1, NaN] gives 1, [NaN, -2] gives -2, an
+        // all-NaN window NaN, -inf an ordinary value; NCHW (planes) and NHWC (scan) alike.
+        let n = f32::NAN;
+        let ninf = f32::NEG_INFINITY;
+        let x = arr(&[1, 1, 1, 8], vec![1.0, n, -2.0, n, n, ninf, ninf, 3.0]);
+        for nchw in [true, false] {
+            let x = if nchw {
+                x.clone()
+            } else {
+                x.clone().into_shape_with_order(IxDyn(&[1, 1, 8, 1])).unwrap()
+            };
+            let a = PoolAttrs {
+                nchw,
+                k: [1, 2],
+                s: [1, 1],
+                pad: PoolPad::Explicit {
+                    pads: [0; 4],
+                    ceil: false,
+                },
+                global: false,
+                avg: None,
+            };
+            let y: Vec<f32> = max_pool(&x, &a).unwrap().iter().copied().collect();
+            let want = [1.0, -2.0, -2.0, n, ninf, ninf, 3.0];
+            assert_eq!(y.len(), want.len());
+            for (g, w) in y.iter().zip(want) {
+                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{y:?}");
+            }
+        }
+    }
+
     proptest! {
         /// The NCHW plane-by-plane max pool keeps exactly the element the window-by-window scan
-        /// keeps (NaN, the first of +0/-0): checked against the NHWC scan of the same data.
+        /// keeps (NaN skipped, the first of +0/-0): checked against the NHWC scan of the same data.
         #[test]
         fn separable_max_pool_matches_the_window_scan(
             (n, c, h, w) in (1usize..3, 1usize..4, 1usize..9, 1usize..9),
