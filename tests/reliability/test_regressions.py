@@ -177,12 +177,6 @@ def test_batchnorm_ranks_that_work(rank):
     assert_same(run_ge(m, feeds), run_ort(m, feeds))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BatchNormalization of rank 6 and more is refused (ONNX allows any "
-    "rank >= 2): the BatchNorm inference/kernel limits the rank (crates/es-core inference, "
-    "crates/ge-runtime/src/kernels/ norm), and the README's limits do not say so",
-)
 @pytest.mark.parametrize("rank", [6, 7])
 def test_batchnorm_rank_6_and_more(rank):
     m, feeds = _batchnorm(rank)

@@ -54,13 +54,21 @@ fn batch_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let eps = ctx.attr_f("epsilon", 1e-5)?;
     let momentum = f64::from(ctx.attr_f("momentum", 0.9)?);
     let r = ctx.input_rank(0)?;
-    if !(2..=5).contains(&r) {
-        return Err(Error::unsupported(format!(
-            "BatchNormalization of a rank-{r} input (ranks 2 to 5 are supported)"
+    if r < 2 {
+        return Err(Error::tr(format!(
+            "BatchNormalization needs an input of rank >= 2, got rank {r}"
         )));
     }
     let x = ctx.input(0)?;
-    let (x4, sq) = to_4d(ctx, x, r)?;
+    // GE's BatchNorm takes 4-D or 5-D: lower ranks get unit dims, higher ones their spatial
+    // dims flattened (the per-channel statistics are the same).
+    let (x4, sq, flat) = if r <= 5 {
+        let (x4, sq) = to_4d(ctx, x, r)?;
+        (x4, sq, None)
+    } else {
+        let (x4, shape) = flatten_spatial(ctx, x)?;
+        (x4, Vec::new(), Some(shape))
+    };
     let mut params = Vec::with_capacity(4);
     for i in 1..5 {
         let p = ctx.input(i)?;
@@ -85,6 +93,9 @@ fn batch_norm(ctx: &mut NodeCtx<'_>) -> Out {
     let mut y = outs[0];
     if !sq.is_empty() {
         y = ctx.squeeze(y, &sq)?;
+    }
+    if let Some(shape) = flat {
+        y = ctx.op1("Reshape", &[y, shape], vec![])?;
     }
     let mut res = vec![Some(y)];
     if training {
@@ -135,16 +146,22 @@ fn instance_norm(ctx: &mut NodeCtx<'_>) -> Out {
             ctx.squeeze(y, &[3])?
         }
         _ => {
-            let shape = ctx.shape_i64(x)?;
-            let nc = ctx.gather_const(shape, &[0, 1])?;
-            let rest = ctx.const_i64(&[-1, 1], &[2])?;
-            let s4 = ctx.concat(&[nc, rest], 0)?;
-            let x4 = ctx.op1("Reshape", &[x, s4], vec![])?;
+            let (x4, shape) = flatten_spatial(ctx, x)?;
             let y = norm(ctx, x4, "NCHW")?;
             ctx.op1("Reshape", &[y, shape], vec![])?
         }
     };
     Ok(vec![Some(y)])
+}
+
+/// `x` (N, C, d1, ..., dk) reshaped to (N, C, d1*...*dk, 1), and the shape of `x` to shape the
+/// result back with.
+fn flatten_spatial(ctx: &mut NodeCtx<'_>, x: OutPort) -> Result<(OutPort, OutPort)> {
+    let shape = ctx.shape_i64(x)?;
+    let nc = ctx.gather_const(shape, &[0, 1])?;
+    let rest = ctx.const_i64(&[-1, 1], &[2])?;
+    let s4 = ctx.concat(&[nc, rest], 0)?;
+    Ok((ctx.op1("Reshape", &[x, s4], vec![])?, shape))
 }
 
 /// The attribute `stash_type`: the float type the statistics are computed in.
