@@ -183,13 +183,6 @@ def test_batchnorm_rank_6_and_more(rank):
     assert_same(run_ge(m, feeds), run_ort(m, feeds))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="depthwise Conv with padding drops a NaN weight's effect at padded "
-    "positions (x(1,2,2), W=[0.5, NaN], group 2, pads [0,2]: ge [NaN, NaN, 0, 0], the spec "
-    "NaN x4): the depthwise fast path skips padding instead of multiplying by 0 "
-    "(crates/ge-runtime/src/kernels/ conv)",
-)
 def test_depthwise_conv_padding_nan_weight():
     x = np.array([[[1.0, 2.0], [3.0, 4.0]]], np.float32)
     w = np.array([0.5, np.nan], np.float32).reshape(2, 1, 1)

@@ -288,17 +288,27 @@ fn conv_plane<T: LinalgScalar>(plane: &[T], k: &[T], v: &Vol, out: &mut [T]) -> 
 }
 
 /// The convolution of `x` ([n, c, i...]) with `f` ([o, c / groups, k...]): [n, o, o...].
-/// One input channel per group (depthwise) convolves each plane directly; otherwise each
+/// One input channel per group (depthwise) convolves each plane directly when every weight is
+/// finite (the direct loops skip padded positions, where a NaN or infinite weight must still
+/// give NaN: 0 * NaN, 0 * inf); otherwise each
 /// image and group is unfolded ([`vol2col`]; not for a 1x1x1 kernel with unit strides and no
 /// pads, which reads the input as it is) and multiplied by the filter. Several images run in
 /// parallel when the work is large (each part with its own columns); a single image
 /// parallelises inside its matrix products.
-fn conv_fwd<T: LinalgScalar + Send + Sync>(x: &[T], f: &[T], ch: Chans, v: &Vol) -> Result<Vec<T>> {
+fn conv_fwd<T: LinalgScalar + PartialEq + Send + Sync>(
+    x: &[T],
+    f: &[T],
+    ch: Chans,
+    v: &Vol,
+) -> Result<Vec<T>> {
     let (cg, og) = (ch.c / ch.groups, ch.o / ch.groups);
     let kk = numel(&[cg, v.k_len])?;
     let pix = v.out_len;
     let mut y = alloc(numel(&[ch.n, ch.o, pix])?, T::zero())?;
-    if cg == 1 && ch.groups > 1 {
+    // (w - w is 0 exactly for a finite w, NaN for NaN and +-inf; always 0 for integers.)
+    #[allow(clippy::eq_op)]
+    let finite = || f.iter().all(|&w| w - w == T::zero());
+    if cg == 1 && ch.groups > 1 && finite() {
         for ni in 0..ch.n {
             for gi in 0..ch.groups {
                 let plane = sub(x, (ni * ch.c + gi) * v.in_len, v.in_len)?;

@@ -104,6 +104,27 @@ fn depthwise_is_a_grouped_conv() {
 }
 
 #[test]
+fn depthwise_padding_keeps_a_nan_or_infinite_weight() {
+    // x (1, 2, 1, 2), weights [0.5, NaN] (then [0.5, inf]), 1x1 kernel, pads 2 on the right: the
+    // padded outputs are 0 * w, NaN for channel 1 (the ONNX reference), as with groups of 2.
+    let x = Value::F32(arr(&[1, 2, 1, 2], vec![1., 2., 3., 4.]));
+    for w in [f32::NAN, f32::INFINITY] {
+        let f = Value::F32(arr(&[2, 1, 1, 1], vec![0.5, w]));
+        let a = attrs2([0, 0, 0, 2], false, None);
+        let y: Vec<f32> = conv_run::<f32>(&x, &f, None, &a)
+            .unwrap()
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(&y[..4], &[0.5, 1.0, 0.0, 0.0]);
+        let want = [3.0 * w, 4.0 * w, f32::NAN, f32::NAN];
+        for (g, w) in y[4..].iter().zip(want) {
+            assert!(*g == w || (g.is_nan() && w.is_nan()), "{y:?}");
+        }
+    }
+}
+
+#[test]
 fn spans_of_outputs_reading_the_input() {
     // Pad 1 (offset -1), stride 1: output 0 reads the pad.
     assert_eq!(span(3, 1, -1, 3), (1, 3));
