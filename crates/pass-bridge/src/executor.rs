@@ -200,11 +200,18 @@ fn run_one(
             run_decompose_pass(p.as_mut(), &d.op_types, graph, &mut ctx, &mut stats)
         }
     };
+    // The graph after the pass must pass the checks a build does (es-core's Graph::validate:
+    // live edges, required inputs connected, outputs set, Data indexes, no cycle), unless the
+    // graph before it did not either (then only the absence of a cycle is required).
     let result = result.and_then(|()| {
-        graph
-            .topo_order()
-            .map(|_| ())
-            .map_err(|e| HookError::Failed(format!("the graph after the pass is not valid: {e}")))
+        let invalid = |e: &dyn fmt::Display| {
+            HookError::Failed(format!("the graph after the pass is not valid: {e}"))
+        };
+        graph.topo_order().map_err(|e| invalid(&e))?;
+        match graph.validate() {
+            Err(e) if backup.validate().is_ok() => Err(invalid(&e)),
+            _ => Ok(()),
+        }
     });
     match result {
         Ok(()) => {}

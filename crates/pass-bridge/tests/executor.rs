@@ -458,3 +458,33 @@ fn kinds_and_stages_round_trip_their_names() {
     }
     assert_eq!(PassStage::parse("Later"), None);
 }
+
+/// A fusion pass that removes every Add (whose outputs Relu reads) and reports success.
+struct BreaksGraph;
+
+impl FusionPass for BreaksGraph {
+    fn run(&mut self, graph: &mut Graph, _ctx: &mut PassContext) -> HookResult<()> {
+        for id in graph.nodes() {
+            if graph.node(id).unwrap().op_type == "Add" {
+                graph.remove_node(id).unwrap();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_pass_leaving_the_graph_invalid_fails_and_is_rolled_back() {
+    let reg = one_pass(
+        desc("breaks", PassKind::FusionBase, PassStage::AfterInferShape),
+        Arc::new(|| Ok(PassInstance::Fusion(Box::new(BreaksGraph)))),
+    );
+    let mut g = add_relu_chain(2).unwrap();
+    g.validate().unwrap();
+    let before = (g.node_count(), count(&g, "Add"));
+    let e = run_passes(&reg, &mut g, &RunOptions::default()).unwrap_err();
+    assert_eq!(e.pass_name(), Some("breaks"));
+    assert!(e.to_string().contains("not valid"), "{e}");
+    assert_eq!((g.node_count(), count(&g, "Add")), before);
+    g.validate().unwrap();
+}
