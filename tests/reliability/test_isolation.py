@@ -135,13 +135,6 @@ def returns_false(stage):
             return False
 
 
-INVALID_GRAPH_BUG = (
-    "a FusionBasePass that leaves the graph invalid (a consumer's input disconnected) and reports "
-    "success is accepted: run_passes returns normally with the broken graph, and a Session compiles "
-    "it, fails only when the plan executes ('input 0 is missing') and keeps the broken plan cached. "
-    "The pass executor should validate after each pass and roll back (crates/pass-bridge, executor; "
-    "the compile pipeline in crates/ge-runtime)"
-)
 BAD_PASSES = [
     raising,
     garbage,

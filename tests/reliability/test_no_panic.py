@@ -263,15 +263,6 @@ def test_a_panic_while_running_is_an_internal_error():
 
 # ---- oversized shapes: ordinary errors ----
 
-RUNTIME_FILL = ("Fill's kernel builds its output with ndarray's from_elem, which panics on a shape "
-                "whose size overflows (crates/ge-runtime/src/kernels/source.rs, fill_factory): "
-                "it needs the checked size and a fallible allocation (kernels/common.rs numel, alloc)")
-RUNTIME_BROADCAST = ("BroadcastTo's kernel copies the broadcast view with as_standard_layout, which "
-                     "panics on a size overflow (crates/ge-runtime/src/kernels/shape.rs, to_standard "
-                     "via broadcast_to)")
-RUNTIME_TILE = ("Tile's kernel collects `multiple` references to its input per axis before any size "
-                "check (crates/ge-runtime/src/kernels/shape.rs, tile_factory: repeat_n(...).collect())")
-
 # Fill dims whose element count (or byte size) overflows 64 bits.
 FILL_DIMS = [([2**31, 2**31], np.int64), ([2**31 - 1, 2**31 - 1], np.int32),
              ([2**40, 2**30], np.int64), ([2**62, 4], np.int64)]
@@ -296,11 +287,6 @@ def broadcast_to():
 def tile():
     b = GraphBuilder("g")
     return b.build_and_reset([Tile(b.create_const(np.ones((2, 2), np.float32)), [2**62, 2**62])]), []
-
-
-def fixed_in_runtime(reason):
-    """Still a panic in ge-runtime (named by `reason`): an InternalError, so the assertion fails."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
 
 
 OVERSIZED = [
