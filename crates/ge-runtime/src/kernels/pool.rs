@@ -608,7 +608,9 @@ mod tests {
             let x = if nchw {
                 x.clone()
             } else {
-                x.clone().into_shape_with_order(IxDyn(&[1, 1, 8, 1])).unwrap()
+                x.clone()
+                    .into_shape_with_order(IxDyn(&[1, 1, 8, 1]))
+                    .unwrap()
             };
             let a = PoolAttrs {
                 nchw,
@@ -625,7 +627,10 @@ mod tests {
             let want = [1.0, -2.0, -2.0, n, ninf, ninf, 3.0];
             assert_eq!(y.len(), want.len());
             for (g, w) in y.iter().zip(want) {
-                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{y:?}");
+                assert!(
+                    g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                    "{y:?}"
+                );
             }
         }
     }
