@@ -28,6 +28,7 @@ rounding differences between the engines cannot flip them.
 
 from __future__ import annotations
 
+import abc
 import math
 import random
 import warnings
@@ -63,11 +64,13 @@ class Skip(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-class Chooser:
-    """The source of every random choice (an empty choice is a ``Skip``: choose another step)."""
+class Chooser(abc.ABC):
+    """The source of every random choice (an empty choice is a ``Skip``: choose another step);
+    ``RandomChooser`` (seeded, for the long runs) and ``DrawChooser`` (hypothesis) give the ints."""
 
+    @abc.abstractmethod
     def _int(self, lo: int, hi: int) -> int:  # inclusive bounds, lo <= hi
-        raise NotImplementedError
+        """One int in [lo, hi]."""
 
     def int(self, lo: int, hi: int) -> int:
         if hi < lo:

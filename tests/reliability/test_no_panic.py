@@ -13,10 +13,8 @@ How that is proven:
   ``PanicException`` makes PyO3 resume a real Rust panic inside the entry point that called it
   (``PyErr::take``), which must come out as ``ge.InternalError``;
 - oversized shapes (the issue's ``Fill`` of ``[2**31, 2**31]``, and the others found the same
-  way) must give an ordinary ``ge.GeError`` naming the problem, not even ``InternalError``. Those
-  whose panic is still in ge-runtime are ``xfail(strict=True)``: the day the kernel is fixed the
-  test turns into a failure (XPASS) and the mark comes off. The reason names the file at fault.
-  Every shape used needs more bytes than a 64-bit address space holds, so that no fix can turn a
+  way) must give an ordinary ``ge.GeError`` naming the problem, not even ``InternalError`` (the
+  kernels size and allocate through ge-runtime's checked, fallible helpers). Every shape used needs more bytes than a 64-bit address space holds, so that no fix can turn a
   test into a real allocation.
 """
 
