@@ -39,15 +39,16 @@ unsafe fn make(
 /// The byte size of a tensor of `data_type` and `dims`.
 fn byte_size(data_type: C_DataType, dims: &[i64]) -> CResult<i64> {
     let dt = dtype(data_type)?;
-    let sz = dt
-        .size()
-        .ok_or_else(|| CError::arg(format!("not supported: tensors of {dt} in the C API")))?;
-    dims.iter()
-        .try_fold(
-            sz as i64,
-            |a, &d| if d < 0 { None } else { a.checked_mul(d) },
-        )
-        .ok_or_else(|| CError::arg(format!("bad tensor shape {dims:?}")))
+    if dt.size().is_none() {
+        return Err(CError::arg(format!(
+            "not supported: tensors of {dt} in the C API"
+        )));
+    }
+    // es-core's checked size (None: a negative dim; an error: more than MAX_BYTES).
+    let n = es_core::opmath::byte_size("EsCreateEsCTensor", dt, &Shape::new(dims.to_vec()))
+        .map_err(|e| CError::arg(e.to_string()))?
+        .ok_or_else(|| CError::arg(format!("bad tensor shape {dims:?}")))?;
+    Ok(n as i64)
 }
 
 /// A tensor of `data_type` and shape `dim`/`dim_num` (0: a scalar) with a copy of `data`. The
