@@ -7,6 +7,9 @@ int main(void) {
   EsCTensorHolder *data1 = EsCreateInput(builder, 1);
   EsCTensorHolder *add = EsAdd(data0, data1);
   check(add != NULL, "EsAdd");
+  EsCNode *producer = EsGetProducer(add);
+  check(producer != NULL, "EsGetProducer");
+  printf("producer: %s %s\n", EsGetNodeType(producer), EsGetNodeName(producer));
   check(EsSetOutput(add, 0) == ES_SUCCESS, "EsSetOutput");
   /* Errors come back as codes and messages, never as crashes. */
   check(EsAdd(data0, NULL) == NULL, "EsAdd with a NULL input must fail");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "es_all_ops_c.h"
+#include "record.h"
 
 /* Stops the program when `ok` is false, printing what failed and ES's last error. */
 static void check(int ok, const char *what) {
@@ -21,7 +22,8 @@ static EsCTensor *tensor_f32(const float *values, const int64_t *dims, int64_t d
   return t;
 }
 
-/* Runs `graph` once on a fresh session; writes up to `capacity` outputs, returns their count. */
+/* Runs `graph` once on a fresh session; writes up to `capacity` outputs, returns their count.
+ * With ES_EXAMPLE_OUT set, records the run (record.h). */
 static int64_t run_once(const EsCGraph *graph, const EsCTensor *const *inputs, int64_t input_num,
                         EsCTensor **outputs, int64_t capacity) {
   const char *keys[] = {"ge.exec.deviceId"};
@@ -32,6 +34,7 @@ static int64_t run_once(const EsCGraph *graph, const EsCTensor *const *inputs, i
   int64_t n = 0;
   check(EsSessionRunGraph(s, 1, inputs, input_num, outputs, capacity, &n) == ES_SUCCESS, "EsSessionRunGraph");
   EsDestroySession(s);
+  es_record_run(graph, inputs, input_num, outputs, n);
   return n;
 }
 

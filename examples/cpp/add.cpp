@@ -9,6 +9,11 @@ int main() {
     auto [data0, data1] = builder.CreateInputs<2>();
     EsTensorHolder add = data0 + data1;
     Check(add.IsValid(), "data0 + data1");
+    Check(add.GetProducer() != nullptr, "GetProducer");
+    std::printf("producer: %s\n", EsGetNodeType(add.GetProducer()));
+    // GE's symbolic shapes are not in ge-rs: refused with a message.
+    Check(data0.SetOriginSymbolShape({"s0"}) == ES_ERR_NOT_SUPPORTED, "SetOriginSymbolShape must fail");
+    std::printf("expected error: %s\n", GetLastErrorMessage().c_str());
     Check(builder.SetOutput(add, 0) == ES_SUCCESS, "SetOutput");
     graph = builder.BuildAndReset();
     Check(graph != nullptr, "BuildAndReset");

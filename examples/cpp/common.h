@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 #include "es_all_ops.h"
+#include "../c/record.h"
 
 inline void Check(bool ok, const char *what) {
   if (!ok) {
@@ -21,12 +22,16 @@ inline es::TensorPtr Floats(const std::vector<float> &v, const std::vector<int64
   return t;
 }
 
+// Runs g once on a fresh session; with ES_EXAMPLE_OUT set, records the run (../c/record.h).
 inline std::vector<es::TensorPtr> RunOnce(const EsCGraph *g, const std::vector<const EsCTensor *> &inputs) {
   es::Session session;
   Check(session.IsValid(), "Session");
   Check(session.AddGraph(1, g) == ES_SUCCESS, "AddGraph");
   std::vector<es::TensorPtr> outputs;
   Check(session.RunGraph(1, inputs, outputs) == ES_SUCCESS, "RunGraph");
+  std::vector<EsCTensor *> raw;
+  for (const auto &t : outputs) raw.push_back(t.get());
+  es_record_run(g, inputs.data(), static_cast<int64_t>(inputs.size()), raw.data(), static_cast<int64_t>(raw.size()));
   return outputs;
 }
 

@@ -54,6 +54,13 @@ class EsTensorHolder {
   uint32_t SetShape(const std::vector<int64_t> &shape) const {
     return EsSetShape(h_, shape.data(), static_cast<int64_t>(shape.size()));
   }
+  /// GE's symbolic shape: not supported by ge-rs (ES_ERR_NOT_SUPPORTED, with a message).
+  uint32_t SetOriginSymbolShape(const std::vector<const char *> &dims) const {
+    return EsSetOriginSymbolShape(h_, dims.data(), static_cast<int64_t>(dims.size()));
+  }
+  /// The node producing this tensor (owned by the builder; nullptr on failure). GE returns a
+  /// GNode; read ge-rs's with EsGetNodeName / EsGetNodeType.
+  EsCNode *GetProducer() const { return EsGetProducer(h_); }
   /// Control edges from each of ctrl_ins to this tensor's producer.
   uint32_t AddControlEdge(const std::vector<EsTensorHolder> &ctrl_ins) const {
     std::vector<EsCTensorHolder *> v;

@@ -27,6 +27,7 @@ typedef struct EsCGraphBuilder EsCGraphBuilder;
 typedef struct EsCTensor EsCTensor;
 typedef struct EsCGraph EsCGraph;
 typedef struct EsCSession EsCSession;
+typedef struct EsCNode EsCNode;
 
 #define ES_SUCCESS 0u
 #define ES_ERR_INVALID_ARGUMENT 1u
@@ -52,6 +53,13 @@ void EsDestroyGraphBuilder(EsCGraphBuilder *graph);
 EsCGraph *EsBuildGraphAndReset(EsCGraphBuilder *graph);
 /* The builder owning a holder (no new reference). */
 EsCGraphBuilder *EsGetOwnerBuilder(EsCTensorHolder *tensor);
+/* The node producing a holder, owned by the builder (one handle per node; of no further use
+ * after EsBuildGraphAndReset, as holders). */
+EsCNode *EsGetProducer(EsCTensorHolder *tensor);
+/* A node's name and operator type (ge-rs's additions: GE's C API has no EsCNode accessors);
+ * the strings live as long as the node handle. */
+const char *EsGetNodeName(const EsCNode *node);
+const char *EsGetNodeType(const EsCNode *node);
 
 /* ---- inputs ---- */
 /* Graph input `index` (Data node "input_<index>"), float, ND, shaped by the fed tensor. */
@@ -67,6 +75,9 @@ EsCTensorHolder *EsCreateVariable(EsCGraphBuilder *graph, int32_t index, const c
 uint32_t EsSetDataType(EsCTensorHolder *tensor, C_DataType data_type);
 uint32_t EsSetFormat(EsCTensorHolder *tensor, C_Format format);
 uint32_t EsSetShape(EsCTensorHolder *tensor, const int64_t *shape, int64_t dim_num);
+/* GE's symbolic shape: ge-rs has no symbolic shapes, so this checks its arguments and returns
+ * ES_ERR_NOT_SUPPORTED ("not supported: EsSetOriginSymbolShape: ..."). */
+uint32_t EsSetOriginSymbolShape(EsCTensorHolder *tensor, const char *const *shape, int64_t dim_num);
 
 /* ---- constants (values are copied) ---- */
 EsCTensorHolder *EsCreateConstInt64(EsCGraphBuilder *graph, const int64_t *value, const int64_t *dims, int64_t dim_num);

@@ -11,7 +11,7 @@ use crate::ffi::{c_str, c_str_opt, dtype, format, slice, C_DataType, C_Format};
 use crate::graph::EsCGraph;
 use es_core::types::Element;
 use es_core::{AttrValue, DataType, Format, GraphBuilder, NodeId, OutPort, Shape, Tensor};
-use std::ffi::c_char;
+use std::ffi::{c_char, CString};
 use std::ptr;
 
 /// The graph builder of the C API (opaque to C).
@@ -23,6 +23,20 @@ pub struct EsCGraphBuilder {
     #[allow(clippy::vec_box)]
     holders: Vec<Box<EsCTensorHolder>>,
     arrays: Vec<Box<[*mut EsCTensorHolder]>>,
+    /// The node handles `EsGetProducer` gave out, one per node (boxed, as holders).
+    #[allow(clippy::vec_box)]
+    nodes: Vec<Box<EsCNode>>,
+}
+
+/// A node of the graph being built, as `EsGetProducer` gives it (GE's `EsCNode`, opaque to C):
+/// owned by the builder, one per node, and of no further use after the build, as holders.
+pub struct EsCNode {
+    owner: *mut EsCGraphBuilder,
+    generation: u64,
+    node: NodeId,
+    /// The node's name and type (neither changes once the node is made).
+    name: CString,
+    op_type: CString,
 }
 
 /// One output of a node (or a node without outputs, usable for control edges only).
@@ -41,6 +55,7 @@ impl EsCGraphBuilder {
             generation: 0,
             holders: Vec::new(),
             arrays: Vec::new(),
+            nodes: Vec::new(),
         }
     }
 
@@ -168,6 +183,59 @@ pub unsafe extern "C" fn EsGetOwnerBuilder(tensor: *mut EsCTensorHolder) -> *mut
     guard(ptr::null_mut(), || {
         Ok(holder_ref(tensor, "tensor")?.1 as *mut _)
     })
+}
+
+/// The node that produces `tensor` (GE's `EsGetProducer`), owned by the builder: the same
+/// handle for every holder of that node. NULL on failure.
+#[no_mangle]
+pub unsafe extern "C" fn EsGetProducer(tensor: *mut EsCTensorHolder) -> *mut EsCNode {
+    guard(ptr::null_mut(), || {
+        let (h, b) = holder_ref(tensor, "tensor")?;
+        let owner: *mut EsCGraphBuilder = b;
+        let generation = b.generation;
+        if let Some(n) = b
+            .nodes
+            .iter_mut()
+            .find(|n| n.node == h.node && n.generation == generation)
+        {
+            return Ok(&mut **n as *mut EsCNode);
+        }
+        let node = b.b.graph().node(h.node)?;
+        let text = |s: &str| CString::new(s.replace('\0', "\\0")).unwrap_or_default();
+        let mut n = Box::new(EsCNode {
+            owner,
+            generation,
+            node: h.node,
+            name: text(&node.name),
+            op_type: text(&node.op_type),
+        });
+        let p: *mut EsCNode = &mut *n;
+        b.nodes.push(n);
+        Ok(p)
+    })
+}
+
+/// A node handle whose builder has not built its graph since.
+unsafe fn node_ref<'a>(node: *const EsCNode) -> CResult<&'a EsCNode> {
+    let n = node.as_ref().ok_or_else(|| CError::arg("node is NULL"))?;
+    if n.generation != builder_mut(n.owner)?.generation {
+        return Err(CError::arg(
+            "node belongs to a graph that was already built (EsBuildGraphAndReset)",
+        ));
+    }
+    Ok(n)
+}
+
+/// The name of a node from `EsGetProducer` (owned by the builder). NULL on failure.
+#[no_mangle]
+pub unsafe extern "C" fn EsGetNodeName(node: *const EsCNode) -> *const c_char {
+    guard(ptr::null(), || Ok(node_ref(node)?.name.as_ptr()))
+}
+
+/// The operator type of a node from `EsGetProducer` (owned by the builder). NULL on failure.
+#[no_mangle]
+pub unsafe extern "C" fn EsGetNodeType(node: *const EsCNode) -> *const c_char {
+    guard(ptr::null(), || Ok(node_ref(node)?.op_type.as_ptr()))
 }
 
 // ---- inputs -------------------------------------------------------------------------------
@@ -308,6 +376,26 @@ pub unsafe extern "C" fn EsSetShape(
         d.set_shape(Shape::from_slice(dims));
         b.description_set(node)?;
         Ok(())
+    })
+}
+
+/// GE's symbolic shape of a tensor (`shape[i]` an expression such as "s0"): ge-rs has no
+/// symbolic shapes, so after checking the arguments this fails with `ES_ERR_NOT_SUPPORTED`.
+#[no_mangle]
+pub unsafe extern "C" fn EsSetOriginSymbolShape(
+    tensor: *mut EsCTensorHolder,
+    shape: *const *const c_char,
+    dim_num: i64,
+) -> u32 {
+    guard_status(|| {
+        holder_ref(tensor, "tensor")?.0.port()?;
+        for (i, &d) in slice(shape, dim_num, "shape")?.iter().enumerate() {
+            c_str(d, &format!("shape[{i}]"))?;
+        }
+        Err(CError::new(
+            crate::error::ES_ERR_NOT_SUPPORTED,
+            "not supported: EsSetOriginSymbolShape: ge-rs has no symbolic shapes (set the dims with EsSetShape, -1 for an unknown one)",
+        ))
     })
 }
 

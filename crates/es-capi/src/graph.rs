@@ -42,7 +42,8 @@ pub unsafe extern "C" fn EsDestroyGraph(graph: *mut EsCGraph) {
     crate::ffi::drop_box(graph)
 }
 
-/// Writes the graph to `path` in ge-rs's native format (the `.air` files of the Python API).
+/// Writes the graph to `path` in ge-rs's native format (that of the Python API's `Graph.save` /
+/// `Graph.load`; GE's `.air` files are another format).
 #[no_mangle]
 pub unsafe extern "C" fn EsGraphSaveToFile(graph: *const EsCGraph, path: *const c_char) -> u32 {
     guard_status(|| {

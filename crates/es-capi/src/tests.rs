@@ -391,3 +391,83 @@ fn the_c_api_builds_what_the_typed_builder_builds() {
     };
     assert_eq!(es_core::dump::txt(&via_c), es_core::dump::txt(&typed));
 }
+
+fn text(p: *const c_char) -> String {
+    assert!(!p.is_null(), "{}", last());
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+#[test]
+fn get_producer_names_the_node_once_per_node() {
+    unsafe {
+        let b = builder(c"g");
+        let x = EsCreateGraphInput(b, 0);
+        let parts = EsSplitD(x, 2, 0, 2);
+        assert_eq!(parts.y_num, 2);
+        let (p0, p1) = (*parts.y, *parts.y.add(1));
+        let n = EsGetProducer(p0);
+        assert!(!n.is_null(), "{}", last());
+        // Both outputs of the SplitD: the same node, the same handle.
+        assert_eq!(EsGetProducer(p1), n);
+        assert_eq!(text(EsGetNodeType(n)), "SplitD");
+        assert_eq!(text(EsGetNodeName(n)), "SplitD_0");
+        let input = EsGetProducer(x);
+        assert_ne!(input, n);
+        assert_eq!(text(EsGetNodeType(input)), "Data");
+        assert_eq!(text(EsGetNodeName(input)), "input_0");
+        assert!(EsGetProducer(null_mut()).is_null());
+        assert_eq!(last(), "tensor is NULL");
+        assert!(EsGetNodeName(null()).is_null());
+        assert_eq!(last(), "node is NULL");
+        assert_eq!(EsSetGraphOutput(p0, 0), ES_SUCCESS);
+        let g = EsBuildGraphAndReset(b);
+        assert!(!g.is_null());
+        // The node handles go with the built graph, as the holders do.
+        assert!(EsGetNodeType(n).is_null());
+        assert!(last().contains("already built"), "{}", last());
+        assert!(EsGetProducer(p1).is_null());
+        assert!(last().contains("already built"), "{}", last());
+        // A new graph of the builder gives new handles.
+        let x2 = EsCreateGraphInput(b, 0);
+        let n2 = EsGetProducer(EsRelu(x2));
+        assert_eq!(text(EsGetNodeType(n2)), "Relu");
+        EsDestroyGraph(g);
+        EsDestroyGraphBuilder(b);
+    }
+}
+
+#[test]
+fn origin_symbol_shape_is_refused_as_not_supported() {
+    unsafe {
+        let b = builder(c"g");
+        let x = EsCreateGraphInput(b, 0);
+        let dims: [*const c_char; 2] = [c"s0".as_ptr(), c"s1".as_ptr()];
+        assert_eq!(
+            EsSetOriginSymbolShape(x, dims.as_ptr(), 2),
+            ES_ERR_NOT_SUPPORTED
+        );
+        assert!(
+            last().starts_with("not supported: EsSetOriginSymbolShape"),
+            "{}",
+            last()
+        );
+        // Bad arguments are named first.
+        assert_eq!(
+            EsSetOriginSymbolShape(null_mut(), dims.as_ptr(), 2),
+            ES_ERR_INVALID_ARGUMENT
+        );
+        assert!(last().starts_with("tensor is NULL"), "{}", last());
+        assert_eq!(
+            EsSetOriginSymbolShape(x, null(), 2),
+            ES_ERR_INVALID_ARGUMENT
+        );
+        assert!(last().contains("shape is NULL"), "{}", last());
+        let with_null: [*const c_char; 2] = [c"s0".as_ptr(), null()];
+        assert_eq!(
+            EsSetOriginSymbolShape(x, with_null.as_ptr(), 2),
+            ES_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(last(), "shape[1] is NULL");
+        EsDestroyGraphBuilder(b);
+    }
+}

@@ -178,6 +178,7 @@ fn has_line(out: &str, line: &str) {
 fn c_add() {
     let out = c("add");
     has_line(&out, "add: 11 22 33");
+    has_line(&out, "producer: Add Add_0");
     has_line(&out, "expected error: Add: input 'x2' is required");
     assert!(out.contains("Add(%input_0, %input_1)"), "{out}");
 }
@@ -222,7 +223,13 @@ fn c_split_linked_statically() {
 
 #[test]
 fn cpp_add() {
-    has_line(&cpp("add"), "add: 11 22 33");
+    let out = cpp("add");
+    has_line(&out, "add: 11 22 33");
+    has_line(&out, "producer: Add");
+    assert!(
+        out.contains("expected error: not supported: EsSetOriginSymbolShape"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -342,4 +349,93 @@ fn pkg_config_file_names_headers_and_library() {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// The CMake package the build writes beside `es-capi.pc` (`es-capiConfig.cmake` and its
+/// version file): imported targets for both libraries, found beside the file, carrying the
+/// pkg-config file's include directories. With cmake on the machine (`CMAKE` picks one), a
+/// project using the package builds the add example against each library and runs it;
+/// without cmake only the files are checked.
+#[test]
+fn cmake_package_links_both_libraries() {
+    let pc_dir = Path::new(env!("ES_CAPI_PC_DIR"));
+    let config = std::fs::read_to_string(pc_dir.join("es-capiConfig.cmake")).unwrap();
+    let includes = includes();
+    let include_line = format!(
+        "set(es-capi_INCLUDE_DIRS \"{}\" \"{}\")",
+        includes[0].canonicalize().unwrap().display(),
+        includes[1].display()
+    );
+    has_line(&config, &include_line);
+    for line in [
+        "set(es-capi_LIBRARY \"${CMAKE_CURRENT_LIST_DIR}/libes_capi.so\")",
+        "set(es-capi_STATIC_LIBRARY \"${CMAKE_CURRENT_LIST_DIR}/libes_capi.a\")",
+        "add_library(es-capi::es_capi SHARED IMPORTED)",
+        "add_library(es-capi::es_capi_static STATIC IMPORTED)",
+        "INTERFACE_LINK_LIBRARIES \"pthread;dl;m;rt;util\")",
+    ] {
+        has_line(&config, line);
+    }
+    let version = std::fs::read_to_string(pc_dir.join("es-capiConfigVersion.cmake")).unwrap();
+    has_line(
+        &version,
+        &format!("set(PACKAGE_VERSION \"{}\")", env!("CARGO_PKG_VERSION")),
+    );
+
+    let cmake = compiler("CMAKE", "cmake");
+    if Command::new(&cmake).arg("--version").output().is_err() {
+        eprintln!("no cmake here: the package's files were checked, not used");
+        return;
+    }
+    // The package as `cargo build` leaves it: the files beside this build's libraries.
+    let dir = out_dir().join("cmake");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    let pkg = dir.join("es-capi");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for f in ["es-capiConfig.cmake", "es-capiConfigVersion.cmake"] {
+        std::fs::copy(pc_dir.join(f), pkg.join(f)).unwrap();
+    }
+    for lib in ["libes_capi.so", "libes_capi.a"] {
+        std::os::unix::fs::symlink(lib_dir().join(lib), pkg.join(lib)).unwrap();
+    }
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let add_c = root().join("examples/c/add.c");
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.16)\nproject(es_capi_cmake_check C)\n\
+             find_package(es-capi 0.1 CONFIG REQUIRED)\n\
+             add_executable(add_shared \"{0}\")\ntarget_link_libraries(add_shared PRIVATE es-capi::es_capi)\n\
+             add_executable(add_static \"{0}\")\ntarget_link_libraries(add_static PRIVATE es-capi::es_capi_static)\n",
+            add_c.display()
+        ),
+    )
+    .unwrap();
+    let build = dir.join("build");
+    let cmake_ok = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(&cmake).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "cmake {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    cmake_ok(&[
+        "-S".as_ref(),
+        project.as_os_str(),
+        "-B".as_ref(),
+        build.as_os_str(),
+        format!("-DCMAKE_PREFIX_PATH={}", dir.display()).as_ref(),
+        format!("-DCMAKE_C_COMPILER={}", compiler("CC", "cc")).as_ref(),
+    ]);
+    cmake_ok(&["--build".as_ref(), build.as_os_str()]);
+    for exe in ["add_shared", "add_static"] {
+        has_line(&run(&build.join(exe)), "add: 11 22 33");
+    }
+    // The static executable holds the whole library: do not keep it.
+    std::fs::remove_dir_all(&dir).unwrap();
 }
