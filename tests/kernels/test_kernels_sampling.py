@@ -445,7 +445,7 @@ def test_onnx_resize_errors():
             xh,
             None,
             b.create_const(np.array([1, 1, 2, 2], np.float32)),
-            coordinate_transformation_mode="half_pixel_symmetric",
+            coordinate_transformation_mode="half_pixel_asymmetric",
         ),
         x,
         match="; not supported: Resize with coordinate_transformation_mode",

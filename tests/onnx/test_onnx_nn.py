@@ -125,8 +125,10 @@ def test_conv_transpose_1d_and_errors():
                    output_padding=[1])
     check(m, [("x", x)])
     x3 = randn(1, 1, 2, 2, 2)
-    refuse(make_model("ConvTranspose", [("x", x3)], inits=[("w", randn(1, 1, 2, 2, 2))]),
-           "3 spatial dims")
+    check(make_model("ConvTranspose", [("x", x3)], inits=[("w", randn(1, 1, 2, 2, 2))]), [("x", x3)])
+    x4 = randn(1, 1, 2, 2, 2, 2)
+    refuse(make_model("ConvTranspose", [("x", x4)], inits=[("w", randn(1, 1, 2, 2, 2, 2))]),
+           "4 spatial dims")
 
 
 # ---------------------------------------------------------------------------- MatMul, Gemm
@@ -447,7 +449,10 @@ def test_max_unpool():
     shape = np.array([2, 3, 6, 4], np.int64)
     check(make_model("MaxUnpool", ins, inits=[("s", shape)], kernel_shape=[2, 2],
                      strides=[2, 2]), ins)
-    refuse(make_model("MaxUnpool", ins, inits=[("s", shape + 1)], kernel_shape=[2, 2],
-                      strides=[2, 2]), "other than the default")
-    refuse(make_model("MaxUnpool", ins + [("s", shape)], kernel_shape=[2, 2], strides=[2, 2]),
-           "must be a constant")
+    # A larger output_shape: the reference's default-shape result, zeros after it.
+    check(make_model("MaxUnpool", ins, inits=[("s", shape + 1)], kernel_shape=[2, 2],
+                     strides=[2, 2]), ins)
+    ins_s = ins + [("s", shape + np.array([0, 0, 2, 1], np.int64))]
+    check(make_model("MaxUnpool", ins_s, kernel_shape=[2, 2], strides=[2, 2]), ins_s)
+    refuse(make_model("MaxUnpool", ins, inits=[("s", shape - 1)], kernel_shape=[2, 2],
+                      strides=[2, 2]), "at least the default")

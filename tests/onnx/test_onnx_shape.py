@@ -450,11 +450,14 @@ def test_resize_unsupported():
     x = rnd(1, 1, 4, 4)
     sc = np.array([1, 1, 0.5, 0.5], np.float32)
     for attrs, msg in [({"antialias": 1, "mode": "linear"}, "antialias"),
-                       ({"coordinate_transformation_mode": "half_pixel_symmetric"}, "half_pixel_symmetric"),
                        ({"mode": "spline"}, "Resize mode")]:
         m = _model("Resize", ["x", "", "sc"], [("x", x)], [("sc", sc)], attrs, 1, 19)
         with pytest.raises(ge.TranslationError, match=msg):
             ge.onnx.load(m.SerializeToString())
+    # half_pixel_symmetric is translated (the Resize kernel has the mode).
+    m = _model("Resize", ["x", "", "sc"], [("x", x)], [("sc", sc)],
+               {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "linear"}, 1, 19)
+    check(m, [x])
 
 
 def test_upsample_and_resize10():

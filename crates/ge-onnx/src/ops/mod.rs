@@ -6,6 +6,7 @@ mod control;
 mod conv;
 mod direct;
 mod elementwise;
+mod image;
 mod index;
 mod matmul;
 mod norm;
@@ -41,6 +42,7 @@ pub fn builtin() -> &'static Registry {
             transformer::TABLE,
             elementwise::TABLE,
             index::TABLE,
+            image::TABLE,
             source::TABLE,
         ] {
             util::register_table(&mut r, table);

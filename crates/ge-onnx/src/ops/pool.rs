@@ -441,15 +441,26 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
     for i in 0..n {
         out.push((xd[2 + i] - 1) * win.s[i] + win.k[i] - win.p0[i] - win.p1[i]);
     }
-    if let Some(os) = ctx.const_ints(2, "output_shape")? {
-        if os != out {
-            // onnx's reference places the indices by their coordinates in the default shape,
-            // runtimes by flat position in the given one: ambiguous, refused.
-            return Err(Error::unsupported(format!(
-                "MaxUnpool with an output_shape {os:?} other than the default {out:?}"
-            )));
+    // An output_shape other than the default: onnx's reference scatters by flat position in
+    // the default shape, then places that at the origin of the given shape (zeros after it).
+    let os = match ctx.opt_input(2)? {
+        Some(p) => {
+            let known = match ctx.const_input(2) {
+                Some(t) => Some(t.to_i64_vec()?),
+                None => None,
+            };
+            if let Some(v) = &known {
+                if v.len() != out.len() || v.iter().zip(&out).any(|(a, b)| a < b) {
+                    return Err(Error::tr(format!(
+                        "MaxUnpool output_shape {v:?} must have the rank of the input and \
+                         dims at least the default {out:?}"
+                    )));
+                }
+            }
+            (known.as_ref() != Some(&out)).then_some(p)
         }
-    }
+        None => None,
+    };
     if out.iter().any(|&v| v < 1) {
         return Err(Error::tr(format!(
             "MaxUnpool output shape {out:?} is empty"
@@ -468,5 +479,18 @@ fn max_unpool(ctx: &mut NodeCtx<'_>) -> Out {
     let i_f = ctx.op1("Reshape", &[i, flat], vec![])?;
     let y = ctx.scatter_axis0(zeros, i_f, xf, None)?;
     let shape = ctx.const_i64(&out, &[out.len() as i64])?;
-    Ok(vec![Some(ctx.op1("Reshape", &[y, shape], vec![])?)])
+    let y = ctx.op1("Reshape", &[y, shape], vec![])?;
+    let Some(os) = os else {
+        return one(y);
+    };
+    // Trailing zero pads up to output_shape: [0, os_i - out_i] per dim (PadV3's order).
+    let r = out.len() as i64;
+    let os = ctx.cast(os, I64)?;
+    let tail = ctx.bin("Sub", os, shape)?;
+    let zeros = ctx.const_i64(&vec![0; out.len()], &[r])?;
+    let pads = ctx.pack(&[zeros, tail], 1)?;
+    let flat = ctx.const_i64(&[2 * r], &[1])?;
+    let pads = ctx.op1("Reshape", &[pads, flat], vec![])?;
+    let zero = ctx.scalar_as(y, 0.0)?;
+    one(ctx.op1("PadV3", &[y, pads, zero], vec![("mode", st("constant"))])?)
 }

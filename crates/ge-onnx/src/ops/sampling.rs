@@ -1,4 +1,4 @@
-//! Sampling: Resize, Upsample, GridSample, RoiAlign, NonMaxSuppression.
+//! Sampling: Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression.
 
 use super::util::*;
 use crate::error::{Error, Result};
@@ -8,6 +8,7 @@ use es_core::{AttrValue, DataType, Tensor};
 /// The family's translators.
 pub(super) const TABLE: &[(&str, Translator)] = &[
     ("GridSample", grid_sample),
+    ("AffineGrid", affine_grid),
     ("RoiAlign", roi_align),
     ("NonMaxSuppression", nms),
     ("Resize", resize),
@@ -72,6 +73,78 @@ fn grid_sample(ctx: &mut NodeCtx<'_>) -> Out {
         }
     };
     Ok(vec![Some(ctx.op1(op, &[x, grid], attrs)?)])
+}
+
+/// AffineGrid: the base grid of `size` (known only at run time: Range over each spatial dim,
+/// normalised to [-1, 1] by align_corners' rule, then x, y, (z), 1 stacked on a new last axis)
+/// times theta transposed (a batched MatMul), reshaped to [N, (D,) H, W, 2 (3)].
+fn affine_grid(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["align_corners"])?;
+    let ac = ctx.attr_i("align_corners", 0)? != 0;
+    let nd = match ctx.vec_len(1)? {
+        Some(4) => 2,
+        Some(5) => 3,
+        Some(l) => {
+            return Err(Error::tr(format!(
+                "AffineGrid size must have 4 (2-D) or 5 (3-D) values, got {l}"
+            )))
+        }
+        None => {
+            return Err(Error::unsupported(
+                "AffineGrid: the length of size must be known at import",
+            ))
+        }
+    };
+    let dt = ctx.in_dtype(0)?;
+    let theta = ctx.input(0)?;
+    let size = ctx.input(1)?;
+    let size = ctx.cast(size, I64)?;
+    let spatial: Vec<i64> = (2..2 + nd as i64).collect();
+    let sp = ctx.gather_const(size, &spatial)?;
+    let one_i = ctx.const_i64(&[1], &[])?;
+    let zero_i = ctx.const_i64(&[0], &[])?;
+    let two = ctx.scalar(dt, 2.0)?;
+    let one_f = ctx.scalar(dt, 1.0)?;
+    // Per spatial dim (D, H, W order): its coordinates broadcast over the grid.
+    let mut coords = Vec::with_capacity(nd + 1);
+    for k in 0..nd {
+        let ax = ctx.const_i64(&[2 + k as i64], &[])?;
+        let d = ctx.op1("GatherV2", &[size, ax, zero_i], vec![])?;
+        let a = ctx.op1("Range", &[zero_i, d, one_i], vec![])?;
+        let a = ctx.cast(a, dt)?;
+        let a = if ac {
+            // -1 + i * 2 / (d - 1); a dim of 1 gives -1.
+            let dm1 = ctx.bin("Sub", d, one_i)?;
+            let dm1 = ctx.bin("Maximum", dm1, one_i)?;
+            let dm1 = ctx.cast(dm1, dt)?;
+            let step = ctx.bin("RealDiv", two, dm1)?;
+            let a = ctx.bin("Mul", a, step)?;
+            ctx.bin("Sub", a, one_f)?
+        } else {
+            // (2 i + 1) / d - 1.
+            let df = ctx.cast(d, dt)?;
+            let a = ctx.bin("Mul", a, two)?;
+            let a = ctx.bin("Add", a, one_f)?;
+            let a = ctx.bin("RealDiv", a, df)?;
+            ctx.bin("Sub", a, one_f)?
+        };
+        let mut shape = vec![1i64; nd];
+        shape[k] = -1;
+        let shape = ctx.const_i64(&shape, &[nd as i64])?;
+        let a = ctx.op1("Reshape", &[a, shape], vec![])?;
+        coords.push(ctx.op1("BroadcastTo", &[a, sp], vec![])?);
+    }
+    coords.reverse();
+    coords.push(ctx.op1("BroadcastTo", &[one_f, sp], vec![])?);
+    let base = ctx.pack(&coords, nd as i64)?;
+    let rows = ctx.const_i64(&[-1, nd as i64 + 1], &[2])?;
+    let base = ctx.op1("Reshape", &[base, rows], vec![])?;
+    let tt = ctx.transpose(theta, &[0, 2, 1])?;
+    let g = matmul_ports(ctx, base, tt, 2, 3)?;
+    let n = ctx.gather_const(size, &[0])?;
+    let last = ctx.const_i64(&[nd as i64], &[1])?;
+    let shape = ctx.concat(&[n, sp, last], 0)?;
+    one(ctx.op1("Reshape", &[g, shape], vec![])?)
 }
 
 fn roi_align(ctx: &mut NodeCtx<'_>) -> Out {
@@ -183,8 +256,8 @@ fn nms(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 /// GE's Resize is ONNX Resize (opsets 11-13). Opset 18's axes are resolved into full-rank
-/// scales/sizes/roi, keep_aspect_ratio_policy into sizes (static shapes); antialias and
-/// half_pixel_symmetric are refused.
+/// scales/sizes/roi, keep_aspect_ratio_policy into sizes (static shapes); antialias is
+/// refused.
 fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[
         "mode",
@@ -222,6 +295,7 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
             | "asymmetric"
             | "tf_half_pixel_for_nn"
             | "tf_crop_and_resize"
+            | "half_pixel_symmetric"
     ) {
         return Err(Error::unsupported(format!(
             "Resize coordinate_transformation_mode {coord:?}"

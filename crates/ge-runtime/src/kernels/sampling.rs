@@ -15,7 +15,8 @@
 //!   `[h, w]` for a 4-D x (placed by its format); empty inputs count as absent. `scales` gives
 //!   `floor(in * scale)` outputs and is itself the coordinate scale; `sizes` gives the scale
 //!   `out / in`. Every coordinate transformation mode (half_pixel, pytorch_half_pixel,
-//!   align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize with `roi` [starts,
+//!   align_corners (over the unrounded resized length `in * scale`, as ONNX's reference),
+//!   asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric, tf_crop_and_resize with `roi` [starts,
 //!   ends], `extrapolation_value` where the coordinate leaves [0, in - 1] on any axis), nearest
 //!   (four rounding modes, indices clamped), linear and cubic (`cubic_coeff_a`,
 //!   `exclude_outside`) modes. Source coordinates are computed in f32 as onnxruntime does (so

@@ -221,6 +221,7 @@ enum Coord {
     Asymmetric,
     TfHalfPixelForNn,
     TfCropAndResize,
+    HalfPixelSymmetric,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -262,11 +263,20 @@ fn source_coord(c: Coord, o: usize, scale: f32, inp: usize, out: usize, roi: (f3
             }
         }
         Coord::AlignCorners => {
-            if out == 1 {
+            // The resized length is the unrounded `inp * scale` (ONNX's reference), which is
+            // `out` when the scale came from sizes.
+            let len_m1 = inp as f32 * scale - 1.0;
+            if out == 1 || len_m1 == 0.0 {
                 0.0
             } else {
-                x * inp_m1 / out_m1
+                x * inp_m1 / len_m1
             }
+        }
+        Coord::HalfPixelSymmetric => {
+            // The rounding of the output length, split evenly over both ends.
+            let adjustment = out as f32 / (inp as f32 * scale);
+            let offset = inp as f32 / 2.0 * (1.0 - adjustment);
+            offset + (x + 0.5) / scale - 0.5
         }
         Coord::Asymmetric => x / scale,
         Coord::TfHalfPixelForNn => (x + 0.5) / scale,
@@ -702,6 +712,7 @@ pub(super) fn resize_factory(info: &NodeInfo) -> Result<Kernel> {
         "asymmetric" => Coord::Asymmetric,
         "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
         "tf_crop_and_resize" => Coord::TfCropAndResize,
+        "half_pixel_symmetric" => Coord::HalfPixelSymmetric,
         other => return Err(unsupported("coordinate_transformation_mode", other)),
     };
     let interp = match str_attr(info, "mode", "nearest")?.as_str() {
