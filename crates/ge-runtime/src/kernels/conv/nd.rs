@@ -54,8 +54,9 @@ use es_core::infer::layout;
 use es_core::opmath::{conv_out_size, same_pads_usize};
 use es_core::DataType;
 use half::{bf16, f16};
-use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, IxDyn, LinalgScalar};
+use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, CowArray, IxDyn, LinalgScalar};
 use std::borrow::Cow;
+use std::ops::Range;
 
 // ---------------------------------------------------------------------------------------------
 // Geometry
@@ -157,10 +158,16 @@ fn at(j: usize, s: usize, off: i64) -> usize {
 }
 
 /// Calls `f(kernel row, output start, input start, count)` for every run of outputs along W
-/// whose input is inside the volume, per kernel tap (row `r` of the columns) and output (z, y).
-fn each_run(v: &Vol, mut f: impl FnMut(usize, usize, usize, usize) -> Result<()>) -> Result<()> {
+/// whose input is inside the volume, per kernel tap (row `r` of the columns) and output (z, y),
+/// for the output rows (z * oh + y) in `rows` only, output starts counted from the first.
+fn each_run(
+    v: &Vol,
+    rows: Range<usize>,
+    mut f: impl FnMut(usize, usize, usize, usize) -> Result<()>,
+) -> Result<()> {
     let [id, ih, iw] = v.i;
     let [_, oh, ow] = v.o;
+    let first = rows.start * ow;
     let mut r = 0;
     for kd in 0..v.k[0] {
         let (z0, z1) = span(v.o[0], v.s[0], v.off(0, kd), id);
@@ -172,11 +179,14 @@ fn each_run(v: &Vol, mut f: impl FnMut(usize, usize, usize, usize) -> Result<()>
                     let ix0 = at(x0, v.s[2], v.off(2, kw));
                     for z in z0..z1 {
                         let iz = at(z, v.s[0], v.off(0, kd));
-                        for y in y0..y1 {
+                        // This plane's rows z * oh + y inside `rows`.
+                        let lo = y0.max(rows.start.saturating_sub(z * oh));
+                        let hi = y1.min(rows.end.saturating_sub(z * oh));
+                        for y in lo..hi {
                             let iy = at(y, v.s[1], v.off(1, kh));
                             f(
                                 r,
-                                (z * oh + y) * ow + x0,
+                                (z * oh + y) * ow + x0 - first,
                                 (iz * ih + iy) * iw + ix0,
                                 x1 - x0,
                             )?;
@@ -190,27 +200,42 @@ fn each_run(v: &Vol, mut f: impl FnMut(usize, usize, usize, usize) -> Result<()>
     Ok(())
 }
 
+/// All output rows of `v`.
+fn all_rows(v: &Vol) -> Range<usize> {
+    0..v.o[0] * v.o[1]
+}
+
 /// [`each_run`] over `cg` channels: calls `f(column offset, volume offset, count)` with the
-/// offsets into the columns ([cg * k_len, out_len]) and the volume ([cg, i...]).
+/// offsets into the columns ([cg * k_len, pixels of `rows`]) and the volume ([cg, i...]).
 fn each_channel_run(
     v: &Vol,
     cg: usize,
+    rows: Range<usize>,
     mut f: impl FnMut(usize, usize, usize) -> Result<()>,
 ) -> Result<()> {
-    let pix = v.out_len;
+    let pix = rows.len() * v.o[2];
     for c in 0..cg {
-        let (rows, vol) = (c * v.k_len * pix, c * v.in_len);
-        each_run(v, |r, o0, i0, n| f(rows + r * pix + o0, vol + i0, n))?;
+        let (cols, vol) = (c * v.k_len * pix, c * v.in_len);
+        each_run(v, rows.clone(), |r, o0, i0, n| {
+            f(cols + r * pix + o0, vol + i0, n)
+        })?;
     }
     Ok(())
 }
 
 /// Unfolds the `cg` channels of one image and group (`xs`: [cg, i...]) into `col`:
-/// [cg * k_len, out_len], zeros where a window reads padding.
-fn vol2col<T: Copy>(xs: &[T], v: &Vol, cg: usize, col: &mut [T], zero: T) -> Result<()> {
+/// [cg * k_len, pixels of the output rows `rows`], zeros where a window reads padding.
+fn vol2col<T: Copy>(
+    xs: &[T],
+    v: &Vol,
+    cg: usize,
+    rows: Range<usize>,
+    col: &mut [T],
+    zero: T,
+) -> Result<()> {
     let sw = v.s[2];
     col.fill(zero);
-    each_channel_run(v, cg, |co, vo, n| {
+    each_channel_run(v, cg, rows, |co, vo, n| {
         let dst = sub_mut(col, co, n)?;
         if sw == 1 {
             dst.copy_from_slice(sub(xs, vo, n)?);
@@ -233,7 +258,7 @@ fn col2vol<T: LinalgScalar + Send + Sync>(
     ys: &mut [T],
 ) -> Result<()> {
     let sw = v.s[2];
-    each_channel_run(v, cg, |co, vo, n| {
+    each_channel_run(v, cg, all_rows(v), |co, vo, n| {
         let src = sub(col, co, n)?;
         if sw == 1 {
             for (d, &x) in sub_mut(ys, vo, n)?.iter_mut().zip(src) {
@@ -263,98 +288,169 @@ fn shape_err(e: ndarray::ShapeError) -> Error {
     Error::kernel(format!("internal error: {e}"))
 }
 
-/// Adds the convolution of one input channel (`plane`: [i...]) with one kernel (`k`:
-/// [k...]) to one output channel (`out`: [o...]), directly: the depthwise case, where a matrix
-/// product would have a single row.
-fn conv_plane<T: LinalgScalar>(plane: &[T], k: &[T], v: &Vol, out: &mut [T]) -> Result<()> {
-    let sw = v.s[2];
-    each_run(v, |r, o0, i0, n| {
-        let wv = *k
-            .get(r)
-            .ok_or_else(|| Error::kernel("internal error: kernel out of bounds"))?;
-        let dst = sub_mut(out, o0, n)?;
-        if sw == 1 {
-            for (d, &x) in dst.iter_mut().zip(sub(plane, i0, n)?) {
-                *d = *d + wv * x;
-            }
-        } else {
-            let src = sub(plane, i0, (n - 1) * sw + 1)?;
-            for (d, &x) in dst.iter_mut().zip(src.iter().step_by(sw)) {
-                *d = *d + wv * x;
-            }
-        }
-        Ok(())
-    })
+/// Bytes of columns one tile of a convolution unfolds at a time (they stay in the L2 cache
+/// between [`vol2col`] and the product).
+const TILE_BYTES: usize = 512 << 10;
+
+/// The fewest output pixels a tile gets (narrower products lose efficiency).
+const MIN_TILE_PIX: usize = 256;
+
+/// The fewest output channels a thread's share gets when a convolution splits by channels.
+const MIN_SPLIT_CHANNELS: usize = 16;
+
+/// Output rows (z * oh + y) per tile of a convolution with `kk` filter values per output
+/// channel: about [`TILE_BYTES`] of columns (all rows when nothing is unfolded), and at least
+/// `parts` tiles when the pixels allow.
+fn tile_rows(v: &Vol, kk: usize, elem: usize, direct: bool, parts: usize) -> usize {
+    let (rows, ow) = (v.o[0] * v.o[1], v.o[2].max(1));
+    let mut per = if direct {
+        rows
+    } else {
+        let cols = (TILE_BYTES / kk.saturating_mul(elem).max(1)).max(MIN_TILE_PIX);
+        cols.div_ceil(ow)
+    };
+    if parts > 1 && rows * ow >= parts * MIN_TILE_PIX / 4 {
+        per = per.min(rows.div_ceil(parts));
+    }
+    per.clamp(1, rows.max(1))
 }
 
-/// The convolution of `x` ([n, c, i...]) with `f` ([o, c / groups, k...]): [n, o, o...].
-/// One input channel per group (depthwise) convolves each plane directly when every weight is
-/// finite (the direct loops skip padded positions, where a NaN or infinite weight must still
-/// give NaN: 0 * NaN, 0 * inf); otherwise each
-/// image and group is unfolded ([`vol2col`]; not for a 1x1x1 kernel with unit strides and no
-/// pads, which reads the input as it is) and multiplied by the filter. Several images run in
-/// parallel when the work is large (each part with its own columns); a single image
-/// parallelises inside its matrix products.
-fn conv_fwd<T: LinalgScalar + PartialEq + Send + Sync>(
+/// `c += bias` per row (output channel).
+fn add_row_bias<T: LinalgScalar>(c: &mut ArrayViewMut2<'_, T>, bias: Option<&[T]>) {
+    if let Some(b) = bias {
+        for (mut row, &bv) in c.rows_mut().into_iter().zip(b) {
+            row.map_inplace(|v| *v = *v + bv);
+        }
+    }
+}
+
+/// `c = a @ b` with the rows of `a` and `c` split into `parts` blocks across the run's threads.
+fn gemm_by_rows<T: LinalgScalar + Send + Sync>(
+    a: ArrayView2<'_, T>,
+    b: ArrayView2<'_, T>,
+    mut c: ArrayViewMut2<'_, T>,
+    parts: usize,
+) {
+    use rayon::prelude::*;
+    let rows = a.nrows().div_ceil(parts.max(1)).max(1);
+    let blocks: Vec<_> = a
+        .axis_chunks_iter(Axis(0), rows)
+        .zip(c.axis_chunks_iter_mut(Axis(0), rows))
+        .collect();
+    par::install(|| {
+        blocks
+            .into_par_iter()
+            .for_each(|(a, c)| gemm_into(a, b.view(), c))
+    });
+}
+
+/// The convolution of `x` ([n, c, i...]) with `f` ([o, c / groups, k...]) plus the optional
+/// per-channel `bias`: [n, o, o...]. One input channel per group (depthwise) convolves each
+/// plane directly ([`depthwise`]). Otherwise each image and group is unfolded ([`vol2col`]) in
+/// tiles of output rows (about [`TILE_BYTES`] of columns each; a 1x1x1 kernel with unit strides
+/// and no pads reads the input as it is) and each tile multiplied by the filter into its
+/// columns of y, the bias added while they are in cache. Large convolutions split across the
+/// run's threads: by tiles when the image has enough pixels, else by output channels.
+fn conv_fwd<T: LinalgScalar + Send + Sync>(
     x: &[T],
     f: &[T],
     ch: Chans,
     v: &Vol,
+    bias: Option<&[T]>,
 ) -> Result<Vec<T>> {
     let (cg, og) = (ch.c / ch.groups, ch.o / ch.groups);
     let kk = numel(&[cg, v.k_len])?;
     let pix = v.out_len;
     let mut y = alloc(numel(&[ch.n, ch.o, pix])?, T::zero())?;
-    // (w - w is 0 exactly for a finite w, NaN for NaN and +-inf; always 0 for integers.)
-    #[allow(clippy::eq_op)]
-    let finite = || f.iter().all(|&w| w - w == T::zero());
-    if cg == 1 && ch.groups > 1 && finite() {
-        for ni in 0..ch.n {
-            for gi in 0..ch.groups {
-                let plane = sub(x, (ni * ch.c + gi) * v.in_len, v.in_len)?;
-                for oc in gi * og..(gi + 1) * og {
-                    let k = sub(f, oc * v.k_len, v.k_len)?;
-                    conv_plane(plane, k, v, sub_mut(&mut y, (ni * ch.o + oc) * pix, pix)?)?;
-                }
+    if let Some(b) = bias {
+        if b.len() != ch.o {
+            return Err(Error::kernel(format!(
+                "bias has {} values, the convolution has {} output channels",
+                b.len(),
+                ch.o
+            )));
+        }
+    }
+    if cg == 1 && ch.groups > 1 && depthwise::depthwise(x, f, ch, v, &mut y)? {
+        if let Some(b) = bias {
+            for (k, plane) in y.chunks_exact_mut(pix.max(1)).enumerate() {
+                let bv = b[k % ch.o];
+                plane.iter_mut().for_each(|v| *v = *v + bv);
             }
         }
         return Ok(y);
     }
     let direct = v.direct();
-    let image = ch.o * pix;
-    let work = numel(&[ch.n, ch.o, pix, kk])? / par::MACS_PER_UNIT;
-    par::for_chunks_mut(
-        &mut y,
-        image,
-        if ch.n > 1 { work } else { 0 },
-        |start, ys| {
-            let mut col = if direct {
-                Vec::new()
-            } else {
-                alloc(numel(&[kk, pix])?, T::zero())?
+    let parts = par::chunks_for(numel(&[og, pix, kk])? / par::MACS_PER_UNIT);
+    let ow = v.o[2].max(1);
+    let rows = tile_rows(v, kk, std::mem::size_of::<T>(), direct, parts);
+    let all = all_rows(v).len();
+    for ni in 0..ch.n {
+        for gi in 0..ch.groups {
+            let xs = sub(x, (ni * ch.c + gi * cg) * v.in_len, cg * v.in_len)?;
+            let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
+                .map_err(shape_err)?;
+            let bg = bias.map(|b| sub(b, gi * og, og)).transpose()?;
+            let yg = sub_mut(&mut y, (ni * ch.o + gi * og) * pix, og * pix)?;
+            let mut c = ArrayViewMut2::from_shape((og, pix), yg).map_err(shape_err)?;
+            // One tile's columns: the input itself (direct) or unfolded into `col`.
+            let tile = |col: &mut Vec<T>, r: Range<usize>, mut c: ArrayViewMut2<'_, T>| {
+                let (p0, p1) = (r.start * ow, r.end * ow);
+                if direct {
+                    let b = ArrayView2::from_shape((kk, pix), xs).map_err(shape_err)?;
+                    gemm_into(a, b.slice(ndarray::s![.., p0..p1]), c.view_mut());
+                } else {
+                    let need = numel(&[kk, p1 - p0])?;
+                    if col.len() < need {
+                        *col = alloc(need, T::zero())?;
+                    }
+                    let col = &mut col[..need];
+                    vol2col(xs, v, cg, r, col, T::zero())?;
+                    let b = ArrayView2::from_shape((kk, p1 - p0), &*col).map_err(shape_err)?;
+                    gemm_into(a, b, c.view_mut());
+                }
+                add_row_bias(&mut c, bg);
+                Ok::<_, Error>(())
             };
-            for (i, yi) in ys.chunks_exact_mut(image.max(1)).enumerate() {
-                let ni = start / image.max(1) + i;
-                for gi in 0..ch.groups {
-                    let xs = sub(x, (ni * ch.c + gi * cg) * v.in_len, cg * v.in_len)?;
-                    let cols: &[T] = if direct {
-                        xs
+            if rows >= all {
+                if parts > 1 && og >= parts * MIN_SPLIT_CHANNELS {
+                    // Too few pixels to split: split the output channels instead.
+                    let col = if direct {
+                        Vec::new()
                     } else {
-                        vol2col(xs, v, cg, &mut col, T::zero())?;
-                        &col
+                        let mut col = alloc(numel(&[kk, pix])?, T::zero())?;
+                        vol2col(xs, v, cg, 0..all, &mut col, T::zero())?;
+                        col
                     };
-                    let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
+                    let b = ArrayView2::from_shape((kk, pix), if direct { xs } else { &col })
                         .map_err(shape_err)?;
-                    let b = ArrayView2::from_shape((kk, pix), cols).map_err(shape_err)?;
-                    let c =
-                        ArrayViewMut2::from_shape((og, pix), sub_mut(yi, gi * og * pix, og * pix)?)
-                            .map_err(shape_err)?;
-                    gemm_into(a, b, c);
+                    gemm_by_rows(a, b, c.view_mut(), parts);
+                    add_row_bias(&mut c, bg);
+                } else {
+                    tile(&mut Vec::new(), 0..all, c)?;
+                }
+                continue;
+            }
+            let tiles: Vec<_> = c
+                .axis_chunks_iter_mut(Axis(1), rows * ow)
+                .enumerate()
+                .map(|(t, c)| (t * rows..((t + 1) * rows).min(all), c))
+                .collect();
+            if parts > 1 {
+                use rayon::prelude::*;
+                par::install(|| {
+                    tiles
+                        .into_par_iter()
+                        .try_for_each_init(Vec::new, |col, (r, c)| tile(col, r, c))
+                })?;
+            } else {
+                let mut col = Vec::new();
+                for (r, c) in tiles {
+                    tile(&mut col, r, c)?;
                 }
             }
-            Ok(())
-        },
-    )?;
+        }
+    }
     Ok(y)
 }
 
@@ -688,8 +784,10 @@ impl Compute for ConvRun<'_> {
         };
         let v = Vol::forward(three(&xs[2..]), three(&fs[2..]), a.s, a.d, pads)?;
         let ch = Chans { n, c, o, groups };
-        let mut y = conv_fwd(slice_of(&xc, "x")?, slice_of(&fc, "filter")?, ch, &v)?;
-        add_bias(&mut y, self.bias, o, v.out_len)?;
+        let bias = self.bias.map(cast_to::<T>).transpose()?;
+        let bias = bias.as_ref().map(|b| std_slice(b));
+        let (xsl, fsl) = (slice_of(&xc, "x")?, slice_of(&fc, "filter")?);
+        let y = conv_fwd(xsl, fsl, ch, &v, bias.as_deref())?;
         let mut dims = vec![n, o];
         dims.extend_from_slice(&v.o[3 - a.rank..]);
         Ok(channels_back(array(&dims, y)?, a.last))
@@ -1151,6 +1249,9 @@ pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
         Ok(vec![dispatch("DeformableConv2D", r.run.x, false, out, &r)?])
     }))
 }
+
+#[path = "depthwise.rs"]
+mod depthwise;
 
 #[cfg(test)]
 #[path = "nd_tests.rs"]

@@ -210,7 +210,7 @@ fn transposed_conv_is_the_adjoint_of_the_conv() {
     let x = ints_seq(ch.n * ch.c * v.in_len, 1);
     let f = ints_seq(ch.o * (ch.c / ch.groups) * v.k_len, 2);
     let g = ints_seq(ch.n * ch.o * v.out_len, 3);
-    let y = conv_fwd(&x, &f, ch, &v).unwrap();
+    let y = conv_fwd(&x, &f, ch, &v, None).unwrap();
     let xt = conv_bwd_input(&g, &f, ch, &v).unwrap();
     assert_eq!(y.len(), g.len());
     assert_eq!(xt.len(), x.len());
@@ -328,7 +328,7 @@ fn deformable_conv_with_zero_offsets_is_a_conv() {
         groups: 1,
     };
     let xv: Vec<f64> = (0..18).map(f64::from).collect();
-    let want = conv_fwd(&xv, &fv, ch, &v).unwrap();
+    let want = conv_fwd(&xv, &fv, ch, &v, None).unwrap();
     assert_eq!(y.iter().copied().collect::<Vec<_>>(), want);
     // Offsets of the wrong size, and channels that deformable_groups does not divide.
     let short = Value::F64(arr(&[1, 16, 3, 3], vec![0.0; 16 * 9]));
@@ -399,4 +399,132 @@ fn conv3d_factory_errors() {
     let k = factory(conv3d_factory, &node("Conv3D", &base), Vec::new()).unwrap();
     let x = Value::I16(arr(&[1, 1, 1, 1, 1], vec![1]));
     assert!(k(&[Some(&x), Some(&x)]).is_err());
+}
+
+/// A convolution by definition (f64): y[n, o, z, y, x] = bias[o] + sum over the group's input
+/// channels and the taps of w * x, zero outside the input.
+fn naive_conv(x: &[f64], f: &[f64], ch: Chans, v: &Vol, bias: Option<&[f64]>) -> Vec<f64> {
+    let (cg, og) = (ch.c / ch.groups, ch.o / ch.groups);
+    let [id, ih, iw] = v.i;
+    let [od, oh, ow] = v.o;
+    let mut y = vec![0.0; ch.n * ch.o * v.out_len];
+    for n in 0..ch.n {
+        for o in 0..ch.o {
+            let g = o / og;
+            for z in 0..od {
+                for yy in 0..oh {
+                    for xx in 0..ow {
+                        let mut s = bias.map_or(0.0, |b| b[o]);
+                        for ci in 0..cg {
+                            let c = g * cg + ci;
+                            let mut t = 0;
+                            for kd in 0..v.k[0] {
+                                for kh in 0..v.k[1] {
+                                    for kw in 0..v.k[2] {
+                                        let w = f[(o * cg + ci) * v.k_len + t];
+                                        t += 1;
+                                        let iz = (z * v.s[0] + kd * v.d[0]) as i64 - v.p[0] as i64;
+                                        let iy = (yy * v.s[1] + kh * v.d[1]) as i64 - v.p[1] as i64;
+                                        let ix = (xx * v.s[2] + kw * v.d[2]) as i64 - v.p[2] as i64;
+                                        if (0..id as i64).contains(&iz)
+                                            && (0..ih as i64).contains(&iy)
+                                            && (0..iw as i64).contains(&ix)
+                                        {
+                                            let at = ((n * ch.c + c) * id + iz as usize) * ih * iw
+                                                + iy as usize * iw
+                                                + ix as usize;
+                                            s += w * x[at];
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        y[((n * ch.o + o) * od + z) * oh * ow + yy * ow + xx] = s;
+                    }
+                }
+            }
+        }
+    }
+    y
+}
+
+/// conv_fwd at 1 and 2 threads (f64 and f32, with a bias) against [`naive_conv`].
+fn check_fwd(ch: Chans, v: &Vol, what: &str) {
+    let to_f = |s: Vec<i64>| s.into_iter().map(|v| v as f64 * 0.25).collect::<Vec<_>>();
+    let x = to_f(ints_seq(ch.n * ch.c * v.in_len, 11));
+    let f = to_f(ints_seq(ch.o * (ch.c / ch.groups) * v.k_len, 12));
+    let b = to_f(ints_seq(ch.o, 13));
+    let want = naive_conv(&x, &f, ch, v, Some(&b));
+    for threads in [1, 2] {
+        let y = par::run_with(threads, || conv_fwd(&x, &f, ch, v, Some(&b))).unwrap();
+        // Quarter-integer inputs: the f64 sums are exact.
+        assert_eq!(y, want, "f64 {threads} threads: {what}");
+        let (x32, f32s, b32): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+            x.iter().map(|&v| v as f32).collect(),
+            f.iter().map(|&v| v as f32).collect(),
+            b.iter().map(|&v| v as f32).collect(),
+        );
+        let y32 = par::run_with(threads, || conv_fwd(&x32, &f32s, ch, v, Some(&b32))).unwrap();
+        for (g, w) in y32.iter().zip(&want) {
+            assert!(
+                (f64::from(*g) - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "f32 {threads} threads: {what}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tiled_and_split_convolutions_match_the_definition() {
+    let chans = |n, c, o, groups| Chans { n, c, o, groups };
+    let two = |i: [usize; 2], k: [usize; 2], s: usize, d: usize, p: [usize; 4]| {
+        Vol::forward(
+            [1, i[0], i[1]],
+            [1, k[0], k[1]],
+            [1, s, s],
+            [1, d, d],
+            [[0, 0], [p[0], p[1]], [p[2], p[3]]],
+        )
+        .unwrap()
+    };
+    let cases = [
+        // Many tiles (kk * pixels * 8 bytes well above TILE_BYTES), rows not a multiple of
+        // the tile, at 2 threads split by tiles.
+        (
+            chans(1, 16, 24, 1),
+            two([45, 37], [3, 3], 1, 1, [1, 1, 1, 1]),
+        ),
+        // 1x1 with unit stride (read in place), split by tiles, batch 2.
+        (chans(2, 64, 80, 1), two([30, 31], [1, 1], 1, 1, [0; 4])),
+        // Strided 1x1 (unfolded), stride larger than the kernel.
+        (chans(1, 32, 40, 1), two([29, 30], [1, 1], 2, 1, [0; 4])),
+        // Few pixels, many channels: split by output channels; 1x1 and 3x3.
+        (chans(1, 256, 256, 1), two([7, 7], [1, 1], 1, 1, [0; 4])),
+        (
+            chans(1, 128, 160, 1),
+            two([5, 6], [3, 3], 1, 1, [1, 1, 1, 1]),
+        ),
+        // Groups, dilation, padding larger than the kernel.
+        (
+            chans(2, 12, 18, 3),
+            two([20, 23], [3, 2], 1, 2, [4, 3, 2, 5]),
+        ),
+        // A 1-pixel image.
+        (chans(1, 8, 8, 2), two([1, 1], [3, 3], 1, 1, [1, 1, 1, 1])),
+        // Depthwise with multiplier 2 (the direct kernel) and its bias.
+        (chans(2, 6, 12, 6), two([9, 17], [3, 3], 2, 1, [1, 1, 1, 1])),
+    ];
+    for (ch, v) in cases {
+        check_fwd(ch, &v, &format!("{ch:?} {v:?}"));
+    }
+    // 3-D, tiled across depth slices.
+    let v = Vol::forward(
+        [6, 20, 21],
+        [3, 3, 3],
+        [1, 2, 1],
+        [1; 3],
+        [[1, 1], [1, 0], [0, 1]],
+    )
+    .unwrap();
+    check_fwd(chans(1, 8, 12, 1), &v, "3-D");
 }
