@@ -115,7 +115,7 @@ def test_deform_conv(mask, bias, geom):
 
 def test_deform_conv_refuses_1d():
     refuse("DeformConv", [("x", randn(1, 1, 5)), ("w", randn(1, 1, 2)), ("off", randn(1, 2, 4))],
-           "not supported: DeformConv over 1 spatial dims", opset=19)
+           "not supported: .*DeformConv over 1 spatial dims", opset=19)
 
 
 # ----------------------------------------------------------------------- ConvTranspose 3-D
@@ -131,13 +131,21 @@ def test_deform_conv_refuses_1d():
     bias=st.booleans(),
 )
 def test_conv_transpose_3d(s, d, p, op, group, bias):
-    if op >= max(s, d):
+    if op >= s:  # onnxruntime wants output_padding below the stride
         op = 0
     x = randn(1, 2, 3, 2, 4)
     w = randn(2, 3 if group == 1 else 2, 2, 3, 2)
     inits = [("w", w)] + ([("b", randn(w.shape[1] * group))] if bias else [])
-    check("ConvTranspose", [("x", x)], inits=inits, strides=[s, 1, s], dilations=[d, 1, d],
-          pads=[p, 0, 1, 0, p, 0], output_padding=[op, 0, op], group=group)
+    m = node_model("ConvTranspose", [("x", x)], inits, opset=21, strides=[s, 1, s],
+                   dilations=[d, 1, d], pads=[p, 0, 1, 0, p, 0], output_padding=[op, 0, op],
+                   group=group, out_types={0: onnx.TensorProto.FLOAT})
+    # onnx's ReferenceEvaluator mishandles grouped ConvTranspose (it reshapes W as if the
+    # group count were 1): onnxruntime is the reference here.
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})
+    check_model(m, {"x": x}, 1e-4, 1e-5, modes=("on", "off"), expected=want)
 
 
 # -------------------------------------------------------------------------------- MaxUnpool
