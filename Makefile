@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test conformance difftest venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
+.PHONY: demo test conformance difftest fuzz venv build codegen check-codegen cargo-test bench-smoke pytest install-check bench lint clean
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ conformance: build
 # runs a fixed-seed profile. MINUTES=N sets the duration.
 difftest: build
 	$(PY) tools/difftest.py --minutes $(or $(MINUTES),10)
+
+# Whole-pipeline fuzzing: mutated ONNX/.ge/.air graphs loaded, compiled and run (docs/reliability.md);
+# `make test` replays the kept seeds (tests/reliability/test_seeds.py). MINUTES=N sets the duration.
+fuzz: build
+	$(PY) tools/fuzz_pipeline.py --minutes $(or $(MINUTES),10)
 
 # `pip install .` into a fresh environment and import it.
 install-check:

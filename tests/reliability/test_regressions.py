@@ -118,16 +118,16 @@ def test_slice_negative_step_in_range():
     assert_same(run_ge(m, {"x": x}), run_ort(m, {"x": x}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Slice of a bool tensor is refused: GE's StridedSlice has no bool; GE's StridedSliceV2 "
-    "(bool included) is in the library with inference, but has no CPU kernel yet "
-    "(crates/ge-runtime/src/kernels/shape.rs) and the Slice translator still emits StridedSlice "
-    "(crates/ge-onnx/src/ops/shape.rs)",
-)
 def test_slice_of_bool():
+    """Fixed: the Slice translator emits GE's StridedSliceV2 (bool in its dtype list), which has
+    a CPU kernel (crates/ge-runtime/src/kernels/shape/slice.rs)."""
     x = np.array([[True, False, True], [False, False, True]])
     inits = [("starts", np.array([0, 1])), ("ends", np.array([2, 3])), ("axes", np.array([0, 1]))]
+    m = model("Slice", {"x": x}, inits)
+    assert_same(run_ge(m, {"x": x}), run_ort(m, {"x": x}))
+    # A negative step over a bool tensor, the start below -dim (clamped as ONNX does).
+    inits = [("starts", np.array([-9])), ("ends", np.array([-9])), ("axes", np.array([1])),
+             ("steps", np.array([-1]))]
     m = model("Slice", {"x": x}, inits)
     assert_same(run_ge(m, {"x": x}), run_ort(m, {"x": x}))
 

@@ -122,9 +122,9 @@ fn transpose(ctx: &mut NodeCtx<'_>) -> Out {
 // Slice
 // ---------------------------------------------------------------------------------------------
 
-/// StridedSlice with full begin/end/strides: untouched axes get begin/end mask bits. Clamping
-/// of out-of-range starts/ends is the run-time kernel's (TensorFlow's, as numpy and the ONNX
-/// reference).
+/// GE's StridedSliceV2 (as GE's ONNX plugin maps Slice; every dtype, bool included) with full
+/// begin/end/strides: untouched axes get begin/end mask bits. Clamping of out-of-range
+/// starts/ends is the run-time kernel's (TensorFlow's, as numpy and the ONNX reference).
 fn slice(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[])?;
     let x = ctx.input(0)?;
@@ -151,7 +151,7 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
         };
         let st = ctx.scatter_runtime(I64, &vec![1.0; r], ax, steps)?;
         let b = onnx_starts(ctx, x, b, true)?;
-        let y = ctx.op1("StridedSlice", &[x, b, ends, st], vec![])?;
+        let y = strided_slice_v2(ctx, x, [b, ends, st], 0)?;
         return Ok(vec![Some(y)]);
     } else {
         ctx.const_ints(3, "axes")?
@@ -214,8 +214,33 @@ fn slice(ctx: &mut NodeCtx<'_>) -> Out {
             return Err(Error::tr("Slice: steps must not be 0"));
         }
     }
-    let y = ctx.strided_slice(x, [begin, end, strides], mask)?;
+    let y = strided_slice_v2(ctx, x, [begin, end, strides], mask)?;
     Ok(vec![Some(y)])
+}
+
+/// StridedSliceV2 of `x` by begin/end/strides (no axes input: they cover the leading dims),
+/// `mask` as begin_mask and end_mask.
+fn strided_slice_v2(
+    ctx: &mut NodeCtx<'_>,
+    x: OutPort,
+    [begin, end, strides]: [OutPort; 3],
+    mask: i64,
+) -> Result<OutPort> {
+    let ins = vec![
+        vec![Some(x)],
+        vec![Some(begin)],
+        vec![Some(end)],
+        vec![None],
+        vec![Some(strides)],
+    ];
+    let masks = vec![
+        ("begin_mask", AttrValue::Int(mask)),
+        ("end_mask", AttrValue::Int(mask)),
+    ];
+    let outs = ctx.op("StridedSliceV2", ins, masks)?;
+    outs.first()
+        .copied()
+        .ok_or_else(|| Error::tr("internal: StridedSliceV2 has no output"))
 }
 
 /// ONNX's starts for StridedSlice: `max(start, -dim)` per sliced dim. ONNX clamps a start

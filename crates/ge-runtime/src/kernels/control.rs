@@ -1,7 +1,9 @@
 //! Control flow: If, Case and While run their subgraphs.
 //!
 //! Each subgraph is compiled (without passes) the first time it runs with a given input
-//! signature, and the plan is kept in the kernel for later runs; a subgraph's inputs are its
+//! signature, and the plan is kept in the kernel for later runs (at most [`MAX_PLANS`]
+//! signatures: a While whose loop values grow every iteration would otherwise keep one plan
+//! per iteration, memory without bound); a subgraph's inputs are its
 //! Data nodes by index, fed from the node's `input` instances, and its outputs become the
 //! node's outputs.
 
@@ -35,6 +37,9 @@ fn compile(graph: &Graph, sig: &Signature) -> Result<Arc<dyn Subplan>> {
     f(graph, sig)
 }
 
+/// The most plans a subgraph keeps (by input signature); one more evicts another.
+const MAX_PLANS: usize = 16;
+
 /// A subgraph with its plans by signature.
 struct Branch {
     name: String,
@@ -64,16 +69,28 @@ impl Branch {
             None => {
                 let p = compile(&self.graph, &sig)
                     .map_err(|e| Error::kernel(format!("subgraph '{}': {e}", self.name)))?;
-                self.plans
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(sig, p.clone());
+                let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+                remember(&mut plans, sig, p.clone());
                 p
             }
         };
         plan.run(inputs)
             .map_err(|e| Error::kernel(format!("in subgraph '{}': {e}", self.name)))
     }
+}
+
+/// Keeps `plan` for `sig`, evicting another plan when [`MAX_PLANS`] are kept already.
+fn remember(
+    plans: &mut FxHashMap<Signature, Arc<dyn Subplan>>,
+    sig: Signature,
+    plan: Arc<dyn Subplan>,
+) {
+    if plans.len() >= MAX_PLANS && !plans.contains_key(&sig) {
+        if let Some(old) = plans.keys().next().cloned() {
+            plans.remove(&old);
+        }
+    }
+    plans.insert(sig, plan);
 }
 
 fn subgraph(info: &NodeInfo, name: &str) -> Result<Branch> {
@@ -189,3 +206,30 @@ pub(super) const KERNELS: Kernels = &[
     (&["Case"], case_factory),
     (&["While"], while_factory),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+    impl Subplan for Nothing {
+        fn run(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+            Ok(inputs)
+        }
+    }
+
+    /// A While whose loop value grows every iteration (a Range written as a Loop) met a new
+    /// signature each time: the plans kept stay bounded (found by tools/fuzz_pipeline.py).
+    #[test]
+    fn plans_kept_per_subgraph_are_bounded() {
+        let mut plans = FxHashMap::default();
+        for n in 0..1000usize {
+            let v = Value::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[n])));
+            remember(&mut plans, signature(&[v]), Arc::new(Nothing));
+            assert!(plans.len() <= MAX_PLANS);
+        }
+        assert_eq!(plans.len(), MAX_PLANS);
+        let last = signature(&[Value::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[999])))]);
+        assert!(plans.contains_key(&last), "the newest plan is kept");
+    }
+}

@@ -450,6 +450,7 @@ pub(super) const KERNELS: Kernels = &[
         &["StridedSlice", "StridedSliceD"],
         slice::strided_slice_factory,
     ),
+    (&["StridedSliceV2"], slice::strided_slice_v2_factory),
     (&["ReverseV2"], slice::reverse_factory),
     (&["Split", "SplitD", "SplitV"], split::split_factory),
     (&["Unpack"], split::unpack_factory),
