@@ -607,7 +607,8 @@ struct ConvAttrs {
     /// DepthwiseConv2D: one group per input channel (`groups` unused), the filter's in and
     /// out dims giving a channel multiplier.
     depthwise: bool,
-    /// Filter dims of (out, in / groups, spatial...): `rank + 2` entries used.
+    /// Filter dims of (out, in / groups, spatial...): `rank + 2` entries used (for
+    /// DepthwiseConv2D the filter's (in, multiplier) dims in that order).
     fpos: [usize; 5],
 }
 
@@ -648,7 +649,12 @@ fn conv2d_attrs(
         other => return Err(Error::unsupported(format!("{op} with padding {other:?}"))),
     };
     let depthwise = modes && op == "DepthwiseConv2D";
-    let [a, b, c, e] = filter_positions_of(info, x_input, filter_input)?;
+    let [mut a, mut b, c, e] = filter_positions_of(info, x_input, filter_input)?;
+    if depthwise {
+        // The filter's in dim leads: [C, K, k...] (or [1, C * K, k...]), which in standard
+        // layout is [C * K, 1, k...], output channel c * K + k from input channel c.
+        std::mem::swap(&mut a, &mut b);
+    }
     Ok(ConvAttrs {
         rank: 2,
         last,
@@ -760,14 +766,7 @@ impl Compute for ConvRun<'_> {
         let r = a.rank + 2;
         let (xa, fa) = operands::<T>(self.x, self.f, r)?;
         let xc = channels_first(&xa, a.last);
-        let mut fpos = [0; 5];
-        fpos[..r].copy_from_slice(a.fpos());
-        if a.depthwise {
-            // The filter's in dim leads: [C, K, k...] (or [1, C * K, k...]), which in standard
-            // layout is [C * K, 1, k...], output channel c * K + k from input channel c.
-            fpos.swap(0, 1);
-        }
-        let fc = filter_std(&fa, &fpos[..r])?;
+        let fc = filter_std(&fa, a.fpos())?;
         let (xs, fs) = (xc.shape(), fc.shape());
         let (n, c) = (xs[0], xs[1]);
         let (groups, o) = conv_groups(a, c, fs, xa.shape(), fa.shape())?;
@@ -908,12 +907,46 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 /// The kernel of a forward convolution (inputs x, filter, optional bias), cast to `out`.
+/// A constant filter is packed once here: permuted to [out, in, k...] and cast to the compute
+/// type of x's dtype, when either changes it (else it is used as it is, with no copy).
 fn conv_kernel(info: &NodeInfo, a: ConvAttrs, out: Option<DataType>) -> Kernel {
     let op = info.op().to_string();
+    let packed = info
+        .const_inputs
+        .get(1)
+        .and_then(Option::as_ref)
+        .zip(input_desc(info, 0).map(|d| d.dtype))
+        .and_then(|(f, x)| pack_filter(f, a.fpos(), x));
+    let mut packed_attrs = a;
+    packed_attrs.fpos = [0, 1, 2, 3, 4];
     Box::new(move |inputs| {
-        let r = ConvRun::of(&a, inputs, 0, 2)?;
+        let r = match &packed {
+            Some(f) => Run {
+                f,
+                ..ConvRun::of(&packed_attrs, inputs, 0, 2)?
+            },
+            None => ConvRun::of(&a, inputs, 0, 2)?,
+        };
         Ok(vec![dispatch(&op, r.x, true, out, &r)?])
     })
+}
+
+/// The constant filter `f` (dims `fpos` of out, in, k...) in standard layout and the compute
+/// type of an x of dtype `x` (f32 for f16 and bf16), when that differs from `f` as given; None
+/// when it would not (or for integer convolutions, left to the run).
+fn pack_filter(f: &Value, fpos: &[usize], x: DataType) -> Option<Value> {
+    let identity = fpos.iter().enumerate().all(|(i, &p)| i == p);
+    fn std_as<T: Pick>(f: &Value, fpos: &[usize]) -> Option<ArrayD<T>> {
+        let c = cast_to::<T>(f).ok()?;
+        Some(filter_std(&c, fpos).ok()?.into_owned())
+    }
+    let std_of = |f: &Value| match x {
+        DataType::FLOAT | DataType::FLOAT16 | DataType::BF16 => std_as(f, fpos).map(Value::F32),
+        DataType::DOUBLE => std_as(f, fpos).map(Value::F64),
+        _ => None,
+    };
+    let packed = std_of(f)?;
+    (!identity || packed.dtype() != f.dtype()).then_some(packed)
 }
 
 /// Conv2D and DepthwiseConv2D: the engine with two spatial dims.

@@ -40,7 +40,12 @@ fn attrs2(p: [usize; 4], same: bool, groups: Option<usize>) -> ConvAttrs {
         same,
         groups: groups.unwrap_or(1),
         depthwise: groups.is_none(),
-        fpos: [0, 1, 2, 3, 0],
+        // A depthwise filter [C, K, k...] reads (in, multiplier) as conv2d_attrs sets them.
+        fpos: if groups.is_none() {
+            [1, 0, 2, 3, 0]
+        } else {
+            [0, 1, 2, 3, 0]
+        },
         ..attrs3([[0; 2]; 3], 1)
     }
 }
@@ -527,4 +532,66 @@ fn tiled_and_split_convolutions_match_the_definition() {
     )
     .unwrap();
     check_fwd(chans(1, 8, 12, 1), &v, "3-D");
+}
+
+#[test]
+fn a_constant_filter_is_packed_once_with_the_same_results() {
+    use es_core::{Format, Shape, TensorDesc};
+    // x f16 NCHW [1, 3, 5, 6]; filter f16 HWCN [3, 3, 3, 4] (kh, kw, in, out): packed to f32
+    // [4, 3, 3, 3] at compile time.
+    let desc = |dt, format, dims: &[i64]| {
+        let mut d = TensorDesc::new(dt, Shape::from_slice(dims));
+        d.format = format;
+        d
+    };
+    let xd = desc(DataType::FLOAT16, Format::NCHW, &[1, 3, 5, 6]);
+    let fd = desc(DataType::FLOAT16, Format::HWCN, &[3, 3, 3, 4]);
+    let xs: Vec<f32> = ints_seq(90, 21).iter().map(|&v| v as f32 * 0.5).collect();
+    let fs: Vec<f32> = ints_seq(108, 22).iter().map(|&v| v as f32 * 0.25).collect();
+    let x = Value::F32(arr(&[1, 3, 5, 6], xs))
+        .cast(DataType::FLOAT16)
+        .unwrap();
+    let f = Value::F32(arr(&[3, 3, 3, 4], fs))
+        .cast(DataType::FLOAT16)
+        .unwrap();
+    let n = node(
+        "Conv2D",
+        &[
+            ("strides", li(&[1, 1, 1, 1])),
+            ("pads", li(&[1, 0, 2, 1])),
+            ("data_format", AttrValue::String("NCHW".into())),
+        ],
+    );
+    let mut n = n;
+    n.outputs.push(es_core::graph::OutputSlot {
+        name: "y".into(),
+        ir_index: 0,
+        desc: TensorDesc::new(DataType::FLOAT16, Shape::scalar()),
+        consumers: Vec::new(),
+    });
+    let kernel = |consts: Vec<Option<Value>>| {
+        conv2d_factory(&NodeInfo {
+            node: &n,
+            inputs: vec![Some(xd.clone()), Some(fd.clone())],
+            const_inputs: consts,
+        })
+        .unwrap()
+    };
+    let packed = kernel(vec![None, Some(f.clone())]);
+    let plain = kernel(vec![None, None]);
+    let (a, b) = (
+        packed(&[Some(&x), Some(&f)]).unwrap(),
+        plain(&[Some(&x), Some(&f)]).unwrap(),
+    );
+    assert_eq!(a[0].dtype(), DataType::FLOAT16);
+    assert_eq!(a[0].shape(), &[1, 4, 4, 7]);
+    assert_eq!(a[0].to_f64_vec(), b[0].to_f64_vec());
+    // What is packed: a permutation or a cast, never a plain copy.
+    let fpos = [3, 2, 0, 1];
+    assert!(pack_filter(&f, &fpos, DataType::FLOAT16).is_some());
+    let f32 = f.cast(DataType::FLOAT).unwrap();
+    assert!(pack_filter(&f32, &fpos, DataType::FLOAT).is_some());
+    assert!(pack_filter(&f32, &[0, 1, 2, 3], DataType::FLOAT).is_none());
+    assert!(pack_filter(&f32, &[0, 1, 2, 3], DataType::FLOAT16).is_none());
+    assert!(pack_filter(&f32, &[0, 1, 2, 3], DataType::INT8).is_none());
 }
