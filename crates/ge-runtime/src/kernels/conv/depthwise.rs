@@ -147,22 +147,7 @@ impl Geo {
                         let count = (iw - c0).div_ceil(self.sw);
                         let at = (row + q) * self.ws + (c0 + pw) / self.sw;
                         let dst = sub_mut(buf, at, count)?;
-                        if self.sw == 2 {
-                            // Pairs (vectorised de-interleaving), then an odd last column.
-                            let pairs = src[c0..].chunks_exact(2);
-                            let last = pairs.remainder().first().copied();
-                            let n = pairs.len();
-                            for (d, p) in dst.iter_mut().zip(pairs) {
-                                *d = p[0];
-                            }
-                            if let (Some(x), Some(d)) = (last, dst.get_mut(n)) {
-                                *d = x;
-                            }
-                        } else {
-                            for (d, &x) in dst.iter_mut().zip(src[c0..].iter().step_by(self.sw)) {
-                                *d = x;
-                            }
-                        }
+                        super::gather_strided(dst, &src[c0..], self.sw);
                     }
                 }
             }

@@ -237,16 +237,36 @@ fn vol2col<T: Copy>(
     col.fill(zero);
     each_channel_run(v, cg, rows, |co, vo, n| {
         let dst = sub_mut(col, co, n)?;
-        if sw == 1 {
-            dst.copy_from_slice(sub(xs, vo, n)?);
-        } else {
-            let s = sub(xs, vo, (n - 1) * sw + 1)?;
-            for (d, &x) in dst.iter_mut().zip(s.iter().step_by(sw)) {
+        gather_strided(dst, sub(xs, vo, (n - 1) * sw + 1)?, sw);
+        Ok(())
+    })
+}
+
+/// `dst[j] = src[j * s]` for the `j` of `dst` that `src` reaches; stride 2 by pairs
+/// (vectorised de-interleaving) rather than a strided scalar copy.
+fn gather_strided<T: Copy>(dst: &mut [T], src: &[T], s: usize) {
+    match s {
+        0 | 1 => {
+            for (d, &x) in dst.iter_mut().zip(src) {
                 *d = x;
             }
         }
-        Ok(())
-    })
+        2 => {
+            let pairs = src.chunks_exact(2);
+            let (n, last) = (pairs.len(), pairs.remainder().first().copied());
+            for (d, p) in dst.iter_mut().zip(pairs) {
+                *d = p[0];
+            }
+            if let (Some(x), Some(d)) = (last, dst.get_mut(n)) {
+                *d = x;
+            }
+        }
+        _ => {
+            for (d, &x) in dst.iter_mut().zip(src.iter().step_by(s)) {
+                *d = x;
+            }
+        }
+    }
 }
 
 /// Adds the columns `col` ([cg * k_len, out_len]) back into the volume `ys` ([cg, i...]): the

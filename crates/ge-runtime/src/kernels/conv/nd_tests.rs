@@ -595,3 +595,22 @@ fn a_constant_filter_is_packed_once_with_the_same_results() {
     assert!(pack_filter(&f32, &[0, 1, 2, 3], DataType::FLOAT16).is_none());
     assert!(pack_filter(&f32, &[0, 1, 2, 3], DataType::INT8).is_none());
 }
+
+#[test]
+fn strided_gathers_take_every_s_th_element() {
+    for s in 1..5 {
+        for len in 0..12usize {
+            let src: Vec<u32> = (0..len as u32).collect();
+            let want: Vec<u32> = src.iter().copied().step_by(s).collect();
+            // dst as long as src reaches, and one shorter (the zip stops early).
+            let mut dst = vec![u32::MAX; want.len()];
+            gather_strided(&mut dst, &src, s);
+            assert_eq!(dst, want, "stride {s}, {len} elements");
+            if !want.is_empty() {
+                let mut short = vec![u32::MAX; want.len() - 1];
+                gather_strided(&mut short, &src, s);
+                assert_eq!(short, want[..want.len() - 1], "stride {s}, {len} elements");
+            }
+        }
+    }
+}
