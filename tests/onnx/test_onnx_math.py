@@ -79,10 +79,12 @@ def test_div(dt):
     check("Div", [("a", a), ("b", b)])
 
 
-def test_uint64_div_is_refused():
-    a = np.array([1, 2], dtype=np.uint64)
-    with pytest.raises(ge.TranslationError, match="uint64 division"):
-        ge.onnx.load(model("Div", [("a", a), ("b", a)]).SerializeToString())
+def test_uint64_div_is_exact():
+    # Beyond int64's range too (property test: tests/onnx/test_translators_a.py).
+    a = np.array([1, 2, 2**64 - 1, 2**63, 2**64 - 1], dtype=np.uint64)
+    b = np.array([1, 3, 2**63 + 5, 7, 1], dtype=np.uint64)
+    (y,) = run_ge(model("Div", [("a", a), ("b", b)]), [a, b])
+    np.testing.assert_array_equal(y, a // b)
 
 
 def test_legacy_broadcast_axis():
@@ -114,10 +116,12 @@ def test_mod_float_fmod():
     check("Mod", [("a", a), ("b", b)], fmod=1)
 
 
-def test_mod_uint64_is_refused():
-    a = np.array([1, 2], dtype=np.uint64)
-    with pytest.raises(ge.TranslationError, match="uint64"):
-        ge.onnx.load(model("Mod", [("a", a), ("b", a)]).SerializeToString())
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod_uint64_is_exact(fmod):
+    a = np.array([1, 2, 2**64 - 1, 2**63, 2**64 - 1], dtype=np.uint64)
+    b = np.array([1, 3, 2**63 + 5, 7, 2**64 - 2], dtype=np.uint64)
+    (y,) = run_ge(model("Mod", [("a", a), ("b", b)], fmod=fmod), [a, b])
+    np.testing.assert_array_equal(y, a % b)
 
 
 @pytest.mark.parametrize(

@@ -378,14 +378,17 @@ def test_dropout_inference_and_zero_ratio():
     check(model("Dropout", [("x", x)], {"ratio": 0.3}, opset=10, n_out=2), [x])
 
 
-def test_dropout_training_is_unsupported():
-    x = rnd(2, 3)
-    m = model("Dropout", [("x", x)], consts=[("r", np.array(0.5, np.float32)), ("t", np.array(True))])
-    with pytest.raises(ge.TranslationError, match="training mode"):
-        ge.onnx.load(m.SerializeToString())
-    m = model("Dropout", [("x", x), ("r", np.array(0.5, np.float32)), ("t", np.array(True))])
-    with pytest.raises(ge.TranslationError, match="training_mode must be a constant"):
-        ge.onnx.load(m.SerializeToString())
+def test_dropout_training_draws_a_mask():
+    # Training mode draws a random mask (distribution tests: tests/onnx/test_translators_a.py):
+    # kept elements scaled by 1 / (1 - ratio), the others 0; constant or run-time inputs.
+    x = np.abs(rnd(20, 30)) + 1
+    r, t = np.array(0.5, np.float32), np.array(True)
+    for m, feeds in [(model("Dropout", [("x", x)], consts=[("r", r), ("t", t)], n_out=2), [x]),
+                     (model("Dropout", [("x", x), ("r", r), ("t", t)], n_out=2), [x, r, t])]:
+        y, z = run_ge(m, feeds)
+        np.testing.assert_array_equal(y != 0, z)
+        np.testing.assert_allclose(y[z], x[z] * 2, rtol=1e-6)
+        assert 0 < z.sum() < z.size
 
 
 @pytest.mark.parametrize("time_axis", [0, 1])

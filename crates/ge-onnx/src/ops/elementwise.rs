@@ -129,10 +129,7 @@ fn binary(ctx: &mut NodeCtx<'_>, op: Bin) -> Out {
     };
     let same_width = dt == DataType::UINT64;
     if same_width && op == Bin::Div {
-        return Err(unsupported(
-            ctx,
-            "uint64 division (GE's Div has no uint64 and int64 does not hold every uint64)",
-        ));
+        return one(udiv64(ctx, a, b)?.0);
     }
     let (mut a2, mut b2) = (ctx.cast(a, w)?, ctx.cast(b, w)?);
     if same_width && op.is_order() {
@@ -149,6 +146,41 @@ fn binary(ctx: &mut NodeCtx<'_>, op: Bin) -> Out {
     one(y)
 }
 
+/// Quotient and remainder of uint64 `a` / `b`, bit-exact through int64 ops (Hacker's Delight
+/// 9-3): a divisor of 2^63 or more gives a quotient of 0 or 1; a smaller one divides a / 2
+/// (logical shift, so non-negative), doubles the quotient and corrects it by one.
+fn udiv64(ctx: &mut NodeCtx<'_>, a: OutPort, b: OutPort) -> Result<(OutPort, OutPort)> {
+    let i64t = DataType::INT64;
+    let one_u = ctx.constant(Tensor::scalar(1u64))?;
+    let ah = ctx.bin("RightShift", a, one_u)?;
+    let ah = ctx.cast(ah, i64t)?;
+    let (a, b) = (ctx.cast(a, i64t)?, ctx.cast(b, i64t)?);
+    let bias = ctx.constant(Tensor::scalar(i64::MIN))?;
+    let (one, zero) = (ctx.const_i64(&[1], &[])?, ctx.const_i64(&[0], &[])?);
+    // x >= y as unsigned, as int64 0/1.
+    let uge = |ctx: &mut NodeCtx<'_>, x: OutPort, y: OutPort| -> Result<OutPort> {
+        let x = ctx.bin("Add", x, bias)?;
+        let y = ctx.bin("Add", y, bias)?;
+        let c = ctx.bin("GreaterEqual", x, y)?;
+        ctx.cast(c, i64t)
+    };
+    let q = ctx.bin("Div", ah, b)?;
+    let q = ctx.bin("LeftShift", q, one)?;
+    let qb = ctx.bin("Mul", q, b)?;
+    let r = ctx.bin("Sub", a, qb)?;
+    let fix = uge(ctx, r, b)?;
+    let q_small = ctx.bin("Add", q, fix)?;
+    let big = ctx.bin("Less", b, zero)?;
+    let q_big = uge(ctx, a, b)?;
+    let q = ctx.op1("SelectV2", &[big, q_big, q_small], vec![])?;
+    let qb = ctx.bin("Mul", q, b)?;
+    let r = ctx.bin("Sub", a, qb)?;
+    Ok((
+        ctx.cast(q, DataType::UINT64)?,
+        ctx.cast(r, DataType::UINT64)?,
+    ))
+}
+
 /// fmod=0: FloorMod (the divisor's sign, as numpy's mod); fmod=1: Mod (truncated, C's fmod).
 fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["fmod"])?;
@@ -160,10 +192,8 @@ fn modulo(ctx: &mut NodeCtx<'_>) -> Out {
         return one(ctx.bin(name, a, b)?);
     }
     if dt == DataType::UINT64 {
-        return Err(unsupported(
-            ctx,
-            "uint64 inputs (GE's Mod/FloorMod take no unsigned type that holds them)",
-        ));
+        // Unsigned: floored and truncated remainders agree.
+        return one(udiv64(ctx, a, b)?.1);
     }
     let Some(w) = widen(dt) else {
         return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
@@ -630,47 +660,79 @@ fn dropout(ctx: &mut NodeCtx<'_>) -> Out {
         Some(t) => t.to_f64_vec()?.iter().all(|&v| v == 0.0),
         None => false,
     };
+    // Some(mode) when known at import; None: the run-time training_mode input decides.
     let training = match ctx.const_input(2) {
-        _ if zero_ratio => false,
-        Some(t) => t.to_i64_vec()?.iter().any(|&v| v != 0),
-        None if ctx.has_input(2) => {
-            return Err(Error::unsupported(
-                "Dropout: training_mode must be a constant (training with a non-zero ratio draws random masks)",
-            ))
-        }
-        None => ctx.opset < 7 && ctx.attr_i("is_test", 0)? == 0,
+        _ if zero_ratio => Some(false),
+        Some(t) => Some(t.to_i64_vec()?.iter().any(|&v| v != 0)),
+        None if ctx.has_input(2) => None,
+        None => Some(ctx.opset < 7 && ctx.attr_i("is_test", 0)? == 0),
     };
-    if training {
-        let ratio = match ctx.const_input(1) {
-            Some(t) => t.to_f64_vec()?.first().copied().unwrap_or(0.5),
-            None if ctx.has_input(1) => {
-                return Err(Error::unsupported(
-                    "Dropout in training mode with a run-time ratio",
-                ))
-            }
-            None => 0.5,
-        };
-        if ratio != 0.0 {
-            return Err(Error::unsupported(
-                "Dropout in training mode with a non-zero ratio (random masks)",
-            ));
-        }
-    }
     let x = ctx.input(0)?;
-    let y = ctx.op1("Identity", &[x], vec![])?;
-    let mask = if ctx.output_used(1) {
-        let s = ctx.shape_i64(x)?;
-        let v = if ctx.opset >= 10 {
-            ctx.constant(Tensor::scalar(true))?
+    if training == Some(false) {
+        let y = ctx.op1("Identity", &[x], vec![])?;
+        let mask = if ctx.output_used(1) {
+            let v = if ctx.opset >= 10 {
+                ctx.constant(Tensor::scalar(true))?
+            } else {
+                let dt = ctx.desc(x)?.dtype;
+                ctx.const_of(dt, &[1.0], &[])?
+            };
+            let s = ctx.shape_i64(x)?;
+            Some(ctx.op1("Fill", &[s, v], vec![])?)
         } else {
-            let dt = ctx.desc(x)?.dtype;
-            ctx.const_of(dt, &[1.0], &[])?
+            None
         };
-        Some(ctx.op1("Fill", &[s, v], vec![])?)
-    } else {
-        None
+        return Ok(vec![Some(y), mask]);
+    }
+    training_dropout(ctx, x, training.is_none())
+}
+
+/// Dropout in training mode, as onnx's reference: keep = U[0, 1) >= ratio, y = x * keep /
+/// (1 - ratio). A given `seed` fixes the draws (RandomUniform seed, seed2 = 1); without one
+/// every run draws fresh. With a run-time training_mode, false gives x and an all-true mask.
+fn training_dropout(ctx: &mut NodeCtx<'_>, x: OutPort, runtime_mode: bool) -> Out {
+    let dt = ctx.desc(x)?.dtype;
+    if !dt.is_float() {
+        return Err(unsupported(ctx, format_args!("training mode on {dt}")));
+    }
+    let ratio = match ctx.opt_input(1)? {
+        Some(r) => ctx.cast(r, dt)?,
+        None => ctx.scalar(dt, 0.5)?,
     };
-    Ok(vec![Some(y), mask])
+    let (seed, seed2) = match ctx.attr("seed")? {
+        Some(_) => (ctx.attr_i("seed", 0)?, 1),
+        None => (0, 0),
+    };
+    let shape = ctx.shape_i64(x)?;
+    let u = ctx.op1(
+        "RandomUniform",
+        &[shape],
+        vec![
+            ("dtype", AttrValue::Type(dt)),
+            ("seed", AttrValue::Int(seed)),
+            ("seed2", AttrValue::Int(seed2)),
+        ],
+    )?;
+    let mut keep = ctx.bin("GreaterEqual", u, ratio)?;
+    let one_f = ctx.scalar(dt, 1.0)?;
+    let rest = ctx.bin("Sub", one_f, ratio)?;
+    let scale = ctx.bin("RealDiv", one_f, rest)?;
+    let k = ctx.cast(keep, dt)?;
+    let y = ctx.bin("Mul", k, x)?;
+    let mut y = ctx.bin("Mul", y, scale)?;
+    if runtime_mode {
+        let t = ctx.input(2)?;
+        let t = ctx.cast(t, DataType::BOOL)?;
+        y = ctx.op1("SelectV2", &[t, y, x], vec![])?;
+        let all = ctx.constant(Tensor::scalar(true))?;
+        keep = ctx.op1("SelectV2", &[t, keep, all], vec![])?;
+    }
+    let mask = if ctx.opset >= 10 {
+        keep
+    } else {
+        ctx.cast(keep, dt)?
+    };
+    Ok(vec![Some(y), Some(mask)])
 }
 
 /// The IR dtype of the ONNX element type in attribute `to`.

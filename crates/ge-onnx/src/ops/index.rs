@@ -17,6 +17,7 @@ pub(super) const TABLE: &[(&str, Translator)] = &[
     ("NonZero", non_zero),
     ("TopK", top_k),
     ("Unique", unique),
+    ("TensorScatter", tensor_scatter),
 ];
 
 /// X[..., indices] (indices flattened); a 1-D X gives [1, n].
@@ -365,4 +366,56 @@ fn unique(ctx: &mut NodeCtx<'_>) -> Out {
     let invperm = ctx.scatter_axis0(base, perm, pos, None)?;
     let inv = ctx.op1("GatherV2", &[invperm, inv, zero], vec![])?;
     Ok(vec![Some(y), Some(first), Some(inv), Some(counts)])
+}
+
+/// TensorScatter (opset 24): update written into a copy of past_cache along `axis`, batch item
+/// b from write_indices[b] (0 without it; wrapping at the cache length in circular mode), as a
+/// ScatterElements with the positions broadcast over the update.
+fn tensor_scatter(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["axis", "mode"])?;
+    let (cache, upd) = (ctx.input(0)?, ctx.input(1)?);
+    let r = ctx.input_rank(0)?;
+    if ctx.input_rank(1)? != r {
+        return Err(Error::tr(
+            "TensorScatter: past_cache and update must have the same rank",
+        ));
+    }
+    let axis = norm_axis(ctx.attr_i("axis", -2)?, r, "TensorScatter axis")?;
+    if axis == 0 {
+        return Err(Error::tr(
+            "TensorScatter: axis must not be the batch axis 0",
+        ));
+    }
+    let mode = ctx.attr_s("mode", "linear")?;
+    if mode != "linear" && mode != "circular" {
+        return Err(Error::tr(format!(
+            "TensorScatter: mode '{mode}' is not linear or circular"
+        )));
+    }
+    let mut at = vec![1i64; r];
+    // The update's positions along the axis, [1, .., S, .., 1].
+    at[axis] = -1;
+    let s = ctx.dim_scalar(upd, axis)?;
+    let pos = ctx.iota(s, &at)?;
+    let mut idx = match ctx.opt_input_i64(2)? {
+        Some(w) => {
+            at[axis] = 1;
+            at[0] = -1;
+            let shape = ctx.const_i64(&at, &[r as i64])?;
+            let w = ctx.op1("Reshape", &[w, shape], vec![])?;
+            ctx.bin("Add", pos, w)?
+        }
+        None => pos,
+    };
+    if mode == "circular" {
+        let len = ctx.dim_scalar(cache, axis)?;
+        idx = ctx.bin("FloorMod", idx, len)?;
+    }
+    let us = ctx.shape_i64(upd)?;
+    let idx = ctx.op1("BroadcastTo", &[idx, us], vec![])?;
+    one(ctx.op1(
+        "ScatterElements",
+        &[cache, idx, upd],
+        vec![("axis", AttrValue::Int(axis as i64))],
+    )?)
 }

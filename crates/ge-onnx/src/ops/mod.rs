@@ -16,6 +16,7 @@ mod reduce;
 mod sampling;
 mod shape;
 mod source;
+mod training;
 mod transformer;
 pub(crate) mod util;
 
@@ -40,6 +41,7 @@ pub fn builtin() -> &'static Registry {
             control::TABLE,
             recurrent::TABLE,
             transformer::TABLE,
+            training::TABLE,
             elementwise::TABLE,
             index::TABLE,
             image::TABLE,

@@ -536,9 +536,25 @@ fn split(ctx: &mut NodeCtx<'_>) -> Out {
             split_v(ctx, x, s, axis, n)?
         } else {
             if dim.is_none() && num_outputs {
-                return Err(Error::unsupported(
-                    "Split: num_outputs needs the split dim at import (the last chunk may be smaller)",
-                ));
+                // Sizes at run time: n-1 chunks of ceil(d / n), the rest last.
+                if axis < 0 {
+                    return Err(Error::unsupported(
+                        "Split: num_outputs with a negative axis needs the input rank at import",
+                    ));
+                }
+                let d = ctx.dim_scalar(x, axis as usize)?;
+                let (m, k) = (
+                    ctx.const_i64(&[n as i64 - 1], &[])?,
+                    ctx.const_i64(&[n as i64], &[])?,
+                );
+                let c = ctx.bin("Add", d, m)?;
+                let c = ctx.bin("FloorDiv", c, k)?;
+                let used = ctx.bin("Mul", c, m)?;
+                let last = ctx.bin("Sub", d, used)?;
+                let mut parts = vec![ctx.unsqueeze(c, &[0])?; n - 1];
+                parts.push(ctx.unsqueeze(last, &[0])?);
+                let s = ctx.concat(&parts, 0)?;
+                return Ok(split_v(ctx, x, s, axis, n)?.into_iter().map(Some).collect());
             }
             let a = ctx.const_i32(&[axis as i32], &[])?;
             ctx.op_with_counts(

@@ -5,13 +5,16 @@
 use super::conv::conv_window;
 use super::util::*;
 use crate::error::{Error, Result};
-use crate::translate::NodeCtx;
-use es_core::{AttrValue, DataType, OutPort};
+use crate::translate::{unify_captures, NodeCtx};
+use es_core::{AttrValue, DataType, OpArgs, OutPort};
 
 /// The family's translators.
 pub(super) const TABLE: &[(&str, Translator)] = &[
     ("Attention", attention),
     ("RotaryEmbedding", rotary_embedding),
+    ("LinearAttention", linear_attention),
+    ("CausalConvWithState", causal_conv_with_state),
+    ("ai.onnx.preview::FlexAttention", flex_attention),
     ("QuantizeLinear", quantize_linear),
     ("DequantizeLinear", dequantize_linear),
     ("DynamicQuantizeLinear", dynamic_quantize_linear),
@@ -145,16 +148,8 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
                 "Attention: {qh} query heads are not a multiple of {kvh} key/value heads"
             )));
         }
-        let reps = qh / kvh;
-        let rep = |ctx: &mut NodeCtx<'_>, x: OutPort, d: i64| -> Result<OutPort> {
-            let y = ctx.unsqueeze(x, &[2])?;
-            let m = ctx.const_i64(&[1, 1, reps, 1, 1], &[5])?;
-            let y = ctx.op1("Tile", &[y, m], vec![])?;
-            let s4 = ctx.shape_from(&[Dim::Of(x, 0), Dim::Is(qh), Dim::Of(x, 2), Dim::Is(d)])?;
-            ctx.op1("Reshape", &[y, s4], vec![])
-        };
-        ks = rep(ctx, ks, dq)?;
-        vr = rep(ctx, vr, dv)?;
+        ks = repeat_heads(ctx, ks, qh / kvh, qh, dq)?;
+        vr = repeat_heads(ctx, vr, qh / kvh, qh, dv)?;
     }
     let mut scores = ctx.op1(
         "BatchMatMulV2",
@@ -292,6 +287,16 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
         Some(present_v),
         Some(qk_out),
     ])
+}
+
+/// `x` [B, kvh, S, d] with each head repeated `reps` times in place (head h of the result is
+/// head h / reps of `x`): [B, qh, S, d].
+fn repeat_heads(ctx: &mut NodeCtx<'_>, x: OutPort, reps: i64, qh: i64, d: i64) -> Result<OutPort> {
+    let y = ctx.unsqueeze(x, &[2])?;
+    let m = ctx.const_i64(&[1, 1, reps, 1, 1], &[5])?;
+    let y = ctx.op1("Tile", &[y, m], vec![])?;
+    let s4 = ctx.shape_from(&[Dim::Of(x, 0), Dim::Is(qh), Dim::Of(x, 2), Dim::Is(d)])?;
+    ctx.op1("Reshape", &[y, s4], vec![])
 }
 
 /// Attention's causal bias [Sq, T] (0 where key j <= query i + the past length, -inf
@@ -455,6 +460,10 @@ fn qrange(dt: DataType) -> Option<(f64, f64)> {
         DataType::UINT16 => (0.0, 65535.0),
         DataType::INT16 => (-32768.0, 32767.0),
         DataType::INT32 => (-2147483648.0, 2147483647.0),
+        DataType::INT4 => (-8.0, 7.0),
+        DataType::UINT4 => (0.0, 15.0),
+        DataType::INT2 => (-2.0, 1.0),
+        DataType::UINT2 => (0.0, 3.0),
         _ => return None,
     })
 }
@@ -506,11 +515,15 @@ fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     } else {
         DataType::UINT8
     };
-    let Some((lo, hi)) = qrange(out_dt) else {
+    // The float8 and float4 types: x / scale (+ zero point) cast with ONNX's rounding and
+    // saturation; the integers: rounded, shifted, clipped to the type's range.
+    let float_q = out_dt.is_low_precision() && qrange(out_dt).is_none();
+    if !float_q && qrange(out_dt).is_none() || out_dt == DataType::FLOAT8_E8M0 {
         return Err(Error::unsupported(format!(
-            "QuantizeLinear to {out_dt} (8-, 16- and 32-bit integers are supported)"
+            "QuantizeLinear to {out_dt} (integers of 2 to 32 bits, float8 and float4 are \
+             supported)"
         )));
-    };
+    }
     let x = ctx.input(0)?;
     let xdt = ctx.desc(x)?.dtype;
     let cdt = if xdt == DataType::DOUBLE {
@@ -522,6 +535,19 @@ fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     let scale = per_block(ctx, 1, axis, r, block)?;
     let scale = ctx.cast(scale, cdt)?;
     let q = ctx.op1("RealDiv", &[xf, scale], vec![])?;
+    if float_q {
+        let mut q = q;
+        if ctx.has_input(2) {
+            let zp = per_block(ctx, 2, axis, r, block)?;
+            let zp = ctx.cast(zp, cdt)?;
+            q = ctx.op1("Add", &[q, zp], vec![])?;
+        }
+        let saturate = ctx.attr_i("saturate", 1)? != 0;
+        return Ok(vec![Some(super::elementwise::cast_with(
+            ctx, q, out_dt, saturate, "up",
+        )?)]);
+    }
+    let (lo, hi) = qrange(out_dt).unwrap_or((0.0, 0.0));
     let mut q = ctx.op1("Round", &[q], vec![])?;
     if ctx.has_input(2) {
         let zp = per_block(ctx, 2, axis, r, block)?;
@@ -549,9 +575,10 @@ fn dequantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     };
     let x = ctx.input(0)?;
     let xdt = ctx.desc(x)?.dtype;
-    if !(qrange(xdt).is_some() || matches!(xdt, DataType::FLOAT8_E4M3FN | DataType::FLOAT8_E5M2)) {
+    if !(qrange(xdt).is_some() || xdt.is_low_precision()) {
         return Err(Error::unsupported(format!(
-            "DequantizeLinear of {xdt} (8-, 16-, 32-bit integers and float8 are supported)"
+            "DequantizeLinear of {xdt} (integers of 2 to 32 bits, float8 and float4 are \
+             supported)"
         )));
     }
     let cdt = if sdt == DataType::DOUBLE {
@@ -771,4 +798,416 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
         y = ctx.strided_slice(y, bounds, axis_mask(r, a))?;
     }
     Ok(y)
+}
+
+// ---------------------------------------------------------------------------------------------
+// LinearAttention (opset 26): the recurrence over the (static) sequence, unrolled in float32
+// as onnx's reference computes it; q_num_heads / kv_num_heads query heads read each state.
+// ---------------------------------------------------------------------------------------------
+
+/// Longest sequence a recurrence is unrolled over (as for RNN/GRU/LSTM).
+const MAX_STEPS: i64 = 4096;
+
+fn float_like(ctx: &NodeCtx<'_>, dt: DataType) -> Result<()> {
+    if matches!(dt, DataType::FLOAT | DataType::FLOAT16 | DataType::BF16) {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "{} on {dt} (float, float16 and bfloat16 are supported)",
+        ctx.op_type()
+    )))
+}
+
+fn need_rank(ctx: &NodeCtx<'_>, p: OutPort, r: usize, what: &str) -> Result<()> {
+    match ctx.desc(p)?.shape.rank() {
+        Some(n) if n == r => Ok(()),
+        Some(n) => Err(Error::tr(format!(
+            "{}: {what} must be {r}-D, not {n}-D",
+            ctx.op_type()
+        ))),
+        None => Err(Error::unsupported(format!(
+            "{}: the rank of {what} must be known at import",
+            ctx.op_type()
+        ))),
+    }
+}
+
+fn need_dim(ctx: &NodeCtx<'_>, p: OutPort, axis: usize, what: &str) -> Result<i64> {
+    ctx.static_dim(p, axis)?.ok_or_else(|| {
+        Error::unsupported(format!(
+            "{}: {what} must be static at import",
+            ctx.op_type()
+        ))
+    })
+}
+
+/// LinearAttention's input `i` (decay or beta): required when the update rule uses it,
+/// refused otherwise.
+fn rule_input(
+    ctx: &mut NodeCtx<'_>,
+    i: usize,
+    used: bool,
+    rule: &str,
+    what: &str,
+) -> Result<Option<OutPort>> {
+    match (used, ctx.opt_input(i)?) {
+        (true, None) => Err(Error::tr(format!(
+            "LinearAttention: update_rule '{rule}' needs the {what} input"
+        ))),
+        (false, Some(_)) => Err(Error::tr(format!(
+            "LinearAttention: update_rule '{rule}' takes no {what} input"
+        ))),
+        (_, p) => Ok(p),
+    }
+}
+
+fn linear_attention(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&[
+        "chunk_size",
+        "kv_num_heads",
+        "q_num_heads",
+        "scale",
+        "update_rule",
+    ])?;
+    let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let dt = ctx.desc(q)?.dtype;
+    float_like(ctx, dt)?;
+    let rule = ctx.attr_s("update_rule", "gated_delta")?;
+    let (gating, delta) = match rule.as_str() {
+        "linear" => (false, false),
+        "gated" => (true, false),
+        "delta" => (false, true),
+        "gated_delta" => (true, true),
+        _ => {
+            return Err(Error::tr(format!(
+            "LinearAttention: update_rule '{rule}' is not one of linear, gated, delta, gated_delta"
+        )))
+        }
+    };
+    let (qh, kvh) = (
+        ctx.attr_i("q_num_heads", 0)?,
+        ctx.attr_i("kv_num_heads", 0)?,
+    );
+    if qh <= 0 || kvh <= 0 || qh % kvh != 0 {
+        return Err(Error::tr(format!(
+            "LinearAttention: q_num_heads ({qh}) must be a positive multiple of kv_num_heads ({kvh})"
+        )));
+    }
+    for (p, what) in [(q, "query"), (k, "key"), (v, "value")] {
+        need_rank(ctx, p, 3, what)?;
+    }
+    let t = need_dim(
+        ctx,
+        q,
+        1,
+        "the sequence length (the recurrence is unrolled)",
+    )?;
+    if !(1..=MAX_STEPS).contains(&t) {
+        return Err(Error::unsupported(format!(
+            "LinearAttention: a sequence of {t} steps (1 to {MAX_STEPS} are unrolled)"
+        )));
+    }
+    let qhid = need_dim(ctx, q, 2, "the hidden size of query")?;
+    let khid = need_dim(ctx, k, 2, "the hidden size of key")?;
+    let vhid = need_dim(ctx, v, 2, "the hidden size of value")?;
+    if qhid % qh != 0 || vhid % kvh != 0 || khid != kvh * (qhid / qh) {
+        return Err(Error::tr(format!(
+            "LinearAttention: hidden sizes {qhid}/{khid}/{vhid} do not fit {qh} query and {kvh} key/value heads"
+        )));
+    }
+    let (dk, dv, g) = (qhid / qh, vhid / kvh, qh / kvh);
+    let f32 = DataType::FLOAT;
+    // (B, T, h*d) -> (B, h, T, d) in float32.
+    let to4 = |ctx: &mut NodeCtx<'_>, x: OutPort, h: i64, d: i64| -> Result<OutPort> {
+        let s = ctx.shape_from(&[Dim::Of(x, 0), Dim::Is(t), Dim::Is(h), Dim::Is(d)])?;
+        let y = ctx.op1("Reshape", &[x, s], vec![])?;
+        let y = ctx.transpose(y, &[0, 2, 1, 3])?;
+        ctx.cast(y, f32)
+    };
+    // Query as (B, kvh, T*g, dk): step t reads rows t*g..(t+1)*g, the g heads of a state.
+    let qg = {
+        let s = ctx.shape_from(&[Dim::Of(q, 0), Dim::Is(t), Dim::Is(kvh), Dim::Is(g * dk)])?;
+        let y = ctx.op1("Reshape", &[q, s], vec![])?;
+        let y = ctx.transpose(y, &[0, 2, 1, 3])?;
+        let s = ctx.shape_from(&[Dim::Of(q, 0), Dim::Is(kvh), Dim::Is(t * g), Dim::Is(dk)])?;
+        let y = ctx.op1("Reshape", &[y, s], vec![])?;
+        ctx.cast(y, f32)?
+    };
+    let k4 = to4(ctx, k, kvh, dk)?;
+    let v4 = to4(ctx, v, kvh, dv)?;
+    let n = t as usize;
+    let qs = ctx.split_n(qg, 2, n)?;
+    let ks = ctx.split_n(k4, 2, n)?;
+    let vs = ctx.split_n(v4, 2, n)?;
+    // Decay exp(g_t) as (B, kvh, 1 or dk, 1) per step.
+    let decays = match rule_input(ctx, 4, gating, &rule, "decay")? {
+        Some(d) => {
+            need_rank(ctx, d, 3, "decay")?;
+            let last = need_dim(ctx, d, 2, "the last dim of decay")?;
+            let per = if last == kvh {
+                1
+            } else if last == kvh * dk {
+                dk
+            } else {
+                return Err(Error::tr(format!(
+                    "LinearAttention: decay's last dim {last} must be kv_num_heads ({kvh}) or kv_num_heads*d_k ({})",
+                    kvh * dk
+                )));
+            };
+            let d4 = to4(ctx, d, kvh, per)?;
+            let e = ctx.un("Exp", d4)?;
+            let e = ctx.transpose(e, &[0, 1, 3, 2])?;
+            ctx.split_n(e, 3, n)?
+        }
+        None => vec![],
+    };
+    // Beta as (B, kvh or 1, 1, 1) per step.
+    let betas = match rule_input(ctx, 5, delta, &rule, "beta")? {
+        Some(b) => {
+            need_rank(ctx, b, 3, "beta")?;
+            let last = need_dim(ctx, b, 2, "the last dim of beta")?;
+            if last != kvh && last != 1 {
+                return Err(Error::tr(format!(
+                    "LinearAttention: beta's last dim {last} must be kv_num_heads ({kvh}) or 1"
+                )));
+            }
+            let b4 = to4(ctx, b, last, 1)?;
+            ctx.split_n(b4, 2, n)?
+        }
+        None => vec![],
+    };
+    // The state (B, kvh, dk, dv); None stands for zeros.
+    let (mut state, state_dt) = match ctx.opt_input(3)? {
+        Some(p) => {
+            need_rank(ctx, p, 4, "past_state")?;
+            for (axis, want) in [(1, kvh), (2, dk), (3, dv)] {
+                if let Some(got) = ctx.static_dim(p, axis)? {
+                    if got != want {
+                        return Err(Error::tr(format!(
+                            "LinearAttention: past_state dim {axis} is {got}, expected {want}"
+                        )));
+                    }
+                }
+            }
+            let sdt = ctx.desc(p)?.dtype;
+            float_like(ctx, sdt)?;
+            (Some(ctx.cast(p, f32)?), sdt)
+        }
+        None => (None, dt),
+    };
+    let bmm = |ctx: &mut NodeCtx<'_>, a: OutPort, b: OutPort, adj1: bool| {
+        ctx.op1(
+            "BatchMatMulV2",
+            &[a, b],
+            vec![("adj_x1", AttrValue::Bool(adj1))],
+        )
+    };
+    let mut outs = Vec::with_capacity(n);
+    for i in 0..n {
+        if let (Some(s), Some(&e)) = (state, decays.get(i)) {
+            state = Some(ctx.bin("Mul", s, e)?);
+        }
+        let mut vt = vs[i];
+        if delta {
+            if let Some(s) = state {
+                let r = bmm(ctx, ks[i], s, false)?;
+                vt = ctx.bin("Sub", vt, r)?;
+            }
+            vt = ctx.bin("Mul", betas[i], vt)?;
+        }
+        let upd = bmm(ctx, ks[i], vt, true)?;
+        let s = match state {
+            Some(s) => ctx.bin("Add", s, upd)?,
+            None => upd,
+        };
+        state = Some(s);
+        outs.push(bmm(ctx, qs[i], s, false)?);
+    }
+    let state = state.ok_or_else(|| Error::tr("internal: LinearAttention without steps"))?;
+    // (B, kvh, T*g, dv) -> (B, T, qh*dv), scaled.
+    let o = ctx.concat(&outs, 2)?;
+    let s = ctx.shape_from(&[Dim::Of(q, 0), Dim::Is(kvh), Dim::Is(t), Dim::Is(g * dv)])?;
+    let o = ctx.op1("Reshape", &[o, s], vec![])?;
+    let o = ctx.transpose(o, &[0, 2, 1, 3])?;
+    let s = ctx.shape_from(&[Dim::Of(q, 0), Dim::Is(t), Dim::Is(qh * dv)])?;
+    let o = ctx.op1("Reshape", &[o, s], vec![])?;
+    let scale = match ctx.attr_f("scale", 0.0)? {
+        0.0 => 1.0 / (dk as f64).sqrt(),
+        x => x as f64,
+    };
+    let sc = ctx.scalar(f32, scale)?;
+    let o = ctx.bin("Mul", o, sc)?;
+    Ok(vec![
+        Some(ctx.cast(o, dt)?),
+        Some(ctx.cast(state, state_dt)?),
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// CausalConvWithState (opset 26): the past state (or zeros) before the input, a depthwise
+// Conv2D without padding, optional SiLU in float32; the present state is the last k-1 steps.
+// ---------------------------------------------------------------------------------------------
+
+fn causal_conv_with_state(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["activation"])?;
+    let (x, w) = (ctx.input(0)?, ctx.input(1)?);
+    let dt = ctx.desc(x)?.dtype;
+    float_like(ctx, dt)?;
+    need_rank(ctx, x, 3, "input")?;
+    need_rank(ctx, w, 3, "weight")?;
+    let c = need_dim(ctx, x, 1, "the channel count")?;
+    let k = need_dim(ctx, w, 2, "the kernel size")?;
+    if !(1..=MAX_WINDOW).contains(&k) {
+        return Err(Error::tr(format!(
+            "CausalConvWithState: kernel size {k} is out of range"
+        )));
+    }
+    for (axis, want) in [(0, c), (1, 1)] {
+        if ctx.static_dim(w, axis)?.is_some_and(|got| got != want) {
+            return Err(Error::tr(format!(
+                "CausalConvWithState: weight must be ({c}, 1, {k})"
+            )));
+        }
+    }
+    let act = ctx.attr_s("activation", "none")?;
+    if !matches!(act.as_str(), "none" | "silu" | "swish") {
+        return Err(Error::tr(format!(
+            "CausalConvWithState: activation '{act}' is not one of none, silu, swish"
+        )));
+    }
+    let bias = ctx.opt_input(2)?;
+    let padded = match ctx.opt_input(3)? {
+        Some(p) => {
+            need_rank(ctx, p, 3, "past_state")?;
+            if ctx.static_dim(p, 2)?.is_some_and(|l| l != k - 1) {
+                return Err(Error::tr(format!(
+                    "CausalConvWithState: past_state must hold k-1 = {} steps",
+                    k - 1
+                )));
+            }
+            ctx.concat(&[p, x], 2)?
+        }
+        None if k == 1 => x,
+        None => {
+            let pads = ctx.const_i64(&[0, 0, 0, 0, k - 1, 0], &[3, 2])?;
+            ctx.op1("Pad", &[x, pads], vec![])?
+        }
+    };
+    let win = Window {
+        k: vec![k],
+        s: vec![1],
+        d: vec![1],
+        p0: vec![0],
+        p1: vec![0],
+    };
+    let mut y = conv_core(ctx, padded, w, bias, &win, c)?;
+    if act != "none" {
+        let f = ctx.cast(y, DataType::FLOAT)?;
+        let f = ctx.op1("Swish", &[f], vec![("scale", AttrValue::Float(1.0))])?;
+        y = ctx.cast(f, dt)?;
+    }
+    // The last k-1 steps of the padded input (none when k is 1).
+    let start = if k == 1 { i64::MAX } else { -(k - 1) };
+    let bounds = ctx.axis_slice_bounds(3, 2, (start, i64::MAX, 1))?;
+    let present = ctx.strided_slice(padded, bounds, axis_mask(3, 2))?;
+    Ok(vec![Some(y), Some(present)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// ai.onnx.preview::FlexAttention: sqrt(scale) on Q and K, GQA by repeated K/V heads, scores
+// in the softmax precision through score_mod, SoftmaxV2, prob_mod, * V. A modifier subgraph
+// runs as the branch of an If on a constant true.
+// ---------------------------------------------------------------------------------------------
+
+fn flex_attention(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["prob_mod", "scale", "score_mod", "softmax_precision"])?;
+    let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
+    let dt = ctx.desc(q)?.dtype;
+    if !matches!(dt, DataType::FLOAT | DataType::FLOAT16 | DataType::BF16) {
+        return Err(Error::unsupported(format!(
+            "FlexAttention on {dt} (GE's BatchMatMulV2 takes float, float16 and bfloat16)"
+        )));
+    }
+    for (p, what) in [(q, "Q"), (k, "K"), (v, "V")] {
+        need_rank(ctx, p, 4, what)?;
+    }
+    let qh = need_dim(ctx, q, 1, "the number of heads of Q")?;
+    let kvh = need_dim(ctx, k, 1, "the number of heads of K")?;
+    let e = need_dim(ctx, q, 3, "the head size of Q")?;
+    let ev = need_dim(ctx, v, 3, "the head size of V")?;
+    if kvh <= 0 || qh % kvh != 0 {
+        return Err(Error::tr(format!(
+            "FlexAttention: {qh} query heads are not a multiple of {kvh} key/value heads"
+        )));
+    }
+    let scale = if ctx.has_attr("scale") {
+        ctx.attr_f("scale", 1.0)? as f64
+    } else {
+        1.0 / (e as f64).sqrt()
+    };
+    let sc = ctx.scalar(dt, (scale as f32).sqrt() as f64)?;
+    let qs = ctx.bin("Mul", q, sc)?;
+    let mut ks = ctx.bin("Mul", k, sc)?;
+    let mut vr = v;
+    if qh != kvh {
+        ks = repeat_heads(ctx, ks, qh / kvh, qh, e)?;
+        vr = repeat_heads(ctx, vr, qh / kvh, qh, ev)?;
+    }
+    let scores = ctx.op1(
+        "BatchMatMulV2",
+        &[qs, ks],
+        vec![("adj_x2", AttrValue::Bool(true))],
+    )?;
+    let cdt = if ctx.has_attr("softmax_precision") {
+        crate::types::dtype_from_onnx(ctx.attr_i("softmax_precision", 1)? as i32)?
+    } else {
+        DataType::FLOAT
+    };
+    let scores = ctx.cast(scores, cdt)?;
+    let scores = modifier(ctx, "score_mod", scores)?;
+    let p = ctx.op1("SoftmaxV2", &[scores], vec![("axes", li(&[-1]))])?;
+    let p = modifier(ctx, "prob_mod", p)?;
+    let vf = ctx.cast(vr, cdt)?;
+    let y = ctx.op1("BatchMatMulV2", &[p, vf], vec![])?;
+    one(ctx.cast(y, dt)?)
+}
+
+/// `x` through the one-input, one-output graph attribute `attr` (when the node has it).
+fn modifier(ctx: &mut NodeCtx<'_>, attr: &str, x: OutPort) -> Result<OutPort> {
+    let Some(g) = ctx.attr_graph(attr)? else {
+        return Ok(x);
+    };
+    if g.input.len() != 1 || g.output.len() != 1 {
+        return Err(Error::tr(format!(
+            "{}: {attr} must have one input and one output, not {} and {}",
+            ctx.op_type(),
+            g.input.len(),
+            g.output.len()
+        )));
+    }
+    let d = ctx.desc(x)?;
+    let mut subs = vec![
+        ctx.subgraph(g, std::slice::from_ref(&d))?,
+        ctx.subgraph(g, std::slice::from_ref(&d))?,
+    ];
+    let caps = unify_captures(&mut subs)?;
+    let cond = ctx.constant(es_core::Tensor::from_values(&[true], vec![])?)?;
+    let mut inputs = vec![Some(x)];
+    inputs.extend(caps.into_iter().map(Some));
+    let mut graphs = subs.into_iter().map(|s| vec![s.graph]);
+    let (Some(t), Some(e)) = (graphs.next(), graphs.next()) else {
+        return Err(Error::tr("internal: two branches"));
+    };
+    let name = ctx.fresh_name("If");
+    let outs = ctx.add(
+        "If",
+        OpArgs {
+            inputs: vec![vec![Some(cond)], inputs],
+            attrs: Default::default(),
+            subgraphs: vec![t, e],
+            output_counts: [("output".to_string(), 1)].into_iter().collect(),
+            name: Some(name),
+        },
+    )?;
+    first(outs, "If")
 }
