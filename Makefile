@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80" "onnx>=1.23,<1.24" "onnxruntime>=1.17" "setuptools>=70.1" "mypy>=1.18"
+	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80" "onnx>=1.23,<1.24" "onnxruntime>=1.17" "setuptools>=70.1" "mypy>=1.18" "cmake>=3.20"
 	touch $@
 
 venv: $(VENV)/.ready
@@ -31,8 +31,9 @@ demo: build
 
 # No incremental cache: a one-off full test build does not reuse it, and it
 # would double the debug build's size on disk.
-cargo-test:
-	CARGO_INCREMENTAL=0 cargo test --workspace --exclude ge-py
+# cmake (from the environment) lets es-capi's test build the C examples through its CMake package.
+cargo-test: venv
+	CMAKE=$(CURDIR)/$(VENV)/bin/cmake CARGO_INCREMENTAL=0 cargo test --workspace --exclude ge-py
 
 bench-smoke:
 	cargo bench -p es-core -p pass-bridge -p ge-runtime -p ge-acl -p ge-onnx -- --test
