@@ -1,6 +1,6 @@
-//! Convolution kernels: one engine in `nd` (vol2col and one matrix product per image and
-//! group through `gemm_into`; 2-D convolutions are 3-D ones of depth 1) serves Conv2D,
-//! DepthwiseConv2D (each plane convolved directly), Conv3D, Conv2DTranspose (the adjoint,
+//! Convolution kernels: one engine in `nd` (vol2col in cache-sized tiles and one matrix product
+//! per tile through `gemm_into`; 2-D convolutions are 3-D ones of depth 1) serves Conv2D,
+//! DepthwiseConv2D (each plane convolved directly by the vectorised kernel of `depthwise.rs`), Conv3D, Conv2DTranspose (the adjoint,
 //! col2vol) and DeformableConv2D (bilinear columns). The table below registers them; output
 //! sizes and SAME pads come from `es_core::opmath`.
 //!

@@ -1,8 +1,12 @@
 //! The N-D convolution kernels: Conv2DTranspose, Conv3D and DeformableConv2D.
 //!
 //! Conv3D and Conv2DTranspose share one 3-D engine (a 2-D convolution is a 3-D one of depth 1):
-//! Conv3D unfolds each image and group (vol2col) and multiplies by the filter (`gemm_into`, as
-//! MatMul: split across the run's threads when large); Conv2DTranspose, the gradient of Conv2D with respect
+//! the forward convolution unfolds each image and group (vol2col) in tiles of output rows that
+//! stay in the L2 cache and multiplies each tile by the filter (`gemm_into`); a 1x1 kernel with
+//! unit strides and no pads multiplies the input in place; large convolutions split across the
+//! run's threads by tiles or, with few pixels, by output channels; depthwise convolutions run
+//! a direct vectorised kernel (`depthwise.rs`); a constant filter is packed once (permuted and
+//! cast) when the kernel is made, if that changes it. Conv2DTranspose, the gradient of Conv2D with respect
 //! to its input, multiplies the transposed filter by x and scatters the columns back (col2vol).
 //! DeformableConv2D fills its columns by bilinear sampling, then multiplies the same way.
 //!
