@@ -140,12 +140,17 @@ def _order_inputs(graph, given: List[Tuple[str, np.ndarray]]) -> List[np.ndarray
     return [arr for _, arr in given]
 
 
+# ml_dtypes' types, which ge returns as their raw bits (one element a byte for the sub-byte ones).
+_BITS_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e4m3fnuz",
+               "float8_e5m2fnuz", "float4_e2m1fn", "int4", "uint4", "int2", "uint2")
+
+
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> None:
-    if want.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") and \
+    if want.dtype.name in _BITS_NAMES and \
             got.dtype.itemsize == want.dtype.itemsize and got.dtype.kind == "u":
         # ge returns these types as their raw bits: read them as the expected type.
         got = got.view(want.dtype)
-    if want.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu") and got.dtype == want.dtype:
+    if want.dtype.name in _BITS_NAMES and got.dtype == want.dtype:
         if got.shape != want.shape:
             raise AssertionError(f"{what}: shape {got.shape}, expected {want.shape}")
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=rtol, atol=atol,

@@ -61,6 +61,10 @@ ge_enum!(
     UNDEFINED = 28, INT4 = 29, UINT1 = 30, INT2 = 31, UINT2 = 32, COMPLEX32 = 33, HIFLOAT8 = 34,
     FLOAT8_E5M2 = 35, FLOAT8_E4M3FN = 36, FLOAT8_E8M0 = 37, FLOAT6_E3M2 = 38, FLOAT6_E2M3 = 39,
     FLOAT4_E2M1 = 40, FLOAT4_E1M2 = 41, HIFLOAT4 = 42, HIFLOAT4_SCALE = 43,
+    // ge-rs extensions (ONNX element types GE has no DataType for), outside GE's range and
+    // named in its style: 4-bit unsigned integers and the float8 variants without negative
+    // zero or infinities ("finite, unsigned zero").
+    UINT4 = 1000, FLOAT8_E4M3FNUZ = 1001, FLOAT8_E5M2FNUZ = 1002,
 });
 
 impl DataType {
@@ -71,11 +75,49 @@ impl DataType {
             FLOAT | INT32 | UINT32 | QINT32 | COMPLEX32 => 4,
             FLOAT16 | BF16 | INT16 | UINT16 | QINT16 | QUINT16 => 2,
             INT8 | UINT8 | BOOL | QINT8 | QUINT8 | DUAL_SUB_INT8 | DUAL_SUB_UINT8 | HIFLOAT8
-            | FLOAT8_E5M2 | FLOAT8_E4M3FN | FLOAT8_E8M0 => 1,
+            | FLOAT8_E5M2 | FLOAT8_E4M3FN | FLOAT8_E8M0 | FLOAT8_E4M3FNUZ | FLOAT8_E5M2FNUZ => 1,
             INT64 | UINT64 | DOUBLE | COMPLEX64 => 8,
             COMPLEX128 => 16,
             _ => return None,
         })
+    }
+
+    /// Size in bits of one element, sub-byte types included (4 for INT4, 2 for INT2, 1 for
+    /// UINT1); sub-byte elements are packed, the first in the lowest bits of a byte (GE's and
+    /// ONNX's order). None where an element has no fixed size (strings, resources).
+    pub fn bits(self) -> Option<usize> {
+        use DataType::*;
+        match self {
+            INT4 | UINT4 | FLOAT4_E2M1 | FLOAT4_E1M2 | HIFLOAT4 => Some(4),
+            INT2 | UINT2 => Some(2),
+            UINT1 => Some(1),
+            _ => self.size().map(|s| s * 8),
+        }
+    }
+
+    /// The bytes `n` elements take, sub-byte types packed (the last byte padded); None where an
+    /// element has no fixed size or the count overflows.
+    pub fn bytes_for(self, n: usize) -> Option<usize> {
+        n.checked_mul(self.bits()?).map(|b| b.div_ceil(8))
+    }
+
+    /// The 8-bit and narrower floating types and the 4- and 2-bit integers: stored by the CPU
+    /// backend as one bit pattern a byte, converted by Cast, moved by the data-movement ops.
+    pub fn is_low_precision(self) -> bool {
+        use DataType::*;
+        matches!(
+            self,
+            FLOAT8_E4M3FN
+                | FLOAT8_E4M3FNUZ
+                | FLOAT8_E5M2
+                | FLOAT8_E5M2FNUZ
+                | FLOAT8_E8M0
+                | FLOAT4_E2M1
+                | INT4
+                | UINT4
+                | INT2
+                | UINT2
+        )
     }
 
     pub fn is_float(self) -> bool {

@@ -107,7 +107,10 @@ pub fn dtype_from_onnx(t: i32) -> Result<DataType> {
         Some(E::Float8e4m3fn) => D::FLOAT8_E4M3FN,
         Some(E::Float8e5m2) => D::FLOAT8_E5M2,
         Some(E::Float8e8m0) => D::FLOAT8_E8M0,
+        Some(E::Float8e4m3fnuz) => D::FLOAT8_E4M3FNUZ,
+        Some(E::Float8e5m2fnuz) => D::FLOAT8_E5M2FNUZ,
         Some(E::Int4) => D::INT4,
+        Some(E::Uint4) => D::UINT4,
         Some(E::Int2) => D::INT2,
         Some(E::Uint2) => D::UINT2,
         Some(E::Float4e2m1) => D::FLOAT4_E2M1,
@@ -150,7 +153,10 @@ pub fn dtype_to_onnx(d: DataType) -> Option<i32> {
         D::FLOAT8_E4M3FN => E::Float8e4m3fn,
         D::FLOAT8_E5M2 => E::Float8e5m2,
         D::FLOAT8_E8M0 => E::Float8e8m0,
+        D::FLOAT8_E4M3FNUZ => E::Float8e4m3fnuz,
+        D::FLOAT8_E5M2FNUZ => E::Float8e5m2fnuz,
         D::INT4 => E::Int4,
+        D::UINT4 => E::Uint4,
         D::INT2 => E::Int2,
         D::UINT2 => E::Uint2,
         D::FLOAT4_E2M1 => E::Float4e2m1,
@@ -331,15 +337,18 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
     };
     let onnx_type = t.data_type.unwrap_or(E::Undefined as i32);
     let dtype = dtype_from_onnx(onnx_type).map_err(|e| e.context(&what))?;
-    let Some(size) = dtype.size() else {
+    // Sub-byte types are packed (ONNX's order: the first element in the lowest bits), in
+    // raw_data and in int32_data (one packed byte an entry) alike.
+    if dtype.bits().is_none() {
         return Err(Error::unsupported(format!(
-            "{what}: element type {} is narrower than a byte",
+            "{what}: element type {}",
             elem_type_name(onnx_type)
         )));
-    };
+    }
+    let size = dtype.size().unwrap_or(1);
     let n = element_count(&t.dims, name, limits, size)?;
     let desc = TensorDesc::new(dtype, Shape::new(t.dims.clone()));
-    let want = n * size;
+    let want = dtype.bytes_for(n).unwrap_or(usize::MAX);
     let data: Vec<u8> = if t.data_location() == DataLocation::External {
         read_external(t, name, dir, limits)?
     } else if let Some(raw) = &t.raw_data {
@@ -389,7 +398,19 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
                 }
             }
             Some(
-                E::Int8 | E::Uint8 | E::Bool | E::Float8e4m3fn | E::Float8e5m2 | E::Float8e8m0,
+                E::Int8
+                | E::Uint8
+                | E::Bool
+                | E::Float8e4m3fn
+                | E::Float8e4m3fnuz
+                | E::Float8e5m2
+                | E::Float8e5m2fnuz
+                | E::Float8e8m0
+                | E::Int4
+                | E::Uint4
+                | E::Int2
+                | E::Uint2
+                | E::Float4e2m1,
             ) => {
                 for v in &t.int32_data {
                     out.push(*v as u8);

@@ -34,6 +34,8 @@ pub mod backend;
 pub mod error;
 pub mod fuse;
 pub mod kernels;
+pub mod lowp;
+pub mod memplan;
 pub mod om;
 pub mod optimize;
 pub mod options;

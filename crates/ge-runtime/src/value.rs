@@ -1,6 +1,7 @@
 //! Run-time tensors: an n-dimensional array of one of the dtypes the CPU backend computes with.
 
 use crate::error::{Error, Result};
+use crate::lowp::{self, CastMode};
 use es_core::{DataType, Shape, Tensor, TensorDesc};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
@@ -21,6 +22,17 @@ pub enum Value {
     U32(ArrayD<u32>),
     U64(ArrayD<u64>),
     Bool(ArrayD<bool>),
+    /// A low-precision type ([`DataType::is_low_precision`]: the float8 and float4 types, the
+    /// 4- and 2-bit integers), one bit pattern a byte (the sub-byte types unpacked, in the low
+    /// bits). Only Cast and the data-movement kernels take it (see [`crate::lowp`]); in
+    /// [`with_array!`] and [`map_array!`] it is its array of patterns, the dtype kept.
+    Lowp(DataType, ArrayD<u8>),
+}
+
+/// The dtype of a [`Value::Lowp`] as matched (by value or by reference): for [`map_array!`].
+#[doc(hidden)]
+pub fn lowp_tag(dt: &DataType) -> DataType {
+    *dt
 }
 
 /// Runs `$body` with `$a` bound to the array inside `$v`, whatever its dtype.
@@ -41,6 +53,7 @@ macro_rules! with_array {
             $crate::Value::U32($a) => $body,
             $crate::Value::U64($a) => $body,
             $crate::Value::Bool($a) => $body,
+            $crate::Value::Lowp(_, $a) => $body,
         }
     };
 }
@@ -63,6 +76,9 @@ macro_rules! map_array {
             $crate::Value::U32($a) => $crate::Value::U32($body),
             $crate::Value::U64($a) => $crate::Value::U64($body),
             $crate::Value::Bool($a) => $crate::Value::Bool($body),
+            $crate::Value::Lowp(__dt, $a) => {
+                $crate::Value::Lowp($crate::value::lowp_tag(&__dt), $body)
+            }
         }
     };
 }
@@ -248,25 +264,26 @@ impl Elem for bool {
     }
 }
 
-/// Whether the CPU backend has arrays of `dt`.
+/// Whether the CPU backend has arrays of `dt` (the low-precision types as their bit patterns).
 pub fn supported_dtype(dt: DataType) -> bool {
     use DataType::*;
-    matches!(
-        dt,
-        FLOAT
-            | DOUBLE
-            | FLOAT16
-            | BF16
-            | INT8
-            | INT16
-            | INT32
-            | INT64
-            | UINT8
-            | UINT16
-            | UINT32
-            | UINT64
-            | BOOL
-    )
+    dt.is_low_precision()
+        || matches!(
+            dt,
+            FLOAT
+                | DOUBLE
+                | FLOAT16
+                | BF16
+                | INT8
+                | INT16
+                | INT32
+                | INT64
+                | UINT8
+                | UINT16
+                | UINT32
+                | UINT64
+                | BOOL
+        )
 }
 
 fn from_bytes<T: Elem>(dims: &[usize], data: &[u8]) -> Result<ArrayD<T>> {
@@ -296,6 +313,7 @@ impl Value {
             Value::U32(_) => UINT32,
             Value::U64(_) => UINT64,
             Value::Bool(_) => BOOL,
+            Value::Lowp(dt, _) => *dt,
         }
     }
 
@@ -319,6 +337,18 @@ impl Value {
     /// A value of `dt` and `dims` from little-endian bytes.
     pub fn from_le_bytes(dt: DataType, dims: &[usize], data: &[u8]) -> Result<Value> {
         let n: usize = dims.iter().product();
+        if dt.is_low_precision() {
+            let v = lowp::unpack(dt, n, data).ok_or_else(|| {
+                Error::Input(format!(
+                    "a {dt} tensor of shape {dims:?} needs {} bytes, got {}",
+                    dt.bytes_for(n).unwrap_or(usize::MAX),
+                    data.len()
+                ))
+            })?;
+            let a = ArrayD::from_shape_vec(IxDyn(dims), v)
+                .map_err(|e| Error::Input(format!("bytes do not fit shape {dims:?}: {e}")))?;
+            return Ok(Value::Lowp(dt, a));
+        }
         let sz = dt
             .size()
             .filter(|_| supported_dtype(dt))
@@ -339,6 +369,9 @@ impl Value {
 
     /// The elements as little-endian bytes, in standard (row-major) order.
     pub fn to_le_bytes(&self) -> Vec<u8> {
+        if let Value::Lowp(dt, a) = self {
+            return lowp::pack(*dt, a.iter().copied());
+        }
         with_array!(self, a => {
             if let Some(b) = a.as_slice().and_then(|s| Elem::as_le_bytes(s)) {
                 return b.to_vec();
@@ -370,11 +403,17 @@ impl Value {
 
     /// The elements as f64 (bool as 0/1), in standard order.
     pub fn to_f64_vec(&self) -> Vec<f64> {
+        if let Value::Lowp(dt, a) = self {
+            return a.iter().map(|&b| lowp::decode(*dt, b)).collect();
+        }
         with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x)).collect())
     }
 
     /// The elements as i64 (floats truncated), in standard order.
     pub fn to_i64_vec(&self) -> Vec<i64> {
+        if let Value::Lowp(..) = self {
+            return self.to_f64_vec().into_iter().map(|x| x as i64).collect();
+        }
         with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect())
     }
 
@@ -382,8 +421,33 @@ impl Value {
     /// zero, out-of-range values saturate; integers to integers wrap around (keep the low
     /// bits); every conversion rounds once; anything nonzero to bool is true).
     pub fn cast(&self, dt: DataType) -> Result<Value> {
+        self.cast_with(dt, CastMode::default())
+    }
+
+    /// [`Value::cast`], with ONNX's saturation and FLOAT8_E8M0 rounding for conversions to the
+    /// low-precision types (see [`crate::lowp`]); a low-precision value converts through its
+    /// exact value (an integer for the 4- and 2-bit integers).
+    pub fn cast_with(&self, dt: DataType, mode: CastMode) -> Result<Value> {
         if dt == self.dtype() {
             return Ok(self.clone());
+        }
+        if let Value::Lowp(src, a) = self {
+            let wide = if lowp::is_small_int(*src) {
+                Value::I64(a.mapv(|b| lowp::decode_int(*src, b).unwrap_or(0)))
+            } else {
+                Value::F64(a.mapv(|b| lowp::decode(*src, b)))
+            };
+            return wide.cast_with(dt, mode);
+        }
+        if dt.is_low_precision() {
+            fn enc<S: Elem>(a: &ArrayD<S>, dt: DataType, mode: CastMode) -> ArrayD<u8> {
+                if S::INTEGRAL {
+                    a.mapv(|x| lowp::encode_int(dt, x.to_i64_bits(), mode))
+                } else {
+                    a.mapv(|x| lowp::encode(dt, x.to_f64(), mode))
+                }
+            }
+            return Ok(Value::Lowp(dt, with_array!(self, a => enc(a, dt, mode))));
         }
         fn conv<S: Elem, T: Elem>(a: &ArrayD<S>) -> ArrayD<T> {
             if S::INTEGRAL && T::INTEGRAL {
@@ -462,6 +526,60 @@ mod tests {
             let t = v.to_tensor().unwrap();
             assert_eq!(Value::from_tensor(&t).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn low_precision_values_pack_cast_and_decode() {
+        use DataType::*;
+        let x = Value::F32(
+            ArrayD::from_shape_vec(IxDyn(&[5]), vec![0.5, -1.5, 3.0, 1e6, f32::NAN]).unwrap(),
+        );
+        for dt in [
+            FLOAT8_E4M3FN,
+            FLOAT8_E4M3FNUZ,
+            FLOAT8_E5M2,
+            FLOAT8_E5M2FNUZ,
+            FLOAT8_E8M0,
+            FLOAT4_E2M1,
+            INT4,
+            UINT4,
+            INT2,
+            UINT2,
+        ] {
+            let v = x.cast(dt).unwrap();
+            assert_eq!(v.dtype(), dt);
+            assert_eq!(v.shape(), &[5]);
+            // Packed in bytes (sub-byte types: 5 elements in 3 or 2 bytes), unpacked back.
+            let bytes = v.to_le_bytes();
+            assert_eq!(bytes.len(), dt.bytes_for(5).unwrap(), "{dt}");
+            let back = Value::from_le_bytes(dt, &[5], &bytes).unwrap();
+            assert_eq!(back, v, "{dt}");
+            assert_eq!(Value::from_tensor(&v.to_tensor().unwrap()).unwrap(), v);
+            assert!(Value::from_le_bytes(dt, &[5], &bytes[1..]).is_err());
+            // Same-type casts keep the patterns; through f32 the values are exact.
+            let f = v.cast(FLOAT).unwrap();
+            assert_eq!(f.cast(dt).unwrap(), v, "{dt}");
+        }
+        let e4 = x.cast(FLOAT8_E4M3FN).unwrap().to_f64_vec();
+        assert_eq!(&e4[..4], &[0.5, -1.5, 3.0, 448.0]);
+        assert!(e4[4].is_nan());
+        let no_sat = CastMode {
+            saturate: false,
+            ..CastMode::default()
+        };
+        assert!(x.cast_with(FLOAT8_E5M2, no_sat).unwrap().to_f64_vec()[3].is_infinite());
+        assert_eq!(
+            x.cast(INT4).unwrap().to_i64_vec(),
+            vec![0, -1, 3, 0, 0],
+            "truncated; 1e6 keeps its low bits (0x...240 -> 0)"
+        );
+        // A 4-bit integer to another integer type goes through its value.
+        let i4 = Value::I8(ArrayD::from_shape_vec(IxDyn(&[3]), vec![-8, 7, -1]).unwrap())
+            .cast(INT4)
+            .unwrap();
+        assert_eq!(i4.cast(INT8).unwrap().to_i64_vec(), vec![-8, 7, -1]);
+        assert_eq!(i4.cast(UINT4).unwrap().to_i64_vec(), vec![8, 7, 15]);
+        assert_eq!(i4.to_le_bytes(), vec![0x78, 0x0F]);
     }
 
     #[test]

@@ -48,8 +48,66 @@ _BITS_TYPES = {
     "bfloat16": (DataType.DT_BF16, np.dtype(np.uint16)),
     "float8_e4m3fn": (DataType.DT_FLOAT8_E4M3FN, np.dtype(np.uint8)),
     "float8_e5m2": (DataType.DT_FLOAT8_E5M2, np.dtype(np.uint8)),
+    "float8_e4m3fnuz": (DataType.DT_FLOAT8_E4M3FNUZ, np.dtype(np.uint8)),
+    "float8_e5m2fnuz": (DataType.DT_FLOAT8_E5M2FNUZ, np.dtype(np.uint8)),
+    "float8_e8m0fnu": (DataType.DT_FLOAT8_E8M0, np.dtype(np.uint8)),
+    "float4_e2m1fn": (DataType.DT_FLOAT4_E2M1, np.dtype(np.uint8)),
+    "int4": (DataType.DT_INT4, np.dtype(np.uint8)),
+    "uint4": (DataType.DT_UINT4, np.dtype(np.uint8)),
+    "int2": (DataType.DT_INT2, np.dtype(np.uint8)),
+    "uint2": (DataType.DT_UINT2, np.dtype(np.uint8)),
 }
 _BITS_OF = {dt: bits for dt, bits in _BITS_TYPES.values()}
+_ML_NAME = {dt: name for name, (dt, _) in _BITS_TYPES.items()}
+
+# Sub-byte types: bits an element. A tensor's bytes hold them packed, the first element in the
+# lowest bits (GE's and ONNX's order); numpy() gives one bit pattern a byte (uint8).
+_SUB_BYTE = {DataType.DT_INT4: 4, DataType.DT_UINT4: 4, DataType.DT_FLOAT4_E2M1: 4,
+             DataType.DT_INT2: 2, DataType.DT_UINT2: 2}
+_SMALL_INTS = {DataType.DT_INT4, DataType.DT_UINT4, DataType.DT_INT2, DataType.DT_UINT2}
+
+
+def _ml_dtype(dt: DataType) -> Optional[np.dtype]:
+    """ml_dtypes' dtype for a type numpy lacks, None where ml_dtypes is not installed."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(getattr(ml_dtypes, _ML_NAME[dt]))
+
+
+def _pack(bits: np.ndarray, dt: DataType) -> bytes:
+    """One-pattern-a-byte elements packed into a sub-byte type's bytes (last byte padded)."""
+    width = _SUB_BYTE[dt]
+    per = 8 // width
+    flat = np.ascontiguousarray(bits, dtype=np.uint8).reshape(-1) & np.uint8((1 << width) - 1)
+    flat = np.concatenate([flat, np.zeros((-flat.size) % per, np.uint8)]).reshape(-1, per)
+    shifts = (np.arange(per, dtype=np.uint8) * width).astype(np.uint8)
+    return np.bitwise_or.reduce(flat << shifts, axis=1).astype(np.uint8).tobytes()
+
+
+def _unpack(raw: Union[bytes, bytearray], dt: DataType, count: int) -> np.ndarray:
+    """The first ``count`` elements of packed sub-byte data, one bit pattern a byte (uint8)."""
+    width = _SUB_BYTE[dt]
+    per = 8 // width
+    b = np.frombuffer(raw, np.uint8)
+    shifts = (np.arange(per, dtype=np.uint8) * width).astype(np.uint8)
+    return ((b[:, None] >> shifts) & np.uint8((1 << width) - 1)).reshape(-1)[:count].copy()
+
+
+def _bit_patterns(array: np.ndarray, dt: DataType) -> np.ndarray:
+    """The bit patterns (uint8, one a byte) of values for a float8/float4/int4/int2 type: a
+    uint8 array is taken as the patterns; integers keep their low bits; other values are
+    converted by ml_dtypes (round to nearest even), which must be installed for them."""
+    if array.dtype == np.uint8:
+        return array
+    if dt in _SMALL_INTS and array.dtype.kind in "iub":
+        return (array.astype(np.int64) & ((1 << _SUB_BYTE[dt]) - 1)).astype(np.uint8)
+    ml = _ml_dtype(dt)
+    if ml is None:
+        raise TypeError(f"values of {dt.name} from numpy {array.dtype} need ml_dtypes; "
+                        "give the bit patterns as a uint8 array instead")
+    return array.astype(ml).view(np.uint8)
 
 # The data types GE's constructor takes from a list or a file (EsCreateEsCTensor's).
 _GE_INT_TYPES = (DataType.DT_INT8, DataType.DT_INT16, DataType.DT_INT32, DataType.DT_INT64,
@@ -110,6 +168,15 @@ def _values(array: np.ndarray, dt: DataType) -> np.ndarray:
         return (array.astype(np.uint16) << 8).view(np.float16)
     if dt == DataType.DT_FLOAT8_E4M3FN:
         return _e4m3fn_table()[array]
+    if dt in _SMALL_INTS:  # two's complement in the low bits for the signed ones
+        v, width = array.astype(np.int64), _SUB_BYTE[dt]
+        signed = dt in (DataType.DT_INT4, DataType.DT_INT2)
+        return np.where(v >= 1 << (width - 1), v - (1 << width), v) if signed else v
+    if dt in _ML_NAME:  # the other low-precision types: decoded by ml_dtypes
+        ml = _ml_dtype(dt)
+        if ml is None:
+            raise TypeError(f"values of {dt.name} need ml_dtypes")
+        return array.view(ml).astype(np.float64)
     return array
 
 
@@ -121,8 +188,7 @@ def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> Tens
     if array.dtype.name in _BITS_TYPES:  # an ml_dtypes array (bfloat16, float8): its raw bits
         dt, bits = _BITS_TYPES[array.dtype.name]
         if data_type is None or DataType(data_type) == dt:
-            return TensorData(np.ascontiguousarray(array).view(bits).tobytes(order="C"), int(dt),
-                              list(array.shape))
+            return _native(np.ascontiguousarray(array).view(bits), dt, list(array.shape), Format.FORMAT_ND)
         array = array.astype(np.float32)
     if data_type is None:
         if array.dtype == np.dtype(np.float64) and not isinstance(value, np.ndarray):
@@ -132,12 +198,16 @@ def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> Tens
         dt = DataType(data_type)
         if dt == DataType.DT_BF16 and array.dtype != np.uint16:
             array = _bf16_bits(array)  # values; a uint16 array is taken as raw bf16 bits
+        elif dt in _BITS_OF and dt != DataType.DT_BF16:
+            array = _bit_patterns(array, dt)  # values, or a uint8 array of bit patterns
         else:
             array = array.astype(numpy_dtype(dt))
     return _native(array, dt, list(array.shape), Format.FORMAT_ND)
 
 
 def _native(array: np.ndarray, dt: DataType, dims: List[int], format: Format) -> TensorData:
+    if dt in _SUB_BYTE:
+        return TensorData(_pack(array, dt), int(dt), dims, int(format))
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
     return TensorData(little.tobytes(order="C"), int(dt), dims, int(format))
 
@@ -322,8 +392,12 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a writable numpy array of its own (the bytes are copied once; bf16 and the
-        float8 types come back as their raw bits, uint16 and uint8)."""
+        float8, float4, int4 and int2 types come back as their raw bits, uint16 and uint8, one
+        element a byte; ``.view()`` them as ml_dtypes' types where it is installed)."""
         dt = numpy_dtype(DataType(self._tensor.dtype))
+        if DataType(self._tensor.dtype) in _SUB_BYTE:  # one bit pattern a byte
+            shape = self._tensor.shape
+            return _unpack(self._tensor.data, DataType(self._tensor.dtype), _size(shape)).reshape(shape)
         arr = np.frombuffer(self._tensor.to_bytearray(), dtype=dt.newbyteorder("<")).reshape(self._tensor.shape)
         return arr if arr.dtype == dt else arr.astype(dt)
 

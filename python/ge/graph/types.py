@@ -49,6 +49,10 @@ class DataType(IntEnum):
     DT_HIFLOAT4 = 42
     DT_HIFLOAT4_SCALE = 43
     DT_MAX = 43  # GE's boundary marker (an alias here: ge-rs also names type 43)
+    # ge-rs extensions: ONNX element types GE has no DataType for, outside GE's range.
+    DT_UINT4 = 1000
+    DT_FLOAT8_E4M3FNUZ = 1001
+    DT_FLOAT8_E5M2FNUZ = 1002
 
 
 class Format(IntEnum):

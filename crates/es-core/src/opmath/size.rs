@@ -33,16 +33,17 @@ pub fn element_count(op: &str, shape: &Shape) -> Result<Option<i64>> {
 /// The byte size of a `dtype` tensor of `shape`, for `op`: `Ok(None)` when a dim is unknown or
 /// the dtype has no fixed element size; an error when it exceeds [`MAX_BYTES`].
 pub fn byte_size(op: &str, dtype: DataType, shape: &Shape) -> Result<Option<usize>> {
-    let (Some(n), Some(sz)) = (element_count(op, shape)?, dtype.size()) else {
+    // Sub-byte types are packed: ceil(n * bits / 8) bytes.
+    let (Some(n), Some(bits)) = (element_count(op, shape)?, dtype.bits()) else {
         return Ok(None);
     };
-    match (n as u64).checked_mul(sz as u64) {
-        Some(b) if b <= MAX_BYTES => Ok(Some(b as usize)),
+    let bytes = ((n as u128) * (bits as u128)).div_ceil(8);
+    match u64::try_from(bytes) {
+        Ok(b) if b <= MAX_BYTES => Ok(Some(b as usize)),
         _ => Err(Error::value(format!(
-            "{op}: a {} tensor of shape {shape} needs {} bytes, more than one buffer may hold \
-             ({MAX_BYTES})",
+            "{op}: a {} tensor of shape {shape} needs {bytes} bytes, more than one buffer may \
+             hold ({MAX_BYTES})",
             dtype.name(),
-            (n as u128) * (sz as u128)
         ))),
     }
 }

@@ -745,17 +745,50 @@ fn to_dtype(ctx: &NodeCtx<'_>) -> Result<DataType> {
 }
 
 fn cast_to(ctx: &mut NodeCtx<'_>, to: DataType) -> Out {
-    if ctx.attr_i("saturate", 1)? == 0 {
-        return Err(Error::unsupported(
-            "Cast with saturate=0 (GE's Cast saturates float8 conversions)",
-        ));
-    }
+    let saturate = ctx.attr_i("saturate", 1)? != 0;
+    let round = ctx.attr_s("round_mode", "up")?;
     let x = ctx.input(0)?;
-    one(ctx.op1(
+    one(cast_with(ctx, x, to, saturate, &round)?)
+}
+
+/// A GE Cast of `x` to `to` with ONNX's `saturate` and `round_mode` (how values reach the
+/// float8 types) as the private attributes `_saturate` and `_round_mode` where they are not the
+/// defaults: GE's Cast prototype has only `dst_type`.
+pub(super) fn cast_with(
+    ctx: &mut NodeCtx<'_>,
+    x: OutPort,
+    to: DataType,
+    saturate: bool,
+    round: &str,
+) -> Result<OutPort> {
+    if !matches!(round, "up" | "down" | "nearest") {
+        return Err(Error::tr(format!(
+            "{}: round_mode must be \"up\", \"down\" or \"nearest\", got \"{round}\"",
+            ctx.op_type()
+        )));
+    }
+    let y = ctx.op1(
         "Cast",
         &[x],
         vec![("dst_type", AttrValue::Int(to.value() as i64))],
-    )?)
+    )?;
+    if saturate && round == "up" {
+        return Ok(y);
+    }
+    let mut b = ctx.take_builder();
+    let set = b.graph_mut().node_mut(y.node).map(|n| {
+        if !saturate {
+            n.private_attrs
+                .insert("_saturate".into(), AttrValue::Int(0));
+        }
+        if round != "up" {
+            n.private_attrs
+                .insert("_round_mode".into(), AttrValue::String(round.to_string()));
+        }
+    });
+    ctx.put_builder(b);
+    set?;
+    Ok(y)
 }
 
 fn cast(ctx: &mut NodeCtx<'_>) -> Out {

@@ -264,13 +264,15 @@ pub(super) fn alloc<T: Clone>(n: usize, v: T) -> Result<Vec<T>> {
     Ok(out)
 }
 
-/// An empty vector with room for `n` elements (fallible: a size over Rust's allocation limit or
-/// memory the allocator refuses is an error, not a panic or an abort).
+/// An empty vector with room for `n` elements (fallible: a size over the run's memory limit
+/// (`ge.memoryLimit`, [`crate::memplan::check_alloc`]), over Rust's allocation limit, or memory
+/// the allocator refuses is an [`Error::Resource`], not a panic or an abort).
 pub(super) fn with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
+    crate::memplan::check_alloc(bytes)?;
     let mut out = Vec::new();
     out.try_reserve_exact(n).map_err(|_| {
-        let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
-        Error::kernel(format!(
+        Error::Resource(format!(
             "cannot allocate {n} elements ({bytes} bytes): out of memory"
         ))
     })?;
@@ -299,8 +301,8 @@ pub(super) fn numel(dims: &[usize]) -> Result<usize> {
 pub(super) fn buffer_for<T>(dims: &[usize]) -> Result<Vec<T>> {
     let n = numel(dims)?;
     with_capacity(n).map_err(|e| match e {
-        Error::Execution { message, .. } => {
-            Error::kernel(format!("an output of shape {dims:?}: {message}"))
+        Error::Resource(message) => {
+            Error::Resource(format!("an output of shape {dims:?}: {message}"))
         }
         e => e,
     })
@@ -461,6 +463,9 @@ macro_rules! map_num {
                     $what
                 )))
             }
+            $crate::value::Value::Lowp(dt, _) => {
+                return Err($crate::error::Error::unsupported(format!("{} on {}", $what, dt)))
+            }
         }
     };
 }
@@ -474,6 +479,9 @@ macro_rules! by_variant {
     (@[$($var:ident),*], $v:expr, $go:ident) => {
         match $v {
             $($crate::value::Value::$var(_) => $go!($var),)*
+            $crate::value::Value::Lowp(dt, _) => {
+                return Err($crate::error::Error::unsupported(format!("{dt} tensors here")))
+            }
         }
     };
 }

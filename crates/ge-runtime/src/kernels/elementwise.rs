@@ -1036,8 +1036,25 @@ fn cast_factory(info: &NodeInfo) -> Result<Kernel> {
     if !crate::value::supported_dtype(to) {
         return Err(Error::unsupported(format!("Cast to {to}")));
     }
+    // ONNX's saturate and round_mode (private attributes: GE's Cast has only dst_type): how
+    // values reach the float8 types.
+    let round = match info.attr("_round_mode") {
+        None => crate::lowp::E8m0Round::Up,
+        Some(v) => v
+            .as_str()
+            .and_then(crate::lowp::E8m0Round::from_name)
+            .ok_or_else(|| {
+                Error::Compile(
+                    "Cast: attribute '_round_mode' must be \"up\", \"down\" or \"nearest\"".into(),
+                )
+            })?,
+    };
+    let mode = crate::lowp::CastMode {
+        saturate: info.int("_saturate", 1)? != 0,
+        e8m0_round: round,
+    };
     Ok(Box::new(move |inputs| {
-        Ok(vec![input(inputs, 0)?.cast(to)?])
+        Ok(vec![input(inputs, 0)?.cast_with(to, mode)?])
     }))
 }
 

@@ -186,9 +186,52 @@ pub fn lookup(op_type: &str) -> Option<CustomFactory> {
     {
         return Some(f.clone());
     }
-    registry()
-        .get(op_type)
-        .map(|&f| -> CustomFactory { std::sync::Arc::new(f) })
+    registry().get(op_type).map(|&f| -> CustomFactory {
+        std::sync::Arc::new(move |info: &NodeInfo| {
+            // Inputs first; outputs after the factory, whose own refusal (a dst_type it does not
+            // produce) is the more precise error.
+            let ins: Vec<DataType> = info.inputs.iter().flatten().map(|d| d.dtype).collect();
+            check_low_precision(info, &ins)?;
+            let k = f(info)?;
+            check_low_precision(info, &info.out_dtypes())?;
+            Ok(k)
+        })
+    })
+}
+
+/// The built-in kernels that take the low-precision types ([`es_core::DataType::is_low_precision`],
+/// held as bit patterns): Cast converts them, these others only move elements or read shapes.
+const LOW_PRECISION_OPS: &[&str] = &[
+    "Cast",
+    "Identity",
+    "IdentityN",
+    "TensorMove",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "ExpandDims",
+    "Flatten",
+    "FlattenV2",
+    "Transpose",
+    "GatherV2",
+    "Shape",
+    "Size",
+    "Rank",
+];
+
+/// "not supported: <op> on <dtype>" where a built-in kernel that computes with its elements
+/// would see a low-precision input or output.
+fn check_low_precision(info: &NodeInfo, dtypes: &[DataType]) -> Result<()> {
+    if LOW_PRECISION_OPS.contains(&info.op()) {
+        return Ok(());
+    }
+    match dtypes.iter().find(|d| d.is_low_precision()) {
+        Some(dt) => Err(Error::unsupported(format!(
+            "{} on {dt} (low-precision types are converted by Cast)",
+            info.op()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The op types with a kernel (built-in or registered), sorted.
