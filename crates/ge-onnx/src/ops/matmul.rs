@@ -1,18 +1,14 @@
-//! Matrix products: MatMul, Gemm, Einsum, DFT.
+//! Matrix products: MatMul, Gemm, Einsum.
 
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::NodeCtx;
 use es_core::opmath::{parse_einsum, EinsumTerm};
-use es_core::{AttrValue, DataType, OutPort, Tensor};
+use es_core::{AttrValue, OutPort, Tensor};
 
 /// The family's translators.
-pub(super) const TABLE: &[(&str, Translator)] = &[
-    ("MatMul", matmul),
-    ("Gemm", gemm),
-    ("Einsum", einsum),
-    ("DFT", dft),
-];
+pub(super) const TABLE: &[(&str, Translator)] =
+    &[("MatMul", matmul), ("Gemm", gemm), ("Einsum", einsum)];
 
 // ---------------------------------------------------------------------------------------------
 // MatMul, Gemm
@@ -255,175 +251,4 @@ fn einsum_composite(ctx: &mut NodeCtx<'_>, eq: &str, xs: &[OutPort]) -> Result<O
         y = ctx.op1("Transpose", &[y, pc], vec![])?;
     }
     Ok(y)
-}
-
-// DFT.
-
-/// A product with a constant matrix along `axis`: the input [..., N, c_in] (axis moved next to
-/// the last) flattened to [B, N * c_in] times W [N * c_in, K * c_out], whose entries are the
-/// DFT's cos/sin terms (angles reduced mod the length, in f64): forward (onesided keeps
-/// L/2 + 1 bins), inverse (1/L, conjugate), and inverse onesided (numpy's irfft: the Hermitian
-/// extension, a real output). The input's shape and dft_length/axis must be known at import.
-fn dft(ctx: &mut NodeCtx<'_>) -> Out {
-    ctx.known_attrs(&["axis", "inverse", "onesided"])?;
-    let inverse = ctx.attr_i("inverse", 0)? != 0;
-    let onesided = ctx.attr_i("onesided", 0)? != 0;
-    let x = ctx.input(0)?;
-    let d = ctx.input_desc(0)?;
-    let dt = ctx.in_dtype(0)?;
-    let dims = d.shape.dims().to_vec();
-    if d.shape.rank().is_none() || !d.shape.is_static() {
-        return Err(unsupported(
-            ctx,
-            "the input's shape must be known at import",
-        ));
-    }
-    let r = dims.len();
-    if r < 2 {
-        return Err(Error::tr(
-            "DFT: the input needs a signal dim and a component dim",
-        ));
-    }
-    let axis = if ctx.opset >= 20 {
-        match ctx.const_ints(2, "axis")? {
-            Some(v) if v.len() == 1 => v[0],
-            Some(_) => return Err(Error::tr("DFT: axis must be a scalar")),
-            None => -2,
-        }
-    } else {
-        if ctx.has_input(2) {
-            return Err(Error::tr("DFT: axis is an attribute before opset 20"));
-        }
-        ctx.attr_i("axis", 1)?
-    };
-    let a = norm_axis(axis, r, "DFT axis")?;
-    if a == r - 1 {
-        return Err(Error::tr("DFT: axis must not be the last (component) dim"));
-    }
-    let c_in = dims[r - 1] as usize;
-    if c_in != 1 && c_in != 2 {
-        return Err(Error::tr(format!(
-            "DFT: the last dim must be 1 (real) or 2 (complex), got {c_in}"
-        )));
-    }
-    let n = dims[a];
-    let len = match ctx.const_ints(1, "dft_length")? {
-        Some(v) if v.len() == 1 => v[0],
-        Some(_) => return Err(Error::tr("DFT: dft_length must be a scalar")),
-        None if inverse && onesided => 2 * (n - 1),
-        None => n,
-    };
-    if len < 1 {
-        return Err(Error::tr(format!("DFT: dft_length {len} must be positive")));
-    }
-    let half = len / 2 + 1;
-    let (k_out, c_out) = match (inverse, onesided) {
-        (false, true) => (half, 2),
-        (true, true) => (len, 1),
-        _ => (len, 2),
-    };
-    let rows = n as usize * c_in;
-    let cols = k_out as usize * c_out;
-    if rows.saturating_mul(cols) > 1 << 26 {
-        return Err(unsupported(ctx, "a DFT matrix of more than 2^26 elements"));
-    }
-    // W[row(i, comp_in), col(j, comp_out)].
-    let mut w = vec![0f64; rows * cols];
-    let lf = len as f64;
-    let angle = |p: i64, q: i64| 2.0 * std::f64::consts::PI * ((p * q) % len) as f64 / lf;
-    for i in 0..n {
-        for j in 0..k_out {
-            let base_r = i as usize * c_in;
-            let base_c = j as usize * c_out;
-            let mut put = |ci: usize, co: usize, v: f64| {
-                if ci < c_in {
-                    w[(base_r + ci) * cols + base_c + co] = v;
-                }
-            };
-            if !inverse {
-                // Input sample i, output bin j: re += xr cos + xi sin, im += xi cos - xr sin.
-                if i >= len {
-                    continue;
-                }
-                let t = angle(i, j);
-                let (c, s) = (t.cos(), t.sin());
-                put(0, 0, c);
-                put(1, 0, s);
-                put(0, 1, -s);
-                put(1, 1, c);
-            } else if !onesided {
-                // Input bin i, output sample j: (Xr cos - Xi sin, Xi cos + Xr sin) / L.
-                if i >= len {
-                    continue;
-                }
-                let t = angle(i, j);
-                let (c, s) = (t.cos() / lf, t.sin() / lf);
-                put(0, 0, c);
-                put(1, 0, -s);
-                put(0, 1, s);
-                put(1, 1, c);
-            } else {
-                // irfft: bins 0..=L/2 with Hermitian weights, real output.
-                if i >= half {
-                    continue;
-                }
-                let wgt = if i == 0 || (len % 2 == 0 && i == len / 2) {
-                    1.0
-                } else {
-                    2.0
-                };
-                let t = angle(i, j);
-                put(0, 0, wgt * t.cos() / lf);
-                if i != 0 && !(len % 2 == 0 && i == len / 2) {
-                    put(1, 0, -wgt * t.sin() / lf);
-                }
-            }
-        }
-    }
-    // Move the axis next to the component dim, flatten, multiply, restore.
-    let mut perm: Vec<usize> = (0..r - 1).filter(|&i| i != a).collect();
-    perm.push(a);
-    perm.push(r - 1);
-    let moved = perm.iter().enumerate().any(|(i, &p)| i != p);
-    let mut xt = x;
-    if moved {
-        let pv: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
-        let pc = ctx.const_i64(&pv, &[r as i64])?;
-        xt = ctx.op1("Transpose", &[x, pc], vec![])?;
-    }
-    let flat = ctx.const_i64(&[-1, rows as i64], &[2])?;
-    let x2 = ctx.op1("Reshape", &[xt, flat], vec![])?;
-    let y = if ctx.accepts("BatchMatMulV2", dt)? && dt.is_float() {
-        let wt = es_core::types::tensor_from_f64(dt, vec![rows as i64, cols as i64], &w)?;
-        let wc = ctx.constant(wt)?;
-        ctx.op1("BatchMatMulV2", &[x2, wc], vec![])?
-    } else if dt == DataType::DOUBLE {
-        // sum over rows of x[:, :, None] * W
-        let wt = es_core::types::tensor_from_f64(dt, vec![rows as i64, cols as i64], &w)?;
-        let wc = ctx.constant(wt)?;
-        let x3 = ctx.op1(
-            "Unsqueeze",
-            &[x2],
-            vec![("axes", AttrValue::ListInt(vec![2]))],
-        )?;
-        let p = ctx.bin("Mul", x3, wc)?;
-        reduce_op(ctx, "ReduceSum", p, &Axes::List(vec![1]), false)?
-    } else {
-        return Err(unsupported(ctx, format_args!("inputs of dtype {dt}")));
-    };
-    let mut out_dims: Vec<i64> = perm[..r - 2].iter().map(|&p| dims[p]).collect();
-    out_dims.push(k_out);
-    out_dims.push(c_out as i64);
-    let sc = ctx.const_i64(&out_dims, &[r as i64])?;
-    let mut y = ctx.op1("Reshape", &[y, sc], vec![])?;
-    if moved {
-        // Inverse permutation.
-        let mut inv = vec![0i64; r];
-        for (i, &p) in perm.iter().enumerate() {
-            inv[p] = i as i64;
-        }
-        let pc = ctx.const_i64(&inv, &[r as i64])?;
-        y = ctx.op1("Transpose", &[y, pc], vec![])?;
-    }
-    one(y)
 }

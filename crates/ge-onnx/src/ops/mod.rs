@@ -15,6 +15,7 @@ mod recurrent;
 mod reduce;
 mod sampling;
 mod shape;
+mod signal;
 mod source;
 mod training;
 mod transformer;
@@ -46,6 +47,7 @@ pub fn builtin() -> &'static Registry {
             index::TABLE,
             image::TABLE,
             source::TABLE,
+            signal::TABLE,
         ] {
             util::register_table(&mut r, table);
         }

@@ -3,7 +3,7 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::NodeCtx;
-use es_core::{AttrValue, DataType, Tensor};
+use es_core::{AttrValue, DataType, OutPort};
 
 /// The family's translators.
 pub(super) const TABLE: &[(&str, Translator)] = &[
@@ -256,7 +256,7 @@ fn nms(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 /// GE's Resize is ONNX Resize (opsets 11-13). Opset 18's axes are resolved into full-rank
-/// scales/sizes/roi, keep_aspect_ratio_policy into sizes (static shapes); antialias is
+/// scales/sizes/roi, keep_aspect_ratio_policy as [`aspect_policy`] says; antialias is
 /// refused.
 fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[
@@ -346,6 +346,8 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     let policy = ctx.attr_s("keep_aspect_ratio_policy", "stretch")?;
     let mut scales = None;
     let mut sizes = None;
+    let mut x_in = x;
+    let mut crop = None;
     if has_scales {
         let s = ctx.input(2)?;
         let s = ctx.cast(s, DataType::FLOAT)?;
@@ -357,41 +359,10 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         let s = ctx.input(3)?;
         let s = ctx.cast(s, I64)?;
         if policy != "stretch" {
-            // Static: the scale is the min (not_larger) / max (not_smaller) ratio over the
-            // axes, the sizes round(scale * dim); GE's Resize derives the coordinate scale
-            // from sizes, so the two must agree: use scales when floor and round match.
-            let d = ctx.static_dims(0, "keep_aspect_ratio_policy")?;
-            let want = ctx
-                .const_ints(3, "sizes")?
-                .ok_or_else(|| Error::tr("Resize: sizes missing"))?;
-            let ax: Vec<usize> = axes.clone().unwrap_or_else(|| (0..d.len()).collect());
-            if want.len() != ax.len() {
-                return Err(Error::tr("Resize: sizes has not one entry per axis"));
-            }
-            let ratios = ax.iter().zip(&want).map(|(&a, &w)| w as f64 / d[a] as f64);
-            let scale = match policy.as_str() {
-                "not_larger" => ratios.fold(f64::INFINITY, f64::min),
-                "not_smaller" => ratios.fold(f64::NEG_INFINITY, f64::max),
-                p => {
-                    return Err(Error::tr(format!(
-                        "Resize: unknown keep_aspect_ratio_policy {p:?}"
-                    )))
-                }
-            };
-            let mut sc = vec![1f32; d.len()];
-            for &a in &ax {
-                let exact = (scale * d[a] as f64 + 0.5).floor();
-                let floor = (d[a] as f64 * f64::from(scale as f32)).floor();
-                if exact != floor {
-                    return Err(Error::unsupported(format!(
-                        "Resize keep_aspect_ratio_policy {policy:?}: size {exact} of dim {a} is \
-                         not floor(dim * scale); GE's Resize cannot take both"
-                    )));
-                }
-                sc[a] = scale as f32;
-            }
-            let t = Tensor::from_values(&sc, vec![d.len() as i64])?;
-            scales = Some(ctx.constant(t)?);
+            let (y, pad_sizes) = aspect_policy(ctx, x, s, &policy, &coord, &axes, rank)?;
+            x_in = y;
+            scales = Some(pad_sizes.0);
+            crop = Some(pad_sizes.1);
         } else {
             sizes = Some(match (&axes, rank) {
                 (Some(ax), Some(r)) => {
@@ -426,7 +397,7 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     };
     let y = ctx.op(
         "Resize",
-        vec![vec![Some(x)], vec![roi], vec![scales], vec![sizes]],
+        vec![vec![Some(x_in)], vec![roi], vec![scales], vec![sizes]],
         vec![
             ("mode", AttrValue::String(mode)),
             ("coordinate_transformation_mode", AttrValue::String(coord)),
@@ -445,7 +416,107 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
             ),
         ],
     )?[0];
+    let y = match crop {
+        // keep_aspect_ratio_policy: the first round(scale * dim) outputs.
+        Some(end) => {
+            let r = rank.unwrap_or(0) as i64;
+            let zeros = ctx.const_i64(&vec![0; r as usize], &[r])?;
+            let ones = ctx.const_i64(&vec![1; r as usize], &[r])?;
+            ctx.strided_slice(y, [zeros, end, ones], 0)?
+        }
+        None => y,
+    };
     Ok(vec![Some(y)])
+}
+
+/// keep_aspect_ratio_policy (opset 18) with `sizes` (int64, one per axis) known at run time:
+/// ONNX takes one scale for the axes, the min (not_larger) or max (not_smaller) of
+/// sizes / dims, makes the output round(scale * dim) long and maps coordinates with that
+/// scale. GE's Resize takes scales or sizes, not both; with scales alone it makes floor(dim *
+/// scale) outputs. So `x` is first extended along the axes by p = ceil(0.5 / scale) + 1 copies
+/// of its last element (what ONNX's clamping of source coordinates reads there), resized by the
+/// scale (the mapping of the first outputs depends only on the scale for these coordinate
+/// modes) and the result cropped to round(scale * dim). Returns the extended x, and the
+/// full-rank scales and crop ends.
+fn aspect_policy(
+    ctx: &mut NodeCtx<'_>,
+    x: OutPort,
+    sizes: OutPort,
+    policy: &str,
+    coord: &str,
+    axes: &Option<Vec<usize>>,
+    rank: Option<usize>,
+) -> Result<(OutPort, (OutPort, OutPort))> {
+    let reduce = match policy {
+        "not_larger" => "ReduceMin",
+        "not_smaller" => "ReduceMax",
+        p => {
+            return Err(Error::tr(format!(
+                "Resize: unknown keep_aspect_ratio_policy {p:?}"
+            )))
+        }
+    };
+    if !matches!(coord, "half_pixel" | "asymmetric" | "tf_half_pixel_for_nn") {
+        return Err(Error::unsupported(format!(
+            "Resize keep_aspect_ratio_policy {policy:?} with coordinate_transformation_mode \
+             {coord:?} (only half_pixel, asymmetric and tf_half_pixel_for_nn map the first \
+             outputs independently of the output length)"
+        )));
+    }
+    if ctx.attr_i("exclude_outside", 0)? != 0 {
+        return Err(Error::unsupported(format!(
+            "Resize keep_aspect_ratio_policy {policy:?} with exclude_outside=1"
+        )));
+    }
+    let r = rank.ok_or_else(|| {
+        Error::unsupported("Resize keep_aspect_ratio_policy: the rank of X must be known at import")
+    })?;
+    let ax: Vec<usize> = axes.clone().unwrap_or_else(|| (0..r).collect());
+    if let Some(n) = ctx.vec_len(3)? {
+        if n != ax.len() {
+            return Err(Error::tr(format!(
+                "Resize: sizes has {n} entries, {} axes need one each",
+                ax.len()
+            )));
+        }
+    }
+    let f64_ = DataType::DOUBLE;
+    let shp = ctx.shape_i64(x)?;
+    let ax_i: Vec<i64> = ax.iter().map(|&a| a as i64).collect();
+    let d = ctx.gather_const(shp, &ax_i)?;
+    let d_f = ctx.cast(d, f64_)?;
+    let s_f = ctx.cast(sizes, f64_)?;
+    let ratio = ctx.bin("RealDiv", s_f, d_f)?;
+    let scale = reduce_op(ctx, reduce, ratio, &Axes::List(vec![0]), false)?;
+    // round(scale * d) (half up), one per axis.
+    let half = ctx.scalar(f64_, 0.5)?;
+    let sd = ctx.bin("Mul", d_f, scale)?;
+    let sd = ctx.bin("Add", sd, half)?;
+    let out = ctx.un("Floor", sd)?;
+    let out = ctx.cast(out, I64)?;
+    let both = ctx.concat(&[out, shp], 0)?;
+    let end = ctx.gather_const(both, &placement(&ax, r))?;
+    // p = ceil(0.5 / scale) + 1 edge copies: floor((d + p) * scale) >= round(scale * d).
+    let p = ctx.bin("RealDiv", half, scale)?;
+    let p = ctx.un("Ceil", p)?;
+    let p = ctx.cast(p, I64)?;
+    let one = ctx.const_i64(&[1], &[])?;
+    let p = ctx.bin("Add", p, one)?;
+    let mut xp = x;
+    for &a in &ax {
+        let da = ctx.dim_scalar(x, a)?;
+        let n = ctx.bin("Add", da, p)?;
+        let idx = ctx.iota(n, &[-1])?;
+        let last = ctx.bin("Sub", da, one)?;
+        let idx = ctx.bin("Minimum", idx, last)?;
+        let a = ctx.const_i64(&[a as i64], &[])?;
+        xp = ctx.op1("GatherV2", &[xp, idx, a], vec![])?;
+    }
+    let nax = ctx.const_i64(&[ax.len() as i64], &[1])?;
+    let sc = ctx.op1("BroadcastTo", &[scale, nax], vec![])?;
+    let sc = ctx.cast(sc, DataType::FLOAT)?;
+    let scales = ctx.scatter_axes(sc, &ax, r, &[1.0])?;
+    Ok((xp, (scales, end)))
 }
 
 /// Upsample (opsets 7-9): Resize-10's behaviour (the compatibility layer moved scales to

@@ -139,12 +139,15 @@ fn random_uniform_like(ctx: &mut NodeCtx<'_>) -> Out {
 
 // MelWeightMatrix.
 
-/// Folded into a Const at import (its shape depends on the input values, which must be
-/// constants), computed as ONNX's reference implementation does.
+/// Folded into a Const at import when every input is a constant, else composed at run time
+/// ([`mel_weight_runtime`]); computed as ONNX's reference implementation does.
 fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["output_datatype"])?;
     let out = crate::types::dtype_from_onnx(ctx.attr_i("output_datatype", 1)? as i32)
         .map_err(|e| e.context("attribute 'output_datatype'"))?;
+    if (0..5).any(|i| ctx.has_input(i) && ctx.const_input(i).is_none()) {
+        return one(mel_weight_runtime(ctx, out)?);
+    }
     let scalar = |ctx: &NodeCtx<'_>, i: usize, what: &str| -> Result<f64> {
         let v = ctx
             .const_floats(i, what)?
@@ -212,6 +215,118 @@ fn mel_weight_matrix(ctx: &mut NodeCtx<'_>) -> Out {
     }
     let t = es_core::types::tensor_from_f64(out, vec![spec, nb], &m)?;
     one(ctx.constant(t)?)
+}
+
+/// MelWeightMatrix from run-time inputs, in f64: the num_mel_bins + 2 band edges (mel scale,
+/// spread evenly between the edge frequencies, mapped to spectrogram bins by floor), then per
+/// bin j and band i with edges (l, c, h): (j - l) / (c - l) on [l, c], 1 at j = c when c = l,
+/// and (h - j) / (h - c) on [c, h) (which wins at j = c), 0 elsewhere. Bins outside the
+/// spectrogram are dropped.
+fn mel_weight_runtime(ctx: &mut NodeCtx<'_>, out: DataType) -> Result<OutPort> {
+    let f64_ = DataType::DOUBLE;
+    let i64_ = DataType::INT64;
+    let mut vals = Vec::with_capacity(5);
+    for (i, what) in [
+        "num_mel_bins",
+        "dft_length",
+        "sample_rate",
+        "lower_edge_hertz",
+        "upper_edge_hertz",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if ctx.vec_len(i)?.is_some_and(|n| n != 1) {
+            return Err(Error::tr(format!(
+                "MelWeightMatrix: input {i} ({what}) must hold one value"
+            )));
+        }
+        let v = ctx.input(i)?;
+        let scalar = ctx.const_i64(&[], &[0])?;
+        let v = ctx.op1("Reshape", &[v, scalar], vec![])?;
+        vals.push(v);
+    }
+    let bins = ctx.cast(vals[0], i64_)?;
+    let dft = ctx.cast(vals[1], i64_)?;
+    let one_i = ctx.const_i64(&[1], &[])?;
+    let two_i = ctx.const_i64(&[2], &[])?;
+    let spec = ctx.bin("FloorDiv", dft, two_i)?;
+    let spec = ctx.bin("Add", spec, one_i)?;
+    let rate = ctx.cast(vals[2], f64_)?;
+    // hz -> mel: 2595 log10(1 + hz / 700).
+    let c700 = ctx.scalar(f64_, 700.0)?;
+    let c2595 = ctx.scalar(f64_, 2595.0)?;
+    let ln10 = ctx.scalar(f64_, std::f64::consts::LN_10)?;
+    let one_f = ctx.scalar(f64_, 1.0)?;
+    let mel = |ctx: &mut NodeCtx<'_>, hz: OutPort| -> Result<OutPort> {
+        let hz = ctx.cast(hz, f64_)?;
+        let t = ctx.bin("RealDiv", hz, c700)?;
+        let t = ctx.bin("Add", t, one_f)?;
+        let t = ctx.un("Log", t)?;
+        let t = ctx.bin("RealDiv", t, ln10)?;
+        ctx.bin("Mul", t, c2595)
+    };
+    let low = mel(ctx, vals[3])?;
+    let high = mel(ctx, vals[4])?;
+    let n_edges = ctx.bin("Add", bins, two_i)?;
+    let span = ctx.bin("Sub", high, low)?;
+    let n_f = ctx.cast(n_edges, f64_)?;
+    let step = ctx.bin("RealDiv", span, n_f)?;
+    let k = ctx.iota(n_edges, &[-1])?;
+    let k = ctx.cast(k, f64_)?;
+    let m = ctx.bin("Mul", k, step)?;
+    let m = ctx.bin("Add", m, low)?;
+    // mel -> hz: 700 (10^(mel / 2595) - 1); bin floor((dft + 1) hz / rate).
+    let t = ctx.bin("RealDiv", m, c2595)?;
+    let t = ctx.bin("Mul", t, ln10)?;
+    let t = ctx.un("Exp", t)?;
+    let t = ctx.bin("Sub", t, one_f)?;
+    let hz = ctx.bin("Mul", t, c700)?;
+    let d1 = ctx.bin("Add", dft, one_i)?;
+    let d1 = ctx.cast(d1, f64_)?;
+    let e = ctx.bin("Mul", hz, d1)?;
+    let e = ctx.bin("RealDiv", e, rate)?;
+    let e = ctx.un("Floor", e)?;
+    // l, c, h of band i, as [1, bins] rows; j as a [spec, 1] column.
+    let i = ctx.iota(bins, &[1, -1])?;
+    let zero_ax = ctx.const_i64(&[0], &[])?;
+    let edge = |ctx: &mut NodeCtx<'_>, off: i64| -> Result<OutPort> {
+        let o = ctx.const_i64(&[off], &[])?;
+        let idx = ctx.bin("Add", i, o)?;
+        ctx.op1("GatherV2", &[e, idx, zero_ax], vec![])
+    };
+    let l = edge(ctx, 0)?;
+    let c = edge(ctx, 1)?;
+    let h = edge(ctx, 2)?;
+    let j = ctx.iota(spec, &[-1, 1])?;
+    let j = ctx.cast(j, f64_)?;
+    let zero_f = ctx.scalar(f64_, 0.0)?;
+    // Rising edge on [l, c] (0/0 at j = c = l, which the spike rule replaces), a one-bin band
+    // 1 at j = c = l, falling edge on [c, h).
+    let w = ramp(ctx, j, zero_f, (l, "LessEqual", c), (l, c))?;
+    let eq = ctx.bin("Equal", c, l)?;
+    let at = ctx.bin("Equal", j, c)?;
+    let spike = ctx.bin("LogicalAnd", eq, at)?;
+    let w = ctx.op1("SelectV2", &[spike, one_f, w], vec![])?;
+    let w = ramp(ctx, j, w, (c, "Less", h), (h, c))?;
+    ctx.cast(w, out)
+}
+
+/// `(j - from) / (to - from)` where `lo <= j` and `j <hi_op> hi`, `w` elsewhere.
+fn ramp(
+    ctx: &mut NodeCtx<'_>,
+    j: OutPort,
+    w: OutPort,
+    (lo, hi_op, hi): (OutPort, &str, OutPort),
+    (from, to): (OutPort, OutPort),
+) -> Result<OutPort> {
+    let a = ctx.bin("GreaterEqual", j, lo)?;
+    let b = ctx.bin(hi_op, j, hi)?;
+    let inside = ctx.bin("LogicalAnd", a, b)?;
+    let num = ctx.bin("Sub", j, from)?;
+    let den = ctx.bin("Sub", to, from)?;
+    let v = ctx.bin("RealDiv", num, den)?;
+    ctx.op1("SelectV2", &[inside, v, w], vec![])
 }
 
 // ---------------------------------------------------------------------------------------------
