@@ -356,10 +356,12 @@ def test_unique(sorted_):
     check(model("Unique", [("x", x)], {"sorted": sorted_}, n_out=4), [x])
 
 
-def test_unique_with_axis_is_unsupported():
-    x = rnd(2, 2)
-    with pytest.raises(ge.TranslationError, match="Unique with axis"):
-        ge.onnx.load(model("Unique", [("x", x)], {"axis": 0}, n_out=4).SerializeToString())
+def test_unique_with_axis():
+    # Sorted slices (more cases: tests/onnx/test_translators_a.py); sorted=0 is refused.
+    x = np.array([[1, 0], [0, 1], [1, 0]], np.float32)
+    check(model("Unique", [("x", x)], {"axis": 0}, n_out=4), [x])
+    with pytest.raises(ge.TranslationError, match="Unique with axis and sorted=0"):
+        ge.onnx.load(model("Unique", [("x", x)], {"axis": 0, "sorted": 0}, n_out=4).SerializeToString())
 
 
 # --- EyeLike, Dropout, ReverseSequence, direct entries ------------------------------------------

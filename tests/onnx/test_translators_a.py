@@ -272,3 +272,21 @@ def test_split_num_outputs_runtime_dim_too_short_is_an_error():
     # 5 into 4 chunks of ceil(5/4) = 2 leaves nothing for the last: an error naming the split.
     with pytest.raises(ge.GeError, match="SplitV"):
         run_ge(split_model(4), [randn(2, 5)])
+
+
+# ----------------------------------------------------------------------------- Unique axis
+
+
+@settings(max_examples=12, deadline=None)
+@given(shape=st.sampled_from([(4, 3), (5, 2, 3), (3, 4, 2)]), axis=st.integers(-3, 2), hi=st.integers(1, 3))
+def test_unique_with_axis(shape, axis, hi):
+    if not -len(shape) <= axis < len(shape):
+        axis = axis % len(shape)
+    # Few distinct values, so that slices repeat.
+    x = rng.integers(0, hi, size=shape).astype(np.float32)
+    check("Unique", [("x", x)], opset=11, n_out=4, axis=axis, sorted=1)
+
+
+def test_unique_with_axis_unsorted_is_refused():
+    refuse("Unique", [("x", randn(3, 2))], "not supported: .*Unique with axis and sorted=0", opset=11, n_out=4,
+           axis=0, sorted=0)

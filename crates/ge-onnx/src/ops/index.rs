@@ -306,12 +306,10 @@ fn top_k(ctx: &mut NodeCtx<'_>) -> Out {
 /// indices are the ScatterElements-min of the positions by inverse index.
 fn unique(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["axis", "sorted"])?;
-    if ctx.has_attr("axis") {
-        return Err(Error::unsupported(
-            "Unique with axis (GE's UniqueWithCountsAndSorting works on the flattened input)",
-        ));
-    }
     let sorted = ctx.attr_i("sorted", 1)? != 0;
+    if ctx.has_attr("axis") {
+        return unique_axis(ctx, sorted);
+    }
     let x = ctx.input(0)?;
     let m1 = ctx.const_i64(&[-1], &[1])?;
     let flat = ctx.op1("Reshape", &[x, m1], vec![])?;
@@ -418,4 +416,71 @@ fn tensor_scatter(ctx: &mut NodeCtx<'_>) -> Out {
         &[cache, idx, upd],
         vec![("axis", AttrValue::Int(axis as i64))],
     )?)
+}
+
+/// Unique along an axis (sorted): the slices along `axis` as rows of a matrix M [n, m],
+/// compared pairwise: row i < row j lexicographically where the first differing column
+/// (an exclusive Cumsum of the differences is 0 before it) is smaller. A row is a first
+/// occurrence when no earlier row equals it; its rank among the distinct rows is the number
+/// of first occurrences below it: that is every row's inverse index. O(n^2 m) work.
+fn unique_axis(ctx: &mut NodeCtx<'_>, sorted: bool) -> Out {
+    if !sorted {
+        return Err(Error::unsupported(
+            "Unique with axis and sorted=0 (the slices are ordered by value)",
+        ));
+    }
+    let x = ctx.input(0)?;
+    let r = ctx.input_rank(0)?;
+    let axis = norm_axis(ctx.attr_i("axis", 0)?, r, "Unique axis")?;
+    let mut perm = vec![axis as i64];
+    perm.extend((0..r as i64).filter(|&d| d != axis as i64));
+    let mt = ctx.transpose(x, &perm)?;
+    let n = ctx.dim_scalar(x, axis)?;
+    let s = ctx.const_i64(&[0, -1], &[2])?;
+    let mt = ctx.op1("Reshape", &[mt, s], vec![])?;
+    let reduce = |ctx: &mut NodeCtx<'_>, op: &str, x: OutPort, axis: OutPort| {
+        ctx.op1(op, &[x, axis], vec![("keep_dims", AttrValue::Bool(false))])
+    };
+    let a = ctx.unsqueeze(mt, &[1])?;
+    let b = ctx.unsqueeze(mt, &[0])?;
+    let eq = ctx.bin("Equal", a, b)?;
+    let lt = ctx.bin("Less", a, b)?;
+    let eqi = ctx.cast(eq, I64)?;
+    let one = ctx.const_i64(&[1], &[])?;
+    let zero = ctx.const_i64(&[0], &[])?;
+    let ne = ctx.bin("Sub", one, eqi)?;
+    let two = ctx.const_i64(&[2], &[])?;
+    let pre = ctx.op1(
+        "Cumsum",
+        &[ne, two],
+        vec![("exclusive", AttrValue::Bool(true))],
+    )?;
+    let same_before = ctx.bin("Equal", pre, zero)?;
+    let decides = ctx.bin("LogicalAnd", same_before, lt)?;
+    let decides = ctx.cast(decides, I64)?;
+    let less = reduce(ctx, "ReduceMax", decides, two)?;
+    let all_eq = reduce(ctx, "ReduceMin", eqi, two)?;
+    // first[i]: no j < i with row j == row i.
+    let i_col = ctx.iota(n, &[-1, 1])?;
+    let j_row = ctx.iota(n, &[1, -1])?;
+    let earlier = ctx.bin("Less", j_row, i_col)?;
+    let earlier = ctx.cast(earlier, I64)?;
+    let dup = ctx.bin("Mul", all_eq, earlier)?;
+    let dup = reduce(ctx, "ReduceMax", dup, one)?;
+    let first = ctx.bin("Sub", one, dup)?;
+    // inverse[i] = #{j first with row j < row i}.
+    let fcol = ctx.unsqueeze(first, &[1])?;
+    let below = ctx.bin("Mul", fcol, less)?;
+    let inv = reduce(ctx, "ReduceSum", below, zero)?;
+    let u = reduce(ctx, "ReduceSum", first, zero)?;
+    let slots = ctx.iota(u, &[1, -1])?;
+    let inv_col = ctx.unsqueeze(inv, &[1])?;
+    let hit = ctx.bin("Equal", inv_col, slots)?;
+    let hit_i = ctx.cast(hit, I64)?;
+    let counts = reduce(ctx, "ReduceSum", hit_i, zero)?;
+    let pos = ctx.op1("SelectV2", &[hit, i_col, n], vec![])?;
+    let idx = reduce(ctx, "ReduceMin", pos, zero)?;
+    let ax = ctx.const_i64(&[axis as i64], &[])?;
+    let y = ctx.op1("GatherV2", &[x, idx, ax], vec![])?;
+    Ok(vec![Some(y), Some(idx), Some(inv), Some(counts)])
 }
