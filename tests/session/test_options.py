@@ -58,7 +58,8 @@ def test_the_table_has_ge_keys_at_their_levels():
     assert len(GE_OPTION_LEVELS) > 250
     assert all(set(levels) <= set("GSRB") for levels in GE_OPTION_LEVELS.values())
     # ge-rs's own keys: ge.exec.deviceId is GE's too, the others are ge-rs's.
-    assert set(OPTION_KEYS) == {"ge.device", "ge.exec.deviceId", "ge.graphMode", "ge.graphCacheCapacity", "ge.threads"}
+    assert set(OPTION_KEYS) == {"ge.device", "ge.exec.deviceId", "ge.graphMode", "ge.graphCacheCapacity", "ge.threads",
+                                "ge.memoryLimit"}
     assert [k for k in OPTION_KEYS if k in GE_OPTION_LEVELS] == ["ge.exec.deviceId"]
 
 
@@ -68,9 +69,10 @@ def test_the_table_has_ge_keys_at_their_levels():
 
 
 def test_our_keys_are_interpreted_at_every_level():
-    s = Session({"ge.graphMode": "off", "ge.threads": "2", "ge.graphCacheCapacity": "3", "ge.exec.deviceId": "5"})
+    s = Session({"ge.graphMode": "off", "ge.threads": "2", "ge.graphCacheCapacity": "3", "ge.exec.deviceId": "5",
+                 "ge.memoryLimit": "1000000000"})
     assert s.options == {"ge.device": "cpu", "ge.exec.deviceId": 5, "ge.graphMode": "off",
-                         "ge.graphCacheCapacity": 3, "ge.threads": 2}
+                         "ge.graphCacheCapacity": 3, "ge.threads": 2, "ge.memoryLimit": 1000000000}
     s.add_graph(1, relu_graph(), {"ge.graphMode": "on"})
     s.add_graph(2, relu_graph())
     run_once(s, 1)

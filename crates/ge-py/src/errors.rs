@@ -48,6 +48,12 @@ create_exception!(
 );
 create_exception!(
     ge,
+    ResourceError,
+    GeError,
+    "Not enough memory: a plan over the memory limit (ge.memoryLimit), or an allocation refused."
+);
+create_exception!(
+    ge,
     InternalError,
     GeError,
     "A bug in ge-rs (a Rust panic, caught at the Python boundary): please report it."
@@ -106,6 +112,7 @@ impl From<Error> for PyErr {
                     Compile(m) => GeError::new_err(m),
                     ShapeInference(m) => ShapeInferenceError::new_err(m),
                     Device(m) => DeviceError::new_err(m),
+                    Resource(m) => ResourceError::new_err(m),
                 }
             }
             // Translation problems (and files that cannot be read or written) are

@@ -115,7 +115,7 @@ mod _native {
     #[pymodule_export]
     use crate::errors::{
         CompatibilityError, DeviceError, ExecutionError, GeError, GraphBuildError, InternalError,
-        PassError, ShapeInferenceError, TranslationError,
+        PassError, ResourceError, ShapeInferenceError, TranslationError,
     };
 
     #[pymodule_export]

@@ -14,6 +14,9 @@ use pyo3::types::PyDict;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// How many of the largest tensors `plan_memory` lists.
+const LARGEST_IN_PLAN_MEMORY: usize = 10;
+
 #[pyclass(module = "ge._native", frozen)]
 pub struct SessionCore {
     inner: Arc<Session>,
@@ -119,20 +122,59 @@ guarded! {
                 .map(|r| r.to_string()))
         }
 
+        /// The memory plan of the graph's latest compile as a dict (see docs/running.md), or
+        /// None before its first compile (or on a backend that makes none).
+        fn plan_memory<'py>(
+            &self,
+            py: Python<'py>,
+            graph_id: u32,
+        ) -> PyResult<Option<Bound<'py, PyDict>>> {
+            let Some(m) = self.inner.plan_memory(graph_id).py()? else {
+                return Ok(None);
+            };
+            let limit = self.inner.graph_options(graph_id).py()?.memory_limit;
+            let d = PyDict::new(py);
+            d.set_item("peak_bytes", m.peak_bytes())?;
+            d.set_item("limit_bytes", limit)?;
+            set_fields!(d, m; arena_bytes, const_bytes, input_bytes, naive_bytes, live_peak_bytes);
+            d.set_item("tensors", m.tensors.len() - m.unknown)?;
+            d.set_item("unknown_tensors", m.unknown)?;
+            let mut largest = Vec::new();
+            for t in m.largest(LARGEST_IN_PLAN_MEMORY) {
+                let e = PyDict::new(py);
+                e.set_item("name", &t.name)?;
+                e.set_item("op", &t.op)?;
+                e.set_item("dtype", t.dtype.name())?;
+                e.set_item(
+                    "shape",
+                    if t.unknown_rank { None } else { Some(t.shape.clone()) },
+                )?;
+                e.set_item("bytes", t.bytes)?;
+                e.set_item("offset", t.offset)?;
+                e.set_item("first_step", t.first)?;
+                e.set_item("last_step", t.last)?;
+                largest.push(e);
+            }
+            d.set_item("largest", largest)?;
+            Ok(Some(d))
+        }
+
         fn graph_ids(&self) -> Vec<u32> {
             self.inner.graph_ids()
         }
 
-        /// The resolved options: (device, graph mode, cache capacity, threads, device id).
-        fn _options(&self) -> (String, bool, usize, usize, i32) {
+        /// The resolved options: (device, graph mode, cache capacity, threads, device id,
+        /// memory limit in bytes).
+        fn _options(&self) -> PyResult<(String, bool, usize, usize, i32, u64)> {
             let o = self.inner.options();
-            (
+            Ok((
                 format!("{:?}", o.device).to_lowercase(),
                 o.graph_mode,
                 o.cache_capacity,
                 o.threads,
                 o.device_id,
-            )
+                o.memory_limit,
+            ))
         }
 
         /// Why `ge.device=auto` chose the CPU, since the last call.

@@ -33,6 +33,10 @@ pub enum Error {
     /// A device or its runtime is unavailable.
     #[error("{0}")]
     Device(String),
+    /// Not enough memory: a plan whose peak is over the memory limit (`ge.memoryLimit`), a
+    /// buffer over it, or an allocation the allocator refused.
+    #[error("{0}")]
+    Resource(String),
 }
 
 impl Error {
@@ -56,6 +60,7 @@ impl Error {
                 message,
             },
             Error::Unsupported(m) => Error::Unsupported(format!("{m} (node '{node}', {op})")),
+            Error::Resource(m) => Error::Resource(format!("node '{node}' ({op}): {m}")),
             e => e,
         }
     }

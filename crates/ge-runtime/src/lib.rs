@@ -35,6 +35,7 @@ pub mod error;
 pub mod fuse;
 pub mod kernels;
 pub mod lowp;
+pub mod memplan;
 pub mod om;
 pub mod optimize;
 pub mod options;

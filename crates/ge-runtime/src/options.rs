@@ -25,16 +25,90 @@ pub struct Options {
     pub threads: usize,
     /// The ACL device (`ge.exec.deviceId`, GE's option; default 0).
     pub device_id: i32,
+    /// The most bytes a plan may need at its peak, and one buffer may take, in a run
+    /// (`ge.memoryLimit`; default [`default_memory_limit`]).
+    pub memory_limit: u64,
 }
 
 /// The option keys a session or graph accepts.
-pub const OPTION_KEYS: [&str; 5] = [
+pub const OPTION_KEYS: [&str; 6] = [
     "ge.device",
     "ge.exec.deviceId",
     "ge.graphMode",
     "ge.graphCacheCapacity",
     "ge.threads",
+    "ge.memoryLimit",
 ];
+
+/// The share of the available memory the default limit allows, in percent.
+pub const DEFAULT_MEMORY_PERCENT: u64 = 80;
+
+/// `MemTotal` and `MemAvailable` of `/proc/meminfo` (Linux), in bytes.
+fn meminfo() -> Option<(u64, u64)> {
+    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+/// `MemTotal` and `MemAvailable` of a `/proc/meminfo` text, in bytes.
+fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let rest = line[name.len()..].trim_start_matches(':').trim();
+        let kb = rest.strip_suffix("kB").unwrap_or(rest).trim();
+        kb.parse::<u64>().ok()?.checked_mul(1024)
+    };
+    Some((field("MemTotal")?, field("MemAvailable")?))
+}
+
+/// The default memory limit: 80% of the memory available (`MemAvailable` of `/proc/meminfo`)
+/// when the process first asks, the same for every later session (so that errors naming it
+/// read the same); where that cannot be read (not Linux), no limit (`u64::MAX`).
+pub fn default_memory_limit() -> u64 {
+    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        meminfo().map_or(u64::MAX, |(_, avail)| {
+            percent_of(avail, DEFAULT_MEMORY_PERCENT as f64)
+        })
+    })
+}
+
+fn percent_of(bytes: u64, percent: f64) -> u64 {
+    ((bytes as f64) * percent / 100.0) as u64
+}
+
+/// A memory limit as `ge.memoryLimit` takes it: bytes (a positive integer), or `"NN%"` (more
+/// than 0, at most 100, decimals allowed) of the physical memory (`MemTotal`).
+fn parse_memory_limit(v: &str, from: &str) -> Result<u64> {
+    parse_memory_limit_with(v, from, meminfo().map(|(total, _)| total))
+}
+
+fn parse_memory_limit_with(v: &str, from: &str, total: Option<u64>) -> Result<u64> {
+    let t = v.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        let percent = match p.trim().parse::<f64>() {
+            Ok(x) if x > 0.0 && x <= 100.0 => x,
+            _ => {
+                return Err(Error::Option(format!(
+                    "{from} must be a number of bytes or a percentage in (0, 100] of the \
+                     physical memory, got '{v}'"
+                )))
+            }
+        };
+        let Some(total) = total else {
+            return Err(Error::Option(format!(
+                "{from}={v}: a percentage needs the machine's memory size, read from \
+                 /proc/meminfo, which this system does not have; give a number of bytes"
+            )));
+        };
+        return Ok(percent_of(total, percent).max(1));
+    }
+    match t.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(Error::Option(format!(
+            "{from} must be a number of bytes (a positive integer) or a percentage such as \
+             '80%', got '{v}'"
+        ))),
+    }
+}
 
 /// The cache capacity when neither an option nor `GE_GRAPH_CACHE_CAPACITY` sets it.
 pub const DEFAULT_CACHE_CAPACITY: usize = 12;
@@ -61,7 +135,7 @@ fn parse_positive(v: &str, from: &str) -> Result<usize> {
 impl Options {
     /// Defaults: CPU, graph mode from `GE_GRAPH_MODE` (on unless "off"), capacity from
     /// `GE_GRAPH_CACHE_CAPACITY` (12), threads from `GE_THREADS` (the machine's available
-    /// parallelism).
+    /// parallelism), memory limit from `GE_MEMORY_LIMIT` ([`default_memory_limit`]).
     pub fn from_env() -> Result<Options> {
         let graph_mode = match std::env::var("GE_GRAPH_MODE") {
             Ok(v) if !v.is_empty() => parse_mode(&v, "GE_GRAPH_MODE")?,
@@ -75,12 +149,17 @@ impl Options {
             Ok(v) if !v.is_empty() => parse_positive(&v, "GE_THREADS")?,
             _ => crate::par::default_threads(),
         };
+        let memory_limit = match std::env::var("GE_MEMORY_LIMIT") {
+            Ok(v) if !v.is_empty() => parse_memory_limit(&v, "GE_MEMORY_LIMIT")?,
+            _ => default_memory_limit(),
+        };
         Ok(Options {
             device: Device::Cpu,
             graph_mode,
             cache_capacity,
             threads,
             device_id: 0,
+            memory_limit,
         })
     }
 
@@ -107,6 +186,7 @@ impl Options {
                     o.cache_capacity = parse_positive(v, "ge.graphCacheCapacity")?
                 }
                 "ge.threads" => o.threads = parse_positive(v, "ge.threads")?,
+                "ge.memoryLimit" => o.memory_limit = parse_memory_limit(v, "ge.memoryLimit")?,
                 "ge.exec.deviceId" => {
                     o.device_id = match v.trim().parse::<i32>() {
                         Ok(n) if n >= 0 => n,
@@ -126,5 +206,53 @@ impl Options {
             }
         }
         Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn meminfo_is_read_in_bytes() {
+        let text = "MemTotal:       24684092 kB\nMemFree:  1 kB\nMemAvailable:   21947132 kB\n";
+        assert_eq!(
+            parse_meminfo(text),
+            Some((24684092 * 1024, 21947132 * 1024))
+        );
+        assert_eq!(parse_meminfo("MemTotal: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn memory_limits_in_bytes_and_percent() {
+        let p = |v: &str| parse_memory_limit_with(v, "ge.memoryLimit", Some(16 * GIB));
+        assert_eq!(p("1000").unwrap(), 1000);
+        assert_eq!(p(" 4294967296 ").unwrap(), 4 * GIB);
+        assert_eq!(p("50%").unwrap(), 8 * GIB);
+        assert_eq!(p("100%").unwrap(), 16 * GIB);
+        assert_eq!(p("12.5%").unwrap(), 2 * GIB);
+        for bad in ["0", "-5", "1.5", "abc", "", "0%", "101%", "-1%", "%", "4GB"] {
+            let e = p(bad).unwrap_err();
+            assert!(matches!(e, Error::Option(_)), "{bad}: {e}");
+            assert!(e.to_string().contains("ge.memoryLimit"), "{e}");
+        }
+        let e = parse_memory_limit_with("50%", "ge.memoryLimit", None).unwrap_err();
+        assert!(e.to_string().contains("/proc/meminfo"), "{e}");
+    }
+
+    #[test]
+    fn the_option_overrides_the_default() {
+        let base = Options::from_env().unwrap();
+        assert!(base.memory_limit > 0);
+        let o = base
+            .with(&BTreeMap::from([("ge.memoryLimit".into(), "12345".into())]))
+            .unwrap();
+        assert_eq!(o.memory_limit, 12345);
+        let e = base
+            .with(&BTreeMap::from([("ge.memoryLimit".into(), "lots".into())]))
+            .unwrap_err();
+        assert!(matches!(e, Error::Option(_)));
     }
 }

@@ -7,10 +7,12 @@
 //! AfterBuiltinFusionPass → AfterOriginGraphOptimize → the plan: the nodes in topological
 //! order, each with its kernel selected once, input and output slots, constants loaded once,
 //! and, per step, the slots whose last use it is (freed right after it, so buffers live only
-//! as long as they are needed).
+//! as long as they are needed; an output nothing reads, right after its own step), and the
+//! memory plan of those buffers ([`crate::memplan`]: sizes, lifetimes, arena offsets, peak).
 
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel, NodeInfo};
+use crate::memplan::{MemoryPlan, TensorSpec};
 pub use crate::value::{signature, signature_text, InputSignature, Signature};
 use crate::value::{supported_dtype, Value};
 use es_core::graph::is_data_op;
@@ -57,6 +59,8 @@ impl StageReport {
 pub struct CompileReport {
     pub stages: Vec<StageReport>,
     pub planned_nodes: usize,
+    /// The plan's memory plan (None for a backend that does not make one).
+    pub memory: Option<MemoryPlan>,
     pub elapsed: Duration,
 }
 
@@ -104,7 +108,11 @@ impl std::fmt::Display for CompileReport {
                 writeln!(f, "    {n}")?;
             }
         }
-        write!(f, "  planned nodes: {}", self.planned_nodes)
+        write!(f, "  planned nodes: {}", self.planned_nodes)?;
+        if let Some(m) = &self.memory {
+            write!(f, "\n  {m}")?;
+        }
+        Ok(())
     }
 }
 
@@ -137,6 +145,7 @@ pub struct Plan {
     outputs: Vec<Src>,
     signature: Signature,
     report: CompileReport,
+    memory: MemoryPlan,
 }
 
 impl std::fmt::Debug for Plan {
@@ -289,6 +298,7 @@ pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
     let t = Instant::now();
     let before = p.graph.node_count();
     let mut plan = build(&p.graph, &p.data, sig.clone())?;
+    p.report.memory = Some(plan.memory.clone());
     p.report.finish_plan(
         before,
         plan.steps.len(),
@@ -380,6 +390,8 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
     let mut consts: Vec<Value> = Vec::new();
     let mut inputs = vec![None; data.len()];
     let mut steps = Vec::new();
+    // Per slot a step produces: (slot, step, output index, node), for the memory plan.
+    let mut produced: Vec<(usize, usize, usize, NodeId)> = Vec::new();
     let mut unsupported: Vec<String> = Vec::new();
     for &id in &order {
         let n = g.node(id)?;
@@ -471,6 +483,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
                 Src::Slot(slots),
             );
             outs.push(slots);
+            produced.push((slots, steps.len(), a, id));
             slots += 1;
         }
         if let Some(f) = fusion {
@@ -508,8 +521,12 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
                 .ok_or_else(|| Error::Compile("a graph output is not planned".into()))
         })
         .collect::<Result<Vec<_>>>()?;
-    // Liveness: a slot is freed after its last reader, unless it is a graph output.
+    // Liveness: a slot is freed after its last reader (an output nothing reads, right after
+    // its own step), unless it is a graph output.
     let mut last: FxHashMap<usize, usize> = FxHashMap::default();
+    for &(k, i, _, _) in &produced {
+        last.insert(k, i);
+    }
     for (i, s) in steps.iter().enumerate() {
         for src in s.inputs.iter().flatten() {
             if let Src::Slot(k) = src {
@@ -522,9 +539,35 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             last.remove(k);
         }
     }
+    let end = steps.len().saturating_sub(1);
+    let mut specs = Vec::with_capacity(produced.len());
+    for &(k, i, a, id) in &produced {
+        let n = g.node(id)?;
+        let desc = &n.outputs[a].desc;
+        specs.push(TensorSpec {
+            name: if a == 0 {
+                n.name.to_string()
+            } else {
+                format!("{}:{a}", n.name)
+            },
+            op: &n.op_type,
+            dtype: desc.dtype,
+            shape: &desc.shape,
+            first: i,
+            last: last.get(&k).copied().unwrap_or(end),
+        });
+    }
     for (k, i) in last {
         steps[i].free.push(k);
     }
+    let const_bytes = consts.iter().fold(0u64, |a, v| {
+        a.saturating_add((v.len() as u64).saturating_mul(v.dtype().size().unwrap_or(1) as u64))
+    });
+    let input_bytes = signature.iter().fold(0u64, |a, s| {
+        let n = s.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+        a.saturating_add(n.saturating_mul(s.dtype.size().unwrap_or(1) as u64))
+    });
+    let memory = MemoryPlan::new(specs, const_bytes, input_bytes)?;
     Ok(Plan {
         steps,
         fused,
@@ -534,6 +577,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
         outputs,
         signature,
         report: CompileReport::default(),
+        memory,
     })
 }
 
@@ -553,6 +597,10 @@ impl Plan {
     }
     pub fn report(&self) -> &CompileReport {
         &self.report
+    }
+    /// Its memory plan: each intermediate's size, lifetime and offset in one arena.
+    pub fn memory(&self) -> &MemoryPlan {
+        &self.memory
     }
     /// The number of kernel calls per run.
     pub fn len(&self) -> usize {

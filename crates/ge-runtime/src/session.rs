@@ -14,6 +14,7 @@
 
 use crate::backend::{self, Backend, BackendPlan, CpuBackend};
 use crate::error::{Error, Result};
+use crate::memplan::MemoryPlan;
 use crate::plan::{self, CompileReport, Signature};
 use crate::value::Value;
 use es_core::Graph;
@@ -243,8 +244,7 @@ impl Session {
                 .backend
                 .plan(plan::already_prepared(e.graph.clone(), sig)?, sig)?
                 .into();
-            *lock(&e.last_report) = Some(plan.report().clone());
-            return Ok(plan);
+            return Self::admit(e, plan);
         }
         let passes = self.passes.as_ref().and_then(|p| p());
         e.backend.check_signature(sig)?;
@@ -253,16 +253,33 @@ impl Session {
             .plan(plan::prepare(&e.graph, sig, passes.as_ref())?, sig)?
             .into();
         log::debug!("graph '{}': {}", e.graph.name, plan.report());
+        Self::admit(e, plan)
+    }
+
+    /// Records a new plan's report and refuses the plan when its memory plan's peak is over
+    /// the graph's memory limit (the report, memory plan included, stays readable).
+    fn admit(e: &GraphEntry, plan: Arc<dyn BackendPlan>) -> Result<Arc<dyn BackendPlan>> {
         *lock(&e.last_report) = Some(plan.report().clone());
+        if let Some(m) = &plan.report().memory {
+            m.check(e.options.memory_limit).map_err(|err| match err {
+                Error::Resource(msg) => Error::Resource(format!("graph '{}': {msg}", e.graph.name)),
+                err => err,
+            })?;
+        }
         Ok(plan)
     }
 
     /// Runs graph `id` on `inputs` (in input-index order).
     pub fn run_graph(&self, id: u32, inputs: Vec<Value>) -> Result<Vec<Value>> {
         let e = self.entry(id)?;
+        crate::memplan::with_limit(e.options.memory_limit, || self.run_entry(&e, inputs))
+    }
+
+    /// Runs a graph's entry (compiling or replaying its plan) on `inputs`.
+    fn run_entry(&self, e: &GraphEntry, inputs: Vec<Value>) -> Result<Vec<Value>> {
         let sig = plan::signature(&inputs);
         if !e.options.graph_mode {
-            return self.compile(&e, &sig)?.run(inputs, &e.options);
+            return self.compile(e, &sig)?.run(inputs, &e.options);
         }
         let cached = lock(&e.cache).get(&sig).cloned();
         let plan = match cached {
@@ -273,7 +290,7 @@ impl Session {
             None => {
                 lock(&e.stats).misses += 1;
                 // Compiled outside the lock: other signatures keep running meanwhile.
-                let p = self.compile(&e, &sig)?;
+                let p = self.compile(e, &sig)?;
                 let evicted = {
                     let mut cache = lock(&e.cache);
                     let mut st = lock(&e.stats);
@@ -310,5 +327,18 @@ impl Session {
     /// The report of graph `id`'s latest compile, if it was compiled.
     pub fn compile_report(&self, id: u32) -> Result<Option<CompileReport>> {
         Ok(lock(&self.entry(id)?.last_report).clone())
+    }
+
+    /// The options graph `id` runs with (the session's, with its own over them).
+    pub fn graph_options(&self, id: u32) -> Result<Options> {
+        Ok(self.entry(id)?.options.clone())
+    }
+
+    /// The memory plan of graph `id`'s latest compile (refused or not), if it was compiled
+    /// and its backend makes one.
+    pub fn plan_memory(&self, id: u32) -> Result<Option<MemoryPlan>> {
+        Ok(lock(&self.entry(id)?.last_report)
+            .as_ref()
+            .and_then(|r| r.memory.clone()))
     }
 }

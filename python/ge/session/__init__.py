@@ -35,7 +35,12 @@ from GE's option checker). ge-rs interprets its own:
 - ``ge.threads``: threads a run's kernels may use for large work (matrix products, convolutions,
   large element-wise ops, row-wise normalisations; default: the machine's available parallelism,
   or ``GE_THREADS``). A run executes on the calling thread; large kernels hand their work to a
-  pool of that many threads.
+  pool of that many threads;
+- ``ge.memoryLimit``: bytes (a positive integer) or a percentage of the physical memory
+  (``"50%"``); default 80% of the memory available when the session is created (``MemAvailable``
+  of ``/proc/meminfo``; no limit where that cannot be read), or ``GE_MEMORY_LIMIT``. A compiled
+  plan whose peak (``Session.plan_memory``) is over it, or a buffer over it at run time, is a
+  ``ge.ResourceError`` naming the limit, the peak and the largest tensors.
 
 A bad value of one of these is a ``ValueError`` (and ``ge.error.GeError``: ``CreateSession``,
 ``AddGraph`` or ``GEInitialize`` failed). GE's other keys (``ge.graphRunMode``, ``ge.socVersion``,

@@ -3,7 +3,8 @@
 The GE API (argument checks and messages, return values, ``ge.error.GeError`` failures carrying
 ``api_name`` and ``context``) is GE's; ge-rs's extras sit beside it: numpy arrays as inputs,
 ``run_graph_async``, ``add_model`` (an offline model, run without compiling again),
-``graph_cache_stats``, ``compile_report``, ``graph_device``, ``get_graph_ids`` and ``options``.
+``graph_cache_stats``, ``compile_report``, ``plan_memory``, ``graph_device``, ``get_graph_ids`` and
+``options``.
 """
 
 from __future__ import annotations
@@ -225,6 +226,18 @@ class Session:
         lines = self._graph_options.get(graph_id, Options()).report_lines()
         return "\n".join([report.rstrip("\n"), *lines]) if lines else report
 
+    def plan_memory(self, graph_id: int) -> Optional[Dict[str, Any]]:
+        """The memory plan of the graph's latest compile (refused for its memory limit or not),
+        or None before its first run: a dict of ``peak_bytes`` (arena + constants + inputs, what
+        ``ge.memoryLimit`` bounds), ``limit_bytes``, ``arena_bytes``, ``const_bytes``,
+        ``input_bytes``, ``naive_bytes`` (one buffer per tensor), ``live_peak_bytes`` (most bytes
+        alive at one step), ``tensors`` and ``unknown_tensors`` (counts), and ``largest``: up to
+        10 dicts of ``name``, ``op``, ``dtype``, ``shape``, ``bytes``, ``offset``, ``first_step``
+        and ``last_step``, largest first. See docs/running.md."""
+        graph_id = _check_graph_id(graph_id)
+        plan = self._core.plan_memory(graph_id)
+        return None if plan is None else dict(plan)
+
     def graph_device(self, graph_id: int) -> str:
         """Where the graph runs: ``"cpu"`` or ``"acl"`` (``auto`` is resolved when it is added)."""
         return self._core.graph_device(_check_graph_id(graph_id))
@@ -235,13 +248,14 @@ class Session:
     @property
     def options(self) -> Dict[str, Any]:
         """The options ge-rs interprets, resolved (defaults and environment included)."""
-        device, mode, capacity, threads, device_id = self._core._options()
+        device, mode, capacity, threads, device_id, memory_limit = self._core._options()
         return {
             "ge.device": device,
             "ge.exec.deviceId": device_id,
             "ge.graphMode": "on" if mode else "off",
             "ge.graphCacheCapacity": capacity,
             "ge.threads": threads,
+            "ge.memoryLimit": memory_limit,
         }
 
     # -- internals -----------------------------------------------------------------------------

@@ -264,13 +264,21 @@ pub(super) fn alloc<T: Clone>(n: usize, v: T) -> Result<Vec<T>> {
     Ok(out)
 }
 
-/// An empty vector with room for `n` elements (fallible: a size over Rust's allocation limit or
-/// memory the allocator refuses is an error, not a panic or an abort).
+/// An empty vector with room for `n` elements (fallible: a size over Rust's allocation limit is
+/// a kernel error; one over the run's memory limit (`ge.memoryLimit`,
+/// [`crate::memplan::check_alloc`]) or memory the allocator refuses is an [`Error::Resource`];
+/// never a panic or an abort).
 pub(super) fn with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
+    if bytes > isize::MAX as u128 {
+        return Err(Error::kernel(format!(
+            "cannot allocate {n} elements ({bytes} bytes): more than one buffer may hold"
+        )));
+    }
+    crate::memplan::check_alloc(bytes)?;
     let mut out = Vec::new();
     out.try_reserve_exact(n).map_err(|_| {
-        let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
-        Error::kernel(format!(
+        Error::Resource(format!(
             "cannot allocate {n} elements ({bytes} bytes): out of memory"
         ))
     })?;
@@ -301,6 +309,9 @@ pub(super) fn buffer_for<T>(dims: &[usize]) -> Result<Vec<T>> {
     with_capacity(n).map_err(|e| match e {
         Error::Execution { message, .. } => {
             Error::kernel(format!("an output of shape {dims:?}: {message}"))
+        }
+        Error::Resource(message) => {
+            Error::Resource(format!("an output of shape {dims:?}: {message}"))
         }
         e => e,
     })
