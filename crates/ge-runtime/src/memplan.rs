@@ -237,7 +237,7 @@ impl MemoryPlan {
     /// The `n` largest tensors of known size, largest first (ties in step order).
     pub fn largest(&self, n: usize) -> Vec<&TensorPlan> {
         let mut v: Vec<&TensorPlan> = self.tensors.iter().filter(|t| t.bytes.is_some()).collect();
-        v.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        v.sort_by_key(|t| std::cmp::Reverse(t.bytes));
         v.truncate(n);
         v
     }

@@ -42,7 +42,9 @@ fn ints(v: i64) -> AttrValue {
 
 /// Every DataType, found through `from_value` (independent of the name of the list constant).
 fn all_dtypes() -> Vec<DataType> {
+    // GE's values, then ge-rs's extensions (ONNX types GE lacks) from 1000.
     (-5..200)
+        .chain(990..1100)
         .filter_map(|v| DataType::from_value(v).ok())
         .collect()
 }

@@ -31,7 +31,7 @@ macro_rules! check_values_and_names {
 fn datatype_round_trips_every_member() {
     // The public list of members is every value `from_value` knows, in numeric order.
     assert_eq!(DataType::VALUES, all_dtypes().as_slice());
-    assert_eq!(all_dtypes().len(), 43);
+    assert_eq!(all_dtypes().len(), 46);
     for w in all_dtypes().windows(2) {
         assert!(w[0].value() < w[1].value(), "VALUES is in numeric order");
     }
@@ -51,8 +51,11 @@ fn datatype_round_trips_every_member() {
             (DataType::STRING, 13),
             (DataType::BF16, 27),
             (DataType::UNDEFINED, 28),
+            (DataType::UINT4, 1000),
+            (DataType::FLOAT8_E4M3FNUZ, 1001),
+            (DataType::FLOAT8_E5M2FNUZ, 1002),
         ],
-        [-1i64, 5, 44, 1000, i64::MAX, i64::MIN],
+        [-1i64, 5, 44, 999, 1003, i64::MAX, i64::MIN],
         ["", "DT_", "DT_NOPE", "FLOAT32", "DT_FLOAT ", "FORMAT_NCHW"]
     );
     assert_eq!(DataType::FLOAT.name(), "DT_FLOAT");
