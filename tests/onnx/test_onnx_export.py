@@ -271,6 +271,16 @@ def test_export_errors(tmp_path):
     with pytest.raises(ge.TranslationError, match="No such file|nope"):
         ge.onnx.save(_quickstart(), tmp_path / "nope" / "x.onnx")
 
+    # A dtype attribute edited to a value that is no DataType (found by whole-pipeline fuzzing:
+    # it was es-core's ValueError).
+    b = GraphBuilder("bad_dtype")
+    x = b.create_input(0, shape=[2])
+    g = b.build_and_reset([Cast(x, dst_type=DataType.DT_INT32)])
+    node = next(n for n in g.get_all_nodes() if n.type == "Cast")
+    node.set_attr("dst_type", 77)
+    with pytest.raises(ge.TranslationError, match="'dst_type' = 77 is not a DataType"):
+        ge.onnx.to_bytes(g)
+
 
 def test_dump_any_graph(tmp_path, monkeypatch):
     monkeypatch.setenv("DUMP_GRAPH_PATH", str(tmp_path))

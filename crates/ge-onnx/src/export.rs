@@ -385,6 +385,15 @@ fn attr<'a, T: FromAttr<'a>>(n: &'a Node, k: &str, default: T) -> Result<T> {
         .map_err(|e| bad(n, format!("attribute '{k}' is {}, not {}", e.got, e.words)))
 }
 /// An int attribute; a bool reads as 0 or 1.
+/// The dtype an int attribute names; a value that is no DataType is the node's error.
+fn dtype_of(n: &Node, k: &str, v: i64) -> Result<DataType> {
+    DataType::from_value(v).map_err(|_| {
+        Error::Translation(format!(
+            "node '{}' ({}): attribute '{k}' = {v} is not a DataType",
+            n.name, n.op_type
+        ))
+    })
+}
 fn attr_i(n: &Node, k: &str, default: i64) -> Result<i64> {
     match n.attrs.get(k) {
         Some(AttrValue::Bool(b)) => Ok(*b as i64),
@@ -554,7 +563,7 @@ fn activation(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
 fn cast(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &["dst_type"])?;
     let dt = match n.attrs.get("dst_type") {
-        Some(AttrValue::Int(v)) => DataType::from_value(*v)?,
+        Some(AttrValue::Int(v)) => dtype_of(n, "dst_type", *v)?,
         Some(AttrValue::Type(t)) => *t,
         _ => n
             .outputs
@@ -1130,7 +1139,7 @@ fn composite(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
 
 fn shape(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &["dtype"])?;
-    let dt = DataType::from_value(attr_i(n, "dtype", 3)?)?;
+    let dt = dtype_of(n, "dtype", attr_i(n, "dtype", 3)?)?;
     let x = io.input(0, n)?;
     if dt == DataType::INT64 {
         ex.emit_as(n, io, "Shape", vec![x], vec![]);
