@@ -190,10 +190,9 @@ pub fn lookup(op_type: &str) -> Option<CustomFactory> {
         std::sync::Arc::new(move |info: &NodeInfo| {
             // Inputs first; outputs after the factory, whose own refusal (a dst_type it does not
             // produce) is the more precise error.
-            let ins: Vec<DataType> = info.inputs.iter().flatten().map(|d| d.dtype).collect();
-            check_low_precision(info, &ins)?;
+            check_low_precision(info, info.inputs.iter().flatten().map(|d| d.dtype))?;
             let k = f(info)?;
-            check_low_precision(info, &info.out_dtypes())?;
+            check_low_precision(info, info.out_dtypes())?;
             Ok(k)
         })
     })
@@ -221,11 +220,11 @@ const LOW_PRECISION_OPS: &[&str] = &[
 
 /// "not supported: <op> on <dtype>" where a built-in kernel that computes with its elements
 /// would see a low-precision input or output.
-fn check_low_precision(info: &NodeInfo, dtypes: &[DataType]) -> Result<()> {
+fn check_low_precision(info: &NodeInfo, dtypes: impl IntoIterator<Item = DataType>) -> Result<()> {
     if LOW_PRECISION_OPS.contains(&info.op()) {
         return Ok(());
     }
-    match dtypes.iter().find(|d| d.is_low_precision()) {
+    match dtypes.into_iter().find(|d| d.is_low_precision()) {
         Some(dt) => Err(Error::unsupported(format!(
             "{} on {dt} (low-precision types are converted by Cast)",
             info.op()
