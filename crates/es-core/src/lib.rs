@@ -9,6 +9,7 @@
 //!   broadcasting, einsum equations, StridedSlice masks, typed attribute getters);
 //! - [`builder`]: the eager-style builder that validates and infers each op call;
 //! - [`es`]: typed builder functions, one per operator, generated from the library;
+//! - [`strings`]: string tensors (`DT_STRING`) in GE's layout (`StringHead` records, then bytes);
 //! - [`serialize`] and [`dump`]: the native file format and text dumps;
 //! - [`regop`]: GE's REG_OP prototype text → prototypes;
 //! - [`compat`]: adapting a graph between operator-library versions;
@@ -28,6 +29,7 @@ pub mod ops;
 pub mod pattern;
 pub mod regop;
 pub mod serialize;
+pub mod strings;
 pub mod types;
 
 pub use attr::{AttrMap, AttrType, AttrValue};

@@ -512,10 +512,14 @@ impl Tensor {
                 desc.shape
             )));
         }
-        Ok(Tensor {
+        let t = Tensor {
             desc,
             data: Arc::new(data),
-        })
+        };
+        if t.desc.dtype == DataType::STRING {
+            t.string_bytes()?; // GE's layout (crate::strings), checked once here
+        }
+        Ok(t)
     }
 
     /// A tensor from typed values and a shape.

@@ -43,6 +43,7 @@ pub mod par;
 pub mod plan;
 mod rewrite;
 pub mod session;
+mod strings;
 pub mod value;
 
 /// The helpers the unit tests share with the integration tests.

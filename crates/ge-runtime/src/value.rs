@@ -27,6 +27,19 @@ pub enum Value {
     /// bits). Only Cast and the data-movement kernels take it (see [`crate::lowp`]); in
     /// [`with_array!`] and [`map_array!`] it is its array of patterns, the dtype kept.
     Lowp(DataType, ArrayD<u8>),
+    /// A string tensor (`DT_STRING`): one UTF-8 `String` an element (in the IR, GE's layout:
+    /// [`es_core::strings`]). Numeric kernels never receive one: the kernel lookup refuses string
+    /// inputs to the kernels not in its list of string-taking ops, and [`with_array!`] and
+    /// [`map_array!`] return [`numeric_only`]'s error for it; the data-movement kernels take it
+    /// through [`with_any!`] and [`map_any!`].
+    Str(ArrayD<String>),
+}
+
+/// The error of a numeric-only path given a string tensor (the kernel lookup refuses such a
+/// node at compile time; this is the run-time guard behind it).
+#[doc(hidden)]
+pub fn numeric_only() -> Error {
+    Error::unsupported("a numeric kernel on DT_STRING (string tensors go to the string ops, Cast, Equal and the data-movement kernels)")
 }
 
 /// The dtype of a [`Value::Lowp`] as matched (by value or by reference): for [`map_array!`].
@@ -35,10 +48,15 @@ pub fn lowp_tag(dt: &DataType) -> DataType {
     *dt
 }
 
-/// Runs `$body` with `$a` bound to the array inside `$v`, whatever its dtype.
+/// Runs `$body` with `$a` bound to the array inside `$v`, whatever its numeric dtype; a string
+/// tensor returns [`numeric_only`]'s error from the enclosing function, or, in the form
+/// `with_array!(v, a => body, s => str_body)`, evaluates `str_body` with `s` its `ArrayD<String>`.
 #[macro_export]
 macro_rules! with_array {
     ($v:expr, $a:ident => $body:expr) => {
+        $crate::with_array!($v, $a => $body, _s => return Err($crate::value::numeric_only()))
+    };
+    ($v:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
         match $v {
             $crate::Value::F32($a) => $body,
             $crate::Value::F64($a) => $body,
@@ -54,14 +72,20 @@ macro_rules! with_array {
             $crate::Value::U64($a) => $body,
             $crate::Value::Bool($a) => $body,
             $crate::Value::Lowp(_, $a) => $body,
+            #[allow(unused_variables)]
+            $crate::Value::Str($s) => $str,
         }
     };
 }
 
-/// Like [`with_array!`], rebuilding a value of the same dtype from the body's array.
+/// Like [`with_array!`], rebuilding a value of the same dtype from the body's array (a string
+/// tensor: [`numeric_only`]'s error, or in the three-part form the value `str_body` gives).
 #[macro_export]
 macro_rules! map_array {
     ($v:expr, $a:ident => $body:expr) => {
+        $crate::map_array!($v, $a => $body, _s => return Err($crate::value::numeric_only()))
+    };
+    ($v:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
         match $v {
             $crate::Value::F32($a) => $crate::Value::F32($body),
             $crate::Value::F64($a) => $crate::Value::F64($body),
@@ -79,7 +103,26 @@ macro_rules! map_array {
             $crate::Value::Lowp(__dt, $a) => {
                 $crate::Value::Lowp($crate::value::lowp_tag(&__dt), $body)
             }
+            #[allow(unused_variables)]
+            $crate::Value::Str($s) => $str,
         }
+    };
+}
+
+/// Like [`with_array!`], string tensors included (`$a` an `ArrayD<String>` for them): for bodies
+/// that only move or clone elements.
+#[macro_export]
+macro_rules! with_any {
+    ($v:expr, $a:ident => $body:expr) => {
+        $crate::with_array!($v, $a => $body, $a => $body)
+    };
+}
+
+/// Like [`map_array!`], string tensors included: for bodies that only move or clone elements.
+#[macro_export]
+macro_rules! map_any {
+    ($v:expr, $a:ident => $body:expr) => {
+        $crate::map_array!($v, $a => $body, $a => $crate::Value::Str($body))
     };
 }
 
@@ -270,7 +313,8 @@ pub fn supported_dtype(dt: DataType) -> bool {
     dt.is_low_precision()
         || matches!(
             dt,
-            FLOAT
+            STRING
+                | FLOAT
                 | DOUBLE
                 | FLOAT16
                 | BF16
@@ -314,15 +358,16 @@ impl Value {
             Value::U64(_) => UINT64,
             Value::Bool(_) => BOOL,
             Value::Lowp(dt, _) => *dt,
+            Value::Str(_) => STRING,
         }
     }
 
     pub fn shape(&self) -> &[usize] {
-        with_array!(self, a => a.shape())
+        with_any!(self, a => a.shape())
     }
 
     pub fn len(&self) -> usize {
-        with_array!(self, a => a.len())
+        self.shape().iter().product()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -337,6 +382,17 @@ impl Value {
     /// A value of `dt` and `dims` from little-endian bytes.
     pub fn from_le_bytes(dt: DataType, dims: &[usize], data: &[u8]) -> Result<Value> {
         let n: usize = dims.iter().product();
+        if dt == DataType::STRING {
+            let v = es_core::strings::decode(data, n)?
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    String::from_utf8(b.to_vec())
+                        .map_err(|e| Error::Input(format!("string element {i} is not UTF-8: {e}")))
+                })
+                .collect::<Result<Vec<String>>>()?;
+            return Value::strings(dims, v);
+        }
         if dt.is_low_precision() {
             let v = lowp::unpack(dt, n, data).ok_or_else(|| {
                 Error::Input(format!(
@@ -368,6 +424,7 @@ impl Value {
     }
 
     /// The elements as little-endian bytes, in standard (row-major) order.
+    /// String tensors give GE's layout ([`es_core::strings`]).
     pub fn to_le_bytes(&self) -> Vec<u8> {
         if let Value::Lowp(dt, a) = self {
             return lowp::pack(*dt, a.iter().copied());
@@ -381,11 +438,22 @@ impl Value {
                 Elem::to_le(x, &mut out);
             }
             out
-        })
+        }, s => es_core::strings::encode(&s.iter().collect::<Vec<_>>()))
+    }
+
+    /// A string tensor of `dims` from its elements in row-major order.
+    pub fn strings(dims: &[usize], v: Vec<String>) -> Result<Value> {
+        ArrayD::from_shape_vec(IxDyn(dims), v)
+            .map(Value::Str)
+            .map_err(|e| Error::Input(format!("strings do not fit shape {dims:?}: {e}")))
     }
 
     /// A value from an IR tensor (a Const's value, a user's input).
     pub fn from_tensor(t: &Tensor) -> Result<Value> {
+        if t.desc.dtype == DataType::STRING {
+            let dims = usize_dims(t.desc.shape.dims()).unwrap_or_default();
+            return Value::strings(&dims, t.strings()?);
+        }
         let dims = usize_dims(t.desc.shape.dims()).ok_or_else(|| {
             Error::Input(format!(
                 "a tensor needs a known shape, got {}",
@@ -397,24 +465,30 @@ impl Value {
 
     /// The value as an IR tensor (format ND).
     pub fn to_tensor(&self) -> Result<Tensor> {
+        if let Value::Str(a) = self {
+            let v: Vec<&String> = a.iter().collect();
+            return Tensor::from_strings(&v, self.dims()).map_err(Error::from);
+        }
         let desc = TensorDesc::new(self.dtype(), Shape::new(self.dims()));
         Tensor::new(desc, self.to_le_bytes()).map_err(Error::from)
     }
 
     /// The elements as f64 (bool as 0/1), in standard order.
+    /// Strings are parsed as numbers (NaN where one is not).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         if let Value::Lowp(dt, a) = self {
             return a.iter().map(|&b| lowp::decode(*dt, b)).collect();
         }
-        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x)).collect())
+        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x)).collect(),
+            s => s.iter().map(|t| t.trim().parse().unwrap_or(f64::NAN)).collect())
     }
 
     /// The elements as i64 (floats truncated), in standard order.
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        if let Value::Lowp(..) = self {
+        if let Value::Lowp(..) | Value::Str(_) = self {
             return self.to_f64_vec().into_iter().map(|x| x as i64).collect();
         }
-        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect())
+        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect(), _s => vec![])
     }
 
     /// This value converted to `dt` (numpy's `astype`: floats to integers truncate toward
@@ -430,6 +504,9 @@ impl Value {
     pub fn cast_with(&self, dt: DataType, mode: CastMode) -> Result<Value> {
         if dt == self.dtype() {
             return Ok(self.clone());
+        }
+        if dt == DataType::STRING || matches!(self, Value::Str(_)) {
+            return crate::strings::cast(self, dt);
         }
         if let Value::Lowp(src, a) = self {
             let wide = if lowp::is_small_int(*src) {
@@ -580,6 +657,51 @@ mod tests {
         assert_eq!(i4.cast(INT8).unwrap().to_i64_vec(), vec![-8, 7, -1]);
         assert_eq!(i4.cast(UINT4).unwrap().to_i64_vec(), vec![8, 7, 15]);
         assert_eq!(i4.to_le_bytes(), vec![0x78, 0x0F]);
+    }
+
+    #[test]
+    fn string_values_round_trip_and_stay_out_of_numeric_paths() {
+        let v = Value::strings(&[2, 1], vec!["a".into(), "héllo".into()]).unwrap();
+        assert_eq!(
+            (v.dtype(), v.shape(), v.len()),
+            (DataType::STRING, &[2, 1][..], 2)
+        );
+        // Bytes are GE's layout: two 16-byte heads, then "a\0" and "héllo\0".
+        let bytes = v.to_le_bytes();
+        assert_eq!(bytes.len(), 32 + 2 + 7);
+        assert_eq!(
+            Value::from_le_bytes(DataType::STRING, &[2, 1], &bytes).unwrap(),
+            v
+        );
+        let t = v.to_tensor().unwrap();
+        assert_eq!(t.strings().unwrap(), vec!["a", "héllo"]);
+        assert_eq!(Value::from_tensor(&t).unwrap(), v);
+        assert!(supported_dtype(DataType::STRING));
+        assert!(Value::strings(&[3], vec!["a".into()]).is_err());
+        // Numeric paths refuse it; data movement takes it.
+        fn numeric(v: &Value) -> Result<usize> {
+            Ok(with_array!(v, a => a.len()))
+        }
+        let e = numeric(&v).unwrap_err().to_string();
+        assert!(
+            e.contains("not supported") && e.contains("DT_STRING"),
+            "{e}"
+        );
+        fn moved(v: &Value) -> Result<Value> {
+            Ok(map_any!(v, a => a.t().as_standard_layout().into_owned()))
+        }
+        let m = moved(&v).unwrap();
+        assert_eq!(m.shape(), &[1, 2]);
+        assert_eq!(with_any!(&m, a => a.len()), 2);
+        // Casts to and from strings (crate::strings has the formatting rules).
+        let n = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![-4, 10]).unwrap());
+        let s = n.cast(DataType::STRING).unwrap();
+        assert_eq!(
+            s,
+            Value::strings(&[2], vec!["-4".into(), "10".into()]).unwrap()
+        );
+        assert_eq!(s.cast(DataType::INT64).unwrap(), n);
+        assert_eq!(s.to_f64_vec(), vec![-4.0, 10.0]);
     }
 
     #[test]

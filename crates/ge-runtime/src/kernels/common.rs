@@ -475,6 +475,7 @@ macro_rules! map_num {
             $crate::value::Value::Lowp(dt, _) => {
                 return Err($crate::error::Error::unsupported(format!("{} on {}", $what, dt)))
             }
+            $crate::value::Value::Str(_) => return Err($crate::value::numeric_only()),
         }
     };
 }
@@ -483,7 +484,7 @@ pub(super) use map_num;
 /// `$go!(Variant)` for the variant of value `$v`, whatever its dtype.
 macro_rules! by_variant {
     ($v:expr, $go:ident) => {
-        by_variant!(@[F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool], $v, $go)
+        by_variant!(@[F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool, Str], $v, $go)
     };
     (@[$($var:ident),*], $v:expr, $go:ident) => {
         match $v {

@@ -34,7 +34,7 @@ mod unique;
 
 /// x[..axis] + indices[bd..] + x[axis + 1..]: gathers along `axis`, the first `bd` dims of x
 /// and indices being batch dims.
-fn gather_axis<T: Copy>(
+fn gather_axis<T: Clone>(
     x: &ArrayD<T>,
     idx: &[i64],
     idx_shape: &[usize],
@@ -116,7 +116,7 @@ fn gather_v2_factory(info: &NodeInfo) -> Result<Kernel> {
         }
         let idx = ints(iv);
         Ok(vec![
-            map_array!(x, a => gather_axis(a, &idx, iv.shape(), ax, bd as usize, neg)?),
+            crate::map_any!(x, a => gather_axis(a, &idx, iv.shape(), ax, bd as usize, neg)?),
         ])
     }))
 }

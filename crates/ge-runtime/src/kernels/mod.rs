@@ -191,6 +191,7 @@ pub fn lookup(op_type: &str) -> Option<CustomFactory> {
             // Inputs first; outputs after the factory, whose own refusal (a dst_type it does not
             // produce) is the more precise error.
             check_low_precision(info, info.inputs.iter().flatten().map(|d| d.dtype))?;
+            check_strings(info)?;
             let k = f(info)?;
             check_low_precision(info, info.out_dtypes())?;
             Ok(k)
@@ -230,6 +231,39 @@ fn check_low_precision(info: &NodeInfo, dtypes: impl IntoIterator<Item = DataTyp
             info.op()
         ))),
         None => Ok(()),
+    }
+}
+
+/// The built-in kernels that take string tensors (`DT_STRING`, [`Value::Str`]) besides
+/// [`LOW_PRECISION_OPS`] (which only move elements, read shapes, or Cast): these move elements
+/// too, compare them, or are the string ops. Every other built-in kernel is numeric.
+const STRING_OPS: &[&str] = &[
+    "ConcatV2",
+    "ConcatD",
+    "Concat",
+    "Pack",
+    "Tile",
+    "BroadcastTo",
+    "Expand",
+];
+
+/// "not supported: <op> on DT_STRING" where a built-in numeric kernel would see a string input.
+fn check_strings(info: &NodeInfo) -> Result<()> {
+    if STRING_OPS.contains(&info.op()) || LOW_PRECISION_OPS.contains(&info.op()) {
+        return Ok(());
+    }
+    match info
+        .inputs
+        .iter()
+        .flatten()
+        .any(|d| d.dtype == DataType::STRING)
+    {
+        true => Err(Error::unsupported(format!(
+            "{} on DT_STRING (node '{}')",
+            info.op(),
+            info.node.name
+        ))),
+        false => Ok(()),
     }
 }
 
@@ -297,5 +331,45 @@ mod tests {
             assert!(seen.insert(op), "{op} is registered twice");
         }
         assert_eq!(seen.len(), registry().len());
+    }
+
+    #[test]
+    fn numeric_kernels_refuse_string_inputs_at_lookup() {
+        use es_core::Shape;
+        let strings = Value::strings(&[2], vec!["a".into(), "b".into()]).unwrap();
+        fn info(n: &es_core::Node) -> NodeInfo<'_> {
+            NodeInfo {
+                node: n,
+                inputs: vec![Some(TensorDesc::new(DataType::STRING, Shape::new(vec![2])))],
+                const_inputs: Vec::new(),
+            }
+        }
+        let relu = common::testing::node("Relu", &[]);
+        let e = match lookup("Relu").unwrap()(&info(&relu)) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("Relu took a string input"),
+        };
+        assert!(e.contains("not supported: Relu on DT_STRING"), "{e}");
+        // Data movement takes strings, at lookup and at run time.
+        let n = common::testing::node("Transpose", &[]);
+        let k = lookup("Transpose").unwrap()(&info(&n)).unwrap();
+        let perm = Value::I64(ndarray::ArrayD::from_elem(ndarray::IxDyn(&[1]), 0));
+        assert_eq!(
+            k(&[Some(&strings), Some(&perm)]).unwrap(),
+            vec![strings.clone()]
+        );
+        let tiled = common::testing::run1(
+            "Tile",
+            &[],
+            &[
+                &strings,
+                &Value::I64(ndarray::ArrayD::from_elem(ndarray::IxDyn(&[1]), 2)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            tiled.to_tensor().unwrap().strings().unwrap(),
+            ["a", "b", "a", "b"]
+        );
     }
 }

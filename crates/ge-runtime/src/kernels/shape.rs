@@ -6,7 +6,6 @@ use super::common::{
 };
 use super::{input, norm_axes, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
-use crate::map_array;
 use crate::value::Value;
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
 
@@ -29,7 +28,7 @@ pub(crate) fn reshape(x: &Value, dims: &[usize]) -> Result<Value> {
             x.shape()
         )));
     }
-    Ok(map_array!(x, a => {
+    Ok(crate::map_any!(x, a => {
         let std = to_standard(a.view());
         std.into_shape_with_order(IxDyn(dims)).map_err(|e| Error::kernel(e.to_string()))?
     }))
@@ -157,7 +156,7 @@ fn flatten_factory(info: &NodeInfo) -> Result<Kernel> {
 
 /// `x` with its axes permuted (`perm` already validated), in standard order.
 pub(crate) fn transpose(x: &Value, perm: &[usize]) -> Value {
-    map_array!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm))))
+    crate::map_any!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm))))
 }
 
 fn check_perm(perm: &[i64], rank: usize) -> Result<Vec<usize>> {
@@ -280,7 +279,7 @@ fn tile_factory(_: &NodeInfo) -> Result<Kernel> {
         dims.extend_from_slice(x.shape());
         let mut full = vec![1; n - reps.len()];
         full.extend(reps.iter().map(|&r| r as usize));
-        Ok(vec![map_array!(x, a => tile(a, &dims, &full)?)])
+        Ok(vec![crate::map_any!(x, a => tile(a, &dims, &full)?)])
     }))
 }
 
@@ -333,7 +332,7 @@ pub(crate) fn broadcast_to(x: &Value, dims: &[usize]) -> Result<Value> {
         )));
     }
     numel(dims)?;
-    Ok(map_array!(x, a => {
+    Ok(crate::map_any!(x, a => {
         let v = a.broadcast(IxDyn(dims)).ok_or_else(|| Error::kernel("broadcast failed"))?;
         to_owned_std(v)?
     }))

@@ -104,6 +104,7 @@ fn round_value(x: &Value, d: i32) -> Result<Value> {
         Value::U64(a) => Value::U64(a.mapv(|v| round_int(v, d))),
         Value::Bool(_) => return Err(Error::kernel("Round does not take bool tensors")),
         Value::Lowp(dt, _) => return Err(Error::unsupported(format!("Round on {dt}"))),
+        Value::Str(_) => return Err(crate::value::numeric_only()),
     })
 }
 
