@@ -198,3 +198,53 @@ def test_tensor_holder_arithmetic_methods_take_other_as_ge():
     x = b.create_input(0, shape=[2])
     for name in ("add", "sub", "mul", "div"):
         assert getattr(x, name)(other=2.0)._desc[1] == [2]
+
+
+def test_a_returned_graph_held_elsewhere_is_copied_and_stays_whole():
+    # A graph the hook keeps (here in a list) is copied into the target; one only the hook's
+    # return holds is moved. Both rewrite alike, and the kept graph stays readable and intact.
+    kept: List[Graph] = []
+
+    @register_fusion_pass(name="kept_replacement", stage=AFTER)
+    class Kept(AddPass):
+        def meet_requirements(self, match_result):
+            return True
+
+        def replacement(self, match_result):
+            b = GraphBuilder("r")
+            x, y = b.create_inputs(2)
+            kept.append(b.build_and_reset([Sub(x, Sub(0.0, y))]))
+            return kept[-1]
+
+    g = add_relu()
+    (stats,) = run_passes(g)
+    assert stats.rewritten == 1 and "Add" not in types(g) and types(g).count("Sub") == 2
+    assert sorted(n.type for n in kept[0].get_all_nodes()) == ["Const", "Data", "Data", "Sub", "Sub"]
+    a, c = np.array([1, -2, 3, -4], np.float32), np.array([1, 1, -5, 1], np.float32)
+    np.testing.assert_array_equal(run(g, a, c), np.maximum(a + c, 0))
+    np.testing.assert_array_equal(run(kept[0], a, c), a + c)
+
+
+def test_a_returned_graph_only_the_hook_held_gives_the_same_rewrite_as_a_kept_one():
+    def rewritten(keep: bool) -> List[str]:
+        clear_registered_passes()
+        kept: List[Graph] = []
+
+        @register_fusion_pass(name=f"moved_{keep}", stage=AFTER)
+        class Moved(AddPass):
+            def meet_requirements(self, match_result):
+                return True
+
+            def replacement(self, match_result):
+                b = GraphBuilder("r")
+                x, y = b.create_inputs(2)
+                r = b.build_and_reset([Mul(Add(y, x), 1.0)])
+                if keep:
+                    kept.append(r)
+                return r
+
+        g = add_relu()
+        run_passes(g)
+        return [f"{n.name}:{n.type}" for n in g.get_all_nodes()]
+
+    assert rewritten(True) == rewritten(False)

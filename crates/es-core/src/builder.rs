@@ -9,6 +9,7 @@ use crate::graph::{
 use crate::infer::{bind_types, infer, InferCtx};
 use crate::ops::{global_registry, CountRule, IoKind, OpProto, OpRegistry, SubgraphKind};
 use crate::types::{DataType, Format, Shape, Tensor, TensorDesc};
+use smallvec::SmallVec;
 use smol_str::format_smolstr;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -132,7 +133,7 @@ impl GraphBuilder {
     fn auto_name(&self, op_type: &str) -> (Name, u64) {
         let mut c = self.counters.get(op_type).copied().unwrap_or(0);
         loop {
-            let name = format_smolstr!("{op_type}_{c}");
+            let name = numbered_name(op_type, c);
             c += 1;
             if self.graph.find(&name).is_none() {
                 return (name, c);
@@ -191,14 +192,12 @@ impl GraphBuilder {
                 "input type must be Data, RefData, AippData or AnyData, got '{op_type}'"
             )));
         }
-        for id in self.graph.input_nodes() {
-            let n = self.graph.node(id)?;
-            if n.attrs.get("index").and_then(AttrValue::as_int) == Some(index) {
-                return Err(Error::value(format!(
-                    "graph '{}' already has input {index} ('{}')",
-                    self.graph.name, n.name
-                )));
-            }
+        if let Some(id) = self.graph.input_with_index(index) {
+            return Err(Error::value(format!(
+                "graph '{}' already has input {index} ('{}')",
+                self.graph.name,
+                self.graph.node(id)?.name
+            )));
         }
         let (name, _) = self.node_name(
             op_type,
@@ -254,7 +253,12 @@ impl GraphBuilder {
     /// Adds one operator node, validated and inferred. On error nothing is added.
     pub fn add_op(&mut self, op_type: &str, args: OpArgs) -> Result<NodeId> {
         let proto = self.proto(op_type)?;
-        let p = &*proto;
+        self.add_op_with(&proto, args)
+    }
+
+    /// [`GraphBuilder::add_op`] with the prototype already looked up (by [`GraphBuilder::proto`]),
+    /// for callers that read it before building the arguments.
+    pub fn add_op_with(&mut self, p: &OpProto, args: OpArgs) -> Result<NodeId> {
         if args.inputs.len() != p.inputs.len() {
             return Err(Error::build(format!(
                 "{}: expected {} inputs ({}), got {}",
@@ -363,7 +367,7 @@ impl GraphBuilder {
             }
         }
         // Output instances: (name, IR index).
-        let mut out_names: Vec<(Name, u32)> = Vec::with_capacity(p.outputs.len());
+        let mut out_names: SmallVec<[(Name, u32); 2]> = SmallVec::with_capacity(p.outputs.len());
         for (ir, def) in p.outputs.iter().enumerate() {
             if def.kind != IoKind::Dynamic {
                 out_names.push((Name::new(&def.name), ir as u32));
@@ -433,9 +437,10 @@ impl GraphBuilder {
         // the hinted descriptions made unknown (a bad attribute, a bad constant); otherwise
         // the node gets what can be inferred without the hints, and the compile, which infers
         // from the fed tensors, decides.
-        let hinted = slots
-            .iter()
-            .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
+        let hinted = !self.hinted.is_empty()
+            && slots
+                .iter()
+                .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
         let (node_name, next_name) = self.node_name(&p.name, args.name)?;
         let graph = &self.graph;
         let run = |slots: &[InputSlot]| -> Result<Vec<TensorDesc>> {
@@ -492,7 +497,7 @@ impl GraphBuilder {
         if hinted {
             node.built_at = self.locate();
         }
-        let sources: Vec<Option<OutPort>> = slots.iter().map(|s| s.source).collect();
+        let sources: SmallVec<[Option<OutPort>; 4]> = slots.iter().map(|s| s.source).collect();
         node.inputs = slots;
         node.outputs = outputs;
         for (ir, group) in args.subgraphs.into_iter().enumerate() {
@@ -545,7 +550,9 @@ impl GraphBuilder {
                     .out_desc(src)
                     .map_err(|e| Error::build(format!("{}: input '{name}': {e}", p.name)))?
                     .clone();
-                d.attrs.clear();
+                // The producer's own attributes stay with it; what a list or optional holds
+                // (crate::infer::sequence) travels with the value.
+                d.attrs.retain(|k, _| crate::infer::sequence::is_content_attr(k));
                 d
             }
             None => TensorDesc::new(DataType::UNDEFINED, Shape::scalar()),
@@ -584,4 +591,45 @@ impl GraphBuilder {
 /// undefined dtype.
 fn desc_is_hint(d: &TensorDesc) -> bool {
     d.shape.is_unknown_rank() || d.dtype == DataType::UNDEFINED
+}
+
+/// `<base>_<n>` (an automatic node name), written without the formatting machinery when it
+/// fits a small buffer.
+fn numbered_name(base: &str, n: u64) -> Name {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    let mut v = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut buf = [0u8; 64];
+    let len = base.len() + 1 + (digits.len() - k);
+    if len > buf.len() {
+        return format_smolstr!("{base}_{n}");
+    }
+    buf[..base.len()].copy_from_slice(base.as_bytes());
+    buf[base.len()] = b'_';
+    buf[base.len() + 1..len].copy_from_slice(&digits[k..]);
+    // `base` is UTF-8 and the rest ASCII: the buffer is valid UTF-8.
+    std::str::from_utf8(&buf[..len]).map_or_else(|_| format_smolstr!("{base}_{n}"), Name::new)
+}
+
+#[cfg(test)]
+mod naming_tests {
+    use super::numbered_name;
+
+    #[test]
+    fn numbered_names_match_the_formatted_ones() {
+        let long = "L".repeat(70);
+        for base in ["Add", "Relu", "", "Ünïcode", long.as_str()] {
+            for n in [0u64, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+                assert_eq!(numbered_name(base, n), format!("{base}_{n}"));
+            }
+        }
+    }
 }

@@ -780,6 +780,36 @@ fn is_ge_default(v: &AttrValue, d: &AttrValue) -> bool {
     }
 }
 
+/// The arguments of a plain op call (see `call_op_impl`), or None when the call is not plain.
+fn plain_args(
+    p: &OpProto,
+    items: &[Bound<'_, PyAny>],
+    cell: &Arc<BuilderCell>,
+    attrs: Option<&Bound<'_, PyTuple>>,
+    subgraphs: Option<&Bound<'_, PyTuple>>,
+    counts: Option<&Bound<'_, PyTuple>>,
+) -> Option<OpArgs> {
+    let empty = |t: Option<&Bound<'_, PyTuple>>| t.is_none_or(|t| t.is_empty());
+    if !(empty(attrs) && empty(subgraphs) && empty(counts))
+        || items.len() != p.inputs.len()
+        || p.inputs.iter().any(|d| d.kind == IoKind::Dynamic)
+        || p.outputs.len() > 1
+        || p.outputs.iter().any(|d| d.kind == IoKind::Dynamic)
+    {
+        return None;
+    }
+    let mut op_args = OpArgs::default();
+    op_args.inputs.reserve_exact(items.len());
+    for item in items {
+        let t = item.downcast::<TensorHolder>().ok()?.get();
+        if !Arc::ptr_eq(&t.cell, cell) {
+            return None;
+        }
+        op_args.inputs.push(vec![Some(t.port)]);
+    }
+    Some(op_args)
+}
+
 guarded! {
     /// The entry of every generated op function.
     ///
@@ -818,6 +848,11 @@ pub fn call_op_impl(
     let mut cell: Option<Arc<BuilderCell>> = None;
     let mut owner: Option<PyObject> = None;
     'find: for item in &items {
+        if let Ok(t) = item.downcast::<TensorHolder>() {
+            cell = Some(t.get().cell.clone());
+            owner = Some(t.get().owner.clone_ref(py));
+            break 'find;
+        }
         let is_list = item.is_instance_of::<PyList>() || item.is_instance_of::<PyTuple>();
         let cands: Vec<Bound<'_, PyAny>> = if is_list {
             item.try_iter()?.collect::<PyResult<_>>()?
@@ -850,6 +885,15 @@ pub fn call_op_impl(
     let mut st = cell.usable(op_type)?;
     let proto = st.b.proto(op_type).py()?;
     let p: &OpProto = &proto;
+    // The common call: one tensor of this builder per (static) input, no attributes, no
+    // subgraphs, no dynamic outputs. Exactly what the general path below does for it, without
+    // its argument grouping; anything else (or an error) takes the general path.
+    if let Some(op_args) = plain_args(p, &items, &cell, attrs, subgraphs, counts) {
+        let node = st.b.add_op_with(p, op_args).py()?;
+        apply_scopes(&cell, &mut st, node)?;
+        drop(st);
+        return Ok(new_tensor(py, &cell, &owner, OutPort { node, index: 0 })?.into_any());
+    }
     // Trailing optional inputs may be left out (internal callers such as `@`).
     let mut items = items;
     while items.len() < p.inputs.len() && p.inputs[items.len()].kind == IoKind::Optional {
@@ -1072,7 +1116,7 @@ pub fn call_op_impl(
             }
         }
         // Move subgraphs: validated first, then marked moved (exactly once).
-        let node = st.b.add_op(op_type, std::mem::take(&mut op_args)).py()?;
+        let node = st.b.add_op_with(p, std::mem::take(&mut op_args)).py()?;
         Ok(node)
     })();
     let node = match result {

@@ -102,6 +102,27 @@ impl Graph {
         }
     }
 
+    /// The graph of an object a hook returned: taken out of the object when nothing else can
+    /// reach it (the caller holds the only reference, and no view shares its graph), which is
+    /// what returning `builder.build_and_reset(...)` gives; otherwise a copy, as
+    /// [`Graph::extract_graph_obj`] makes it. The taken object is left empty and marked moved.
+    pub fn take_or_copy(o: &Bound<'_, PyAny>) -> PyResult<CoreGraph> {
+        if o.get_refcnt() == 1 {
+            let g = o.downcast::<Graph>()?.get();
+            if let (true, GraphSource::Cell(c)) = (g.path.is_empty(), &g.src) {
+                if std::sync::Arc::strong_count(c) == 1 && c.check().is_ok() {
+                    let mut st = c.write_state()?;
+                    if st.moved_to.is_none() && st.detached.is_empty() {
+                        let empty = CoreGraph::new(st.graph.name.clone());
+                        st.moved_to = Some("the pass it was returned to".into());
+                        return Ok(std::mem::replace(&mut st.graph, empty));
+                    }
+                }
+            }
+        }
+        Self::extract_graph_obj(o)
+    }
+
     /// Marks a graph object as moved into `to`.
     pub fn mark_moved(o: &Bound<'_, PyAny>, to: &str) -> PyResult<()> {
         let g = o.downcast::<Graph>()?;

@@ -992,7 +992,8 @@ impl PyPassCore {
     }
 }
 
-/// A hook's returned graph, copied.
+/// A hook's returned graph: moved out of the returned object when nothing else holds it,
+/// else copied.
 fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<CoreGraph> {
     if r.downcast::<Graph>().is_err() {
         return Err(PyTypeError::new_err(format!(
@@ -1000,7 +1001,7 @@ fn returned_graph(r: &Bound<'_, PyAny>, hook: &str) -> PyResult<CoreGraph> {
             r.get_type().name()?
         )));
     }
-    Graph::extract_graph_obj(r)
+    Graph::take_or_copy(r)
 }
 
 /// The context handed to one hook call: a view of the run's context, valid during the call.

@@ -237,17 +237,23 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
     @wraps(method)
     def replacement(self: Any, match_result: Any, context: Any = None) -> Graph:
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
-        descs = match_result._input_descs() if hasattr(match_result, "_input_descs") else None
+        input_descs = getattr(match_result, "_input_descs", None)
+        descs = input_descs() if input_descs is not None else None
         inputs = PatternInputs(builder, descs)
-        args = [inputs] + ([match_result] if with_match else []) + ([context] if with_context else [])
-        result = method(self, *args)
+        if with_match:
+            result = method(self, inputs, match_result, context) if with_context else method(self, inputs, match_result)
+        else:
+            result = method(self, inputs, context) if with_context else method(self, inputs)
         if isinstance(result, Graph):
             return result
         outputs = _outputs(result, "replacement")
         # Every input of the match must exist in the replacement, used or not.
         if descs:
             inputs._ensure(len(descs))
-        return builder.build_and_reset(outputs)
+        # `_outputs` checked them: set them and build without the public method's checks.
+        for i, t in enumerate(outputs):
+            builder.set_graph_output(t, i)
+        return builder._build_and_reset()
 
     replacement._ge_context_hook = True  # type: ignore[attr-defined]
     return replacement
