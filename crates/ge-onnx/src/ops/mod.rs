@@ -9,6 +9,7 @@ mod elementwise;
 mod image;
 mod index;
 mod matmul;
+mod ngram;
 mod norm;
 mod pool;
 mod recurrent;
@@ -48,6 +49,7 @@ pub fn builtin() -> &'static Registry {
             image::TABLE,
             source::TABLE,
             signal::TABLE,
+            ngram::TABLE,
         ] {
             util::register_table(&mut r, table);
         }

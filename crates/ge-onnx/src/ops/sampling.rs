@@ -256,8 +256,8 @@ fn nms(ctx: &mut NodeCtx<'_>) -> Out {
 // ---------------------------------------------------------------------------------------------
 
 /// GE's Resize is ONNX Resize (opsets 11-13). Opset 18's axes are resolved into full-rank
-/// scales/sizes/roi, keep_aspect_ratio_policy as [`aspect_policy`] says; antialias is
-/// refused.
+/// scales/sizes/roi, keep_aspect_ratio_policy as [`aspect_policy`] says; antialias as
+/// [`resize_antialias`] says.
 fn resize(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[
         "mode",
@@ -277,11 +277,6 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         "bilinear" if old => "linear".to_string(),
         m => return Err(Error::unsupported(format!("Resize mode {m:?}"))),
     };
-    if ctx.attr_i("antialias", 0)? != 0 {
-        return Err(Error::unsupported(
-            "Resize with antialias=1 (GE's Resize has no antialiasing filter)",
-        ));
-    }
     let coord = if old {
         "asymmetric".to_string()
     } else {
@@ -325,6 +320,9 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         return Err(Error::tr(
             "Resize needs exactly one of scales and sizes (non-empty)",
         ));
+    }
+    if ctx.attr_i("antialias", 0)? != 0 {
+        return resize_antialias(ctx, &mode, &coord, axes, has_scales);
     }
     let mut nearest = ctx.attr_s("nearest_mode", "round_prefer_floor")?;
     if old && mode == "nearest" {
@@ -427,6 +425,264 @@ fn resize(ctx: &mut NodeCtx<'_>) -> Out {
         None => y,
     };
     Ok(vec![Some(y)])
+}
+
+/// Resize with antialias=1 (opset 18), which GE's Resize lacks. ONNX's reference resizes one
+/// axis at a time, each output a weighted sum of the input positions along the axis, so each
+/// resized axis becomes an [out, in] weight matrix ([`antialias_weights`], built at run time
+/// from the scale or size, which may be run-time values) applied by BatchMatMulV2 with that
+/// axis moved last. Axes whose constant scale and size leave them unchanged are skipped, as
+/// the reference skips them. Computed in float and cast back to X's dtype.
+fn resize_antialias(
+    ctx: &mut NodeCtx<'_>,
+    mode: &str,
+    coord: &str,
+    axes: Option<Vec<usize>>,
+    has_scales: bool,
+) -> Out {
+    let cubic = match mode {
+        "linear" => None,
+        "cubic" => Some(ctx.attr_f("cubic_coeff_a", -0.75)? as f64),
+        _ => {
+            return Err(Error::tr(format!(
+                "Resize: antialias applies to the linear and cubic modes, not {mode:?}"
+            )))
+        }
+    };
+    // (the caller checked coord is one of ONNX's modes)
+    if matches!(coord, "tf_half_pixel_for_nn" | "tf_crop_and_resize") {
+        return Err(Error::unsupported(format!(
+            "Resize antialias with coordinate_transformation_mode {coord:?}"
+        )));
+    }
+    let x = ctx.input(0)?;
+    let xdt = ctx.desc(x)?.dtype;
+    if !matches!(xdt, DataType::FLOAT | DataType::FLOAT16 | DataType::BF16) {
+        return Err(Error::unsupported(format!(
+            "Resize antialias on {xdt} (float, float16 and bfloat16: GE's BatchMatMulV2 applies \
+             the weights)"
+        )));
+    }
+    let r = ctx.input_rank(0)?;
+    let ax: Vec<usize> = axes.unwrap_or_else(|| (0..r).collect());
+    let (input, what) = if has_scales {
+        (2, "scales")
+    } else {
+        (3, "sizes")
+    };
+    if let Some(n) = ctx.vec_len(input)? {
+        if n != ax.len() {
+            return Err(Error::tr(format!(
+                "Resize: {what} has {n} entries, {} axes need one each",
+                ax.len()
+            )));
+        }
+    }
+    let policy = ctx.attr_s("keep_aspect_ratio_policy", "stretch")?;
+    let reduce = match (has_scales, policy.as_str()) {
+        (true, _) | (false, "stretch") => None,
+        (false, "not_larger") => Some("Minimum"),
+        (false, "not_smaller") => Some("Maximum"),
+        (false, p) => {
+            return Err(Error::tr(format!(
+                "Resize: unknown keep_aspect_ratio_policy {p:?}"
+            )))
+        }
+    };
+    // Axes left unchanged, where the values and dims are known at import.
+    let dims = ctx.input_dims(0)?;
+    let known = ctx.const_input(input).map(|t| t.to_f64_vec()).transpose()?;
+    let unchanged = |i: usize, a: usize| -> bool {
+        let (Some(v), Some(d)) = (&known, &dims) else {
+            return false;
+        };
+        let (v, d) = (v.get(i).copied(), d.get(a).copied().filter(|&d| d > 0));
+        match (v, d) {
+            (Some(v), Some(_)) if has_scales => v == 1.0,
+            (Some(v), Some(d)) => reduce.is_none() && v == d as f64,
+            _ => false,
+        }
+    };
+    let f64_ = DataType::DOUBLE;
+    let vals = ctx.input(input)?;
+    let vals = ctx.cast(vals, f64_)?;
+    let mut per_axis = Vec::with_capacity(ax.len()); // (in, in as double, value)
+    for (i, &a) in ax.iter().enumerate() {
+        let d = ctx.dim_scalar(x, a)?;
+        let df = ctx.cast(d, f64_)?;
+        let iv = ctx.const_i64(&[i as i64], &[])?;
+        let zero = ctx.const_i64(&[0], &[])?;
+        let v = ctx.op1("GatherV2", &[vals, iv, zero], vec![])?;
+        per_axis.push((d, df, v));
+    }
+    // keep_aspect_ratio_policy: one scale, the min or max of sizes / dims.
+    let mut common = None;
+    if let Some(op) = reduce {
+        for &(_, df, v) in &per_axis {
+            let s = ctx.bin("RealDiv", v, df)?;
+            common = Some(match common {
+                Some(c) => ctx.bin(op, c, s)?,
+                None => s,
+            });
+        }
+    }
+    let half = ctx.scalar(f64_, 0.5)?;
+    let mut y = ctx.cast(x, DataType::FLOAT)?;
+    for (i, (&a, &(d, df, v))) in ax.iter().zip(&per_axis).enumerate() {
+        if unchanged(i, a) {
+            continue;
+        }
+        let (scale, out) = if has_scales {
+            let o = ctx.bin("Mul", v, df)?;
+            let o = ctx.un("Floor", o)?;
+            (v, ctx.cast(o, I64)?)
+        } else if let Some(c) = common {
+            let o = ctx.bin("Mul", c, df)?;
+            let o = ctx.bin("Add", o, half)?;
+            let o = ctx.un("Floor", o)?;
+            (c, ctx.cast(o, I64)?)
+        } else {
+            (ctx.bin("RealDiv", v, df)?, ctx.cast(v, I64)?)
+        };
+        let w = antialias_weights(ctx, d, scale, out, cubic, coord)?;
+        // Axis a moved last, times W^T, moved back.
+        let mut perm: Vec<i64> = (0..r as i64).filter(|&p| p != a as i64).collect();
+        perm.push(a as i64);
+        let last = a + 1 == r;
+        let t = if last { y } else { ctx.transpose(y, &perm)? };
+        let t = if r == 1 { ctx.unsqueeze(t, &[0])? } else { t };
+        let t = ctx.op1(
+            "BatchMatMulV2",
+            &[t, w],
+            vec![("adj_x2", AttrValue::Bool(true))],
+        )?;
+        let t = if r == 1 { ctx.squeeze(t, &[0])? } else { t };
+        y = if last {
+            t
+        } else {
+            let mut inv = vec![0i64; r];
+            for (k, &p) in perm.iter().enumerate() {
+                inv[p as usize] = k as i64;
+            }
+            ctx.transpose(t, &inv)?
+        };
+    }
+    one(ctx.cast(y, xdt)?)
+}
+
+/// The [out, in] float weights of one antialiased Resize axis (`inw` inputs, `scale` and
+/// `outw` outputs: int64 and double scalars), as ONNX's reference computes them: output `o`'s
+/// source coordinate `x` by `coord`; the linear (`cubic` None) or cubic (coefficient a) kernel
+/// K stretched by 1 / scale when downsampling, K((j - x) * min(scale, 1)) at every position j
+/// within its reach (the reference's taps, whatever their window), positions outside the input
+/// dropped (`exclude_outside`) or read at the edge, normalised to sum 1.
+fn antialias_weights(
+    ctx: &mut NodeCtx<'_>,
+    inw: OutPort,
+    scale: OutPort,
+    outw: OutPort,
+    cubic: Option<f64>,
+    coord: &str,
+) -> Result<OutPort> {
+    let d = DataType::DOUBLE;
+    let c = |ctx: &mut NodeCtx<'_>, v: f64| ctx.scalar(d, v);
+    let (zero, half, one) = (c(ctx, 0.0)?, c(ctx, 0.5)?, c(ctx, 1.0)?);
+    let in_f = ctx.cast(inw, d)?;
+    let out_real = ctx.bin("Mul", scale, in_f)?; // the reference's output_width
+    let o = ctx.iota(outw, &[-1, 1])?;
+    let o = ctx.cast(o, d)?;
+    let hp = ctx.bin("Add", o, half)?;
+    let hp = ctx.bin("RealDiv", hp, scale)?;
+    let hp = ctx.bin("Sub", hp, half)?;
+    let single = ctx.bin("Equal", out_real, one)?;
+    let x = match coord {
+        "asymmetric" => ctx.bin("RealDiv", o, scale)?,
+        "pytorch_half_pixel" => {
+            let m = c(ctx, -0.5)?;
+            ctx.op1("SelectV2", &[single, m, hp], vec![])?
+        }
+        "align_corners" => {
+            let den = ctx.bin("Sub", out_real, one)?;
+            let den = ctx.op1("SelectV2", &[single, one, den], vec![])?;
+            let num = ctx.bin("Sub", in_f, one)?;
+            let v = ctx.bin("Mul", o, num)?;
+            let v = ctx.bin("RealDiv", v, den)?;
+            ctx.op1("SelectV2", &[single, zero, v], vec![])?
+        }
+        "half_pixel_symmetric" => {
+            let oi = ctx.cast(outw, d)?;
+            let adj = ctx.bin("RealDiv", oi, out_real)?;
+            let center = ctx.bin("Mul", in_f, half)?;
+            let k = ctx.bin("Sub", one, adj)?;
+            let off = ctx.bin("Mul", center, k)?;
+            ctx.bin("Add", off, hp)?
+        }
+        _ => hp,
+    };
+    let s = ctx.bin("Minimum", scale, one)?;
+    // Positions j in [-p, in + p) with p = ceil(reach / s) + 1 cover every tap.
+    let reach = c(ctx, if cubic.is_some() { 2.0 } else { 1.0 })?;
+    let p = ctx.bin("RealDiv", reach, s)?;
+    let p = ctx.un("Ceil", p)?;
+    let p = ctx.cast(p, I64)?;
+    let one_i = ctx.const_i64(&[1], &[])?;
+    let p = ctx.bin("Add", p, one_i)?;
+    let lo = ctx.un("Neg", p)?;
+    let hi = ctx.bin("Add", inw, p)?;
+    let j = ctx.op1("Range", &[lo, hi, one_i], vec![])?;
+    let jf = ctx.cast(j, d)?;
+    let jf = ctx.unsqueeze(jf, &[0])?; // [1, V]
+    let arg = ctx.bin("Sub", jf, x)?;
+    let arg = ctx.bin("Mul", arg, s)?;
+    let t = ctx.un("Abs", arg)?;
+    let mut k = match cubic {
+        None => {
+            let v = ctx.bin("Sub", one, t)?;
+            ctx.bin("Maximum", v, zero)?
+        }
+        Some(a) => {
+            let t2 = ctx.bin("Mul", t, t)?;
+            let t3 = ctx.bin("Mul", t2, t)?;
+            let poly = |ctx: &mut NodeCtx<'_>, cs: [f64; 4]| -> Result<OutPort> {
+                // cs[0] t^3 + cs[1] t^2 + cs[2] t + cs[3]
+                let mut acc = c(ctx, cs[3])?;
+                for (ci, tp) in cs[..3].iter().zip([t3, t2, t]) {
+                    let cc = c(ctx, *ci)?;
+                    let term = ctx.bin("Mul", cc, tp)?;
+                    acc = ctx.bin("Add", acc, term)?;
+                }
+                Ok(acc)
+            };
+            let near = poly(ctx, [a + 2.0, -(a + 3.0), 0.0, 1.0])?;
+            let far = poly(ctx, [a, -5.0 * a, 8.0 * a, -4.0 * a])?;
+            let two = c(ctx, 2.0)?;
+            let in_far = ctx.bin("Less", t, two)?;
+            let far = ctx.op1("SelectV2", &[in_far, far, zero], vec![])?;
+            let in_near = ctx.bin("LessEqual", t, one)?;
+            ctx.op1("SelectV2", &[in_near, near, far], vec![])?
+        }
+    };
+    let zero_i = ctx.const_i64(&[0], &[])?;
+    let last = ctx.bin("Sub", inw, one_i)?;
+    if ctx.attr_i("exclude_outside", 0)? != 0 {
+        let ge0 = ctx.bin("GreaterEqual", j, zero_i)?;
+        let lt = ctx.bin("Less", j, inw)?;
+        let inside = ctx.bin("LogicalAnd", ge0, lt)?;
+        k = ctx.op1("SelectV2", &[inside, k, zero], vec![])?;
+    }
+    let sum = ctx.reduce_keep("ReduceSum", k, &[-1])?;
+    let none = ctx.bin("Equal", sum, zero)?;
+    let sum = ctx.op1("SelectV2", &[none, one, sum], vec![])?;
+    let k = ctx.bin("RealDiv", k, sum)?;
+    let k = ctx.cast(k, DataType::FLOAT)?;
+    // Positions outside the input read the edge: M[v, i] = (clamp(j_v) == i).
+    let jc = ctx.bin("Maximum", j, zero_i)?;
+    let jc = ctx.bin("Minimum", jc, last)?;
+    let jc = ctx.unsqueeze(jc, &[1])?; // [V, 1]
+    let cols = ctx.iota(inw, &[1, -1])?;
+    let m = ctx.bin("Equal", jc, cols)?;
+    let m = ctx.cast(m, DataType::FLOAT)?;
+    ctx.op1("MatMulV2", &[k, m], vec![])
 }
 
 /// keep_aspect_ratio_policy (opset 18) with `sizes` (int64, one per axis) known at run time:

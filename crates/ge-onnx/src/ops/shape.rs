@@ -49,16 +49,37 @@ fn reshape(ctx: &mut NodeCtx<'_>) -> Out {
                     return Ok(vec![Some(ctx.op1("Fill", &[dims, zero], vec![])?)]);
                 }
             }
-            None => {
-                return Err(Error::unsupported(
-                    "Reshape with allowzero=1 and a run-time shape (GE's Reshape copies the input dim for a 0 entry)",
-                ))
-            }
+            None => return Ok(vec![Some(reshape_allowzero(ctx, x)?)]),
         }
     }
     let s = ctx.input(1)?;
     let s = ctx.cast(s, I64)?;
     Ok(vec![Some(ctx.op1("Reshape", &[x, s], vec![])?)])
+}
+
+/// allowzero=1 with a run-time shape `s`: a 0 entry must give a 0 dim, which GE's Reshape
+/// (copying the input dim) cannot. The first 0 becomes -1 (the input is then empty, so it
+/// resolves to 0), any other 0 becomes 1, and a Slice of sizes `s` cuts those to 0; a shape
+/// without a 0 reaches Reshape unchanged (Slice's size -1 keeps a -1 entry's dim).
+fn reshape_allowzero(ctx: &mut NodeCtx<'_>, x: OutPort) -> Result<OutPort> {
+    let s = ctx.input(1)?;
+    let s = ctx.cast(s, I64)?;
+    let zero = ctx.const_i64(&[0], &[])?;
+    let z = ctx.op1("Equal", &[s, zero], vec![])?;
+    let z = ctx.cast(z, I64)?;
+    let seen = ctx.op1("Cumsum", &[z, zero], vec![])?;
+    let one = ctx.const_i64(&[1], &[])?;
+    let first = ctx.op1("Equal", &[seen, one], vec![])?;
+    let first = ctx.cast(first, I64)?;
+    let first = ctx.op1("Mul", &[first, z], vec![])?;
+    // s + z - 2 * first: the first 0 -> -1, the other 0s -> 1.
+    let two = ctx.const_i64(&[2], &[])?;
+    let first2 = ctx.op1("Mul", &[first, two], vec![])?;
+    let t = ctx.op1("Add", &[s, z], vec![])?;
+    let s2 = ctx.op1("Sub", &[t, first2], vec![])?;
+    let r = ctx.op1("Reshape", &[x, s2], vec![])?;
+    let offsets = ctx.op1("ZerosLike", &[s], vec![])?;
+    ctx.op1("Slice", &[r, offsets, s], vec![])
 }
 
 fn concat(ctx: &mut NodeCtx<'_>) -> Out {
@@ -299,6 +320,9 @@ pub(crate) fn register_block_ops(r: &mut Registry) {
             continue;
         };
         let translate = move |ctx: &mut NodeCtx<'_>| -> Out {
+            if op == "SpaceToDepth" && ctx.has_attr("mode") {
+                return space_to_depth_mode(ctx);
+            }
             if ctx.attr_i("blocksize", 0)? != 1 {
                 return inner.translate(ctx);
             }
@@ -324,6 +348,65 @@ pub(crate) fn register_block_ops(r: &mut Registry) {
         };
         r.register(op, Arc::new(translate));
     }
+}
+
+/// SpaceToDepth-28 with its `mode`: DCR is GE's SpaceToDepth (channel `k * C + c` for block
+/// offset `k` and input channel `c`); CRD puts the block offsets inside each channel
+/// (`c * bs² + k`), a GatherV2 of GE's result along the channels (C known at import).
+fn space_to_depth_mode(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["blocksize", "mode"])?;
+    let m = ctx.attr_s("mode", "DCR")?;
+    if m != "DCR" && m != "CRD" {
+        return Err(Error::tr(format!(
+            "SpaceToDepth: mode '{m}' is not DCR or CRD"
+        )));
+    }
+    let bs = ctx.attr_i("blocksize", 0)?;
+    if bs < 1 {
+        return Err(Error::tr(format!(
+            "SpaceToDepth: blocksize must be >= 1, got {bs}"
+        )));
+    }
+    let dims = ctx.input_dims(0)?;
+    if let Some(r) = dims.as_ref().map(|d| d.len()).filter(|&r| r != 4) {
+        return Err(Error::tr(format!(
+            "SpaceToDepth: the input has rank {r}, not 4"
+        )));
+    }
+    let x = ctx.input(0)?;
+    if bs == 1 {
+        return one(ctx.op1("Identity", &[x], vec![])?);
+    }
+    let y = ctx.op1(
+        "SpaceToDepth",
+        &[x],
+        vec![
+            ("block_size", AttrValue::Int(bs)),
+            ("data_format", st("NCHW")),
+        ],
+    )?;
+    if m == "DCR" {
+        return one(y);
+    }
+    let c = match dims.as_deref() {
+        Some(&[_, c, _, _]) if c >= 0 => c,
+        _ => {
+            return Err(Error::unsupported(
+                "SpaceToDepth mode CRD with a channel count unknown at import",
+            ))
+        }
+    };
+    let k = bs * bs;
+    let total = c.checked_mul(k).filter(|&t| t <= MAX_CONST_ELEMS);
+    let Some(total) = total else {
+        return Err(Error::unsupported(format!(
+            "SpaceToDepth mode CRD with {c} channels of blocksize {bs} (too many channels)"
+        )));
+    };
+    let idx: Vec<i64> = (0..total).map(|j| (j % k) * c + j / k).collect();
+    let i = ctx.const_i64(&idx, &[total])?;
+    let axis = ctx.const_i64(&[1], &[])?;
+    one(ctx.op1("GatherV2", &[y, i, axis], vec![])?)
 }
 
 /// Unsqueeze and Squeeze: checks the attributes; true when the axes are a run-time input.

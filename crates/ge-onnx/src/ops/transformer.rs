@@ -46,8 +46,10 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[
         "is_causal",
         "kv_num_heads",
+        "left_window_size",
         "q_num_heads",
         "qk_matmul_output_mode",
+        "right_window_size",
         "scale",
         "softcap",
         "softmax_precision",
@@ -241,6 +243,31 @@ fn attention(ctx: &mut NodeCtx<'_>) -> Out {
             None => c,
         });
     }
+    let (left, right) = (
+        ctx.attr_i("left_window_size", -1)?,
+        ctx.attr_i("right_window_size", -1)?,
+    );
+    if left < -1 || right < -1 {
+        return Err(Error::tr(format!(
+            "Attention: left_window_size {left} and right_window_size {right} must be -1 or \
+             nonnegative"
+        )));
+    }
+    if left >= 0 || right >= 0 {
+        let w = window_bias(
+            ctx,
+            q4,
+            k4,
+            past.map(|(pk, _)| pk),
+            nonpad,
+            (left, right),
+            dt,
+        )?;
+        bias = Some(match bias {
+            Some(m) => ctx.op1("Add", &[m, w], vec![])?,
+            None => w,
+        });
+    }
     let with_bias = match bias {
         Some(bb) => ctx.op1("Add", &[scores, bb], vec![])?,
         None => scores,
@@ -340,6 +367,49 @@ fn causal_bias(
     };
     let j = ctx.iota(total, &[1, -1])?;
     let ok = ctx.op1("LessEqual", &[j, lim], vec![])?;
+    let z = ctx.const_of(dt, &[0.0], &[])?;
+    let ninf = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
+    ctx.op1("SelectV2", &[ok, z, ninf], vec![])
+}
+
+/// The sliding-window bias (opset 25): query `i` at absolute position `p = offset + i` sees
+/// key `j` when `p - left <= j <= p + right`, a side of -1 unbounded; `offset` as the causal
+/// frontier's: the past length, `nonpad_kv_seqlen[b] - Sq` (`nonpad`, [B,1,1,1]), or 0.
+fn window_bias(
+    ctx: &mut NodeCtx<'_>,
+    q4: OutPort,
+    k4: OutPort,
+    past_key: Option<OutPort>,
+    nonpad: Option<OutPort>,
+    (left, right): (i64, i64),
+    dt: DataType,
+) -> Result<OutPort> {
+    let sq = ctx.dim_scalar(q4, 2)?;
+    let total = ctx.dim_scalar(k4, 2)?;
+    let mut p = ctx.iota(sq, &[1, 1, -1, 1])?;
+    if let Some(pk) = past_key {
+        let pl = ctx.dim_scalar(pk, 2)?;
+        p = ctx.bin("Add", p, pl)?;
+    } else if let Some(n) = nonpad {
+        p = ctx.bin("Add", p, n)?;
+        p = ctx.bin("Sub", p, sq)?;
+    }
+    let j = ctx.iota(total, &[1, 1, 1, -1])?;
+    let diff = ctx.bin("Sub", p, j)?;
+    let mut ok = None;
+    if left >= 0 {
+        let l = ctx.const_i64(&[left], &[])?;
+        ok = Some(ctx.bin("LessEqual", diff, l)?);
+    }
+    if right >= 0 {
+        let r = ctx.const_i64(&[-right], &[])?;
+        let c = ctx.bin("GreaterEqual", diff, r)?;
+        ok = Some(match ok {
+            Some(a) => ctx.bin("LogicalAnd", a, c)?,
+            None => c,
+        });
+    }
+    let ok = ok.ok_or_else(|| Error::tr("Attention: a window without a bound"))?;
     let z = ctx.const_of(dt, &[0.0], &[])?;
     let ninf = ctx.const_of(dt, &[f64::NEG_INFINITY], &[])?;
     ctx.op1("SelectV2", &[ok, z, ninf], vec![])
@@ -468,10 +538,12 @@ fn qrange(dt: DataType) -> Option<(f64, f64)> {
     })
 }
 
-/// A per-axis scale or zero point `p` (1-D over `axis` of a rank-`r` tensor) reshaped to
-/// broadcast; a scalar (or 1-element) one as is. Blocked quantization is refused.
-fn per_axis(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize) -> Result<OutPort> {
+/// A per-axis scale or zero point `p` (1-D over `axis` of a rank-`r` tensor) cast to `dt` and
+/// reshaped to broadcast; a scalar (or 1-element) one only cast. Blocked quantization is refused.
+/// The cast comes first: a 4- or 2-bit zero point is moved only in `dt`.
+fn per_axis(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, dt: DataType) -> Result<OutPort> {
     let p = ctx.input(i)?;
+    let p = ctx.cast(p, dt)?;
     let d = ctx.rank_dims(i)?;
     if d.is_empty() || (d.len() == 1 && d[0] == 1) {
         return Ok(p);
@@ -532,14 +604,12 @@ fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
         DataType::FLOAT
     };
     let xf = ctx.cast(x, cdt)?;
-    let scale = per_block(ctx, 1, axis, r, block)?;
-    let scale = ctx.cast(scale, cdt)?;
+    let scale = per_block(ctx, 1, axis, r, block, cdt)?;
     let q = ctx.op1("RealDiv", &[xf, scale], vec![])?;
     if float_q {
         let mut q = q;
         if ctx.has_input(2) {
-            let zp = per_block(ctx, 2, axis, r, block)?;
-            let zp = ctx.cast(zp, cdt)?;
+            let zp = per_block(ctx, 2, axis, r, block, cdt)?;
             q = ctx.op1("Add", &[q, zp], vec![])?;
         }
         let saturate = ctx.attr_i("saturate", 1)? != 0;
@@ -550,8 +620,7 @@ fn quantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     let (lo, hi) = qrange(out_dt).unwrap_or((0.0, 0.0));
     let mut q = ctx.op1("Round", &[q], vec![])?;
     if ctx.has_input(2) {
-        let zp = per_block(ctx, 2, axis, r, block)?;
-        let zp = ctx.cast(zp, cdt)?;
+        let zp = per_block(ctx, 2, axis, r, block, cdt)?;
         q = ctx.op1("Add", &[q, zp], vec![])?;
     }
     let lo = ctx.const_of(cdt, &[lo], &[])?;
@@ -588,12 +657,10 @@ fn dequantize_linear(ctx: &mut NodeCtx<'_>) -> Out {
     };
     let mut v = ctx.cast(x, cdt)?;
     if ctx.has_input(2) {
-        let zp = per_block(ctx, 2, axis, r, block)?;
-        let zp = ctx.cast(zp, cdt)?;
+        let zp = per_block(ctx, 2, axis, r, block, cdt)?;
         v = ctx.op1("Sub", &[v, zp], vec![])?;
     }
-    let scale = per_block(ctx, 1, axis, r, block)?;
-    let scale = ctx.cast(scale, cdt)?;
+    let scale = per_block(ctx, 1, axis, r, block, cdt)?;
     let y = ctx.op1("Mul", &[v, scale], vec![])?;
     Ok(vec![Some(ctx.cast(y, out_dt)?)])
 }
@@ -635,12 +702,10 @@ fn dequant(ctx: &mut NodeCtx<'_>, xi: usize, si: usize, zi: usize, axis: i64) ->
     let x = ctx.input(xi)?;
     let mut v = ctx.cast(x, DataType::FLOAT)?;
     if ctx.has_input(zi) {
-        let zp = per_axis(ctx, zi, axis, r)?;
-        let zp = ctx.cast(zp, DataType::FLOAT)?;
+        let zp = per_axis(ctx, zi, axis, r, DataType::FLOAT)?;
         v = ctx.op1("Sub", &[v, zp], vec![])?;
     }
-    let s = per_axis(ctx, si, axis, r)?;
-    let s = ctx.cast(s, DataType::FLOAT)?;
+    let s = per_axis(ctx, si, axis, r, DataType::FLOAT)?;
     ctx.op1("Mul", &[v, s], vec![])
 }
 
@@ -714,8 +779,7 @@ fn conv_integer(ctx: &mut NodeCtx<'_>) -> Out {
         let x = ctx.input(i)?;
         let mut v = ctx.cast(x, DataType::FLOAT)?;
         if ctx.has_input(zi) {
-            let zp = per_axis(ctx, zi, 0, r)?;
-            let zp = ctx.cast(zp, DataType::FLOAT)?;
+            let zp = per_axis(ctx, zi, 0, r, DataType::FLOAT)?;
             v = ctx.op1("Sub", &[v, zp], vec![])?;
         }
         ops.push(v);
@@ -751,10 +815,18 @@ fn qlinear_conv(ctx: &mut NodeCtx<'_>) -> Out {
 }
 
 /// A blocked scale or zero point (input `i`, the input's rank, dim `axis` holding one value
-/// per block of `block` elements) repeated to the input's dims; others as [`per_axis`].
-fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -> Result<OutPort> {
+/// per block of `block` elements) cast to `dt` and repeated to the input's dims; others as
+/// [`per_axis`].
+fn per_block(
+    ctx: &mut NodeCtx<'_>,
+    i: usize,
+    axis: i64,
+    r: usize,
+    block: i64,
+    dt: DataType,
+) -> Result<OutPort> {
     if block == 0 {
-        return per_axis(ctx, i, axis, r);
+        return per_axis(ctx, i, axis, r, dt);
     }
     if block < 0 {
         return Err(Error::tr(format!("block_size must be >= 0, got {block}")));
@@ -784,6 +856,7 @@ fn per_block(ctx: &mut NodeCtx<'_>, i: usize, axis: i64, r: usize, block: i64) -
         )));
     }
     let p = ctx.input(i)?;
+    let p = ctx.cast(p, dt)?;
     let u = ctx.unsqueeze(p, &[a as i64 + 1])?;
     let mut mult = vec![1i64; r + 1];
     mult[a + 1] = block;
