@@ -116,11 +116,7 @@ pub fn dtype_from_onnx(t: i32) -> Result<DataType> {
         Some(E::Float4e2m1) => D::FLOAT4_E2M1,
         Some(E::Float6e2m3) => D::FLOAT6_E2M3,
         Some(E::Float6e3m2) => D::FLOAT6_E3M2,
-        Some(E::String) => {
-            return Err(Error::unsupported(
-                "string tensors (the IR holds numeric tensors only)",
-            ))
-        }
+        Some(E::String) => D::STRING,
         Some(E::Undefined) => return Err(Error::tr("element type is UNDEFINED")),
         _ => {
             return Err(Error::unsupported(format!(
@@ -337,6 +333,9 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
     };
     let onnx_type = t.data_type.unwrap_or(E::Undefined as i32);
     let dtype = dtype_from_onnx(onnx_type).map_err(|e| e.context(&what))?;
+    if dtype == DataType::STRING {
+        return string_tensor_from_proto(t, &what, limits);
+    }
     // Sub-byte types are packed (ONNX's order: the first element in the lowest bits), in
     // raw_data and in int32_data (one packed byte an entry) alike.
     if dtype.bits().is_none() {
@@ -439,7 +438,34 @@ pub fn tensor_from_proto(t: &TensorProto, dir: &DataDir, limits: &Limits) -> Res
     Tensor::new(desc, data).map_err(|e| Error::tr(format!("{what}: {e}")))
 }
 
-/// An ONNX tensor (raw data) from an IR tensor.
+/// A `DT_STRING` tensor from an ONNX tensor's `string_data` (ONNX keeps strings nowhere else).
+fn string_tensor_from_proto(t: &TensorProto, what: &str, limits: &Limits) -> Result<Tensor> {
+    let n = element_count(&t.dims, t.name.as_deref().unwrap_or(""), limits, 16)?;
+    if t.raw_data.is_some() || t.data_location() == DataLocation::External {
+        return Err(Error::tr(format!(
+            "{what}: a string tensor keeps its values in string_data, not raw or external data"
+        )));
+    }
+    if t.string_data.len() != n {
+        return Err(Error::tr(format!(
+            "{what} of shape {:?} needs {n} values, the model gives {}",
+            t.dims,
+            t.string_data.len()
+        )));
+    }
+    let strings: Vec<String> = t
+        .string_data
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            String::from_utf8(b.clone())
+                .map_err(|e| Error::tr(format!("{what}: string {i} is not UTF-8: {e}")))
+        })
+        .collect::<Result<_>>()?;
+    Tensor::from_strings(&strings, t.dims.clone()).map_err(|e| Error::tr(format!("{what}: {e}")))
+}
+
+/// An ONNX tensor (raw data; strings in `string_data`) from an IR tensor.
 pub fn tensor_to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
     let elem = dtype_to_onnx(t.desc.dtype).ok_or_else(|| {
         Error::unsupported(format!(
@@ -447,13 +473,21 @@ pub fn tensor_to_proto(t: &Tensor, name: &str) -> Result<TensorProto> {
             t.desc.dtype
         ))
     })?;
-    Ok(TensorProto {
+    let mut p = TensorProto {
         dims: t.desc.shape.dims().to_vec(),
         data_type: Some(elem),
         name: (!name.is_empty()).then(|| name.to_string()),
-        raw_data: Some(t.data.as_ref().clone()),
         ..Default::default()
-    })
+    };
+    if t.desc.dtype == DataType::STRING {
+        let strings = t
+            .string_bytes()
+            .map_err(|e| Error::tr(format!("tensor '{name}': {e}")))?;
+        p.string_data = strings.into_iter().map(<[u8]>::to_vec).collect();
+    } else {
+        p.raw_data = Some(t.data.as_ref().clone());
+    }
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -532,8 +566,29 @@ mod tests {
             data_type: Some(E::String as i32),
             ..Default::default()
         };
+        // A string tensor needs its string_data (strings are DT_STRING tensors now).
         let e = tensor_from_proto(&s, &DataDir::default(), &limits()).unwrap_err();
-        assert!(e.to_string().contains("not supported"), "{e}");
+        assert!(
+            e.to_string().contains("needs 1 values, the model gives 0"),
+            "{e}"
+        );
+        let raw = TensorProto {
+            raw_data: Some(vec![0; 16]),
+            ..s.clone()
+        };
+        let e = tensor_from_proto(&raw, &DataDir::default(), &limits()).unwrap_err();
+        assert!(e.to_string().contains("string_data"), "{e}");
+        let ok = TensorProto {
+            string_data: vec![b"ab".to_vec()],
+            ..s
+        };
+        let t = tensor_from_proto(&ok, &DataDir::default(), &limits()).unwrap();
+        assert_eq!(t.strings().unwrap(), ["ab"]);
+        let back = tensor_to_proto(&t, "s").unwrap();
+        assert_eq!(
+            (back.string_data, back.raw_data),
+            (vec![b"ab".to_vec()], None)
+        );
     }
 
     #[test]

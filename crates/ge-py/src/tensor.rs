@@ -35,6 +35,24 @@ guarded! {
             })
         }
 
+        /// A `DT_STRING` tensor of `strings` (row-major) and `shape`, in GE's layout.
+        #[staticmethod]
+        #[pyo3(signature = (strings, shape, format = None))]
+        fn from_strings(
+            strings: Vec<String>,
+            shape: &Bound<'_, PyAny>,
+            format: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let mut inner = Tensor::from_strings(&strings, shape_from_py(shape)?).py()?;
+            if let Some(f) = format {
+                inner.desc = inner.desc.with_format(format_from_py(f)?);
+            }
+            Ok(TensorData { inner })
+        }
+        /// The elements of a `DT_STRING` tensor, row-major.
+        fn strings(&self) -> PyResult<Vec<String>> {
+            self.inner.strings().py()
+        }
         #[getter]
         fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
             PyBytes::new(py, &self.inner.data)

@@ -129,7 +129,9 @@ def numpy_dtype(dt: DataType) -> np.dtype:
 
 
 def data_type_of(array: np.ndarray) -> DataType:
-    """The GE data type of a numpy array's dtype."""
+    """The GE data type of a numpy array's dtype (str, bytes and object arrays: DT_STRING)."""
+    if array.dtype.kind in "USO":
+        return DataType.DT_STRING
     try:
         return _NP_TO_DT[array.dtype.newbyteorder("=")]  # byte-swapped arrays too
     except KeyError:
@@ -180,11 +182,42 @@ def _values(array: np.ndarray, dt: DataType) -> np.ndarray:
     return array
 
 
+def _text(v: Any) -> str:
+    """One element of a string tensor: str as is, bytes as UTF-8; anything else is refused."""
+    if isinstance(v, (str, np.str_)):
+        return str(v)
+    if isinstance(v, (bytes, np.bytes_)):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"a DT_STRING element must be UTF-8 text, got {v!r}") from None
+    raise TypeError(f"a DT_STRING element must be str or bytes, got {type(v).__name__}")
+
+
+def _is_text(v: Any) -> bool:
+    return isinstance(v, (str, bytes, np.str_, np.bytes_))
+
+
+def _native_strings(array: np.ndarray, format: Format = Format.FORMAT_ND) -> TensorData:
+    """A DT_STRING native tensor (GE's layout) from an array of str or bytes (object arrays of
+    them too); numbers are refused (Cast converts them in a graph)."""
+    if array.dtype.kind not in "USO":
+        raise TypeError(f"DT_STRING has no numpy equivalent of {array.dtype}: a string tensor takes str "
+                        "or bytes data")
+    return TensorData.from_strings([_text(v) for v in array.ravel().tolist()], list(array.shape), int(format))
+
+
 def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> TensorData:
     """A native tensor from anything numpy can turn into an array (the builder's constants)."""
     if isinstance(value, Tensor):
         return value._tensor
+    if isinstance(value, (str, bytes)) and data_type is None:
+        raise TypeError(f"a bare {type(value).__name__} is not a tensor (wrap it in a numpy array)")
     array = np.asarray(value)
+    if array.dtype.kind in "USO" or (data_type is not None and DataType(data_type) == DataType.DT_STRING):
+        if data_type is not None and DataType(data_type) != DataType.DT_STRING:
+            raise TypeError(f"string data cannot make a tensor of {DataType(data_type).name}")
+        return _native_strings(array)
     if array.dtype.name in _BITS_TYPES:  # an ml_dtypes array (bfloat16, float8): its raw bits
         dt, bits = _BITS_TYPES[array.dtype.name]
         if data_type is None or DataType(data_type) == dt:
@@ -300,7 +333,10 @@ class Tensor:
         else:
             dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
             dims = _known(list(shape)) if shape is not None else [0]
-            self._tensor = _native(np.zeros(dims, numpy_dtype(dt)), dt, dims, fmt)
+            if dt == DataType.DT_STRING:  # empty strings
+                self._tensor = _native_strings(np.full(dims, "", dtype=object), fmt)
+            else:
+                self._tensor = _native(np.zeros(dims, numpy_dtype(dt)), dt, dims, fmt)
         # GE's ``Tensor()``: a description of shape [] and no data (held here as zero elements).
         self._no_data = data is None and file_path is None and shape is None
         self._placement = Placement.PLACEMENT_HOST
@@ -393,7 +429,13 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The data as a writable numpy array of its own (the bytes are copied once; bf16 and the
         float8, float4, int4 and int2 types come back as their raw bits, uint16 and uint8, one
-        element a byte; ``.view()`` them as ml_dtypes' types where it is installed)."""
+        element a byte; ``.view()`` them as ml_dtypes' types where it is installed; DT_STRING as
+        an object array of str, as ONNX and onnxruntime give strings)."""
+        if DataType(self._tensor.dtype) == DataType.DT_STRING:
+            values = self._tensor.strings()
+            out = np.empty(len(values), dtype=object)
+            out[:] = values
+            return out.reshape(self._tensor.shape)
         dt = numpy_dtype(DataType(self._tensor.dtype))
         if DataType(self._tensor.dtype) in _SUB_BYTE:  # one bit pattern a byte
             shape = self._tensor.shape
@@ -440,6 +482,14 @@ def _from_data(data: Any, data_type: Optional[DataType], fmt: Format,
     if not isinstance(data, list):
         raise TypeError("data should be List")
     dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
+    text = np.array(data, dtype=object) if dt == DataType.DT_STRING else None
+    if text is not None and text.size and all(_is_text(v) for v in text.ravel()):
+        # Beyond GE: a (nested) list of str, its nesting the shape (other data: GE's error below).
+        array = text
+        if shape is not None:
+            _check_count(array.size, _known(shape), shape, "data")
+            array = array.reshape(shape)
+        return _native_strings(array, fmt)
     if any(isinstance(v, (list, tuple, np.ndarray)) for v in data):
         # Beyond GE: nested lists, whose nesting is their shape.
         nested = np.array(data, dtype=object)

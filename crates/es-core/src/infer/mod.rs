@@ -20,6 +20,7 @@ mod reduce;
 mod sampling;
 mod shape;
 mod source;
+mod string;
 mod transformer;
 pub use collective::REDUCTIONS;
 
@@ -256,6 +257,7 @@ const FAMILIES: &[fn(&str) -> Option<InferFn>] = &[
     control::rule,
     transformer::rule,
     collective::rule,
+    string::rule,
 ];
 
 /// The built-in rule of an operator type, if it has one.

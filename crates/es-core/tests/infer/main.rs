@@ -22,6 +22,7 @@ mod reduce;
 mod sampling;
 mod shape;
 mod source;
+mod string;
 mod transformer;
 
 use common::*;

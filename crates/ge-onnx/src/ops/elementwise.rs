@@ -745,6 +745,9 @@ fn to_dtype(ctx: &NodeCtx<'_>) -> Result<DataType> {
 }
 
 fn cast_to(ctx: &mut NodeCtx<'_>, to: DataType) -> Out {
+    if let Some(y) = super::string::string_cast(ctx, to)? {
+        return one(y);
+    }
     let saturate = ctx.attr_i("saturate", 1)? != 0;
     let round = ctx.attr_s("round_mode", "up")?;
     let x = ctx.input(0)?;

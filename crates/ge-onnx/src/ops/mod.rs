@@ -18,6 +18,7 @@ mod sampling;
 mod shape;
 mod signal;
 mod source;
+mod string;
 mod training;
 mod transformer;
 pub(crate) mod util;
@@ -49,6 +50,7 @@ pub fn builtin() -> &'static Registry {
             image::TABLE,
             source::TABLE,
             signal::TABLE,
+            string::TABLE,
             ngram::TABLE,
         ] {
             util::register_table(&mut r, table);

@@ -418,7 +418,7 @@ fn eye_like(ctx: &mut NodeCtx<'_>) -> Out {
     Ok(vec![Some(ctx.const_of(dt, &v, &[n, m])?)])
 }
 
-/// `value` (tensor), `value_float(s)`, `value_int(s)`; strings and sparse values are refused.
+/// `value` (tensor), `value_float(s)`, `value_int(s)`, `value_string(s)`; sparse values are refused.
 fn constant(ctx: &mut NodeCtx<'_>) -> Out {
     let t = if let Some(t) = ctx.attr_tensor("value")? {
         t
@@ -430,10 +430,11 @@ fn constant(ctx: &mut NodeCtx<'_>) -> Out {
         Tensor::scalar(ctx.attr_i("value_int", 0)?)
     } else if let Some(v) = ctx.attr_ints("value_ints")? {
         Tensor::from_values(&v, vec![v.len() as i64])?
-    } else if ctx.has_attr("value_string") || ctx.has_attr("value_strings") {
-        return Err(Error::unsupported(
-            "string constants (the IR holds numeric tensors only)",
-        ));
+    } else if ctx.has_attr("value_string") {
+        Tensor::from_strings(&[ctx.attr_s("value_string", "")?], vec![])?
+    } else if ctx.has_attr("value_strings") {
+        let v = super::string::attr_strings(ctx, "value_strings")?.unwrap_or_default();
+        Tensor::from_strings(&v, vec![v.len() as i64])?
     } else if ctx.has_attr("sparse_value") {
         return Err(Error::unsupported("sparse constants"));
     } else {

@@ -372,6 +372,9 @@ fn compare(op: Cmp, name: &'static str, a: &Value, b: &Value) -> Result<Value> {
         Cmp::Lt => o == Some(Less),
         Cmp::Le => matches!(o, Some(Less | Equal)),
     };
+    if let Some(r) = super::string::compare_strings(a, b, test) {
+        return r;
+    }
     Ok(Value::Bool(pair!(name, a, b, |x, y| zip2(
         x,
         y,

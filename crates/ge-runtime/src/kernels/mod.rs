@@ -21,6 +21,7 @@ mod reduce;
 mod sampling;
 mod shape;
 mod source;
+mod string;
 mod transformer;
 
 use crate::error::{Error, Result};
@@ -135,6 +136,7 @@ const FAMILIES: &[Kernels] = &[
     transformer::KERNELS,
     collective::KERNELS,
     conv::KERNELS,
+    string::KERNELS,
 ];
 
 /// The kernels, by op type.
@@ -245,11 +247,15 @@ const STRING_OPS: &[&str] = &[
     "Tile",
     "BroadcastTo",
     "Expand",
+    "Equal",
+    "NotEqual",
 ];
 
 /// "not supported: <op> on DT_STRING" where a built-in numeric kernel would see a string input.
 fn check_strings(info: &NodeInfo) -> Result<()> {
-    if STRING_OPS.contains(&info.op()) || LOW_PRECISION_OPS.contains(&info.op()) {
+    let op = info.op();
+    let string_op = string::KERNELS.iter().any(|(ops, _)| ops.contains(&op));
+    if string_op || STRING_OPS.contains(&op) || LOW_PRECISION_OPS.contains(&op) {
         return Ok(());
     }
     match info
