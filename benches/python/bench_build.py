@@ -5,11 +5,14 @@ Builds chains of N blocks ``y = Relu(Add(x, c))`` (2 nodes per block) with
                   shape inference on every call), then ``build_and_reset``;
   * onnx.helper:  ``make_node`` per node, then ``make_graph`` + ``make_model`` (a ModelProto);
   * torch.fx:     ``fx.Graph().call_function`` per node (an ``fx.Graph`` built directly).
-Prints µs per node and the ratios. Usage: ``python benches/python/bench_build.py [N ...]``.
+Prints µs per node, the ratios and how time grows from N=10^4 to N=10^5 blocks. Usage:
+``python benches/python/bench_build.py [N ...] [--peer-max N]`` (default N = 10^3, 10^4, 10^5
+and 10^6; the peers run up to ``--peer-max``, default 10^5).
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import platform
 import sys
@@ -79,7 +82,11 @@ def timed(fn: Callable[[int], None], n: int, repeat: int) -> float:
 
 
 def main(argv: List[str]) -> None:
-    sizes = [int(a) for a in argv] or [10_000, 100_000]
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("sizes", nargs="*", type=int, default=[1000, 10_000, 100_000, 1_000_000])
+    ap.add_argument("--peer-max", type=int, default=100_000,
+                    help="largest N the peers (onnx.helper, torch.fx) run; ge runs every N")
+    args = ap.parse_args(argv)
     peers: Dict[str, Callable[[int], None]] = {"ge": build_ge}
     for name, fn, mod in (("onnx.helper", build_onnx, "onnx"), ("torch.fx", build_fx, "torch")):
         try:
@@ -91,15 +98,26 @@ def main(argv: List[str]) -> None:
 
     print(f"ge-rs {ge.__version__}; Python {platform.python_version()}; {platform.machine()} "
           f"{platform.processor() or ''}".strip())
-    print(f"{'N blocks':>9} {'nodes':>7} " + " ".join(f"{k + ' µs/node':>20}" for k in peers)
+    print(f"{'N blocks':>9} {'nodes':>8} " + " ".join(f"{k + ' µs/node':>20}" for k in peers)
           + " " + " ".join(f"{k + '/ge':>14}" for k in peers if k != "ge"))
-    for n in sizes:
+    per_node: Dict[str, Dict[int, float]] = {k: {} for k in peers}
+    for n in args.sizes:
         repeat = 3 if n <= 10_000 else 1
-        res = {k: timed(fn, n, repeat) for k, fn in peers.items()}
         nodes = 2 * n
-        row = f"{n:>9} {nodes:>7} " + " ".join(f"{res[k] / nodes * 1e6:>20.3f}" for k in peers)
-        ratios: List[Optional[str]] = [f"{res[k] / res['ge']:>14.1f}" for k in peers if k != "ge"]
-        print(row + " " + " ".join(r for r in ratios if r))
+        cells, ratios = [], []
+        for k, fn in peers.items():
+            if k != "ge" and n > args.peer_max:
+                cells.append(f"{'(skipped)':>20}")
+                continue
+            per_node[k][n] = timed(fn, n, repeat) / nodes * 1e6
+            cells.append(f"{per_node[k][n]:>20.3f}")
+            if k != "ge":
+                ratios.append(f"{per_node[k][n] / per_node['ge'][n]:>14.1f}")
+        print(f"{n:>9} {nodes:>8} " + " ".join(cells) + " " + " ".join(ratios), flush=True)
+    print("# time growth N=100000 / N=10000 (10 = linear)")
+    for k, by_n in per_node.items():
+        if 10_000 in by_n and 100_000 in by_n:
+            print(f"#   {k}: {10 * by_n[100_000] / by_n[10_000]:.1f}x")
 
 
 if __name__ == "__main__":

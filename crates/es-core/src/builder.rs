@@ -259,19 +259,56 @@ impl GraphBuilder {
     /// [`GraphBuilder::add_op`] with the prototype already looked up (by [`GraphBuilder::proto`]),
     /// for callers that read it before building the arguments.
     pub fn add_op_with(&mut self, p: &OpProto, args: OpArgs) -> Result<NodeId> {
-        if args.inputs.len() != p.inputs.len() {
+        let OpArgs {
+            inputs,
+            attrs,
+            subgraphs,
+            output_counts,
+            name,
+        } = args;
+        let given = inputs.iter().map(Vec::as_slice);
+        self.add_op_parts(p, given, attrs, subgraphs, output_counts, name)
+    }
+
+    /// [`GraphBuilder::add_op_with`] for a call that gives one tensor per input and nothing
+    /// else (no attributes, subgraphs, output counts or name): the same node and the same
+    /// errors, without building the argument vectors.
+    pub fn add_op_ports(&mut self, p: &OpProto, inputs: &[OutPort]) -> Result<NodeId> {
+        let given: SmallVec<[[Option<OutPort>; 1]; 4]> =
+            inputs.iter().map(|s| [Some(*s)]).collect();
+        self.add_op_parts(
+            p,
+            given.iter().map(|g| &g[..]),
+            AttrMap::new(),
+            Vec::new(),
+            HashMap::new(),
+            None,
+        )
+    }
+
+    fn add_op_parts<'g>(
+        &mut self,
+        p: &OpProto,
+        given_inputs: impl ExactSizeIterator<Item = &'g [Option<OutPort>]>,
+        given_attrs: AttrMap,
+        subgraphs: Vec<Vec<Graph>>,
+        output_counts: HashMap<String, usize>,
+        name: Option<String>,
+    ) -> Result<NodeId> {
+        let n_given = given_inputs.len();
+        if n_given != p.inputs.len() {
             return Err(Error::build(format!(
                 "{}: expected {} inputs ({}), got {}",
                 p.name,
                 p.inputs.len(),
                 p.input_names(),
-                args.inputs.len()
+                n_given
             )));
         }
         // Expand inputs into instances, with their producers' descriptions.
-        let mut slots: Vec<InputSlot> = Vec::with_capacity(args.inputs.len());
+        let mut slots: Vec<InputSlot> = Vec::with_capacity(n_given);
         let mut dyn_len: Vec<(&str, usize)> = Vec::new();
-        for (ir, (def, given)) in p.inputs.iter().zip(&args.inputs).enumerate() {
+        for (ir, (def, given)) in p.inputs.iter().zip(given_inputs).enumerate() {
             match def.kind {
                 IoKind::Required | IoKind::Optional => {
                     if given.len() > 1 {
@@ -319,7 +356,7 @@ impl GraphBuilder {
         };
         // Attributes: check the given ones, fill defaults, compute derived ones.
         let mut attrs = AttrMap::new();
-        for (k, v) in args.attrs {
+        for (k, v) in given_attrs {
             let Some(def) = p.attr(&k) else {
                 return Err(Error::build(format!(
                     "{}: unknown attribute '{k}' (attributes: {})",
@@ -393,7 +430,7 @@ impl GraphBuilder {
             };
             let count = match derived {
                 Some((n, why)) => {
-                    if let Some(&given) = args.output_counts.get(def.name.as_str()) {
+                    if let Some(&given) = output_counts.get(def.name.as_str()) {
                         if given != n {
                             return Err(Error::value(format!(
                                 "{}: {}_num is {given} but {why}",
@@ -403,7 +440,7 @@ impl GraphBuilder {
                     }
                     n
                 }
-                None => *args.output_counts.get(&def.name).ok_or_else(|| {
+                None => *output_counts.get(&def.name).ok_or_else(|| {
                     Error::value(format!(
                         "{}: dynamic output '{}' needs its count ({}_num)",
                         p.name, def.name, def.name
@@ -421,16 +458,16 @@ impl GraphBuilder {
             }
         }
         // Subgraphs.
-        if args.subgraphs.len() > p.subgraphs.len()
+        if subgraphs.len() > p.subgraphs.len()
             || p.subgraphs.iter().enumerate().any(|(i, s)| {
-                s.kind == SubgraphKind::Static && args.subgraphs.get(i).map(Vec::len) != Some(1)
+                s.kind == SubgraphKind::Static && subgraphs.get(i).map(Vec::len) != Some(1)
             })
         {
             return Err(Error::build(format!(
                 "{}: expected subgraphs ({}), got {} groups",
                 p.name,
                 p.subgraph_names(),
-                args.subgraphs.len()
+                subgraphs.len()
             )));
         }
         // Types and inference. On hinted inputs a failure is final only when it stays with
@@ -441,7 +478,7 @@ impl GraphBuilder {
             && slots
                 .iter()
                 .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
-        let (node_name, next_name) = self.node_name(&p.name, args.name)?;
+        let (node_name, next_name) = self.node_name(&p.name, name)?;
         let graph = &self.graph;
         let run = |slots: &[InputSlot]| -> Result<Vec<TensorDesc>> {
             let ctx = InferCtx {
@@ -460,8 +497,7 @@ impl GraphBuilder {
                     .collect(),
                 output_ir: out_names.iter().map(|o| o.1).collect(),
                 bound: bind_types(p, slots)?,
-                subgraph_outputs: args
-                    .subgraphs
+                subgraph_outputs: subgraphs
                     .iter()
                     .flatten()
                     .map(crate::infer::graph_output_descs)
@@ -500,7 +536,7 @@ impl GraphBuilder {
         let sources: SmallVec<[Option<OutPort>; 4]> = slots.iter().map(|s| s.source).collect();
         node.inputs = slots;
         node.outputs = outputs;
-        for (ir, group) in args.subgraphs.into_iter().enumerate() {
+        for (ir, group) in subgraphs.into_iter().enumerate() {
             let def = &p.subgraphs[ir];
             let dynamic = def.kind == SubgraphKind::Dynamic;
             for (k, mut g) in group.into_iter().enumerate() {
@@ -552,7 +588,8 @@ impl GraphBuilder {
                     .clone();
                 // The producer's own attributes stay with it; what a list or optional holds
                 // (crate::infer::sequence) travels with the value.
-                d.attrs.retain(|k, _| crate::infer::sequence::is_content_attr(k));
+                d.attrs
+                    .retain(|k, _| crate::infer::sequence::is_content_attr(k));
                 d
             }
             None => TensorDesc::new(DataType::UNDEFINED, Shape::scalar()),

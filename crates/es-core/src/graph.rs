@@ -302,6 +302,11 @@ impl Graph {
         v.into_iter().map(|p| p.1).collect()
     }
 
+    /// Every node with its id, in arena order (not creation order; see [`Graph::nodes`]).
+    pub fn iter(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
+        self.nodes.iter().map(|(id, n)| (id, &**n))
+    }
+
     pub fn contains(&self, id: NodeId) -> bool {
         self.nodes.contains_key(id)
     }
@@ -345,12 +350,15 @@ impl Graph {
         if node.name.is_empty() {
             return Err(Error::build("a node needs a name"));
         }
-        if self.by_name.contains_key(&node.name) {
-            return Err(Error::build(format!(
-                "graph '{}' already has a node named '{}'",
-                self.name, node.name
-            )));
-        }
+        let slot = match self.by_name.entry(node.name.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                return Err(Error::build(format!(
+                    "graph '{}' already has a node named '{}'",
+                    self.name, node.name
+                )));
+            }
+            std::collections::hash_map::Entry::Vacant(v) => v,
+        };
         for i in &mut node.inputs {
             i.source = None;
             i.consumer_pos = 0;
@@ -362,9 +370,8 @@ impl Graph {
         node.out_control.clear();
         node.seq = self.next_seq;
         self.next_seq += 1;
-        let name = node.name.clone();
         let id = self.nodes.insert(Box::new(node));
-        self.by_name.insert(name, id);
+        slot.insert(id);
         Ok(id)
     }
 
@@ -757,15 +764,17 @@ impl Graph {
     /// Data indexes are 0..n without gaps or repeats, no cycle; recursively for subgraphs.
     pub fn validate(&self) -> Result<()> {
         let reg = crate::ops::global_registry();
-        // The prototype of the previous node's type, reused while the type repeats.
-        let mut last: Option<(&str, Option<&std::sync::Arc<crate::ops::OpProto>>)> = None;
-        for id in self.nodes() {
-            let n = &self.nodes[id];
-            let proto = match last {
-                Some((t, p)) if t == n.op_type.as_str() => p,
-                _ => {
-                    let p = reg.get(n.op_type.as_str());
-                    last = Some((n.op_type.as_str(), p));
+        // Prototypes of the op types seen so far (a graph has few): no registry hashing per node.
+        let mut protos: Vec<(Name, Option<&std::sync::Arc<crate::ops::OpProto>>)> = Vec::new();
+        let mut check = |n: &Node| -> Result<()> {
+            let t = n.op_type.as_str();
+            let proto = match protos.iter().find(|(k, _)| *k == t) {
+                Some(&(_, p)) => p,
+                None => {
+                    let p = reg.get(t);
+                    if protos.len() < 64 {
+                        protos.push((n.op_type.clone(), p));
+                    }
                     p
                 }
             };
@@ -814,6 +823,14 @@ impl Graph {
                 s.graph.validate().map_err(|e| {
                     Error::build(format!("subgraph '{}' of node '{}': {e}", s.name, n.name))
                 })?;
+            }
+            Ok(())
+        };
+        // Arena order (no sort); on a failure, again in creation order, so that the error
+        // reported is the first in creation order.
+        if self.nodes.values().try_for_each(|n| check(n)).is_err() {
+            for id in self.nodes() {
+                check(&self.nodes[id])?;
             }
         }
         if let Some(i) = self.missing_outputs.iter().next() {

@@ -307,13 +307,8 @@ guarded! {
         /// Finishes the graph; the builder and its tensors cannot be used afterwards.
         fn _build_and_reset(&self, py: Python<'_>) -> PyResult<Py<Graph>> {
             let mut st = self.cell.usable("build_and_reset")?;
-            let names = {
-                let g = st.b.graph();
-                g.nodes()
-                    .into_iter()
-                    .filter_map(|id| g.node(id).ok().map(|n| (id, n.name.to_string())))
-                    .collect()
-            };
+            // Names are inline strings (or shared): a copy per node, no allocation.
+            let names = st.b.graph().iter().map(|(id, n)| (id, n.name.clone())).collect();
             let g = st.b.build_and_reset().py()?;
             st.built = true;
             st.built_names = names;
@@ -462,8 +457,8 @@ tensor_holder_methods! {
     fn name(&self) -> PyResult<String> {
         let st = self.cell.lock();
         if st.built {
-            if let Some(n) = st.built_names.get(&self.port.node) {
-                return Ok(n.clone());
+            if let Some(n) = st.built_names.get(self.port.node) {
+                return Ok(n.to_string());
             }
             drop(st);
             return self
@@ -780,15 +775,15 @@ fn is_ge_default(v: &AttrValue, d: &AttrValue) -> bool {
     }
 }
 
-/// The arguments of a plain op call (see `call_op_impl`), or None when the call is not plain.
-fn plain_args(
+/// The input tensors of a plain op call (see `call_op_impl`), or None when the call is not plain.
+fn plain_ports(
     p: &OpProto,
     items: &[Bound<'_, PyAny>],
     cell: &Arc<BuilderCell>,
     attrs: Option<&Bound<'_, PyTuple>>,
     subgraphs: Option<&Bound<'_, PyTuple>>,
     counts: Option<&Bound<'_, PyTuple>>,
-) -> Option<OpArgs> {
+) -> Option<Vec<OutPort>> {
     let empty = |t: Option<&Bound<'_, PyTuple>>| t.is_none_or(|t| t.is_empty());
     if !(empty(attrs) && empty(subgraphs) && empty(counts))
         || items.len() != p.inputs.len()
@@ -798,16 +793,15 @@ fn plain_args(
     {
         return None;
     }
-    let mut op_args = OpArgs::default();
-    op_args.inputs.reserve_exact(items.len());
+    let mut ports = Vec::with_capacity(items.len());
     for item in items {
         let t = item.downcast::<TensorHolder>().ok()?.get();
         if !Arc::ptr_eq(&t.cell, cell) {
             return None;
         }
-        op_args.inputs.push(vec![Some(t.port)]);
+        ports.push(t.port);
     }
-    Some(op_args)
+    Some(ports)
 }
 
 guarded! {
@@ -888,8 +882,8 @@ pub fn call_op_impl(
     // The common call: one tensor of this builder per (static) input, no attributes, no
     // subgraphs, no dynamic outputs. Exactly what the general path below does for it, without
     // its argument grouping; anything else (or an error) takes the general path.
-    if let Some(op_args) = plain_args(p, &items, &cell, attrs, subgraphs, counts) {
-        let node = st.b.add_op_with(p, op_args).py()?;
+    if let Some(ports) = plain_ports(p, &items, &cell, attrs, subgraphs, counts) {
+        let node = st.b.add_op_ports(p, &ports).py()?;
         apply_scopes(&cell, &mut st, node)?;
         drop(st);
         return Ok(new_tensor(py, &cell, &owner, OutPort { node, index: 0 })?.into_any());

@@ -13,7 +13,7 @@ pub struct BuilderState {
     pub built: bool,
     /// The nodes' names when the graph was built: a tensor's `name` still reads after the
     /// build, as in GE.
-    pub built_names: std::collections::HashMap<NodeId, String>,
+    pub built_names: slotmap::SecondaryMap<NodeId, es_core::graph::Name>,
 }
 
 /// Shared by a builder object and every tensor it made.
