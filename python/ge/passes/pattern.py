@@ -49,9 +49,13 @@ class PatternInputs:
     def __getitem__(self, index: slice) -> List[TensorHolder]: ...
 
     def __getitem__(self, index: Union[int, slice]) -> Union[TensorHolder, List[TensorHolder]]:
-        t = self._inputs.get(index) if type(index) is int else None
-        if t is not None:
-            return t
+        if type(index) is int:
+            t = self._inputs.get(index)
+            if t is not None:
+                return t
+            if index >= 0:  # the next inputs, in index order
+                self._ensure(index + 1)
+                return self._inputs[index]
         if isinstance(index, slice):
             if index.step not in (None, 1):
                 raise ValueError("PatternInputs slice step must be 1")
