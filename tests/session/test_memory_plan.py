@@ -66,10 +66,11 @@ def test_plan_memory_before_and_after_the_first_run():
     assert m["input_bytes"] == one
     assert m["const_bytes"] == 0
     assert m["tensors"] == 4 and m["unknown_tensors"] == 0
-    # Four intermediates of 1 MiB, each alive for two steps: two buffers, not four.
+    # Four intermediates of 1 MiB, each written over the one before it (in place, as the
+    # replay runs them): one buffer, not four.
     assert m["naive_bytes"] == 4 * one
-    assert m["live_peak_bytes"] == 2 * one
-    assert m["arena_bytes"] == 2 * one
+    assert m["live_peak_bytes"] == one
+    assert m["arena_bytes"] == one
     assert m["peak_bytes"] == m["arena_bytes"] + m["const_bytes"] + m["input_bytes"]
     assert m["limit_bytes"] == s.options["ge.memoryLimit"]
     largest = m["largest"]
@@ -162,15 +163,16 @@ def test_a_bad_limit_is_the_usual_option_error(value, level):
 def test_a_plan_over_the_limit_is_a_resource_error_naming_its_tensors():
     assert issubclass(ge.ResourceError, ge.GeError)
     assert ge.errors.ResourceError is ge.ResourceError
-    # Peak: 1 MiB of input and two 1 MiB intermediates alive at once; the limit 2.5 MiB.
-    s, x = run_chain({"ge.memoryLimit": str(5 * MIB // 2)})
+    # Peak: 1 MiB of input and one 1 MiB buffer the chain's intermediates are written over
+    # in turn (in place); the limit 1.5 MiB.
+    s, x = run_chain({"ge.memoryLimit": str(3 * MIB // 2)})
     with pytest.raises(ge.ResourceError) as info:
         s.run_graph(1, [x])
     text = str(info.value)
     m = s.plan_memory(1)  # the refused plan stays readable
-    assert m["peak_bytes"] == 3 * MIB
-    assert f"needs {3 * MIB} bytes" in text
-    assert f"memory limit of {5 * MIB // 2} bytes (ge.memoryLimit)" in text
+    assert m["peak_bytes"] == 2 * MIB
+    assert f"needs {2 * MIB} bytes" in text
+    assert f"memory limit of {3 * MIB // 2} bytes (ge.memoryLimit)" in text
     assert "graph 'chain'" in text
     for t in m["largest"][:5]:
         assert f"'{t['name']}' ({t['op']}) DT_FLOAT [256, 1024]: {MIB} bytes" in text

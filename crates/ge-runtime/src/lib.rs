@@ -40,6 +40,7 @@ pub mod om;
 pub mod optimize;
 pub mod options;
 pub mod par;
+pub(crate) mod arena;
 pub mod plan;
 mod rewrite;
 pub mod session;

@@ -150,6 +150,10 @@ pub struct TensorSpec<'a> {
     pub shape: &'a Shape,
     pub first: usize,
     pub last: usize,
+    /// Where it shares another tensor's region (by its index among the specs) at a byte
+    /// offset in it: an element-wise output written over its dying input (offset 0), a
+    /// Concat's input written by its producer straight into its slice of the Concat's output.
+    pub alias: Option<(usize, u64)>,
 }
 
 /// The memory plan of an execution plan.
@@ -171,28 +175,42 @@ pub struct MemoryPlan {
     pub unknown: usize,
 }
 
+/// Per tensor, the tensor owning the region it shares and its byte offset there (following
+/// aliases of aliases; `None` for a tensor in its own region, or for a cycle).
+fn alias_roots(tensors: &[TensorSpec<'_>]) -> Vec<Option<(usize, u64)>> {
+    (0..tensors.len())
+        .map(|k| {
+            let (mut at, mut off) = (tensors[k].alias?, 0u64);
+            for _ in 0..tensors.len() {
+                off = off.saturating_add(at.1);
+                match tensors.get(at.0)?.alias {
+                    Some(next) => at = (next.0, next.1),
+                    None => return Some((at.0, off)),
+                }
+            }
+            None
+        })
+        .collect()
+}
+
 impl MemoryPlan {
     /// Plans `tensors` (the steps' outputs) beside `const_bytes` of constants and `input_bytes`
-    /// of inputs. A static size over one buffer's limit is a [`Error::Resource`].
+    /// of inputs. A static size over one buffer's limit is a [`Error::Resource`]. A tensor that
+    /// shares another's region ([`TensorSpec::alias`]) is placed with it: the region lives
+    /// from the first to the last step of the tensors in it and holds the largest of them.
     pub fn new(tensors: Vec<TensorSpec<'_>>, const_bytes: u64, input_bytes: u64) -> Result<Self> {
         let mut planned = Vec::with_capacity(tensors.len());
-        let mut reqs = Vec::with_capacity(tensors.len());
+        let mut sizes = Vec::with_capacity(tensors.len());
         let mut unknown = 0;
+        let roots = alias_roots(&tensors);
         for t in tensors {
             let bytes = es_core::opmath::byte_size(&t.name, t.dtype, t.shape)
                 .map_err(|e| Error::Resource(format!("{} ({}): {e}", t.name, t.op)))?
                 .map(|b| b as u64);
-            match bytes {
-                Some(b) => reqs.push((
-                    planned.len(),
-                    Request {
-                        bytes: align(b),
-                        first: t.first,
-                        last: t.last,
-                    },
-                )),
-                None => unknown += 1,
+            if bytes.is_none() {
+                unknown += 1;
             }
+            sizes.push(bytes);
             let unknown_rank = t.shape.is_unknown_rank();
             planned.push(TensorPlan {
                 name: t.name,
@@ -210,15 +228,52 @@ impl MemoryPlan {
                 offset: None,
             });
         }
+        // One request per region: a tensor of known size that shares no other's region (or
+        // whose region's owner has no known size), grown by the tensors placed in it.
+        let mut req_of: Vec<Option<usize>> = vec![None; planned.len()];
+        let mut reqs: Vec<(usize, Request)> = Vec::with_capacity(planned.len());
+        let mut naive_bytes = 0u64;
+        for (k, t) in planned.iter().enumerate() {
+            if let Some(b) = sizes[k] {
+                naive_bytes = naive_bytes.saturating_add(align(b));
+                if roots[k].is_none_or(|(r, _)| sizes[r].is_none()) {
+                    req_of[k] = Some(reqs.len());
+                    let (first, last) = (t.first, t.last);
+                    reqs.push((
+                        k,
+                        Request {
+                            bytes: align(b),
+                            first,
+                            last,
+                        },
+                    ));
+                }
+            }
+        }
+        for (k, t) in planned.iter().enumerate() {
+            if let (Some(b), Some((r, off)), None) = (sizes[k], roots[k], req_of[k]) {
+                if let Some(q) = req_of[r] {
+                    let req = &mut reqs[q].1;
+                    req.bytes = req.bytes.max(align(off.saturating_add(b)));
+                    req.first = req.first.min(t.first);
+                    req.last = req.last.max(t.last);
+                }
+            }
+        }
         let rs: Vec<Request> = reqs.iter().map(|(_, r)| *r).collect();
         let (offsets, arena_bytes) = greedy_by_size(&rs);
-        for ((k, _), off) in reqs.iter().zip(offsets) {
-            planned[*k].offset = Some(off);
+        for ((k, _), off) in reqs.iter().zip(&offsets) {
+            planned[*k].offset = Some(*off);
+        }
+        for k in 0..planned.len() {
+            if let (Some(_), Some((r, off)), None) = (sizes[k], roots[k], req_of[k]) {
+                planned[k].offset = req_of[r].map(|q| offsets[q].saturating_add(off));
+            }
         }
         Ok(MemoryPlan {
             tensors: planned,
             arena_bytes,
-            naive_bytes: rs.iter().fold(0u64, |a, r| a.saturating_add(r.bytes)),
+            naive_bytes,
             live_peak_bytes: live_peak(&rs),
             const_bytes,
             input_bytes,
@@ -419,7 +474,57 @@ mod tests {
             shape,
             first: life.0,
             last: life.1,
+            alias: None,
         }
+    }
+
+    #[test]
+    fn aliased_tensors_share_their_region() {
+        let (small, big) = (Shape::new(vec![16]), Shape::new(vec![32]));
+        let f = DataType::FLOAT;
+        let a = spec("a", f, &small, (0, 1));
+        // Written over `a` (in place), and into the second half of `c` (Concat in place).
+        let b = TensorSpec {
+            alias: Some((0, 0)),
+            ..spec("b", f, &small, (1, 2))
+        };
+        let p = TensorSpec {
+            alias: Some((3, 64)),
+            ..spec("p", f, &small, (2, 4))
+        };
+        let c = spec("c", f, &big, (4, 5));
+        let m = MemoryPlan::new(vec![a, b, p, c], 0, 0).unwrap();
+        let off: Vec<Option<u64>> = m.tensors.iter().map(|t| t.offset).collect();
+        // c's region lives from p's first step (2), so it overlaps a's region (to step 2).
+        assert_eq!(off, vec![Some(128), Some(128), Some(64), Some(0)]);
+        assert_eq!(m.arena_bytes, 192);
+        assert_eq!(m.naive_bytes, 64 * 3 + 128);
+        assert_eq!(m.live_peak_bytes, 192);
+        // An alias of an alias adds the offsets; a cycle is placed on its own.
+        let specs = vec![
+            spec("r", f, &big, (0, 3)),
+            TensorSpec {
+                alias: Some((0, 64)),
+                ..spec("s", f, &small, (0, 1))
+            },
+            TensorSpec {
+                alias: Some((1, 0)),
+                ..spec("t", f, &small, (1, 2))
+            },
+            TensorSpec {
+                alias: Some((4, 0)),
+                ..spec("u", f, &small, (0, 3))
+            },
+            TensorSpec {
+                alias: Some((3, 0)),
+                ..spec("v", f, &small, (0, 3))
+            },
+        ];
+        let m = MemoryPlan::new(specs, 0, 0).unwrap();
+        let off: Vec<Option<u64>> = m.tensors.iter().map(|t| t.offset).collect();
+        assert_eq!(&off[..3], &[Some(0), Some(64), Some(64)]);
+        assert!(off[3].is_some() && off[4].is_some() && off[3] != off[4]);
+        assert_eq!(m.arena_bytes, 256);
     }
 
     #[test]

@@ -9,9 +9,21 @@
 //! and, per step, the slots whose last use it is (freed right after it, so buffers live only
 //! as long as they are needed; an output nothing reads, right after its own step), and the
 //! memory plan of those buffers ([`crate::memplan`]: sizes, lifetimes, arena offsets, peak).
+//!
+//! Running: a step whose kernel can write into a given buffer ([`IntoOp`]: element-wise
+//! arithmetic and float functions, Concat) writes into a buffer the plan keeps across runs
+//! ([`crate::arena`]); an element-wise step whose input dies there writes over that input (in
+//! place); a Concat's producers write straight into their slices of its output when the slices
+//! are contiguous (Concat in place); Reshape, Squeeze, Unsqueeze and Flatten of a value that
+//! dies there move it (no copy). The memory plan places those tensors as they run: in their
+//! input's or their Concat's region. Every other step calls its allocating kernel. So after a
+//! first run, a replay of a graph of such steps allocates only what it returns (the outputs'
+//! buffers and the vector holding them). Results are those of the allocating kernels, bit for
+//! bit ([`Plan::execute_reference`] runs every step through them, for comparison).
 
+use crate::arena::{self, Pool, Workspace};
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel, NodeInfo};
+use crate::kernels::{self, IntoOp, Kernel, NodeInfo};
 use crate::memplan::{MemoryPlan, TensorSpec};
 pub use crate::value::{signature, signature_text, InputSignature, Signature};
 use crate::value::{supported_dtype, Value};
@@ -19,6 +31,7 @@ use es_core::graph::is_data_op;
 use es_core::{DataType, Graph, NodeId, OutPort, Shape};
 use pass_bridge::{PassRegistry, PassStage, PassStats, RunOptions};
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -127,10 +140,67 @@ struct Step {
     name: String,
     op: String,
     kernel: Kernel,
+    exec: Exec,
     inputs: Vec<Option<Src>>,
     outputs: Vec<usize>,
     /// Slots whose last reader is this step.
     free: Vec<usize>,
+}
+
+/// How a step runs besides its allocating kernel.
+enum Exec {
+    /// Its allocating kernel.
+    Kernel,
+    /// Its into-kernel, in a reused buffer (its allocating kernel where the into-kernel does
+    /// not take the inputs of a run).
+    Into(Box<IntoStep>),
+    /// A Reshape, Squeeze, Unsqueeze or Flatten whose input (a step's output) dies here: the
+    /// value moved and given the output's `dims`, no copy (its kernel where the value is not in
+    /// standard layout).
+    Move(Vec<usize>),
+}
+
+struct IntoStep {
+    op: IntoOp,
+    dtype: DataType,
+    dims: Vec<usize>,
+    /// The input written over (in place): its index among the step's inputs and its slot.
+    alias: Option<(usize, usize)>,
+    /// For a producer of a Concat in place: that Concat's step, and the elements of its output
+    /// this step writes.
+    place: Option<(usize, Range<usize>)>,
+}
+
+/// Reshape-like ops whose kernel only gives its input the output's shape.
+const MOVE_OPS: &[&str] = &["Reshape", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims"];
+
+/// The dtypes of the reused buffers ([`arena::fit`]).
+fn bufferable(dt: DataType) -> bool {
+    use DataType as D;
+    matches!(
+        dt,
+        D::FLOAT
+            | D::DOUBLE
+            | D::FLOAT16
+            | D::BF16
+            | D::INT8
+            | D::INT16
+            | D::INT32
+            | D::INT64
+            | D::UINT8
+            | D::UINT16
+            | D::UINT32
+            | D::UINT64
+            | D::BOOL
+    )
+}
+
+/// The dims of a static description (None with an unknown dim or rank).
+fn static_dims(d: &es_core::TensorDesc) -> Option<Vec<usize>> {
+    if d.shape.is_unknown_rank() {
+        return None;
+    }
+    crate::value::usize_dims(d.shape.dims())
 }
 
 /// An execution plan for one signature. Immutable: runs from several threads share it.
@@ -146,6 +216,12 @@ pub struct Plan {
     signature: Signature,
     report: CompileReport,
     memory: MemoryPlan,
+    /// The buffer id of each slot whose value an into-step makes (see [`crate::arena`]).
+    slot_buf: Vec<Option<usize>>,
+    /// Each buffer's capacity in elements: the most any of its tensors holds.
+    buf_cap: Vec<usize>,
+    /// The workspaces of finished runs.
+    pool: Pool,
 }
 
 impl std::fmt::Debug for Plan {
@@ -265,7 +341,8 @@ impl kernels::Subplan for Plan {
 
 pub(crate) fn check_input_dtypes(sig: &Signature) -> Result<()> {
     for s in sig {
-        if !supported_dtype(s.dtype) {
+        // DT_VARIANT: a list or optional (crate::value::Variant).
+        if !supported_dtype(s.dtype) && s.dtype != es_core::DataType::VARIANT {
             return Err(Error::unsupported(format!(
                 "input dtype {} on the CPU backend",
                 s.dtype
@@ -453,6 +530,30 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
         };
         let mut kernel = factory(&info).map_err(|e| e.at(&n.name, &n.op_type))?;
         let fusion = fusions.get(&id);
+        let out_static = match n.outputs.as_slice() {
+            [o] if bufferable(o.desc.dtype) => static_dims(&o.desc).map(|d| (o.desc.dtype, d)),
+            _ => None,
+        };
+        let exec = match out_static {
+            Some((dtype, dims)) if fusion.is_none() => {
+                match IntoOp::of(&info, &dims).map_err(|e| e.at(&n.name, &n.op_type))? {
+                    Some(op) => Exec::Into(Box::new(IntoStep {
+                        op,
+                        dtype,
+                        dims,
+                        alias: None,
+                        place: None,
+                    })),
+                    None if MOVE_OPS.contains(&n.op_type.as_str())
+                        && !kernels::is_custom(&n.op_type) =>
+                    {
+                        Exec::Move(dims)
+                    }
+                    None => Exec::Kernel,
+                }
+            }
+            _ => Exec::Kernel,
+        };
         if let Some(f) = fusion {
             let act_node = f.act.map(|a| g.node(a)).transpose()?;
             let act_info = act_node.map(|a| NodeInfo {
@@ -500,6 +601,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             name: n.name.to_string(),
             op: n.op_type.to_string(),
             kernel,
+            exec,
             inputs: in_src,
             outputs: outs,
             free: Vec::new(),
@@ -539,12 +641,41 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             last.remove(k);
         }
     }
+    for (&k, &i) in &last {
+        steps[i].free.push(k);
+    }
+    let producer = place_and_alias(&mut steps, &produced, &last, &outputs, slots);
+    let (slot_buf, buf_cap) = assign_buffers(&steps, slots);
+    // Per slot, its spec's index (a step's output) and the region it shares.
+    let mut spec_of = vec![None; slots];
+    for (x, &(k, _, _, _)) in produced.iter().enumerate() {
+        spec_of[k] = Some(x);
+    }
+    let shares = |k: usize| -> Option<(usize, u64)> {
+        let s = match &steps[producer[k]?].exec {
+            Exec::Into(s) => s,
+            _ => return None,
+        };
+        if let Some((c, r)) = &s.place {
+            let size = s.dtype.size().unwrap_or(1) as u64;
+            return Some((spec_of[steps[*c].outputs[0]]?, r.start as u64 * size));
+        }
+        s.alias.and_then(|(_, a)| Some((spec_of[a]?, 0)))
+    };
+    let moved = |k: usize| -> Option<(usize, u64)> {
+        let st = &steps[producer[k]?];
+        match (&st.exec, st.inputs.first()) {
+            (Exec::Move(_), Some(Some(Src::Slot(a)))) => Some((spec_of[*a]?, 0)),
+            _ => None,
+        }
+    };
     let end = steps.len().saturating_sub(1);
     let mut specs = Vec::with_capacity(produced.len());
     for &(k, i, a, id) in &produced {
         let n = g.node(id)?;
         let desc = &n.outputs[a].desc;
         specs.push(TensorSpec {
+            alias: shares(k).or_else(|| moved(k)),
             name: if a == 0 {
                 n.name.to_string()
             } else {
@@ -556,9 +687,6 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             first: i,
             last: last.get(&k).copied().unwrap_or(end),
         });
-    }
-    for (k, i) in last {
-        steps[i].free.push(k);
     }
     let const_bytes = consts.iter().fold(0u64, |a, v| {
         a.saturating_add((v.len() as u64).saturating_mul(v.dtype().size().unwrap_or(1) as u64))
@@ -578,7 +706,176 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
         signature,
         report: CompileReport::default(),
         memory,
+        slot_buf,
+        buf_cap,
+        pool: Pool::default(),
     })
+}
+
+/// Decides, once the slots' last readers are known (`last`, graph outputs left out), which
+/// Concat inputs their producers write in place, which element-wise steps write over their
+/// dying input, and which moves stay moves (the others become kernel calls). Returns each
+/// slot's producing step.
+fn place_and_alias(
+    steps: &mut [Step],
+    produced: &[(usize, usize, usize, NodeId)],
+    last: &FxHashMap<usize, usize>,
+    outputs: &[Src],
+    slots: usize,
+) -> Vec<Option<usize>> {
+    let mut producer = vec![None; slots];
+    for &(k, i, _, _) in produced {
+        producer[k] = Some(i);
+    }
+    let mut readers = vec![0usize; slots];
+    for s in steps.iter() {
+        for src in s.inputs.iter().flatten() {
+            if let Src::Slot(k) = src {
+                readers[*k] += 1;
+            }
+        }
+    }
+    let mut is_output = vec![false; slots];
+    for o in outputs {
+        if let Src::Slot(k) = o {
+            is_output[*k] = true;
+        }
+    }
+    // Concat in place: a producer whose output only this Concat reads writes its slice.
+    let mut places = Vec::new();
+    for (c, st) in steps.iter().enumerate() {
+        let Exec::Into(cs) = &st.exec else { continue };
+        let Some(cc) = cs.op.concat().filter(|cc| cc.contiguous(&cs.dims)) else {
+            continue;
+        };
+        for (i, j) in cc.data().enumerate() {
+            let Some(Some(Src::Slot(k))) = st.inputs.get(j) else {
+                continue;
+            };
+            if readers[*k] != 1 || is_output[*k] {
+                continue;
+            }
+            let Some(p) = producer[*k] else { continue };
+            if matches!(&steps[p].exec, Exec::Into(ps) if ps.op.placeable() && ps.dtype == cs.dtype)
+            {
+                places.push((p, c, cc.range(i, &cs.dims)));
+            }
+        }
+    }
+    for (p, c, r) in places {
+        if let Exec::Into(ps) = &mut steps[p].exec {
+            ps.place = Some((c, r));
+        }
+    }
+    let placed = |steps: &[Step], k: usize| {
+        producer[k].is_some_and(|p| matches!(&steps[p].exec, Exec::Into(s) if s.place.is_some()))
+    };
+    // Where an input (a step's output, not a graph output, read once here) dies at its step.
+    let dying = |steps: &[Step], i: usize, k: usize| {
+        producer[k].is_some()
+            && last.get(&k) == Some(&i)
+            && !is_output[k]
+            && !placed(steps, k)
+            && steps[i]
+                .inputs
+                .iter()
+                .filter(|s| matches!(s, Some(Src::Slot(x)) if *x == k))
+                .count()
+                == 1
+    };
+    for i in 0..steps.len() {
+        let into =
+            matches!(&steps[i].exec, Exec::Into(s) if s.op.elementwise() && s.place.is_none());
+        if into {
+            let alias = steps[i]
+                .inputs
+                .iter()
+                .enumerate()
+                .find_map(|(j, src)| match src {
+                    Some(Src::Slot(k)) if dying(steps, i, *k) => Some((j, *k)),
+                    _ => None,
+                });
+            if let Exec::Into(s) = &mut steps[i].exec {
+                s.alias = alias;
+            }
+        } else if matches!(steps[i].exec, Exec::Move(_)) {
+            let moves =
+                matches!(steps[i].inputs.first(), Some(Some(Src::Slot(k))) if dying(steps, i, *k));
+            if !moves {
+                steps[i].exec = Exec::Kernel;
+            }
+        }
+    }
+    producer
+}
+
+/// Buffer ids for the slots into-steps make: one id per set of tensors whose lifetimes do not
+/// overlap (of one dtype, the best fitting free one first); an in-place output or a move keeps
+/// its input's id, a Concat's output gets its id at its first producer writing in place.
+/// Values made by allocating kernels get none (their buffers are the kernels').
+fn assign_buffers(steps: &[Step], slots: usize) -> (Vec<Option<usize>>, Vec<usize>) {
+    let mut slot_buf: Vec<Option<usize>> = vec![None; slots];
+    let mut bufs: Vec<(DataType, usize)> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut donated = vec![false; slots];
+    let mut pick = |dt: DataType, n: usize, free: &mut Vec<usize>| -> usize {
+        let same = free.iter().enumerate().filter(|(_, &b)| bufs[b].0 == dt);
+        let fit = same
+            .clone()
+            .filter(|(_, &b)| bufs[b].1 >= n)
+            .min_by_key(|(_, &b)| bufs[b].1);
+        let chosen = fit.or_else(|| same.max_by_key(|(_, &b)| bufs[b].1));
+        match chosen.map(|(x, &b)| (x, b)) {
+            Some((x, b)) => {
+                free.swap_remove(x);
+                bufs[b].1 = bufs[b].1.max(n);
+                b
+            }
+            None => {
+                bufs.push((dt, n));
+                bufs.len() - 1
+            }
+        }
+    };
+    for st in steps {
+        match &st.exec {
+            Exec::Into(s) => {
+                let n: usize = s.dims.iter().product();
+                match (&s.alias, &s.place) {
+                    (Some((_, k)), _) => {
+                        slot_buf[st.outputs[0]] = slot_buf[*k];
+                        donated[*k] = true;
+                    }
+                    (None, Some((c, _))) => {
+                        let co = steps[*c].outputs[0];
+                        if let (None, Exec::Into(cs)) = (slot_buf[co], &steps[*c].exec) {
+                            let cn = cs.dims.iter().product();
+                            slot_buf[co] = Some(pick(cs.dtype, cn, &mut free));
+                        }
+                    }
+                    (None, None) => {
+                        if slot_buf[st.outputs[0]].is_none() {
+                            slot_buf[st.outputs[0]] = Some(pick(s.dtype, n, &mut free));
+                        }
+                    }
+                }
+            }
+            Exec::Move(_) => {
+                if let Some(Some(Src::Slot(k))) = st.inputs.first() {
+                    slot_buf[st.outputs[0]] = slot_buf[*k];
+                    donated[*k] = true;
+                }
+            }
+            Exec::Kernel => {}
+        }
+        for &k in &st.free {
+            if let (false, Some(b)) = (donated[k], slot_buf[k]) {
+                free.push(b);
+            }
+        }
+    }
+    let caps = bufs.into_iter().map(|(_, n)| n).collect();
+    (slot_buf, caps)
 }
 
 /// An error unless a run gave the `want` inputs its plan takes (`got`).
@@ -610,56 +907,242 @@ impl Plan {
         self.steps.is_empty()
     }
 
-    /// Runs the plan on inputs of its signature.
+    /// Runs the plan on inputs of its signature: in a workspace of the plan's pool (buffers
+    /// reused from earlier runs, see [`crate::arena`]).
     pub fn execute(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.run(inputs, true, None)
+    }
+
+    /// Runs every step through its allocating kernel in fresh slots (no buffer reused, nothing
+    /// in place): the path [`Plan::execute`] gives the same results as, bit for bit.
+    pub fn execute_reference(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.run(inputs, false, None)
+    }
+
+    /// [`Plan::execute`], also giving the address of each step's first output's elements (0
+    /// where it has none): which steps wrote in place, and where.
+    #[doc(hidden)]
+    pub fn execute_traced(&self, inputs: Vec<Value>) -> Result<(Vec<Value>, Vec<usize>)> {
+        let mut trace = Vec::with_capacity(self.steps.len());
+        let outs = self.run(inputs, true, Some(&mut trace))?;
+        Ok((outs, trace))
+    }
+
+    /// The names and op types of the steps, in run order.
+    #[doc(hidden)]
+    pub fn step_names(&self) -> Vec<(String, String)> {
+        self.steps
+            .iter()
+            .map(|s| (s.name.clone(), s.op.clone()))
+            .collect()
+    }
+
+    /// Drops the buffers kept for later runs.
+    pub fn release_buffers(&self) {
+        self.pool.clear();
+    }
+
+    fn run(
+        &self,
+        inputs: Vec<Value>,
+        reuse: bool,
+        mut trace: Option<&mut Vec<usize>>,
+    ) -> Result<Vec<Value>> {
         check_input_count(self.inputs.len(), inputs.len())?;
-        let mut slots: Vec<Option<Value>> = Vec::with_capacity(self.slots);
-        slots.resize_with(self.slots, || None);
+        let mut ws = if reuse {
+            self.pool.take(self.slots, self.buf_cap.len())
+        } else {
+            let mut w = Workspace::default();
+            w.slots.resize_with(self.slots, || None);
+            w
+        };
         for (v, s) in inputs.into_iter().zip(&self.inputs) {
             if let Some(k) = s {
-                slots[*k] = Some(v);
+                ws.slots[*k] = Some(v);
             }
         }
         for step in &self.steps {
-            let outs = {
-                // On the stack for up to 4 inputs: no allocation per step.
-                let args: smallvec::SmallVec<[Option<&Value>; 4]> = step
-                    .inputs
-                    .iter()
-                    .map(|s| match s {
-                        None => None,
-                        Some(Src::Const(c)) => Some(&self.consts[*c]),
-                        Some(Src::Slot(k)) => slots[*k].as_ref(),
-                    })
-                    .collect();
-                (step.kernel)(&args).map_err(|e| e.at(&step.name, &step.op))?
-            };
-            if outs.len() != step.outputs.len() {
-                return Err(Error::Execution {
-                    node: step.name.clone(),
-                    op: step.op.clone(),
-                    message: format!(
-                        "the kernel made {} outputs, the node has {}",
-                        outs.len(),
-                        step.outputs.len()
-                    ),
-                });
+            let done = reuse
+                && match &step.exec {
+                    Exec::Kernel => false,
+                    Exec::Into(s) => self.run_into(step, s, &mut ws)?,
+                    Exec::Move(dims) => Self::run_move(step, dims, &mut ws)?,
+                };
+            if !done {
+                self.run_kernel(step, &mut ws)?;
             }
-            for (v, &k) in outs.into_iter().zip(&step.outputs) {
-                slots[k] = Some(v);
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(self.out_address(step, &ws));
             }
             for &k in &step.free {
-                slots[k] = None;
+                ws.release(k, if reuse { self.slot_buf[k] } else { None });
             }
         }
-        self.outputs
+        let mut outs = Vec::with_capacity(self.outputs.len());
+        for (i, s) in self.outputs.iter().enumerate() {
+            outs.push(match s {
+                Src::Const(c) => self.consts[*c].clone(),
+                Src::Slot(k) => {
+                    // The last output of a slot takes its value; an earlier one copies it.
+                    let again = self.outputs[i + 1..]
+                        .iter()
+                        .any(|o| matches!(o, Src::Slot(x) if x == k));
+                    let v = if again {
+                        ws.slots[*k].clone()
+                    } else {
+                        ws.slots[*k].take()
+                    };
+                    v.ok_or_else(|| Error::Compile("a graph output was not computed".into()))?
+                }
+            });
+        }
+        if reuse {
+            for k in 0..self.slots {
+                ws.release(k, self.slot_buf[k]);
+            }
+            self.pool.give(ws);
+        }
+        Ok(outs)
+    }
+
+    /// The step's arguments: its inputs' values (None: unconnected, or moved away).
+    fn args<'a>(
+        &'a self,
+        step: &Step,
+        slots: &'a [Option<Value>],
+    ) -> smallvec::SmallVec<[Option<&'a Value>; 4]> {
+        // On the stack for up to 4 inputs: no allocation per step.
+        step.inputs
             .iter()
             .map(|s| match s {
-                Src::Const(c) => Ok(self.consts[*c].clone()),
-                Src::Slot(k) => slots[*k]
-                    .clone()
-                    .ok_or_else(|| Error::Compile("a graph output was not computed".into())),
+                None => None,
+                Some(Src::Const(c)) => Some(&self.consts[*c]),
+                Some(Src::Slot(k)) => slots[*k].as_ref(),
             })
             .collect()
+    }
+
+    fn run_kernel(&self, step: &Step, ws: &mut Workspace) -> Result<()> {
+        let outs = {
+            let args = self.args(step, &ws.slots);
+            (step.kernel)(&args).map_err(|e| e.at(&step.name, &step.op))?
+        };
+        if outs.len() != step.outputs.len() {
+            return Err(Error::Execution {
+                node: step.name.clone(),
+                op: step.op.clone(),
+                message: format!(
+                    "the kernel made {} outputs, the node has {}",
+                    outs.len(),
+                    step.outputs.len()
+                ),
+            });
+        }
+        for (v, &k) in outs.into_iter().zip(&step.outputs) {
+            ws.slots[k] = Some(v);
+        }
+        Ok(())
+    }
+
+    /// The buffer of `slot`'s id (parked by an earlier step or run) made into a value of
+    /// `dtype` and `dims`.
+    fn buffer(
+        &self,
+        ws: &mut Workspace,
+        slot: usize,
+        dtype: DataType,
+        dims: &[usize],
+    ) -> Result<Value> {
+        match self.slot_buf[slot] {
+            Some(b) => arena::fit(ws.bufs[b].take(), dtype, dims, self.buf_cap[b]),
+            None => arena::fit(None, dtype, dims, 0),
+        }
+    }
+
+    /// Runs an into-step; false where its into-kernel does not take this run's inputs.
+    fn run_into(&self, step: &Step, s: &IntoStep, ws: &mut Workspace) -> Result<bool> {
+        if !s.op.accepts(&self.args(step, &ws.slots), s.dtype, &s.dims) {
+            return Ok(false);
+        }
+        let at = |e: Error| e.at(&step.name, &step.op);
+        // Where it writes: its Concat's buffer, its input's (in place), or its own.
+        let (slot, mut out, range, alias) = match &s.place {
+            Some((c, range)) => {
+                let (cs, co) = (&self.steps[*c], self.steps[*c].outputs[0]);
+                let Exec::Into(cx) = &cs.exec else {
+                    return Ok(false);
+                };
+                let v = match ws.slots[co].take() {
+                    Some(v) => v,
+                    None => self.buffer(ws, co, cx.dtype, &cx.dims).map_err(at)?,
+                };
+                (co, v, range.clone(), None)
+            }
+            None => {
+                let o = step.outputs[0];
+                let n = s.dims.iter().product();
+                let alias = s.alias.filter(|&(_, k)| {
+                    ws.slots[k]
+                        .as_ref()
+                        .is_some_and(|v| arena::writable(v, s.dtype, &s.dims))
+                });
+                let v = match (alias, ws.slots[o].take()) {
+                    (Some((_, k)), _) => ws.slots[k].take(),
+                    (None, Some(v)) => Some(v),
+                    (None, None) => Some(self.buffer(ws, o, s.dtype, &s.dims).map_err(at)?),
+                };
+                let v = v.ok_or_else(|| at(Error::kernel("the in-place input is missing")))?;
+                (o, v, 0..n, alias.map(|a| a.0))
+            }
+        };
+        let r = s.op.run(
+            &self.args(step, &ws.slots),
+            kernels::Dest {
+                out: &mut out,
+                range,
+                dims: &s.dims,
+                alias,
+            },
+        );
+        ws.slots[slot] = Some(out);
+        r.map_err(at)?;
+        Ok(true)
+    }
+
+    /// Moves a reshaped value; false (the value left where it was) where it cannot.
+    fn run_move(step: &Step, dims: &[usize], ws: &mut Workspace) -> Result<bool> {
+        let Some(Some(Src::Slot(k))) = step.inputs.first() else {
+            return Ok(false);
+        };
+        let Some(v) = ws.slots[*k].take() else {
+            return Ok(false);
+        };
+        match arena::reshaped(v, dims) {
+            Ok(v) => {
+                ws.slots[step.outputs[0]] = Some(v.map_err(|e| e.at(&step.name, &step.op))?);
+                Ok(true)
+            }
+            Err(v) => {
+                ws.slots[*k] = Some(v);
+                Ok(false)
+            }
+        }
+    }
+
+    /// The address of the elements a step wrote (its first output's; for a producer of a
+    /// Concat in place, its slice of the Concat's buffer).
+    fn out_address(&self, step: &Step, ws: &Workspace) -> usize {
+        if let Exec::Into(s) = &step.exec {
+            if let (Some((c, r)), None) = (&s.place, &ws.slots[step.outputs[0]]) {
+                let base = ws.slots[self.steps[*c].outputs[0]]
+                    .as_ref()
+                    .map_or(0, arena::address);
+                return base + r.start * s.dtype.size().unwrap_or(1);
+            }
+        }
+        step.outputs
+            .first()
+            .and_then(|&o| ws.slots[o].as_ref())
+            .map_or(0, arena::address)
     }
 }

@@ -237,56 +237,108 @@ enum Bin {
     DivNoNan,
 }
 
-fn arith<T: Arith>(op: Bin, a: &ArrayD<T>, b: &ArrayD<T>) -> Result<ArrayD<T>> {
-    let checked = |f: fn(T, T) -> Option<T>| -> Result<ArrayD<T>> {
+/// `$zip` with `$f` bound to the element function of op `$op` on `$t`, or, for the integer
+/// divisions that can fail, `$checked` with `$g` bound to the fallible one: what the
+/// allocating kernel and the into-kernel ([`into`]) both compute.
+macro_rules! with_bin {
+    ($op:expr, $t:ty, $f:ident => $zip:expr, $g:ident => $checked:expr) => {
+        match $op {
+            Bin::Add => {
+                let $f = <$t>::add;
+                $zip
+            }
+            Bin::Sub => {
+                let $f = <$t>::sub;
+                $zip
+            }
+            Bin::Mul => {
+                let $f = <$t>::mul;
+                $zip
+            }
+            Bin::Pow => {
+                let $f = <$t>::pow;
+                $zip
+            }
+            Bin::Div => {
+                let $g: fn($t, $t) -> Option<$t> = <$t>::div;
+                $checked
+            }
+            Bin::FloorDiv => {
+                let $g: fn($t, $t) -> Option<$t> = <$t>::floor_div;
+                $checked
+            }
+            Bin::FloorMod => {
+                let $g: fn($t, $t) -> Option<$t> = <$t>::floor_mod;
+                $checked
+            }
+            Bin::Mod => {
+                let $g: fn($t, $t) -> Option<$t> = <$t>::trunc_mod;
+                $checked
+            }
+            // NaN wins, as in numpy (`partial_cmp` of NaN with itself is None).
+            Bin::Maximum => {
+                let $f = |x: $t, y: $t| {
+                    if x >= y || x.partial_cmp(&x).is_none() {
+                        x
+                    } else {
+                        y
+                    }
+                };
+                $zip
+            }
+            Bin::Minimum => {
+                let $f = |x: $t, y: $t| {
+                    if x <= y || x.partial_cmp(&x).is_none() {
+                        x
+                    } else {
+                        y
+                    }
+                };
+                $zip
+            }
+            Bin::SquaredDifference => {
+                let $f = |x: $t, y: $t| {
+                    let d = x.sub(y);
+                    d.mul(d)
+                };
+                $zip
+            }
+            Bin::DivNoNan => {
+                let $f = |x: $t, y: $t| {
+                    if y == <$t>::zero() {
+                        <$t>::zero()
+                    } else {
+                        x.div(y).unwrap_or_else(<$t>::zero)
+                    }
+                };
+                $zip
+            }
+        }
+    };
+}
+
+/// `$run` with `$h` bound to the fallible element function `$g` on `$t` made total (zero where
+/// it returns None), then the error of an integer division by zero if it returned None.
+macro_rules! checked_pairs {
+    ($g:expr, $t:ty, |$h:ident| $run:expr) => {{
         let failed = std::sync::atomic::AtomicBool::new(false);
-        let out = zip2(a, b, |x, y| {
-            f(x, y).unwrap_or_else(|| {
+        let g = $g;
+        let $h = |x: $t, y: $t| {
+            g(x, y).unwrap_or_else(|| {
                 failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                T::zero()
+                <$t>::zero()
             })
-        })?;
+        };
+        let out = $run?;
         if failed.into_inner() {
             return Err(Error::kernel("integer division by zero"));
         }
         Ok(out)
-    };
-    match op {
-        Bin::Add => zip2(a, b, T::add),
-        Bin::Sub => zip2(a, b, T::sub),
-        Bin::Mul => zip2(a, b, T::mul),
-        Bin::Div => checked(T::div),
-        Bin::FloorDiv => checked(T::floor_div),
-        Bin::FloorMod => checked(T::floor_mod),
-        Bin::Mod => checked(T::trunc_mod),
-        Bin::Pow => zip2(a, b, T::pow),
-        // NaN wins, as in numpy (`partial_cmp` of NaN with itself is None).
-        Bin::Maximum => zip2(a, b, |x, y| {
-            if x >= y || x.partial_cmp(&x).is_none() {
-                x
-            } else {
-                y
-            }
-        }),
-        Bin::Minimum => zip2(a, b, |x, y| {
-            if x <= y || x.partial_cmp(&x).is_none() {
-                x
-            } else {
-                y
-            }
-        }),
-        Bin::SquaredDifference => zip2(a, b, |x, y| {
-            let d = x.sub(y);
-            d.mul(d)
-        }),
-        Bin::DivNoNan => zip2(a, b, |x, y| {
-            if y == T::zero() {
-                T::zero()
-            } else {
-                x.div(y).unwrap_or_else(T::zero)
-            }
-        }),
-    }
+    }};
+}
+
+fn arith<T: Arith>(op: Bin, a: &ArrayD<T>, b: &ArrayD<T>) -> Result<ArrayD<T>> {
+    with_bin!(op, T, f => zip2(a, b, f), g => checked_pairs!(g, T, |h| zip2(a, b, h)))
 }
 
 /// `a + b` with broadcasting (numpy's rules for every dtype).
@@ -1160,6 +1212,9 @@ pub(super) const KERNELS: Kernels = &[
     (&["LeftShift", "RightShift"], bitwise::shift_factory),
     (&["Bitcast"], bitwise::bitcast_factory),
 ];
+
+mod into;
+pub(crate) use into::{broadcasts, zip_into, ArithInto, UnaryInto};
 
 #[cfg(test)]
 mod tests {

@@ -7,13 +7,16 @@
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
 use super::common::{alloc_array, broadcast_shape, numel, to_owned_std, zip2};
-use super::{input, Kernel, Kernels, NodeInfo};
+use super::{input, Dest, Kernel, Kernels, NodeInfo};
+use crate::arena::ElemArray;
 use crate::error::{Error, Result};
 use crate::par;
 use crate::value::Value;
+use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::LinalgScalar;
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, Ix3, IxDyn};
+use std::ops::Range;
 
 mod determinant;
 mod einsum;
@@ -181,6 +184,45 @@ fn thin<T: LinalgScalar + Send + Sync>(
     true
 }
 
+/// `x` with its last two dims swapped where `tr`.
+fn transposed<T>(x: &ArrayD<T>, tr: bool) -> ndarray::ArrayViewD<'_, T> {
+    let mut v = x.view();
+    if tr {
+        let r = v.ndim();
+        v.swap_axes(r - 2, r - 1);
+    }
+    v
+}
+
+/// The operands of `a @ b` (`ta`/`tb`: transposed) as two matrices where `b` has no batch
+/// dims (a Linear layer, a 2-D product): a's batch dims fold into its rows, so one product
+/// runs on views without copying either operand (b may be a transposed view: the GEMM takes
+/// strides). None otherwise. Ranks must be at least 2 and the inner dims agree.
+fn as_2d<'a, T>(
+    a: &'a ArrayD<T>,
+    b: &'a ArrayD<T>,
+    ta: bool,
+    tb: bool,
+) -> Result<Option<(ArrayView2<'a, T>, ArrayView2<'a, T>)>> {
+    let (ra, rb) = (a.ndim(), b.ndim());
+    if rb != 2 || !(ra == 2 || (!ta && a.is_standard_layout())) {
+        return Ok(None);
+    }
+    let (av, bv) = (transposed(a, ta), transposed(b, tb));
+    let k = av.shape()[ra - 1];
+    let rows: usize = av.shape()[..ra - 1].iter().product();
+    let bad = |e: ndarray::ShapeError| Error::kernel(e.to_string());
+    let a2 = if ra == 2 {
+        av.into_dimensionality::<ndarray::Ix2>().map_err(bad)?
+    } else {
+        av.into_shape_with_order((rows, k)).map_err(bad)?
+    };
+    Ok(Some((
+        a2,
+        bv.into_dimensionality::<ndarray::Ix2>().map_err(bad)?,
+    )))
+}
+
 /// `a @ b` over the last two dims, batch dims broadcast; `ta`/`tb` transpose the operands'
 /// last two dims first.
 pub(super) fn batched<T: LinalgScalar + Send + Sync>(
@@ -196,15 +238,7 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
             b.shape()
         )));
     }
-    fn t<T>(x: &ArrayD<T>, tr: bool) -> ndarray::ArrayViewD<'_, T> {
-        let mut v = x.view();
-        if tr {
-            let r = v.ndim();
-            v.swap_axes(r - 2, r - 1);
-        }
-        v
-    }
-    let (av, bv) = (t(a, ta), t(b, tb));
+    let (av, bv) = (transposed(a, ta), transposed(b, tb));
     let (ra, rb) = (av.ndim(), bv.ndim());
     let (m, k) = (av.shape()[ra - 2], av.shape()[ra - 1]);
     let (k2, n) = (bv.shape()[rb - 2], bv.shape()[rb - 1]);
@@ -215,21 +249,7 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
             b.shape()
         )));
     }
-    // b without batch dims (a Linear layer, a 2-D product): a's batch dims fold into its rows
-    // and one product runs on views, without copying either operand (b may be a transposed
-    // view: the GEMM takes strides).
-    if rb == 2 && (ra == 2 || (!ta && a.is_standard_layout())) {
-        let rows: usize = a.shape()[..ra - 1].iter().product();
-        let a2 = if ra == 2 {
-            av.into_dimensionality::<ndarray::Ix2>()
-                .map_err(|e| Error::kernel(e.to_string()))?
-        } else {
-            av.into_shape_with_order((rows, k))
-                .map_err(|e| Error::kernel(e.to_string()))?
-        };
-        let b2 = bv
-            .into_dimensionality::<ndarray::Ix2>()
-            .map_err(|e| Error::kernel(e.to_string()))?;
+    if let Some((a2, b2)) = as_2d(a, b, ta, tb)? {
         let mut out = alloc_array(&[a2.nrows(), n], T::zero())?
             .into_dimensionality::<ndarray::Ix2>()
             .map_err(|e| Error::kernel(e.to_string()))?;
@@ -337,7 +357,8 @@ fn add_bias(y: Value, bias: Option<&Value>) -> Result<Value> {
     })
 }
 
-fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
+/// A MatMul node's (transpose a, transpose b, 2-D only).
+fn matmul_attrs(info: &NodeInfo) -> Result<(bool, bool, bool)> {
     let batch = info.op().starts_with("Batch");
     let (ta, tb) = if batch {
         (info.bool("adj_x1", false)?, info.bool("adj_x2", false)?)
@@ -347,6 +368,117 @@ fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
             info.bool("transpose_x2", false)?,
         )
     };
+    Ok((ta, tb, !batch))
+}
+
+/// MatMul into a given output: f32 and f64 where b has no batch dims ([`as_2d`]), the product
+/// written straight into the buffer (zeroed first, as the allocating kernel's output starts),
+/// then the bias added in place, with the allocating kernel's arithmetic.
+pub(crate) struct MatmulInto {
+    ta: bool,
+    tb: bool,
+    two_d: bool,
+}
+
+impl MatmulInto {
+    pub(crate) fn of(info: &NodeInfo) -> Result<Option<Self>> {
+        const OPS: &[&str] = &["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"];
+        if !OPS.contains(&info.op()) {
+            return Ok(None);
+        }
+        let (ta, tb, two_d) = matmul_attrs(info)?;
+        Ok(Some(MatmulInto { ta, tb, two_d }))
+    }
+
+    pub(crate) fn accepts(&self, args: &[Option<&Value>], dtype: DataType, dims: &[usize]) -> bool {
+        fn ok<T: ElemArray>(m: &MatmulInto, args: &[Option<&Value>], dims: &[usize]) -> bool {
+            let (Some(Some(a)), Some(Some(b))) = (args.first(), args.get(1)) else {
+                return false;
+            };
+            let (Some(a), Some(b)) = (T::array(a), T::array(b)) else {
+                return false;
+            };
+            let (ra, rb) = (a.ndim(), b.ndim());
+            if ra < 2 || rb != 2 || (m.two_d && ra != 2) || args.get(3).is_some_and(Option::is_some)
+            {
+                return false;
+            }
+            let (k, m_rows) = if m.ta {
+                (a.shape()[ra - 2], a.shape()[ra - 1])
+            } else {
+                (a.shape()[ra - 1], a.shape()[ra - 2])
+            };
+            let (k2, n) = if m.tb {
+                (b.shape()[1], b.shape()[0])
+            } else {
+                (b.shape()[0], b.shape()[1])
+            };
+            let want = dims.len() == ra
+                && dims[..ra - 2] == a.shape()[..ra - 2]
+                && dims[ra - 2..] == [m_rows, n];
+            // The operands [`as_2d`] takes.
+            let views = ra == 2 || (!m.ta && a.is_standard_layout());
+            let bias_ok = match args.get(2).copied().flatten() {
+                None => true,
+                Some(c) => {
+                    T::array(c).is_some_and(|c| super::elementwise::broadcasts(c.shape(), dims))
+                }
+            };
+            k == k2 && want && views && bias_ok
+        }
+        match dtype {
+            DataType::FLOAT => ok::<f32>(self, args, dims),
+            DataType::DOUBLE => ok::<f64>(self, args, dims),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn run(&self, args: &[Option<&Value>], d: Dest<'_>) -> Result<()> {
+        let Dest {
+            out, range, dims, ..
+        } = d;
+        fn go<T: ElemArray + LinalgScalar + Send + Sync>(
+            m: &MatmulInto,
+            args: &[Option<&Value>],
+            out: &mut [T],
+            dims: &[usize],
+        ) -> Result<()> {
+            let arr = |i: usize| {
+                T::array(input(args, i)?)
+                    .ok_or_else(|| Error::kernel(format!("input {i} has another dtype")))
+            };
+            let (a, b) = (arr(0)?, arr(1)?);
+            let Some((a2, b2)) = as_2d(a, b, m.ta, m.tb)? else {
+                return Err(Error::kernel("the product's operands are not matrices"));
+            };
+            out.fill(T::zero());
+            let ov = ArrayViewMut2::from_shape((a2.nrows(), b2.ncols()), &mut *out)
+                .map_err(|e| Error::kernel(e.to_string()))?;
+            gemm_into(a2, b2, ov);
+            if let Some(c) = args.get(2).copied().flatten() {
+                let c = T::array(c).ok_or_else(|| Error::kernel("the bias has another dtype"))?;
+                super::elementwise::zip_into(None, Some(c), out, dims, |p, q| p + q)?;
+            }
+            Ok(())
+        }
+        let dt = out.dtype();
+        match dt {
+            DataType::FLOAT => go::<f32>(self, args, out_slice_of(out, range)?, dims),
+            DataType::DOUBLE => go::<f64>(self, args, out_slice_of(out, range)?, dims),
+            _ => Err(Error::unsupported(format!("a product into {dt}"))),
+        }
+    }
+}
+
+/// Elements `range` of a buffer, or an error naming its dtype.
+fn out_slice_of<T: ElemArray>(out: &mut Value, range: Range<usize>) -> Result<&mut [T]> {
+    let dt = out.dtype();
+    crate::arena::out_slice(out, range)
+        .ok_or_else(|| Error::kernel(format!("an output buffer of {dt} does not fit")))
+}
+
+fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
+    let (ta, tb, two_d) = matmul_attrs(info)?;
     if info.inputs.get(3).is_some_and(Option::is_some) {
         return Err(Error::unsupported(format!(
             "{} with offset_w (quantized)",
@@ -359,7 +491,6 @@ fn matmul_factory(info: &NodeInfo) -> Result<Kernel> {
             info.op()
         )));
     }
-    let two_d = !batch;
     Ok(Box::new(move |inputs| {
         let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
         if two_d && (a.shape().len() != 2 || b.shape().len() != 2) {

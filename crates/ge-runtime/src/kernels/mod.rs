@@ -14,6 +14,8 @@ mod conv;
 mod elementwise;
 pub(crate) use elementwise::Epilogue;
 mod index;
+mod into;
+pub(crate) use into::{Dest, IntoOp};
 mod matmul;
 mod norm;
 mod pool;
@@ -177,6 +179,14 @@ pub fn unregister_custom(op_type: &str) -> bool {
         .unwrap_or_else(|p| p.into_inner())
         .remove(op_type)
         .is_some()
+}
+
+/// Whether a kernel was registered for `op_type` at run time (it replaces the built-in one).
+pub(crate) fn is_custom(op_type: &str) -> bool {
+    custom()
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains_key(op_type)
 }
 
 /// The factory for `op_type`: a registered one first, then the built-in one.

@@ -15,6 +15,9 @@ mod slice;
 mod split;
 mod triangle;
 
+mod concat_into;
+pub(crate) use concat_into::ConcatInto;
+
 fn to_standard<T: Clone>(a: ndarray::ArrayViewD<'_, T>) -> ArrayD<T> {
     a.as_standard_layout().into_owned()
 }

@@ -1,0 +1,122 @@
+//! Concat into a given output (the plan's buffers): each input copied into its slice along the
+//! axis, the offsets fixed at compile from the static shapes. An input missing from the
+//! arguments was written straight into its slice by its producer (Concat in place), so it is
+//! skipped: no copy.
+
+use crate::error::{Error, Result};
+use crate::kernels::{norm_axis, NodeInfo};
+use crate::value::{usize_dims, Value};
+use ndarray::{Axis, Slice};
+use std::ops::Range;
+
+pub(crate) struct ConcatInto {
+    axis: usize,
+    /// The node's inputs that are concatenated (the others give the axis).
+    data: Range<usize>,
+    /// Per data input: its start along the axis and its static dims.
+    parts: Vec<(usize, Vec<usize>)>,
+}
+
+impl ConcatInto {
+    /// For a ConcatD, ConcatV2 or Concat node whose axis is constant and whose inputs have
+    /// static shapes that concatenate to `out` (anything else: None, the allocating kernel).
+    pub(crate) fn of(info: &NodeInfo, out: &[usize]) -> Result<Option<Self>> {
+        let n = info.inputs.len();
+        let const_axis = |i: usize| {
+            info.const_inputs
+                .get(i)
+                .and_then(Option::as_ref)
+                .and_then(|v| v.to_i64_vec().first().copied())
+        };
+        let (data, axis) = match info.op() {
+            "ConcatD" => (0..n, Some(info.int("concat_dim", 0)?)),
+            "ConcatV2" => (0..n.saturating_sub(1), const_axis(n.saturating_sub(1))),
+            "Concat" => (1..n, const_axis(0)),
+            _ => return Ok(None),
+        };
+        let Some(Ok(axis)) = axis.map(|a| norm_axis(a, out.len())) else {
+            return Ok(None);
+        };
+        if data.is_empty() || out.is_empty() {
+            return Ok(None);
+        }
+        let mut parts = Vec::with_capacity(data.len());
+        let mut at = 0usize;
+        for j in data.clone() {
+            let Some(d) = info.inputs.get(j).and_then(Option::as_ref) else {
+                return Ok(None);
+            };
+            let Some(dims) = usize_dims(d.shape.dims()).filter(|_| !d.shape.is_unknown_rank())
+            else {
+                return Ok(None);
+            };
+            let same =
+                dims.len() == out.len() && (0..out.len()).all(|k| k == axis || dims[k] == out[k]);
+            if !same || d.dtype != info.out_dtype(0)? {
+                return Ok(None);
+            }
+            parts.push((at, dims.clone()));
+            at += dims[axis];
+        }
+        Ok((at == out[axis]).then_some(ConcatInto { axis, data, parts }))
+    }
+
+    /// The node's input index of each data input.
+    pub(crate) fn data(&self) -> Range<usize> {
+        self.data.clone()
+    }
+
+    /// Whether every part is one contiguous range of the output: the axis is the outermost
+    /// dim that is not 1.
+    pub(crate) fn contiguous(&self, out: &[usize]) -> bool {
+        out[..self.axis].iter().all(|&d| d == 1)
+    }
+
+    /// The elements of the output that data input `i` (counted among the data inputs) covers,
+    /// where [`Self::contiguous`].
+    pub(crate) fn range(&self, i: usize, out: &[usize]) -> Range<usize> {
+        let inner: usize = out[self.axis + 1..].iter().product();
+        let (start, dims) = &self.parts[i];
+        start * inner..(start + dims[self.axis]) * inner
+    }
+
+    pub(crate) fn run(
+        &self,
+        args: &[Option<&Value>],
+        out: &mut Value,
+        dims: &[usize],
+    ) -> Result<()> {
+        if out.shape() != dims {
+            return Err(Error::kernel("the concat buffer does not fit"));
+        }
+        for (j, (start, pdims)) in self.data.clone().zip(&self.parts) {
+            // Absent: written in place by its producer.
+            let Some(x) = args.get(j).copied().flatten() else {
+                continue;
+            };
+            if x.shape() != pdims.as_slice() {
+                return Err(Error::kernel(format!(
+                    "concat input {j} has shape {:?}, not {pdims:?}",
+                    x.shape()
+                )));
+            }
+            let s = Slice::from(*start..start + pdims[self.axis]);
+            macro_rules! copy {
+                ($($v:ident),*) => {
+                    match (&mut *out, x) {
+                        $((Value::$v(o), Value::$v(a)) => o.slice_axis_mut(Axis(self.axis), s).assign(a),)*
+                        (o, a) => {
+                            return Err(Error::kernel(format!(
+                                "concatenating {} with {}",
+                                o.dtype(),
+                                a.dtype()
+                            )))
+                        }
+                    }
+                };
+            }
+            copy!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
+        }
+        Ok(())
+    }
+}
