@@ -164,9 +164,16 @@ def test_flex_attention_modifiers_read_outer_values():
     check_model(m, {"Q": q, "K": k, "V": v, "bias": bias}, 1e-4, 1e-5, modes=("on", "off"), expected=[want])
 
 
-def test_flex_attention_double_is_refused():
-    q = randn(1, 1, 2, 2, dtype=np.float64)
-    with pytest.raises(ge.TranslationError, match="not supported: .*FlexAttention on DT_DOUBLE"):
+def test_flex_attention_double_matches_reference():
+    # GE's BatchMatMulV2 has no double: the products are Mul and ReduceSum, the softmax in double.
+    q, k, v = randn(2, 4, 3, 5, dtype=np.float64), randn(2, 2, 4, 5, dtype=np.float64), \
+        randn(2, 2, 4, 3, dtype=np.float64)
+    check_model(flex_model(q, k, v), {"Q": q, "K": k, "V": v}, 1e-12, 1e-12, modes=("on", "off"))
+
+
+def test_flex_attention_integers_are_refused():
+    q = np.ones((1, 1, 2, 2), np.int32)
+    with pytest.raises(ge.TranslationError, match="not supported: .*FlexAttention on DT_INT32"):
         ge.onnx.load(flex_model(q, q, q).SerializeToString())
 
 

@@ -1196,9 +1196,12 @@ fn flex_attention(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["prob_mod", "scale", "score_mod", "softmax_precision"])?;
     let (q, k, v) = (ctx.input(0)?, ctx.input(1)?, ctx.input(2)?);
     let dt = ctx.desc(q)?.dtype;
-    if !matches!(dt, DataType::FLOAT | DataType::FLOAT16 | DataType::BF16) {
+    if !matches!(
+        dt,
+        DataType::FLOAT | DataType::FLOAT16 | DataType::BF16 | DataType::DOUBLE
+    ) {
         return Err(Error::unsupported(format!(
-            "FlexAttention on {dt} (GE's BatchMatMulV2 takes float, float16 and bfloat16)"
+            "FlexAttention on {dt} (float, float16, bfloat16 and double are supported)"
         )));
     }
     for (p, what) in [(q, "Q"), (k, "K"), (v, "V")] {
@@ -1226,13 +1229,13 @@ fn flex_attention(ctx: &mut NodeCtx<'_>) -> Out {
         ks = repeat_heads(ctx, ks, qh / kvh, qh, e)?;
         vr = repeat_heads(ctx, vr, qh / kvh, qh, ev)?;
     }
-    let scores = ctx.op1(
-        "BatchMatMulV2",
-        &[qs, ks],
-        vec![("adj_x2", AttrValue::Bool(true))],
-    )?;
+    let scores = matmul4(ctx, qs, ks, true)?;
+    // The reference's softmax dtype: softmax_precision, else float32 for the 16-bit types and
+    // the input's for float and double.
     let cdt = if ctx.has_attr("softmax_precision") {
         crate::types::dtype_from_onnx(ctx.attr_i("softmax_precision", 1)? as i32)?
+    } else if dt == DataType::DOUBLE {
+        dt
     } else {
         DataType::FLOAT
     };
@@ -1241,8 +1244,27 @@ fn flex_attention(ctx: &mut NodeCtx<'_>) -> Out {
     let p = ctx.op1("SoftmaxV2", &[scores], vec![("axes", li(&[-1]))])?;
     let p = modifier(ctx, "prob_mod", p)?;
     let vf = ctx.cast(vr, cdt)?;
-    let y = ctx.op1("BatchMatMulV2", &[p, vf], vec![])?;
+    let y = matmul4(ctx, p, vf, false)?;
     one(ctx.cast(y, dt)?)
+}
+
+/// The product of 4-D `a` [B, H, M, K] and `b` ([B, H, N, K] with `adj_b`, else [B, H, K, N]):
+/// BatchMatMulV2, or for double (which GE's BatchMatMulV2 lacks) Mul and ReduceSum over K.
+fn matmul4(ctx: &mut NodeCtx<'_>, a: OutPort, b: OutPort, adj_b: bool) -> Result<OutPort> {
+    if ctx.desc(a)?.dtype != DataType::DOUBLE {
+        return ctx.op1(
+            "BatchMatMulV2",
+            &[a, b],
+            vec![("adj_x2", AttrValue::Bool(adj_b))],
+        );
+    }
+    // adj_b: [B,H,M,1,K] * [B,H,1,N,K], summed over 4; else [B,H,M,K,1] * [B,H,1,K,N] over 3.
+    let (ua, axis) = if adj_b { (3, 4) } else { (4, 3) };
+    let a = ctx.unsqueeze(a, &[ua])?;
+    let b = ctx.unsqueeze(b, &[2])?;
+    let prod = ctx.bin("Mul", a, b)?;
+    let axes = ctx.const_i64(&[axis], &[1])?;
+    ctx.op1("ReduceSum", &[prod, axes], vec![])
 }
 
 /// `x` through the one-input, one-output graph attribute `attr` (when the node has it).
