@@ -670,3 +670,106 @@ mod naming_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod plain_call_tests {
+    use super::*;
+
+    /// The same chain through `add_op` (argument vectors) and `add_op_ports`.
+    fn chain(plain: bool, ops: &[&str]) -> (Graph, Vec<Result<NodeId>>) {
+        let mut b = GraphBuilder::new("g");
+        let x = b
+            .create_input(
+                0,
+                None,
+                "Data",
+                DataType::FLOAT,
+                Format::ND,
+                Shape::new(vec![2, 3]),
+            )
+            .unwrap();
+        let mut cur = x;
+        let mut results = Vec::new();
+        for op in ops {
+            let p = b.proto(op).unwrap();
+            let ports: Vec<OutPort> = (0..p.inputs.len()).map(|_| cur).collect();
+            let r = if plain {
+                b.add_op_ports(&p, &ports)
+            } else {
+                let mut args = OpArgs::default();
+                args.inputs = ports.iter().map(|s| vec![Some(*s)]).collect();
+                b.add_op(op, args)
+            };
+            if let Ok(id) = r {
+                cur = OutPort { node: id, index: 0 };
+            }
+            results.push(r);
+        }
+        b.set_output(cur, 0).unwrap();
+        (b.build_and_reset().unwrap(), results)
+    }
+
+    #[test]
+    fn plain_calls_make_the_same_graph_and_errors_as_argument_vectors() {
+        let ops = ["Add", "Relu", "Mul", "Relu", "Add", "Concat", "Relu", "Sub"];
+        let (a, ra) = chain(false, &ops);
+        let (b, rb) = chain(true, &ops);
+        assert_eq!(a, b);
+        let names = |g: &Graph| -> Vec<String> {
+            g.nodes()
+                .iter()
+                .map(|id| g.node(*id).unwrap().name.to_string())
+                .collect()
+        };
+        assert_eq!(names(&a), names(&b));
+        let errs = |r: &[Result<NodeId>]| -> Vec<Option<String>> {
+            r.iter()
+                .map(|r| r.as_ref().err().map(|e| e.to_string()))
+                .collect()
+        };
+        assert_eq!(errs(&ra), errs(&rb));
+    }
+
+    #[test]
+    fn a_plain_call_with_a_removed_producer_fails_as_the_general_one() {
+        let mut b = GraphBuilder::new("g");
+        let x = b
+            .create_input(
+                0,
+                None,
+                "Data",
+                DataType::FLOAT,
+                Format::ND,
+                Shape::new(vec![2]),
+            )
+            .unwrap();
+        let r = b.add_op(
+            "Relu",
+            OpArgs {
+                inputs: vec![vec![Some(x)]],
+                ..Default::default()
+            },
+        );
+        let gone = OutPort {
+            node: r.unwrap(),
+            index: 0,
+        };
+        b.graph_mut().remove_node(gone.node).unwrap();
+        let p = b.proto("Relu").unwrap();
+        let plain = b.add_op_ports(&p, &[gone]).unwrap_err().to_string();
+        let general = b
+            .add_op(
+                "Relu",
+                OpArgs {
+                    inputs: vec![vec![Some(gone)]],
+                    ..Default::default()
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert_eq!(plain, general);
+        // A wrong input count too.
+        let two = b.add_op_ports(&p, &[x, x]).unwrap_err().to_string();
+        assert!(two.contains("expected 1 inputs"), "{two}");
+    }
+}
