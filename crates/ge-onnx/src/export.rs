@@ -1249,7 +1249,68 @@ const EXPORTERS: &[(&[&str], ExportFn)] = &[
     (&["Shape"], shape),
     (&["Flatten"], flatten),
     (&["Slice", "SliceD"], slice),
+    (&["StringNormalizer"], string_normalizer),
+    (&["AsString", "StringToNumber"], string_cast),
 ];
+
+/// StringNormalizer: ONNX's, with the same attributes.
+fn string_normalizer(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
+    let known = [
+        "case_change_action",
+        "is_case_sensitive",
+        "locale",
+        "stopwords",
+    ];
+    check_attrs(n, &known)?;
+    let text = |k: &str, d: &str| {
+        n.attrs
+            .get(k)
+            .and_then(AttrValue::as_str)
+            .unwrap_or(d)
+            .to_string()
+    };
+    let sensitive = n.attrs.get(known[1]).and_then(AttrValue::as_bool);
+    let mut attrs = vec![
+        a_str(known[0], &text(known[0], "NONE")),
+        a_int(known[1], i64::from(sensitive.unwrap_or(false))),
+    ];
+    let locale = text(known[2], "");
+    if !locale.is_empty() {
+        attrs.push(a_str(known[2], &locale));
+    }
+    if let Some(AttrValue::ListString(v)) = n.attrs.get(known[3]) {
+        if !v.is_empty() {
+            attrs.push(a_typed(known[3], At::Strings, |a| {
+                a.strings = v.iter().map(|s| s.as_bytes().to_vec()).collect()
+            }));
+        }
+    }
+    let x = io.input(0, n)?;
+    ex.emit_as(n, io, "StringNormalizer", vec![x], attrs);
+    Ok(())
+}
+
+/// AsString (with `shortest`, ONNX's text, and the other attributes at their defaults) and
+/// StringToNumber: ONNX's Cast to and from strings.
+fn string_cast(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
+    let to = if n.op_type == "AsString" {
+        check_attrs(n, &["shortest"])?;
+        if n.attrs.get("shortest").and_then(AttrValue::as_bool) != Some(true) {
+            return Err(bad(n, "AsString without shortest has no ONNX equivalent"));
+        }
+        DataType::STRING
+    } else {
+        check_attrs(n, &["out_type"])?;
+        n.attrs
+            .get("out_type")
+            .and_then(AttrValue::as_type)
+            .unwrap_or(DataType::FLOAT)
+    };
+    let to = dtype_to_onnx(to).ok_or_else(|| bad(n, format!("{to} has no ONNX type")))?;
+    let x = io.input(0, n)?;
+    ex.emit_as(n, io, "Cast", vec![x], vec![a_int("to", to as i64)]);
+    Ok(())
+}
 
 /// The built-in exporters by GE op type.
 pub fn exporters() -> &'static BTreeMap<&'static str, ExportFn> {

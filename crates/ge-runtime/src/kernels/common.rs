@@ -514,7 +514,7 @@ pub(super) type Maps = Vec<Vec<Option<usize>>>;
 
 /// An array whose element at (o_0, .., o_k) is x at (maps[0][o_0], .., maps[k][o_k]), or `fill`
 /// where a map entry is `None`. Map entries out of range are an error.
-pub(super) fn take_axes<T: Copy>(
+pub(super) fn take_axes<T: Clone>(
     x: &ArrayD<T>,
     maps: &[Vec<Option<usize>>],
     fill: T,
@@ -531,7 +531,7 @@ pub(super) fn take_axes<T: Copy>(
     let total = numel(&dims)?;
     let src = std_slice(x);
     if shape.is_empty() {
-        return array(&[], src.iter().copied().take(1).collect());
+        return array(&[], src.iter().take(1).cloned().collect());
     }
     let strides = strides_of(shape);
     let mut offs: Maps = Vec::with_capacity(maps.len());
@@ -550,12 +550,12 @@ pub(super) fn take_axes<T: Copy>(
         }
         offs.push(v);
     }
-    fn rec<T: Copy>(
+    fn rec<T: Clone>(
         src: &[T],
         offs: &[Vec<Option<usize>>],
         base: Option<usize>,
         out: &mut Vec<T>,
-        fill: T,
+        fill: &T,
     ) {
         let Some((here, rest)) = offs.split_first() else {
             return;
@@ -566,7 +566,7 @@ pub(super) fn take_axes<T: Copy>(
                 _ => None,
             };
             if rest.is_empty() {
-                out.push(b.and_then(|i| src.get(i).copied()).unwrap_or(fill));
+                out.push(b.and_then(|i| src.get(i)).unwrap_or(fill).clone());
             } else {
                 rec(src, rest, b, out, fill);
             }
@@ -574,7 +574,7 @@ pub(super) fn take_axes<T: Copy>(
     }
     let mut out = with_capacity(total)?;
     if total > 0 {
-        rec(&src, &offs, Some(0), &mut out, fill);
+        rec(&src, &offs, Some(0), &mut out, &fill);
     }
     array(&dims, out)
 }
@@ -591,6 +591,10 @@ pub(super) fn take_value(
             None => Elem::from_f64(0.0),
         };
         take_axes(a, maps, f)?
+    }, s => match fill {
+        // Strings are moved (Slice, Split, ReverseV2); a fill value (padding) is numeric.
+        None => Value::Str(take_axes(s, maps, String::new())?),
+        Some(_) => return Err(crate::value::numeric_only()),
     }))
 }
 

@@ -259,6 +259,14 @@ const STRING_OPS: &[&str] = &[
     "Expand",
     "Equal",
     "NotEqual",
+    "Split",
+    "SplitD",
+    "SplitV",
+    "ReverseV2",
+    "Slice",
+    "SliceD",
+    "Select",
+    "SelectV2",
 ];
 
 /// "not supported: <op> on DT_STRING" where a built-in numeric kernel would see a string input.

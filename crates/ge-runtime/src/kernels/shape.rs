@@ -399,6 +399,17 @@ fn select_factory(info: &NodeInfo) -> Result<Kernel> {
                 )
             }};
         }
+        if let (Value::Str(x), Value::Str(y)) = (a, b) {
+            let xv = x.broadcast(IxDyn(&shape));
+            let yv = y.broadcast(IxDyn(&shape));
+            let (Some(xv), Some(yv)) = (xv, yv) else {
+                return Err(Error::kernel("broadcast failed"));
+            };
+            let pick = |&k: &bool, p: &String, q: &String| if k { p.clone() } else { q.clone() };
+            return Ok(vec![Value::Str(
+                Zip::from(&cv).and(&xv).and(&yv).map_collect(pick),
+            )]);
+        }
         let out = same_dtype2!(
             a,
             b,

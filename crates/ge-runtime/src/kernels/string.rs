@@ -580,6 +580,36 @@ mod tests {
     }
 
     #[test]
+    fn data_movement_takes_strings() {
+        let x = st(&[2, 2], &["a", "b", "c", "d"]);
+        let n = node_with_outputs("SplitV", &[("num_split", AttrValue::Int(2))], &[]);
+        let sizes = i64s(&[2], &[1, 1]);
+        let axis = i64s(&[], &[1]);
+        let parts = run(&n, &[Some(&x), Some(&sizes), Some(&axis)]).unwrap();
+        assert_eq!(
+            (texts(&parts[0]), texts(&parts[1])),
+            (vec!["a".into(), "c".into()], vec!["b".into(), "d".into()])
+        );
+        let r = run1("ReverseV2", &[], &[&x, &i64s(&[1], &[0])]).unwrap();
+        assert_eq!(texts(&r), ["c", "d", "a", "b"]);
+        let sl = run1(
+            "Slice",
+            &[],
+            &[&x, &i64s(&[2], &[1, 0]), &i64s(&[2], &[1, 2])],
+        )
+        .unwrap();
+        assert_eq!(
+            (sl.shape(), texts(&sl)),
+            (&[1, 2][..], vec!["c".into(), "d".into()])
+        );
+        let c = Value::Bool(ArrayD::from_shape_vec(IxDyn(&[2]), vec![true, false]).unwrap());
+        let y = run1("SelectV2", &[], &[&c, &x, &st(&[], &["-"])]).unwrap();
+        assert_eq!(texts(&y), ["a", "-", "c", "-"]);
+        let e = run1("SelectV2", &[], &[&c, &x, &i64s(&[], &[0])]).unwrap_err();
+        assert!(e.to_string().contains("dtypes"), "{e}");
+    }
+
+    #[test]
     fn as_string_and_string_to_number() {
         let x = Value::F64(ArrayD::from_shape_vec(IxDyn(&[3]), vec![1.5, -0.25, 1e20]).unwrap());
         let y = run1("AsString", &[("shortest", AttrValue::Bool(true))], &[&x]).unwrap();
