@@ -509,3 +509,38 @@ fn a_registered_kernel_replaces_the_into_kernel() {
     unregister_custom("Abs");
     assert!(same(&got.unwrap(), &[x]));
 }
+
+#[test]
+fn large_steps_split_across_threads_give_the_same_results() {
+    // Above the parallel threshold: the into-kernels split their output across 2 threads.
+    let dims = [300usize, 1000];
+    let mut b = GraphBuilder::new("large");
+    let x = input(&mut b, 0, DataType::FLOAT, &dims);
+    let c = konst(&mut b, &[1000], |i| i as f32 / 100.0 - 5.0);
+    let row = konst(&mut b, &[300, 1], |i| i as f32 / 30.0 - 5.0);
+    let a = es::add(&mut b, x, c).unwrap();
+    let m = es::mul(&mut b, a, row).unwrap();
+    let s = es::sigmoid(&mut b, m).unwrap();
+    let d = es::real_div(&mut b, s, x).unwrap();
+    let cat = es::concat_d(&mut b, &[d, a], 0).unwrap();
+    b.set_output(cat, 0).unwrap();
+    let g = b.build_and_reset().unwrap();
+    let xv = f32s(&dims, |i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0);
+    let p = plan(&g, std::slice::from_ref(&xv));
+    for threads in [1, 2] {
+        let run = |reference: bool| {
+            ge_runtime::par::run_with(threads, || {
+                if reference {
+                    p.execute_reference(vec![xv.clone()])
+                } else {
+                    p.execute(vec![xv.clone()])
+                }
+            })
+            .unwrap()
+        };
+        let want = run(true);
+        for _ in 0..2 {
+            assert!(same(&run(false), &want), "{threads} threads");
+        }
+    }
+}
