@@ -37,6 +37,13 @@ fn merge_branch_outputs(ctx: &InferCtx, i: usize) -> Result<TensorDesc> {
     let Some(first) = descs.next() else {
         return Ok(TensorDesc::default());
     };
+    if first.dtype == DataType::VARIANT {
+        // Lists and optionals: what the branches say they hold, merged.
+        let all = ctx.subgraph_outputs.iter().filter_map(|b| b.get(i).copied());
+        if all.clone().all(|d| d.dtype == DataType::VARIANT) {
+            return Ok(super::sequence::merge_variants(all));
+        }
+    }
     let (mut dtype, mut shape, mut format) = (first.dtype, first.shape.clone(), first.format);
     for (k, d) in descs.enumerate() {
         if dtype == DataType::UNDEFINED {

@@ -18,6 +18,7 @@ mod pool;
 mod promote;
 mod reduce;
 mod sampling;
+pub mod sequence;
 mod shape;
 mod source;
 mod string;
@@ -255,6 +256,7 @@ const FAMILIES: &[fn(&str) -> Option<InferFn>] = &[
     index::rule,
     sampling::rule,
     control::rule,
+    sequence::rule,
     transformer::rule,
     collective::rule,
     string::rule,

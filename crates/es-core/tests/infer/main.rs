@@ -20,6 +20,7 @@ mod pool;
 mod promote;
 mod reduce;
 mod sampling;
+mod sequence;
 mod shape;
 mod source;
 mod string;
