@@ -696,8 +696,10 @@ mod plain_call_tests {
             let r = if plain {
                 b.add_op_ports(&p, &ports)
             } else {
-                let mut args = OpArgs::default();
-                args.inputs = ports.iter().map(|s| vec![Some(*s)]).collect();
+                let args = OpArgs {
+                    inputs: ports.iter().map(|s| vec![Some(*s)]).collect(),
+                    ..Default::default()
+                };
                 b.add_op(op, args)
             };
             if let Ok(id) = r {
