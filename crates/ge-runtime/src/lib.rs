@@ -44,7 +44,6 @@ pub(crate) mod arena;
 pub mod plan;
 mod rewrite;
 pub mod session;
-mod strings;
 pub mod value;
 
 /// The helpers the unit tests share with the integration tests.

@@ -6,6 +6,8 @@ use es_core::{DataType, Shape, Tensor, TensorDesc};
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
 
+mod strings;
+
 /// A tensor during a run: one `ndarray` array per dtype (standard layout once a kernel made it).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -506,7 +508,7 @@ impl Value {
             return Ok(self.clone());
         }
         if dt == DataType::STRING || matches!(self, Value::Str(_)) {
-            return crate::strings::cast(self, dt);
+            return strings::cast(self, dt);
         }
         if let Value::Lowp(src, a) = self {
             let wide = if lowp::is_small_int(*src) {
@@ -693,7 +695,7 @@ mod tests {
         let m = moved(&v).unwrap();
         assert_eq!(m.shape(), &[1, 2]);
         assert_eq!(with_any!(&m, a => a.len()), 2);
-        // Casts to and from strings (crate::strings has the formatting rules).
+        // Casts to and from strings (value/strings.rs has the formatting rules).
         let n = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![-4, 10]).unwrap());
         let s = n.cast(DataType::STRING).unwrap();
         assert_eq!(

@@ -4,9 +4,9 @@
 //! outside it: `1.0`, `0.1`, `1e-05`, `1.2345679e+08`, `inf`, `nan`; bool as `True`/`False`),
 //! and strings are read as numbers in plain or scientific notation (`inf`/`nan` in any case).
 
+use super::{Elem, Value};
 use crate::error::{Error, Result};
 use crate::lowp::CastMode;
-use crate::value::{Elem, Value};
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::ArrayD;
