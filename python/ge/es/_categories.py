@@ -27,7 +27,8 @@ they are in ``ge.es.all`` only, as are the HCCL collectives (``Hcom*``), which t
 registers, not an operator repository.
 
 Values are the module names under ``ge.es.ops``. tests/test_ge_surface.py checks that every
-operator of ``ge.es.all`` has exactly one entry here or is one of the source operators.
+operator of ``ge.es.all`` has exactly one entry here or is one of the source, HCCL or other
+operators (the tuples below).
 """
 
 import importlib
@@ -40,6 +41,14 @@ SOURCE_OPS: Tuple[str, ...] = ("Data", "RefData", "Const", "Variable")
 # Operators of ge.es.all that belong to no CANN operator repository: the HCCL collectives are
 # registered by the HCCL package (GE's examples import them from ge.es.all).
 HCCL_OPS: Tuple[str, ...] = ("HcomAllGather", "HcomAllReduce", "HcomBroadcast", "HcomReduceScatter")
+
+# Operators of ge.es.all outside the four operator repositories: GE's string operators (AI CPU
+# kernels from TensorFlow, in none of ops-math/nn/cv/transformer) and the ge-rs operators with
+# ONNX's semantics where GE has none (StringNormalizer, StringSplitPadded, LabelEncoder).
+OTHER_OPS: Tuple[str, ...] = (
+    "StringJoin", "StaticRegexFullMatch", "RegexFullMatch", "AsString", "StringToNumber",
+    "StringNormalizer", "StringSplitPadded", "LabelEncoder",
+)
 
 # category -> {operator: module under ge.es.ops}
 CATEGORY_OPS: Dict[str, Dict[str, str]] = {
