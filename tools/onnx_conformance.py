@@ -34,7 +34,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import onnx_node_cases  # tools/, beside this file
@@ -101,23 +101,47 @@ def tolerance(allow: dict, case: str) -> Tuple[float, float]:
     return DEFAULT_RTOL, DEFAULT_ATOL
 
 
-def _read_tensor(path: str) -> Tuple[str, np.ndarray]:
+def _read_value(path: str, type_proto=None) -> Tuple[str, Any]:
+    """One input or output of a data set: a numpy array, or for a value of sequence type a list
+    of arrays, for an optional the array, list or None (``type_proto``: the model's type of it)."""
     import onnx
     from onnx import numpy_helper
 
-    t = onnx.TensorProto()
+    kind = type_proto.WhichOneof("value") if type_proto is not None else "tensor_type"
     with open(path, "rb") as f:
-        t.ParseFromString(f.read())
+        data = f.read()
+    if kind == "sequence_type":
+        p = onnx.SequenceProto()
+        p.ParseFromString(data)
+        return p.name, numpy_helper.to_list(p)
+    if kind == "optional_type":
+        p = onnx.OptionalProto()
+        p.ParseFromString(data)
+        return p.name, numpy_helper.to_optional(p)
+    t = onnx.TensorProto()
+    t.ParseFromString(data)
     if not t.dims and not t.raw_data and t.data_type == 0:
         raise ValueError(f"{os.path.basename(path)} is not a tensor (sequence or optional data)")
     return t.name, numpy_helper.to_array(t)
 
 
-def _data_sets(case_dir: Path) -> List[Tuple[List[Tuple[str, np.ndarray]], List[Tuple[str, np.ndarray]]]]:
+def _data_sets(case_dir: Path) -> List[Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]]:
+    import onnx
+
+    graph = onnx.load(str(case_dir / "model.onnx"), load_external_data=False).graph
+    inits = {t.name for t in graph.initializer}
+    in_types = [vi.type for vi in graph.input if vi.name not in inits]
+    out_types = [vi.type for vi in graph.output]
+
+    def typ(types, k):
+        return types[k] if k < len(types) else None
+
     out = []
     for ds in sorted(case_dir.glob("test_data_set_*")):
-        ins = [_read_tensor(p) for p in sorted(glob.glob(str(ds / "input_*.pb")), key=_pb_index)]
-        outs = [_read_tensor(p) for p in sorted(glob.glob(str(ds / "output_*.pb")), key=_pb_index)]
+        in_files = sorted(glob.glob(str(ds / "input_*.pb")), key=_pb_index)
+        out_files = sorted(glob.glob(str(ds / "output_*.pb")), key=_pb_index)
+        ins = [_read_value(p, typ(in_types, k)) for k, p in enumerate(in_files)]
+        outs = [_read_value(p, typ(out_types, k)) for k, p in enumerate(out_files)]
         out.append((ins, outs))
     return out
 
@@ -126,7 +150,7 @@ def _pb_index(p: str) -> int:
     return int(re.search(r"_(\d+)\.pb$", p).group(1))
 
 
-def _order_inputs(graph, given: List[Tuple[str, np.ndarray]]) -> List[np.ndarray]:
+def _order_inputs(graph, given: List[Tuple[str, Any]]) -> List[Any]:
     """The given inputs in the order of the graph's Data indexes (by name when named)."""
     data = sorted(
         (n for n in graph.get_direct_nodes() if n.type in ("Data", "RefData")),
@@ -145,7 +169,30 @@ _BITS_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "fl
                "float8_e5m2fnuz", "float4_e2m1fn", "int4", "uint4", "int2", "uint2")
 
 
-def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> None:
+def fetched(v: Any) -> Any:
+    """A run's output as numpy: a tensor's array, a list's arrays, None for an empty optional."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [fetched(x) for x in v]
+    return np.asarray(v.numpy())
+
+
+def compare(got: Any, want: Any, rtol: float, atol: float, what: str) -> None:
+    if isinstance(want, list) or want is None:
+        if want is None or got is None:
+            if got is not want:
+                raise AssertionError(f"{what}: {'None' if got is None else type(got).__name__}, expected "
+                                     f"{'None' if want is None else type(want).__name__}")
+            return
+        if not isinstance(got, list) or len(got) != len(want):
+            raise AssertionError(f"{what}: {type(got).__name__} of {len(got) if isinstance(got, list) else '-'}, "
+                                 f"expected a list of {len(want)}")
+        for k, (g, w) in enumerate(zip(got, want)):
+            compare(g, w, rtol, atol, f"{what} element {k}")
+        return
+    if isinstance(got, list) or got is None:
+        raise AssertionError(f"{what}: {'None' if got is None else 'a list'}, expected a tensor")
     if want.dtype.name in _BITS_NAMES and \
             got.dtype.itemsize == want.dtype.itemsize and got.dtype.kind == "u":
         # ge returns these types as their raw bits: read them as the expected type.
@@ -187,7 +234,7 @@ def run_case(set_name: str, case: str, allow: Optional[dict] = None) -> None:
             if len(got) != len(outs):
                 raise AssertionError(f"{len(got)} outputs, expected {len(outs)}")
             for i, (g, (_, w)) in enumerate(zip(got, outs)):
-                compare(np.asarray(g.numpy()), w, rtol, atol, f"graphMode={mode} data set {k} output {i}")
+                compare(fetched(g), w, rtol, atol, f"graphMode={mode} data set {k} output {i}")
 
 
 def run_all(selected: List[str], pattern: Optional[str], verbose: bool) -> Dict[str, Dict[str, str]]:

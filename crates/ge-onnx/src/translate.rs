@@ -138,6 +138,16 @@ impl Frame {
             Format::ND,
             desc.shape,
         )?;
+        if !desc.attrs.is_empty() {
+            // What a list or optional holds (see es_core::infer::sequence).
+            let n = self.b.graph_mut().node_mut(port.node)?;
+            for d in n.outputs.iter_mut().map(|o| &mut o.desc) {
+                d.attrs.clone_from(&desc.attrs);
+            }
+            for d in n.inputs.iter_mut().map(|i| &mut i.desc) {
+                d.attrs.clone_from(&desc.attrs);
+            }
+        }
         self.names.insert(name.to_string(), port);
         Ok(port)
     }

@@ -197,12 +197,15 @@ pub fn desc_from_type(tp: Option<&TypeProto>, what: &str) -> Result<TensorDesc> 
             };
             Ok(TensorDesc::new(dtype, shape_from_onnx(t.shape.as_ref())?))
         }
-        Some(type_proto::Value::SequenceType(_)) => Err(Error::unsupported(format!(
-            "{what} is a sequence (the IR has tensors only)"
-        ))),
-        Some(type_proto::Value::OptionalType(_)) => Err(Error::unsupported(format!(
-            "{what} is an optional (the IR has tensors only)"
-        ))),
+        Some(type_proto::Value::SequenceType(t)) => {
+            // A list: DT_VARIANT, its element type in the description's attributes.
+            let e = desc_from_type(t.elem_type.as_deref(), what)?;
+            crate::ops::sequence::list_desc(&e, what)
+        }
+        Some(type_proto::Value::OptionalType(t)) => {
+            let e = desc_from_type(t.elem_type.as_deref(), what)?;
+            crate::ops::sequence::optional_desc(&e, what)
+        }
         Some(type_proto::Value::MapType(_)) => Err(Error::unsupported(format!(
             "{what} is a map (the IR has tensors only)"
         ))),

@@ -14,6 +14,62 @@ use pyo3::types::PyDict;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// A run's input: a tensor (a `ge.graph.Tensor` or anything numpy can make an array of), a
+/// Python list of them (a sequence, `DT_VARIANT`), or None (an empty optional).
+fn value_from_py(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Value> {
+    use ge_runtime::value::Variant;
+    let tensor = |x: &Bound<'_, PyAny>| -> PyResult<Value> {
+        let t = tensor_from_py(x)?;
+        Value::from_tensor(&t).map_err(|e| match e {
+            Error::Input(m) => PyValueError::new_err(m),
+            e => crate::errors::Error::from(e).into(),
+        })
+    };
+    if x.is_none() {
+        return Ok(Value::Variant(Variant::Optional(None)));
+    }
+    let Ok(list) = x.downcast::<pyo3::types::PyList>() else {
+        return tensor(x);
+    };
+    let mut items = Vec::with_capacity(list.len());
+    for (k, e) in list.iter().enumerate() {
+        let v = tensor(&e).map_err(|err| {
+            PyValueError::new_err(format!("sequence element {k}: {}", err.value(py)))
+        })?;
+        if let Some(first) = items.first().map(Value::dtype) {
+            if v.dtype() != first {
+                return Err(PyValueError::new_err(format!(
+                    "sequence element {k} is {}, element 0 is {first}: a sequence holds one dtype",
+                    v.dtype()
+                )));
+            }
+        }
+        items.push(v);
+    }
+    let dt = items
+        .first()
+        .map_or(es_core::DataType::UNDEFINED, Value::dtype);
+    Ok(Value::Variant(Variant::List(dt, items)))
+}
+
+/// A run's output for Python: a `ge.graph.Tensor`, a list of them for a sequence, None for an
+/// empty optional (an optional holding a value gives that value).
+fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
+    use ge_runtime::value::Variant;
+    match v {
+        Value::Variant(Variant::List(_, items)) => {
+            let objs = items
+                .iter()
+                .map(|x| value_to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(pyo3::types::PyList::new(py, objs)?.into_any().unbind())
+        }
+        Value::Variant(Variant::Optional(None)) => Ok(py.None()),
+        Value::Variant(Variant::Optional(Some(x))) => value_to_py(py, x),
+        v => crate::tensor::wrap_tensor(py, v.to_tensor().py()?),
+    }
+}
+
 /// How many of the largest tensors `plan_memory` lists.
 const LARGEST_IN_PLAN_MEMORY: usize = 10;
 
@@ -83,23 +139,15 @@ guarded! {
         ) -> PyResult<Vec<PyObject>> {
             let mut values = Vec::with_capacity(inputs.len());
             for (i, x) in inputs.iter().enumerate() {
-                let t = tensor_from_py(x)
-                    .map_err(|e| PyValueError::new_err(format!("input {i}: {}", e.value(py))))?;
-                values.push(Value::from_tensor(&t).map_err(|e| match e {
-                    Error::Input(m) => PyValueError::new_err(format!("input {i}: {m}")),
-                    e => crate::errors::Error::from(e).into(),
+                values.push(value_from_py(py, x).map_err(|e| {
+                    PyValueError::new_err(format!("input {i}: {}", e.value(py)))
                 })?);
             }
             let session = self.inner.clone();
             let outs = py
                 .allow_threads(move || session.run_graph(graph_id, values))
                 .py()?;
-            outs.iter()
-                .map(|v| {
-                    let t = v.to_tensor().py()?;
-                    crate::tensor::wrap_tensor(py, t)
-                })
-                .collect()
+            outs.iter().map(|v| value_to_py(py, v)).collect()
         }
 
         fn graph_cache_stats<'py>(

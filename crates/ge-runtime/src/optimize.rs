@@ -34,6 +34,11 @@ fn computed(n: &Node) -> bool {
         && n.const_value().is_none()
         && !nondeterministic(&n.op_type)
         && plain(n)
+        // A list or optional (DT_VARIANT) is no tensor a Const could hold.
+        && !n
+            .outputs
+            .iter()
+            .any(|o| o.desc.dtype == es_core::DataType::VARIANT)
 }
 
 /// What the optimisations did.

@@ -35,6 +35,28 @@ pub enum Value {
     /// [`map_array!`] return [`numeric_only`]'s error for it; the data-movement kernels take it
     /// through [`with_any!`] and [`map_any!`].
     Str(ArrayD<String>),
+    /// A list of tensors or an optional (`DT_VARIANT`, a scalar handle in the IR: see
+    /// [`Variant`]). Only Identity, the control-flow kernels and the list and optional kernels
+    /// take it (the kernel lookup refuses it elsewhere at compile time); [`with_array!`],
+    /// [`map_array!`], [`with_any!`] and [`map_any!`] return [`not_a_tensor`]'s error for it.
+    Variant(Variant),
+}
+
+/// What a [`Value::Variant`] holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Variant {
+    /// A list of tensors of one dtype (ONNX's sequence; UNDEFINED: an empty list fed without
+    /// one).
+    List(DataType, Vec<Value>),
+    /// An optional: empty, or a tensor or a list.
+    Optional(Option<Box<Value>>),
+}
+
+/// The error of an array path given a list or optional (the kernel lookup refuses such a node
+/// at compile time; this is the run-time guard behind it).
+#[doc(hidden)]
+pub fn not_a_tensor() -> Error {
+    Error::unsupported("a tensor kernel on a sequence or optional (DT_VARIANT values go to the sequence and optional ops, Identity and control flow)")
 }
 
 /// The error of a numeric-only path given a string tensor (the kernel lookup refuses such a
@@ -59,6 +81,10 @@ macro_rules! with_array {
         $crate::with_array!($v, $a => $body, _s => return Err($crate::value::numeric_only()))
     };
     ($v:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
+        $crate::with_array!($v, $a => $body, $s => $str,
+            _h => return Err($crate::value::not_a_tensor()))
+    };
+    ($v:expr, $a:ident => $body:expr, $s:ident => $str:expr, $h:ident => $var:expr) => {
         match $v {
             $crate::Value::F32($a) => $body,
             $crate::Value::F64($a) => $body,
@@ -76,6 +102,8 @@ macro_rules! with_array {
             $crate::Value::Lowp(_, $a) => $body,
             #[allow(unused_variables)]
             $crate::Value::Str($s) => $str,
+            #[allow(unused_variables)]
+            $crate::Value::Variant($h) => $var,
         }
     };
 }
@@ -89,6 +117,8 @@ macro_rules! map_array {
     };
     ($v:expr, $a:ident => $body:expr, $s:ident => $str:expr) => {
         match $v {
+            #[allow(unused_variables)]
+            $crate::Value::Variant(_) => return Err($crate::value::not_a_tensor()),
             $crate::Value::F32($a) => $crate::Value::F32($body),
             $crate::Value::F64($a) => $crate::Value::F64($body),
             $crate::Value::F16($a) => $crate::Value::F16($body),
@@ -361,11 +391,13 @@ impl Value {
             Value::Bool(_) => BOOL,
             Value::Lowp(dt, _) => *dt,
             Value::Str(_) => STRING,
+            Value::Variant(_) => VARIANT,
         }
     }
 
+    /// The shape (a list or optional: a scalar handle, `[]`).
     pub fn shape(&self) -> &[usize] {
-        with_any!(self, a => a.shape())
+        with_array!(self, a => a.shape(), s => s.shape(), _h => &[])
     }
 
     pub fn len(&self) -> usize {
@@ -440,7 +472,7 @@ impl Value {
                 Elem::to_le(x, &mut out);
             }
             out
-        }, s => es_core::strings::encode(&s.iter().collect::<Vec<_>>()))
+        }, s => es_core::strings::encode(&s.iter().collect::<Vec<_>>()), _h => Vec::new())
     }
 
     /// A string tensor of `dims` from its elements in row-major order.
@@ -467,6 +499,11 @@ impl Value {
 
     /// The value as an IR tensor (format ND).
     pub fn to_tensor(&self) -> Result<Tensor> {
+        if let Value::Variant(_) = self {
+            return Err(Error::unsupported(
+                "a sequence or optional (DT_VARIANT) as an IR tensor",
+            ));
+        }
         if let Value::Str(a) = self {
             let v: Vec<&String> = a.iter().collect();
             return Tensor::from_strings(&v, self.dims()).map_err(Error::from);
@@ -482,7 +519,7 @@ impl Value {
             return a.iter().map(|&b| lowp::decode(*dt, b)).collect();
         }
         with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x)).collect(),
-            s => s.iter().map(|t| t.trim().parse().unwrap_or(f64::NAN)).collect())
+            s => s.iter().map(|t| t.trim().parse().unwrap_or(f64::NAN)).collect(), _h => Vec::new())
     }
 
     /// The elements as i64 (floats truncated), in standard order.
@@ -490,7 +527,8 @@ impl Value {
         if let Value::Lowp(..) | Value::Str(_) = self {
             return self.to_f64_vec().into_iter().map(|x| x as i64).collect();
         }
-        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect(), _s => vec![])
+        with_array!(self, a => a.iter().map(|&x| Elem::to_f64(x) as i64).collect(), _s => vec![],
+            _h => vec![])
     }
 
     /// This value converted to `dt` (numpy's `astype`: floats to integers truncate toward
@@ -694,7 +732,7 @@ mod tests {
         }
         let m = moved(&v).unwrap();
         assert_eq!(m.shape(), &[1, 2]);
-        assert_eq!(with_any!(&m, a => a.len()), 2);
+        assert_eq!(m.len(), 2);
         // Casts to and from strings (value/strings.rs has the formatting rules).
         let n = Value::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![-4, 10]).unwrap());
         let s = n.cast(DataType::STRING).unwrap();

@@ -45,10 +45,16 @@ def _check_graph_id(graph_id: Any) -> int:
     return int(graph_id)
 
 
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, (Tensor, np.ndarray, np.generic))
+
+
 def _check_inputs(inputs: Any) -> List[Any]:
     _require(inputs, list, "inputs must be a list of Tensor")
-    # ge.graph.Tensor as in GE; numpy arrays (and numpy scalars) are ge-rs's extra.
-    if not all(isinstance(x, (Tensor, np.ndarray, np.generic)) for x in inputs):
+    # ge.graph.Tensor as in GE; numpy arrays (and numpy scalars) are ge-rs's extra, and so are a
+    # list of them (a sequence, DT_VARIANT) and None (an empty optional).
+    if not all(x is None or _is_tensor(x) or (isinstance(x, list) and all(_is_tensor(e) for e in x))
+               for x in inputs):
         raise TypeError("All elements in inputs must be the type of Tensor")
     return list(inputs)
 
@@ -132,8 +138,9 @@ class Session:
 
     def run_graph(self, graph_id: int, inputs: List[Any]) -> List[Tensor]:
         """Runs graph ``graph_id`` on ``inputs`` (a list, in Data-index order, of
-        ``ge.graph.Tensor`` or, as ge-rs's extra, numpy arrays). Returns the outputs as
-        ``ge.graph.Tensor``."""
+        ``ge.graph.Tensor`` or, as ge-rs's extra, numpy arrays; for a sequence input a list of
+        them, for an empty optional None). Returns the outputs as ``ge.graph.Tensor`` (a
+        sequence output as a list of them, an empty optional as None)."""
         graph_id = _check_graph_id(graph_id)
         return self._run("RunGraph", graph_id, _check_inputs(inputs))
 

@@ -80,7 +80,7 @@ fn i64dt() -> i64 {
     DataType::INT64.value() as i64
 }
 
-fn scalar_desc(dt: DataType) -> TensorDesc {
+pub(super) fn scalar_desc(dt: DataType) -> TensorDesc {
     TensorDesc::new(dt, Shape::scalar())
 }
 
@@ -103,7 +103,7 @@ fn data_by_index(g: &Graph) -> Result<Vec<(i64, NodeId)>> {
 }
 
 /// Moves every consumer of `old` (and graph outputs equal to it) to `new`.
-fn redirect(g: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
+pub(super) fn redirect(g: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
     let consumers: Vec<InPort> = g
         .node(old.node)?
         .outputs
@@ -124,24 +124,24 @@ fn redirect(g: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
 
 /// The rewiring of a translated ONNX body into a While body: what each of its Data indexes
 /// becomes, and the loop values it lacks.
-struct Rewire {
+pub(super) struct Rewire {
     /// Old Data index → new index; None: the Data node is replaced (see `replace`).
-    map: Box<dyn Fn(i64) -> Option<i64>>,
+    pub(super) map: Box<dyn Fn(i64) -> Option<i64>>,
     /// New Data nodes: (index, description, name).
-    new_inputs: Vec<(i64, TensorDesc, String)>,
+    pub(super) new_inputs: Vec<(i64, TensorDesc, String)>,
 }
 
 /// Renumbers the Data nodes of `sub` and adds the new ones; returns the builder over the
 /// graph, the ports of the Data nodes by new index, and the Data nodes that were dropped
 /// (old index → port, still in the graph).
-type Rewired = (
+pub(super) type Rewired = (
     GraphBuilder,
     FxHashMap<i64, OutPort>,
     FxHashMap<i64, OutPort>,
 );
 
 /// The lookup of the rewired body's input ports of an `op` node.
-fn body_port<'p>(
+pub(super) fn body_port<'p>(
     ports: &'p FxHashMap<i64, OutPort>,
     op: &'p str,
 ) -> impl Fn(i64) -> Result<OutPort> + 'p {
@@ -153,7 +153,7 @@ fn body_port<'p>(
     }
 }
 
-fn rewire(sub: Subgraph, rw: Rewire) -> Result<Rewired> {
+pub(super) fn rewire(sub: Subgraph, rw: Rewire) -> Result<Rewired> {
     let mut b = GraphBuilder::new(sub.graph.name.clone());
     *b.graph_mut() = sub.graph;
     let mut ports = FxHashMap::default();
@@ -180,13 +180,19 @@ fn rewire(sub: Subgraph, rw: Rewire) -> Result<Rewired> {
     }
     for (idx, d, name) in rw.new_inputs {
         let nm = b.graph().unique_name(&name);
+        let attrs = d.attrs.clone();
         let p = b.create_input(idx, Some(nm), "Data", d.dtype, Format::ND, d.shape)?;
+        // What a list or optional holds (see es_core::infer::sequence).
+        let n = b.graph_mut().node_mut(p.node)?;
+        for o in n.outputs.iter_mut() {
+            o.desc.attrs.clone_from(&attrs);
+        }
         ports.insert(idx, p);
     }
     Ok((b, ports, dropped))
 }
 
-fn bop(
+pub(super) fn bop(
     b: &mut GraphBuilder,
     op: &str,
     inputs: Vec<Vec<Option<OutPort>>>,
@@ -210,7 +216,7 @@ fn bop(
     Ok(OutPort { node: id, index: 0 })
 }
 
-fn bop1(
+pub(super) fn bop1(
     b: &mut GraphBuilder,
     op: &str,
     xs: &[OutPort],
@@ -219,7 +225,7 @@ fn bop1(
     bop(b, op, xs.iter().map(|p| vec![Some(*p)]).collect(), attrs)
 }
 
-fn bconst_i64(b: &mut GraphBuilder, v: &[i64], shape: &[i64]) -> Result<OutPort> {
+pub(super) fn bconst_i64(b: &mut GraphBuilder, v: &[i64], shape: &[i64]) -> Result<OutPort> {
     Ok(b.create_const(es_core::Tensor::from_values(v, shape.to_vec())?, None)?)
 }
 
@@ -289,7 +295,11 @@ fn cond_graph(descs: &[TensorDesc], with_cond: bool) -> Result<Graph> {
 }
 
 /// The description of body output `i`: as translated, else as declared.
-fn body_out_desc(sub: &Subgraph, g: &crate::proto::GraphProto, i: usize) -> Result<TensorDesc> {
+pub(super) fn body_out_desc(
+    sub: &Subgraph,
+    g: &crate::proto::GraphProto,
+    i: usize,
+) -> Result<TensorDesc> {
     let port = *sub
         .graph
         .outputs
@@ -312,7 +322,7 @@ fn body_out_desc(sub: &Subgraph, g: &crate::proto::GraphProto, i: usize) -> Resu
 /// Closes the body `b` with the outputs `outs` and adds the While over the loop values `head`,
 /// then each accumulator with its shape, then the captures `caps`; `with_cond`: the third loop
 /// value is a condition too (see [`cond_graph`]). Returns the While's outputs.
-fn build_while(
+pub(super) fn build_while(
     ctx: &mut NodeCtx<'_>,
     b: &mut GraphBuilder,
     outs: &[OutPort],
@@ -529,6 +539,19 @@ fn body_scan_outputs(
 // Loop
 // ---------------------------------------------------------------------------------------------
 
+/// The body's description of a loop-carried value whose initial description is `d`: a list
+/// may gain tensors of other shapes in the body, so its element shape is not known there.
+fn loop_value_desc(d: TensorDesc) -> TensorDesc {
+    match es_core::infer::sequence::VariantInfo::of(&d) {
+        Some(v) => es_core::infer::sequence::VariantInfo {
+            elem_shape: Shape::unknown_rank(),
+            ..v
+        }
+        .desc(),
+        None => d,
+    }
+}
+
 /// While values: [i, M, cond, v_1..v_N, (acc_k, shape_k) for each scan output, captures].
 fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["body"])?;
@@ -569,7 +592,7 @@ fn loop_op(ctx: &mut NodeCtx<'_>) -> Out {
     let mut formal = vec![scalar_desc(DataType::INT64), scalar_desc(DataType::BOOL)];
     for j in 0..nc {
         let p = ctx.input(2 + j)?;
-        formal.push(ctx.desc(p)?);
+        formal.push(loop_value_desc(ctx.desc(p)?));
         vs.push(p);
     }
     let sub = ctx.subgraph(body, &formal)?;

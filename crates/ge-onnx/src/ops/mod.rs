@@ -15,6 +15,7 @@ mod pool;
 mod recurrent;
 mod reduce;
 mod sampling;
+pub(crate) mod sequence;
 mod shape;
 mod signal;
 mod source;
@@ -52,6 +53,7 @@ pub fn builtin() -> &'static Registry {
             signal::TABLE,
             string::TABLE,
             ngram::TABLE,
+            sequence::TABLE,
         ] {
             util::register_table(&mut r, table);
         }

@@ -476,6 +476,7 @@ macro_rules! map_num {
                 return Err($crate::error::Error::unsupported(format!("{} on {}", $what, dt)))
             }
             $crate::value::Value::Str(_) => return Err($crate::value::numeric_only()),
+            $crate::value::Value::Variant(_) => return Err($crate::value::not_a_tensor()),
         }
     };
 }
@@ -492,6 +493,7 @@ macro_rules! by_variant {
             $crate::value::Value::Lowp(dt, _) => {
                 return Err($crate::error::Error::unsupported(format!("{dt} tensors here")))
             }
+            $crate::value::Value::Variant(_) => return Err($crate::value::not_a_tensor()),
         }
     };
 }

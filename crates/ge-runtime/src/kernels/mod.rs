@@ -21,6 +21,7 @@ mod norm;
 mod pool;
 mod reduce;
 mod sampling;
+mod sequence;
 mod shape;
 mod source;
 mod string;
@@ -139,6 +140,7 @@ const FAMILIES: &[Kernels] = &[
     collective::KERNELS,
     conv::KERNELS,
     string::KERNELS,
+    sequence::KERNELS,
 ];
 
 /// The kernels, by op type.
@@ -204,6 +206,7 @@ pub fn lookup(op_type: &str) -> Option<CustomFactory> {
             // produce) is the more precise error.
             check_low_precision(info, info.inputs.iter().flatten().map(|d| d.dtype))?;
             check_strings(info)?;
+            check_variants(info)?;
             let k = f(info)?;
             check_low_precision(info, info.out_dtypes())?;
             Ok(k)
@@ -285,6 +288,27 @@ fn check_strings(info: &NodeInfo) -> Result<()> {
         true => Err(Error::unsupported(format!(
             "{} on DT_STRING (node '{}')",
             info.op(),
+            info.node.name
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// The built-in kernels that take lists and optionals (`DT_VARIANT`, [`Value::Variant`])
+/// besides the list and optional ops: they pass values through unchanged.
+const VARIANT_OPS: &[&str] = &["Identity", "IdentityN", "If", "Case", "While"];
+
+/// "not supported: <op> on a sequence or optional" where a built-in tensor kernel would see a
+/// list or optional input or output.
+fn check_variants(info: &NodeInfo) -> Result<()> {
+    let op = info.op();
+    if VARIANT_OPS.contains(&op) || sequence::KERNELS.iter().any(|(ops, _)| ops.contains(&op)) {
+        return Ok(());
+    }
+    let outs = info.node.outputs.iter().map(|o| &o.desc);
+    match info.inputs.iter().flatten().chain(outs).any(|d| d.dtype == DataType::VARIANT) {
+        true => Err(Error::unsupported(format!(
+            "{op} on a sequence or optional (DT_VARIANT) (node '{}')",
             info.node.name
         ))),
         false => Ok(()),

@@ -158,8 +158,8 @@ fn flatten_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 /// `x` with its axes permuted (`perm` already validated), in standard order.
-pub(crate) fn transpose(x: &Value, perm: &[usize]) -> Value {
-    crate::map_any!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm))))
+pub(crate) fn transpose(x: &Value, perm: &[usize]) -> Result<Value> {
+    Ok(crate::map_any!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm)))))
 }
 
 fn check_perm(perm: &[i64], rank: usize) -> Result<Vec<usize>> {
@@ -185,7 +185,7 @@ fn transpose_factory(_: &NodeInfo) -> Result<Kernel> {
     Ok(Box::new(|inputs| {
         let x = input(inputs, 0)?;
         let perm = check_perm(&input(inputs, 1)?.to_i64_vec(), x.shape().len())?;
-        Ok(vec![transpose(x, &perm)])
+        Ok(vec![transpose(x, &perm)?])
     }))
 }
 
@@ -238,30 +238,35 @@ fn concat_d_factory(info: &NodeInfo) -> Result<Kernel> {
     }))
 }
 
+/// Stacks values of one dtype and shape along a new axis `axis` (in `[-rank-1, rank]`).
+pub(crate) fn stack(xs: &[&Value], axis: i64) -> Result<Value> {
+    let first = xs
+        .first()
+        .ok_or_else(|| Error::kernel("nothing to stack"))?;
+    let rank = first.shape().len();
+    let ax = norm_axis(axis, rank + 1)?;
+    let mut expanded = Vec::with_capacity(xs.len());
+    for x in xs {
+        if x.shape() != first.shape() {
+            return Err(Error::kernel(format!(
+                "stacking shapes {:?} and {:?}",
+                first.shape(),
+                x.shape()
+            )));
+        }
+        let mut dims = x.shape().to_vec();
+        dims.insert(ax, 1);
+        expanded.push(reshape(x, &dims)?);
+    }
+    let refs: Vec<&Value> = expanded.iter().collect();
+    concat(&refs, ax as i64)
+}
+
 fn pack_factory(info: &NodeInfo) -> Result<Kernel> {
     let axis = info.int("axis", 0)?;
     Ok(Box::new(move |inputs| {
         let xs: Vec<&Value> = inputs.iter().flatten().copied().collect();
-        let first = xs
-            .first()
-            .ok_or_else(|| Error::kernel("nothing to stack"))?;
-        let rank = first.shape().len();
-        let ax = norm_axis(axis, rank + 1)?;
-        let mut expanded = Vec::with_capacity(xs.len());
-        for x in &xs {
-            if x.shape() != first.shape() {
-                return Err(Error::kernel(format!(
-                    "stacking shapes {:?} and {:?}",
-                    first.shape(),
-                    x.shape()
-                )));
-            }
-            let mut dims = x.shape().to_vec();
-            dims.insert(ax, 1);
-            expanded.push(reshape(x, &dims)?);
-        }
-        let refs: Vec<&Value> = expanded.iter().collect();
-        Ok(vec![concat(&refs, ax as i64)?])
+        Ok(vec![stack(&xs, axis)?])
     }))
 }
 

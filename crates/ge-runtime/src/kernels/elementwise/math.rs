@@ -105,6 +105,7 @@ fn round_value(x: &Value, d: i32) -> Result<Value> {
         Value::Bool(_) => return Err(Error::kernel("Round does not take bool tensors")),
         Value::Lowp(dt, _) => return Err(Error::unsupported(format!("Round on {dt}"))),
         Value::Str(_) => return Err(crate::value::numeric_only()),
+        Value::Variant(_) => return Err(crate::value::not_a_tensor()),
     })
 }
 
