@@ -414,10 +414,7 @@ fn sequence_map(ctx: &mut NodeCtx<'_>) -> Out {
     )?;
     let port = body_port(&ports, "SequenceMap");
     let unknown = b.create_const(es_core::Tensor::from_values(&[-1i32], vec![])?, None)?;
-    for i in 0..m {
-        if !is_seq[i] {
-            continue;
-        }
+    for i in (0..m).filter(|&i| is_seq[i]) {
         let Some(&old) = dropped.get(&(i as i64)) else {
             return Err(Error::tr(
                 "internal: a SequenceMap element input is missing",
