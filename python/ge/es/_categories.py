@@ -48,6 +48,11 @@ HCCL_OPS: Tuple[str, ...] = ("HcomAllGather", "HcomAllReduce", "HcomBroadcast", 
 OTHER_OPS: Tuple[str, ...] = (
     "StringJoin", "StaticRegexFullMatch", "RegexFullMatch", "AsString", "StringToNumber",
     "StringNormalizer", "StringSplitPadded", "LabelEncoder",
+    # TensorFlow's list and optional ops as GE names them (AI CPU kernels) and the ge-rs list ops
+    # with ONNX's semantics.
+    "EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListLength", "TensorListGetItem",
+    "OptionalFromValue", "OptionalNone", "OptionalHasValue", "OptionalGetValue",
+    "SequenceInsert", "SequenceErase", "SplitToSequence", "ConcatFromSequence",
 )
 
 # category -> {operator: module under ge.es.ops}

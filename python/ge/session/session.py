@@ -49,14 +49,25 @@ def _is_tensor(x: Any) -> bool:
     return isinstance(x, (Tensor, np.ndarray, np.generic))
 
 
-def _check_inputs(inputs: Any) -> List[Any]:
+def _check_inputs(inputs: Any, optional_at: Any = ()) -> List[Any]:
     _require(inputs, list, "inputs must be a list of Tensor")
     # ge.graph.Tensor as in GE; numpy arrays (and numpy scalars) are ge-rs's extra, and so are a
-    # list of them (a sequence, DT_VARIANT) and None (an empty optional).
-    if not all(x is None or _is_tensor(x) or (isinstance(x, list) and all(_is_tensor(e) for e in x))
-               for x in inputs):
+    # list of them (a sequence, DT_VARIANT) and, at an input of a list or optional (the indexes
+    # `optional_at`), None (an empty optional).
+    if not all((x is None and i in optional_at) or _is_tensor(x)
+               or (isinstance(x, list) and all(_is_tensor(e) for e in x))
+               for i, x in enumerate(inputs)):
         raise TypeError("All elements in inputs must be the type of Tensor")
     return list(inputs)
+
+
+def _variant_inputs(graph: Graph) -> frozenset:
+    """The Data indexes of ``graph`` that take a list or optional (DT_VARIANT)."""
+    out = set()
+    for n in graph.get_direct_nodes():
+        if n.type in ("Data", "RefData") and int(n.get_output_desc(0).get_data_type()) == 26:
+            out.add(int(n.get_attr("index")))
+    return frozenset(out)
 
 
 def _graph_options(options: Any) -> Options:
@@ -105,6 +116,8 @@ class Session:
 
         load_custom_op_plugins_at_init()
         self._graph_options: Dict[int, Options] = {}
+        # graph id -> the Data indexes taking a list or optional (None feeds an empty optional).
+        self._variant_at: Dict[int, frozenset] = {}
         self._log_device_notes()
         self._executor: Optional[ThreadPoolExecutor] = None
         self._executor_lock = threading.Lock()
@@ -127,6 +140,7 @@ class Session:
         with _api_call("AddGraph", graph_id=graph_id):
             self._core.add_graph(graph_id, add_graph, graph_options.ours)
         self._added(graph_id, graph_options)
+        self._variant_at[graph_id] = _variant_inputs(add_graph)
         return 0
 
     def remove_graph(self, graph_id: int) -> None:
@@ -142,7 +156,8 @@ class Session:
         them, for an empty optional None). Returns the outputs as ``ge.graph.Tensor`` (a
         sequence output as a list of them, an empty optional as None)."""
         graph_id = _check_graph_id(graph_id)
-        return self._run("RunGraph", graph_id, _check_inputs(inputs))
+        optional_at = self._variant_at.get(graph_id, frozenset())
+        return self._run("RunGraph", graph_id, _check_inputs(inputs, optional_at))
 
     def run_graph_with_stream_async(self, graph_id: int, stream: int, inputs: List[Any]) -> List[Tensor]:
         """GE's asynchronous run on ``stream`` (an integer handle, not 0). ge-rs runs it at once
