@@ -14,7 +14,17 @@ use crate::value::{Elem, Value};
 use es_core::DataType;
 use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
+use std::ops::Range;
 use std::sync::Mutex;
+
+/// Where an into-kernel writes: elements `range` of `out`, the output's `dims`; `alias`: the
+/// input that was moved into `out` (absent from the arguments: in place).
+pub(crate) struct Dest<'a> {
+    pub(crate) out: &'a mut Value,
+    pub(crate) range: Range<usize>,
+    pub(crate) dims: &'a [usize],
+    pub(crate) alias: Option<usize>,
+}
 
 /// The array of one element type inside a [`Value`].
 pub(crate) trait ElemArray: Elem + Default {

@@ -30,6 +30,7 @@
 //! assert_eq!(out[0].to_f64_vec(), vec![0.0, 2.0]);
 //! ```
 
+pub(crate) mod arena;
 pub mod backend;
 pub mod error;
 pub mod fuse;
@@ -40,7 +41,6 @@ pub mod om;
 pub mod optimize;
 pub mod options;
 pub mod par;
-pub(crate) mod arena;
 pub mod plan;
 mod rewrite;
 pub mod session;

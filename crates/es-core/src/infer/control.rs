@@ -39,7 +39,10 @@ fn merge_branch_outputs(ctx: &InferCtx, i: usize) -> Result<TensorDesc> {
     };
     if first.dtype == DataType::VARIANT {
         // Lists and optionals: what the branches say they hold, merged.
-        let all = ctx.subgraph_outputs.iter().filter_map(|b| b.get(i).copied());
+        let all = ctx
+            .subgraph_outputs
+            .iter()
+            .filter_map(|b| b.get(i).copied());
         if all.clone().all(|d| d.dtype == DataType::VARIANT) {
             return Ok(super::sequence::merge_variants(all));
         }

@@ -7,19 +7,10 @@ use super::elementwise::{ArithInto, UnaryInto};
 use super::matmul::MatmulInto;
 use super::shape::ConcatInto;
 use super::NodeInfo;
+use crate::arena::Dest;
 use crate::error::Result;
 use crate::value::Value;
 use es_core::DataType;
-use std::ops::Range;
-
-/// Where an into-kernel writes: elements `range` of `out`, the output's `dims`; `alias`: the
-/// input that was moved into `out` (absent from the arguments: in place).
-pub(crate) struct Dest<'a> {
-    pub(crate) out: &'a mut Value,
-    pub(crate) range: Range<usize>,
-    pub(crate) dims: &'a [usize],
-    pub(crate) alias: Option<usize>,
-}
 
 /// A kernel writing into a given output.
 pub(crate) enum IntoOp {

@@ -7,7 +7,8 @@
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
 use super::common::{alloc_array, broadcast_shape, numel, to_owned_std, zip2};
-use super::{input, Dest, Kernel, Kernels, NodeInfo};
+use super::{input, Kernel, Kernels, NodeInfo};
+use crate::arena::Dest;
 use crate::arena::ElemArray;
 use crate::error::{Error, Result};
 use crate::par;

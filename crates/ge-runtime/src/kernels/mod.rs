@@ -15,7 +15,8 @@ mod elementwise;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod into;
-pub(crate) use into::{Dest, IntoOp};
+pub(crate) use crate::arena::Dest;
+pub(crate) use into::IntoOp;
 mod matmul;
 mod norm;
 mod pool;
@@ -306,7 +307,13 @@ fn check_variants(info: &NodeInfo) -> Result<()> {
         return Ok(());
     }
     let outs = info.node.outputs.iter().map(|o| &o.desc);
-    match info.inputs.iter().flatten().chain(outs).any(|d| d.dtype == DataType::VARIANT) {
+    match info
+        .inputs
+        .iter()
+        .flatten()
+        .chain(outs)
+        .any(|d| d.dtype == DataType::VARIANT)
+    {
         true => Err(Error::unsupported(format!(
             "{op} on a sequence or optional (DT_VARIANT) (node '{}')",
             info.node.name

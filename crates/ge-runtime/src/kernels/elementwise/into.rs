@@ -5,9 +5,9 @@
 //! function the allocating kernels apply, so results are bitwise the same.
 
 use super::{float_fn, unary_params, Arith, Bin, Cheap, FloatFn, UNARY};
-use crate::arena::{out_slice, ElemArray};
+use crate::arena::{out_slice, Dest, ElemArray};
 use crate::error::{Error, Result};
-use crate::kernels::{Dest, NodeInfo};
+use crate::kernels::NodeInfo;
 use crate::par;
 use crate::value::{Elem, Value};
 use es_core::DataType;
