@@ -685,12 +685,30 @@ mod tests {
         let mut additions = 0;
         for p in new.iter() {
             let Some(o) = old.get(&p.name) else { continue };
-            assert_eq!(
-                &p.inputs[..o.inputs.len()],
-                &o.inputs[..],
-                "{}: inputs keep their order",
+            // The inputs keep their order, names and kinds; a type list may only grow (a later
+            // version accepting more dtypes, as 8.1.0's Cast does, keeps every old graph valid).
+            assert!(
+                p.inputs.len() >= o.inputs.len(),
+                "{}: inputs removed",
                 p.name
             );
+            for (n, o) in p.inputs.iter().zip(&o.inputs) {
+                assert_eq!(
+                    (&n.name, n.kind, &n.since),
+                    (&o.name, o.kind, &o.since),
+                    "{}: inputs keep their order",
+                    p.name
+                );
+                match (&n.ty, &o.ty) {
+                    (TypeSpec::List(nl), TypeSpec::List(ol)) => assert!(
+                        ol.iter().all(|d| nl.contains(d)),
+                        "{}.{}: a later version may only add dtypes",
+                        p.name,
+                        n.name
+                    ),
+                    (nt, ot) => assert_eq!(nt, ot, "{}.{}: type", p.name, n.name),
+                }
+            }
             for i in &p.inputs[o.inputs.len()..] {
                 assert_eq!(
                     i.kind,
