@@ -16,6 +16,18 @@ use std::sync::Arc;
 
 /// A run's input: a tensor (a `ge.graph.Tensor` or anything numpy can make an array of), a
 /// Python list of them (a sequence, `DT_VARIANT`), or None (an empty optional).
+/// The `index` attributes of `graph`'s Data and RefData nodes whose output is DT_VARIANT.
+fn variant_inputs(graph: &es_core::Graph) -> Vec<i64> {
+    graph
+        .input_nodes()
+        .into_iter()
+        .filter_map(|id| graph.node(id).ok())
+        .filter(|n| matches!(&*n.op_type, "Data" | "RefData"))
+        .filter(|n| n.outputs.first().map(|o| o.desc.dtype) == Some(es_core::DataType::VARIANT))
+        .filter_map(|n| n.attrs.get("index").and_then(es_core::AttrValue::as_int))
+        .collect()
+}
+
 fn value_from_py(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Value> {
     use ge_runtime::value::Variant;
     let tensor = |x: &Bound<'_, PyAny>| -> PyResult<Value> {
@@ -94,6 +106,8 @@ guarded! {
             Ok(SessionCore { inner: Arc::new(s) })
         }
 
+        /// Adds a copy of a graph; returns the Data indexes that take a list or an optional
+        /// (DT_VARIANT), where a run may feed None (an empty optional).
         #[pyo3(signature = (graph_id, graph, options = None))]
         fn add_graph(
             &self,
@@ -101,12 +115,14 @@ guarded! {
             graph_id: u32,
             graph: &Bound<'_, PyAny>,
             options: Option<BTreeMap<String, String>>,
-        ) -> PyResult<()> {
+        ) -> PyResult<Vec<i64>> {
             let g = downcast_arg::<Graph>(graph, "add_graph needs a ge.graph.Graph")?.get();
             let copy = g.src.read(&g.path, |gr| Ok(gr.clone()))?;
+            let variant_at = variant_inputs(&copy);
             let opts = options.unwrap_or_default();
             py.allow_threads(|| self.inner.add_graph(graph_id, copy, &opts))
-                .py()
+                .py()?;
+            Ok(variant_at)
         }
 
         /// Adds graph `index` of an offline model (already compiled: its runs only plan it).

@@ -61,15 +61,6 @@ def _check_inputs(inputs: Any, optional_at: Any = ()) -> List[Any]:
     return list(inputs)
 
 
-def _variant_inputs(graph: Graph) -> frozenset:
-    """The Data indexes of ``graph`` that take a list or optional (DT_VARIANT)."""
-    out = set()
-    for n in graph.get_direct_nodes():
-        if n.type in ("Data", "RefData") and int(n.get_output_desc(0).get_data_type()) == 26:
-            out.add(int(n.get_attr("index")))
-    return frozenset(out)
-
-
 def _graph_options(options: Any) -> Options:
     """A graph's options (add_graph, add_model) checked and sorted; warnings point at the
     caller of the session method."""
@@ -138,9 +129,9 @@ class Session:
         graph_options = _graph_options(options)
         graph_id = _check_graph_id(graph_id)
         with _api_call("AddGraph", graph_id=graph_id):
-            self._core.add_graph(graph_id, add_graph, graph_options.ours)
+            variant_at = self._core.add_graph(graph_id, add_graph, graph_options.ours)
         self._added(graph_id, graph_options)
-        self._variant_at[graph_id] = _variant_inputs(add_graph)
+        self._variant_at[graph_id] = frozenset(variant_at)
         return 0
 
     def remove_graph(self, graph_id: int) -> None:
@@ -149,6 +140,7 @@ class Session:
         with _api_call("RemoveGraph", graph_id=graph_id):
             self._core.remove_graph(graph_id)
         self._graph_options.pop(graph_id, None)
+        self._variant_at.pop(graph_id, None)
 
     def run_graph(self, graph_id: int, inputs: List[Any]) -> List[Tensor]:
         """Runs graph ``graph_id`` on ``inputs`` (a list, in Data-index order, of
