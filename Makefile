@@ -67,6 +67,7 @@ bench: build
 	$(PY) benches/python/bench_rewrite.py
 	$(PY) benches/python/bench_run.py
 	$(PY) benches/python/bench_models.py
+	$(PY) benches/python/bench_load.py
 
 lint:
 	cargo fmt --all -- --check
