@@ -6,7 +6,7 @@
 //! `matrixmultiply` (via ndarray) for the rest, split across the run's threads when large. f16
 //! and bf16 compute in f32 and round once; integers accumulate in their own type, wrapping.
 
-use super::common::{alloc_array, broadcast_shape, numel, to_owned_std, zip2};
+use super::common::{alloc_array, broadcast_shape, numel, with_capacity, zip2};
 use super::{input, Kernel, Kernels, NodeInfo};
 use crate::arena::Dest;
 use crate::arena::ElemArray;
@@ -263,25 +263,24 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
     }
     let batch = broadcast_shape(&av.shape()[..ra - 2], &bv.shape()[..rb - 2])?;
     let nb = numel(&batch)?;
-    let full = |v: ndarray::ArrayViewD<'_, T>, r: usize, c: usize| -> Result<ndarray::Array3<T>> {
-        let mut dims = batch.clone();
-        dims.extend([r, c]);
-        numel(&dims)?;
-        let bc = v
-            .broadcast(IxDyn(&dims))
-            .ok_or_else(|| Error::kernel("broadcast failed"))?;
-        to_owned_std(bc)?
-            .into_shape_with_order(Ix3(nb, r, c))
-            .map_err(|e| Error::kernel(e.to_string()))
-    };
-    let a3 = full(av, m, k)?;
-    let b3 = full(bv, k, n)?;
     let mut out = alloc_array(&[nb, m, n], T::zero())?
         .into_dimensionality::<Ix3>()
         .map_err(|e| Error::kernel(e.to_string()))?;
+    let mut dims = batch.clone();
+    dims.extend([m, n]);
+    if out.is_empty() || k == 0 {
+        // Nothing to multiply: the output is empty or all zeros.
+        return out
+            .into_shape_with_order(IxDyn(&dims))
+            .map_err(|e| Error::kernel(e.to_string()));
+    }
+    // Each batch's operands are 2-D views into a and b (a broadcast batch dim has stride 0, a
+    // transposed operand swapped strides): the GEMM takes strides, so no operand is copied.
+    let a3 = batch_matrices(&av, &batch, m, k)?;
+    let b3 = batch_matrices(&bv, &batch, k, n)?;
     let items: Vec<_> = a3
-        .axis_iter(Axis(0))
-        .zip(b3.axis_iter(Axis(0)))
+        .into_iter()
+        .zip(b3)
         .zip(out.axis_iter_mut(Axis(0)))
         .collect();
     let work = nb.saturating_mul(m).saturating_mul(n).saturating_mul(k) / par::MACS_PER_UNIT;
@@ -297,10 +296,41 @@ pub(super) fn batched<T: LinalgScalar + Send + Sync>(
             gemm_into(x, y, o);
         }
     }
-    let mut dims = batch;
-    dims.extend([m, n]);
     out.into_shape_with_order(IxDyn(&dims))
         .map_err(|e| Error::kernel(e.to_string()))
+}
+
+/// The `r`×`c` matrices of `v` broadcast to the batch dims `batch`, as views, in standard
+/// order of the batch.
+fn batch_matrices<'v, T>(
+    v: &'v ndarray::ArrayViewD<'_, T>,
+    batch: &[usize],
+    r: usize,
+    c: usize,
+) -> Result<Vec<ArrayView2<'v, T>>> {
+    let mut dims = batch.to_vec();
+    dims.extend([r, c]);
+    numel(&dims)?;
+    let bc = v
+        .broadcast(IxDyn(&dims))
+        .ok_or_else(|| Error::kernel("broadcast failed"))?;
+    let mut out = with_capacity(numel(batch)?)?;
+    matrices(bc, &mut out);
+    Ok(out)
+}
+
+/// Appends the 2-D matrices (last two dims) of `v` to `out`, in standard order of its leading
+/// dims.
+fn matrices<'v, T>(v: ndarray::ArrayViewD<'v, T>, out: &mut Vec<ArrayView2<'v, T>>) {
+    if v.ndim() <= 2 {
+        if let Ok(m) = v.into_dimensionality::<ndarray::Ix2>() {
+            out.push(m);
+        }
+        return;
+    }
+    for i in 0..v.len_of(Axis(0)) {
+        matrices(v.clone().index_axis_move(Axis(0), i), out);
+    }
 }
 
 /// The product for any supported dtype.
@@ -570,6 +600,47 @@ mod tests {
         let bt = arr(&[1, 2], vec![10.0, 100.0]);
         assert_eq!(batched(&a, &bt, false, true).unwrap(), y);
         assert!(batched(&a, &arr(&[3, 1], vec![0.0; 3]), false, false).is_err());
+    }
+
+    /// Batch dims broadcast both ways, operands transposed or not (strided views straight into
+    /// the GEMM, no copies), against a naive f64 product; empty batches and k = 0 give zeros.
+    #[test]
+    fn batched_views_match_a_naive_product() {
+        let (m, k, n) = (5, 7, 3);
+        let fill = |dims: &[usize], s: usize| {
+            let len: usize = dims.iter().product();
+            arr(
+                dims,
+                (0..len).map(|i| ((i * s) % 17) as f32 - 8.0).collect(),
+            )
+        };
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let ad = if ta { [2, 1, k, m] } else { [2, 1, m, k] };
+            let bd = if tb { [1, 3, n, k] } else { [1, 3, k, n] };
+            let (a, b) = (fill(&ad, 5), fill(&bd, 3));
+            let y = batched(&a, &b, ta, tb).unwrap();
+            assert_eq!(y.shape(), &[2, 3, m, n]);
+            for (i, j, r, c) in (0..2)
+                .flat_map(|i| (0..3).map(move |j| (i, j)))
+                .flat_map(|(i, j)| (0..m).flat_map(move |r| (0..n).map(move |c| (i, j, r, c))))
+            {
+                let want: f64 = (0..k)
+                    .map(|q| {
+                        let x = if ta { a[[i, 0, q, r]] } else { a[[i, 0, r, q]] };
+                        let w = if tb { b[[0, j, c, q]] } else { b[[0, j, q, c]] };
+                        f64::from(x) * f64::from(w)
+                    })
+                    .sum();
+                assert!(
+                    (f64::from(y[[i, j, r, c]]) - want).abs() < 1e-3,
+                    "{ta} {tb}"
+                );
+            }
+        }
+        let y = batched(&fill(&[0, 2, 3], 1), &fill(&[1, 3, 4], 1), false, false).unwrap();
+        assert_eq!(y.shape(), &[0, 2, 4]);
+        let y = batched(&fill(&[2, 2, 0], 1), &fill(&[2, 0, 4], 1), false, false).unwrap();
+        assert_eq!(y, ArrayD::<f32>::zeros(IxDyn(&[2, 2, 4])));
     }
 
     #[test]
