@@ -48,6 +48,8 @@ HCCL_OPS: Tuple[str, ...] = ("HcomAllGather", "HcomAllReduce", "HcomBroadcast", 
 OTHER_OPS: Tuple[str, ...] = (
     "StringJoin", "StaticRegexFullMatch", "RegexFullMatch", "AsString", "StringToNumber",
     "StringNormalizer", "StringSplitPadded", "LabelEncoder",
+    # The ge-rs tree ensembles (ai.onnx.ml's TreeEnsemble*, which GE has none of).
+    "TreeEnsemble", "TreeEnsembleClassifier",
     # TensorFlow's list and optional ops as GE names them (AI CPU kernels) and the ge-rs list ops
     # with ONNX's semantics.
     "EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListLength", "TensorListGetItem",

@@ -23,6 +23,7 @@ mod shape;
 mod source;
 mod string;
 mod transformer;
+pub mod tree_ensemble;
 pub use collective::REDUCTIONS;
 
 use crate::attr::{AttrMap, AttrValue};
@@ -260,6 +261,7 @@ const FAMILIES: &[fn(&str) -> Option<InferFn>] = &[
     transformer::rule,
     collective::rule,
     string::rule,
+    tree_ensemble::rule,
 ];
 
 /// The built-in rule of an operator type, if it has one.

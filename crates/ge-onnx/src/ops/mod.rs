@@ -9,6 +9,7 @@ mod elementwise;
 mod image;
 mod index;
 mod matmul;
+mod ml;
 mod ngram;
 mod norm;
 mod pool;
@@ -54,6 +55,7 @@ pub fn builtin() -> &'static Registry {
             string::TABLE,
             ngram::TABLE,
             sequence::TABLE,
+            ml::TABLE,
         ] {
             util::register_table(&mut r, table);
         }

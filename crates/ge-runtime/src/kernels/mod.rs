@@ -27,6 +27,7 @@ mod shape;
 mod source;
 mod string;
 mod transformer;
+mod tree_ensemble;
 
 use crate::error::{Error, Result};
 use crate::value::Value;
@@ -142,6 +143,7 @@ const FAMILIES: &[Kernels] = &[
     conv::KERNELS,
     string::KERNELS,
     sequence::KERNELS,
+    tree_ensemble::KERNELS,
 ];
 
 /// The kernels, by op type.
