@@ -397,6 +397,22 @@ mod tests {
     }
 
     #[test]
+    fn rows_split_across_threads_give_the_same_scores() {
+        // 64 copies of the stumps (128 trees) over 4096 rows: above the parallel threshold.
+        let mut a = stumps(&[]);
+        let roots: Vec<i64> = (0..128).map(|i| i % 2).collect();
+        a.retain(|(n, _)| *n != "tree_roots");
+        a.push(("tree_roots", li(&roots)));
+        let x: Vec<f64> = (0..4096).map(|i| f64::from(i % 7) * 0.75).collect();
+        let one = run("TreeEnsemble", &a, &x, &[4096, 1]).unwrap();
+        let two = crate::par::run_with(2, || run("TreeEnsemble", &a, &x, &[4096, 1])).unwrap();
+        assert!(par::run_with(2, || Ok(par::chunks_for(4096 * 128 * 8))).unwrap() > 1);
+        assert_eq!(one, two);
+        // Row 0 (x = 0): 64 trees give (0, 1.0), 64 give (0, 4.0).
+        assert_eq!(f64s(&one[0])[..2], [320.0, 0.0]);
+    }
+
+    #[test]
     fn short_rows_are_an_error() {
         let a = stumps(&[("nodes_featureids", li(&[0, 3]))]);
         let e = run("TreeEnsemble", &a, &[0.5, 1.0], &[1, 2]).unwrap_err();
