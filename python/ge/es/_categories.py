@@ -55,6 +55,8 @@ OTHER_OPS: Tuple[str, ...] = (
     "EmptyTensorList", "TensorListPushBack", "TensorListPopBack", "TensorListLength", "TensorListGetItem",
     "OptionalFromValue", "OptionalNone", "OptionalHasValue", "OptionalGetValue",
     "SequenceInsert", "SequenceErase", "SplitToSequence", "ConcatFromSequence",
+    # The ge-rs image decoder with ONNX's semantics (GE's DecodeImage reads DT_STRING contents).
+    "ImageDecoder",
 )
 
 # category -> {operator: module under ge.es.ops}

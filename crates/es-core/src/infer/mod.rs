@@ -10,6 +10,7 @@ mod common;
 mod control;
 mod conv;
 mod elementwise;
+pub mod image;
 mod index;
 pub mod layout;
 mod matmul;
@@ -261,6 +262,7 @@ const FAMILIES: &[fn(&str) -> Option<InferFn>] = &[
     transformer::rule,
     collective::rule,
     string::rule,
+    image::rule,
     tree_ensemble::rule,
 ];
 

@@ -1,4 +1,7 @@
-//! Image block ops: Col2Im.
+//! Image ops: Col2Im and ImageDecoder.
+//!
+//! ImageDecoder is the ge-rs operator of the same name (GE's DecodeImage family reads DT_STRING
+//! contents and has no BGR): a uint8 byte stream in, [H, W, C] uint8 out.
 //!
 //! GE has no Col2Im operator in the library; Col2Im is composed of GE operators with its image
 //! and block shapes read at run time (they are inputs, and often graph inputs): a scatter-add
@@ -7,10 +10,33 @@
 use super::util::*;
 use crate::error::{Error, Result};
 use crate::translate::NodeCtx;
-use es_core::{AttrValue, OutPort};
+use es_core::infer::image::PixelFormat;
+use es_core::{AttrValue, DataType, OutPort};
 
 /// The family's translators.
-pub(super) const TABLE: &[(&str, Translator)] = &[("Col2Im", col2im)];
+pub(super) const TABLE: &[(&str, Translator)] =
+    &[("Col2Im", col2im), ("ImageDecoder", image_decoder)];
+
+/// ImageDecoder: the ge-rs operator, `pixel_format` checked here (RGB, BGR or Grayscale).
+fn image_decoder(ctx: &mut NodeCtx<'_>) -> Out {
+    ctx.known_attrs(&["pixel_format"])?;
+    let f = ctx.attr_s("pixel_format", "RGB")?;
+    if PixelFormat::parse(&f).is_none() {
+        return Err(Error::tr(format!("ImageDecoder: {}", PixelFormat::bad(&f))));
+    }
+    let dt = ctx.in_dtype(0)?;
+    if dt != DataType::UINT8 {
+        return Err(Error::tr(format!(
+            "ImageDecoder: encoded_stream must be uint8, got {dt}"
+        )));
+    }
+    let x = ctx.input(0)?;
+    one(ctx.op1(
+        "ImageDecoder",
+        &[x],
+        vec![("pixel_format", AttrValue::String(f))],
+    )?)
+}
 
 /// Element `j` of the 1-D int64 port `v`, as a scalar.
 fn elem(ctx: &mut NodeCtx<'_>, v: OutPort, j: usize) -> Result<OutPort> {

@@ -12,6 +12,7 @@ pub(crate) use control::install_subgraph_compiler;
 pub(crate) use control::Subplan;
 mod conv;
 mod elementwise;
+mod image;
 pub(crate) use elementwise::Epilogue;
 mod index;
 mod into;
@@ -144,6 +145,7 @@ const FAMILIES: &[Kernels] = &[
     string::KERNELS,
     sequence::KERNELS,
     tree_ensemble::KERNELS,
+    image::KERNELS,
 ];
 
 /// The kernels, by op type.
