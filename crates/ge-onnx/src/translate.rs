@@ -1139,6 +1139,17 @@ pub fn unify_captures(subs: &mut [Subgraph]) -> Result<Vec<OutPort>> {
             }
         }
         for (k, (name, outer)) in all.iter().enumerate() {
+    /// The value named `name` in scope (an enclosing graph's value is captured), for
+    /// translators that name values in attributes (Gradient's `xs`, `zs` and `y`).
+    pub fn value(&mut self, name: &str) -> Result<OutPort> {
+        let d = self.prog.frames.len() - 1;
+        self.prog.resolve(d, name)
+    }
+    /// Whether the node is in a body graph (If, Loop, Scan) rather than the main graph.
+    pub fn in_subgraph(&self) -> bool {
+        self.prog.frames.len() > 1
+    }
+
             let index = AttrValue::Int(formal + k as i64);
             match by_name.get(name) {
                 Some(id) => {

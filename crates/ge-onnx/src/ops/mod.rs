@@ -6,6 +6,7 @@ mod control;
 mod conv;
 mod direct;
 mod elementwise;
+mod gradient;
 mod image;
 mod index;
 mod matmul;
@@ -47,6 +48,7 @@ pub fn builtin() -> &'static Registry {
             recurrent::TABLE,
             transformer::TABLE,
             training::TABLE,
+            gradient::TABLE,
             elementwise::TABLE,
             index::TABLE,
             image::TABLE,
