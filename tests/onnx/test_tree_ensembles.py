@@ -22,9 +22,10 @@ import ge.onnx  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 from onnx.reference.ops.aionnxml import _common_classifier as cc  # noqa: E402
 
-from onnx_harness import assert_outputs, graph_model, reference, run_ge  # noqa: E402
+from onnx_harness import assert_outputs, graph_model, reference, run_ge, run_graph  # noqa: E402
 
 F, D, H = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16
 NP = {F: np.float32, D: np.float64, H: np.float16}
@@ -411,6 +412,56 @@ def test_random_regressors_match_the_reference(ens, aggregate):
     trees = [[n if n[0] == "leaf" or n[1] < 5 else n[:1] + [n[1] - 5] + n[2:] for n in t] for t in trees]
     m = ml_model("TreeEnsembleRegressor", as_v3_regressor(trees, n_targets, aggregate), F, n_features)
     check(m, x, [reference(m, {"X": x})[0].astype(np.float32)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Export: ai.onnx.ml opset 3 (TreeEnsembleRegressor, TreeEnsembleClassifier)
+
+
+def export_round_trip(m, x):
+    """The model loaded, exported, and the export run by the reference and by ge again: both
+    give ge's outputs of the original."""
+    import onnx
+
+    got = run_ge(m, [x])
+    exported = onnx.load_from_string(ge.onnx.to_bytes(ge.onnx.load(m.SerializeToString())))
+    assert ("ai.onnx.ml", 3) in [(o.domain, o.version) for o in exported.opset_import]
+    names = [i.name for i in exported.graph.input]
+    want = [np.asarray(r) for r in ReferenceEvaluator(exported).run(None, {names[0]: x})]
+    again = run_graph(ge.onnx.load(exported.SerializeToString()), [x])
+    for g, w, a in zip(got, want, again):
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(w.astype(np.float64), g.astype(np.float64), rtol=1e-5, atol=1e-6)
+            # The export computes in float (the older regressor's y is float).
+            np.testing.assert_allclose(a.astype(np.float64), g.astype(np.float64), rtol=1e-6, atol=1e-7)
+        else:
+            assert [str(v) for v in w] == [str(v) for v in g] == [str(v) for v in a]
+    return exported
+
+
+@pytest.mark.parametrize("dtype", [F, D])
+def test_export_of_tree_ensembles(dtype):
+    attrs = v5([0, 1, 2], [0, 1, 0], [0.5, 1.0, 2.0], [0, 2, 4], [1, 1, 1], [1, 3, 5], [1, 1, 1],
+               [0, 1, 0, 0, 1, 1], [1.0, -2.0, 4.0, 0.25, -3.0, 8.0], [0, 1, 2], 3, dtype=dtype,
+               aggregate_function=0)  # the reference's regressor has no post transform
+    x = np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 1.0], [2.0, 0.5]], NP[dtype])
+    export_round_trip(ml_model("TreeEnsemble", attrs, dtype), x)
+    # The older regressor (several targets a leaf, base values) as well.
+    attrs = dict(TWO_TREES, **targets("target", REG_ENTRIES), n_targets=2, base_values=[0.5, -0.25])
+    export_round_trip(ml_model("TreeEnsembleRegressor", attrs), X2)
+
+
+@pytest.mark.parametrize("labels", [{"classlabels_strings": ["a", "bb", "c"]}, {"classlabels_int64s": [3, 7, 9]}])
+def test_export_of_classifiers(labels):
+    attrs = dict(TWO_TREES, **targets("class", CLS_ENTRIES), **labels, post_transform="SOFTMAX",
+                 base_values=[0.1, 0.0, -0.1])
+    export_round_trip(ml_model("TreeEnsembleClassifier", attrs, outputs=("label", "probabilities")), X2)
+
+
+def test_export_refuses_set_membership():
+    m = ml_model("TreeEnsemble", stump(6, np.nan, [1.0, 3.0, np.nan]), F, features=1)
+    with pytest.raises(ge.GeError, match="BRANCH_MEMBER"):
+        ge.onnx.to_bytes(ge.onnx.load(m.SerializeToString()))
 
 
 # ---------------------------------------------------------------------------------------------

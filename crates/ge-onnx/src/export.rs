@@ -1251,6 +1251,7 @@ const EXPORTERS: &[(&[&str], ExportFn)] = &[
     (&["Slice", "SliceD"], slice),
     (&["StringNormalizer"], string_normalizer),
     (&["AsString", "StringToNumber"], string_cast),
+    (&["TreeEnsemble", "TreeEnsembleClassifier"], tree_ensemble),
 ];
 
 /// StringNormalizer: ONNX's, with the same attributes.
@@ -1309,6 +1310,170 @@ fn string_cast(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     let to = dtype_to_onnx(to).ok_or_else(|| bad(n, format!("{to} has no ONNX type")))?;
     let x = io.input(0, n)?;
     ex.emit_as(n, io, "Cast", vec![x], vec![a_int("to", to as i64)]);
+    Ok(())
+}
+
+/// The domain and version of the exported tree ensembles (TreeEnsembleRegressor and
+/// TreeEnsembleClassifier: opset 5's TreeEnsemble has no labels nor per-leaf target lists).
+const ML_DOMAIN: (&str, i64) = ("ai.onnx.ml", 3);
+
+/// FLOATS attribute `name`, or `name_as_tensor` (double) where a value is not a float exactly.
+fn a_floats_or_tensor(name: &str, v: &[f64]) -> Result<AttributeProto> {
+    if v.iter().all(|&x| f64::from(x as f32) == x || x.is_nan()) {
+        let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        return Ok(a_typed(name, At::Floats, |a| a.floats = f));
+    }
+    let t = es_core::Tensor::from_values(v, vec![v.len() as i64])?;
+    let t = tensor_to_proto(&t, "")?;
+    Ok(a_typed(&format!("{name}_as_tensor"), At::Tensor, |a| {
+        a.t = Some(t)
+    }))
+}
+
+/// TreeEnsemble and TreeEnsembleClassifier (ge-rs): ai.onnx.ml's TreeEnsembleRegressor and
+/// TreeEnsembleClassifier (opset 3), each tree's nodes numbered from its root; the regressor's
+/// float y cast back to x's dtype, float16 x cast to float. BRANCH_MEMBER has no form there.
+fn tree_ensemble(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
+    use es_core::infer::tree_ensemble::{
+        Child, Mode, Trees, AGGREGATE_NAMES, POST_TRANSFORM_NAMES,
+    };
+    let t = Trees::from_attrs(&|k| n.attrs.get(k)).map_err(|e| bad(n, e))?;
+    let classifier = n.op_type == "TreeEnsembleClassifier";
+    let prefix = if classifier { "class" } else { "target" };
+    const NAMES: [&str; 6] = [
+        "BRANCH_LEQ",
+        "BRANCH_LT",
+        "BRANCH_GTE",
+        "BRANCH_GT",
+        "BRANCH_EQ",
+        "BRANCH_NEQ",
+    ];
+    let mut nodes: [Vec<i64>; 6] = Default::default(); // tree, node, feature, true, false, missing
+    let (mut modes, mut values) = (Vec::new(), Vec::new());
+    let mut entries: [Vec<i64>; 3] = Default::default(); // tree, node, id
+    let mut weights = Vec::new();
+    for (tree, &root) in t.roots.iter().enumerate() {
+        // Node ids in visiting order; a node reached twice keeps its first id.
+        let mut ids: HashMap<Child, i64> = HashMap::new();
+        let mut order = vec![Child::Node(root)];
+        ids.insert(Child::Node(root), 0);
+        let mut k = 0;
+        while k < order.len() {
+            let c = order[k];
+            k += 1;
+            let id = ids[&c];
+            let mut row = [tree as i64, id, 0, 0, 0, 0];
+            match c {
+                Child::Leaf(l) => {
+                    modes.push("LEAF".to_string());
+                    values.push(0.0);
+                    for e in t.leaves[l as usize].clone() {
+                        for (v, x) in entries
+                            .iter_mut()
+                            .zip([tree as i64, id, t.targets[e] as i64])
+                        {
+                            v.push(x);
+                        }
+                        weights.push(t.weights[e]);
+                    }
+                }
+                Child::Node(j) => {
+                    let node = &t.nodes[j as usize];
+                    if node.mode == Mode::Member {
+                        return Err(bad(n, "BRANCH_MEMBER has no ai.onnx.ml opset-3 form"));
+                    }
+                    modes.push(NAMES[node.mode as usize].to_string());
+                    values.push(node.threshold);
+                    for (slot, next) in [(3, node.on_true), (4, node.on_false)] {
+                        let fresh = ids.len() as i64;
+                        let nid = *ids.entry(next).or_insert_with(|| {
+                            order.push(next);
+                            fresh
+                        });
+                        row[slot] = nid;
+                    }
+                    row[2] = node.feature as i64;
+                    row[5] = i64::from(node.missing_true);
+                }
+            }
+            for (v, x) in nodes.iter_mut().zip(row) {
+                v.push(x);
+            }
+        }
+    }
+    let [trees, node_ids, features, trues, falses, missing] = nodes;
+    let [e_trees, e_nodes, e_ids] = entries;
+    let mut attrs = vec![
+        a_ints("nodes_treeids", trees),
+        a_ints("nodes_nodeids", node_ids),
+        a_ints("nodes_featureids", features),
+        a_typed("nodes_modes", At::Strings, |a| {
+            a.strings = modes.iter().map(|m| m.as_bytes().to_vec()).collect()
+        }),
+        a_floats_or_tensor("nodes_values", &values)?,
+        a_ints("nodes_truenodeids", trues),
+        a_ints("nodes_falsenodeids", falses),
+        a_ints("nodes_missing_value_tracks_true", missing),
+        a_ints(&format!("{prefix}_treeids"), e_trees),
+        a_ints(&format!("{prefix}_nodeids"), e_nodes),
+        a_ints(&format!("{prefix}_ids"), e_ids),
+        a_floats_or_tensor(&format!("{prefix}_weights"), &weights)?,
+        a_str(
+            "post_transform",
+            POST_TRANSFORM_NAMES[t.post_transform as usize],
+        ),
+    ];
+    if !t.base_values.is_empty() {
+        attrs.push(a_floats_or_tensor("base_values", &t.base_values)?);
+    }
+    let x_dt = in_dtype(n, 0);
+    let mut x = io.input(0, n)?;
+    if x_dt == DataType::FLOAT16 {
+        x = ex.op1(
+            "Cast",
+            n,
+            vec![x],
+            vec![a_int("to", crate::proto::ElemType::Float as i64)],
+        );
+    }
+    let op = if classifier {
+        let labels = match n.attrs.get("classlabels") {
+            Some(AttrValue::Tensor(l)) => l,
+            _ => return Err(bad(n, "no classlabels")),
+        };
+        attrs.push(if labels.desc.dtype == DataType::STRING {
+            let v = labels.strings()?;
+            a_typed("classlabels_strings", At::Strings, |a| {
+                a.strings = v.iter().map(|s| s.as_bytes().to_vec()).collect()
+            })
+        } else {
+            a_ints("classlabels_int64s", labels.to_i64_vec()?)
+        });
+        ex.emit_as(n, io, "TreeEnsembleClassifier", vec![x], attrs);
+        "TreeEnsembleClassifier"
+    } else {
+        attrs.push(a_int("n_targets", t.n_targets as i64));
+        attrs.push(a_str(
+            "aggregate_function",
+            AGGREGATE_NAMES[t.aggregate as usize],
+        ));
+        if x_dt == DataType::FLOAT {
+            ex.emit_as(n, io, "TreeEnsembleRegressor", vec![x], attrs);
+        } else {
+            let y = ex.op1("TreeEnsembleRegressor", n, vec![x], attrs);
+            let to =
+                dtype_to_onnx(x_dt).ok_or_else(|| bad(n, format!("{x_dt} has no ONNX type")))?;
+            ex.emit_as(n, io, "Cast", vec![y], vec![a_int("to", to as i64)]);
+        }
+        "TreeEnsembleRegressor"
+    };
+    for node in ex
+        .nodes
+        .iter_mut()
+        .filter(|p| p.op_type.as_deref() == Some(op))
+    {
+        node.domain = Some(ML_DOMAIN.0.into());
+    }
     Ok(())
 }
 
@@ -1446,9 +1611,20 @@ pub fn to_onnx(g: &Graph) -> Result<ModelProto> {
         .filter(|t| read.contains(t.name.as_deref().unwrap_or("")))
         .cloned()
         .collect();
+    let ml = ex
+        .nodes
+        .iter()
+        .any(|p| p.domain.as_deref() == Some(ML_DOMAIN.0));
     gp.node = ex.nodes;
     gp.initializer = inits;
-    Ok(model(gp, false))
+    let mut m = model(gp, false);
+    if ml {
+        m.opset_import.push(OperatorSetIdProto {
+            domain: Some(ML_DOMAIN.0.into()),
+            version: Some(ML_DOMAIN.1),
+        });
+    }
+    Ok(m)
 }
 
 /// Writes the graph as a real ONNX model.

@@ -89,7 +89,7 @@ pub const POST_TRANSFORM_NAMES: [&str; 5] =
     ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"];
 
 /// Where a branch leads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Child {
     Node(u32),
     Leaf(u32),
