@@ -114,6 +114,10 @@ pub struct Subgraph {
     pub formal: usize,
 }
 
+/// The most elements an enclosing graph's constant may have to be copied into a subgraph that
+/// reads it (larger ones are captured as inputs, like any other outer value).
+const MAX_COPIED_CONST: i64 = 4096;
+
 /// One graph under translation: its builder and its names in scope.
 pub(crate) struct Frame {
     b: GraphBuilder,
@@ -150,6 +154,31 @@ impl Frame {
         }
         self.names.insert(name.to_string(), port);
         Ok(port)
+    }
+    /// The value of `p` when it is a Const node of at most [`MAX_COPIED_CONST`] elements that
+    /// no graph input overrides (an initializer that is also an input is not a constant), or
+    /// a small value that follows from constants and static shapes (see [`known_values`]).
+    fn known_const(&self, p: OutPort) -> Result<Option<Tensor>> {
+        let g = self.b.graph();
+        let n = g.node(p.node)?;
+        if n.private_attrs.contains_key("_is_mutable") {
+            return Ok(None);
+        }
+        if let Some(t) = n.const_value() {
+            let small = t
+                .desc
+                .shape
+                .num_elements()
+                .is_some_and(|k| k <= MAX_COPIED_CONST);
+            return Ok(small.then(|| t.clone()));
+        }
+        let d = g.out_desc(p)?;
+        if !d.shape.is_static() || d.dtype == DataType::UNDEFINED {
+            return Ok(None);
+        }
+        Ok(known_values(g, p).and_then(|v| {
+            es_core::types::tensor_from_f64(d.dtype, d.shape.dims().to_vec(), &v).ok()
+        }))
     }
     fn new(name: &str, opsets: Arc<BTreeMap<String, i64>>) -> Frame {
         Frame {
@@ -338,6 +367,15 @@ impl Program {
             )));
         }
         let outer = self.resolve(d - 1, name)?;
+        if let Some(t) = self.frames[d - 1].known_const(outer)? {
+            // A constant of an enclosing graph is a constant in the subgraph too (translators
+            // that need a value, e.g. Unsqueeze's axes, see it), not a captured input.
+            let f = &mut self.frames[d];
+            let node_name = f.b.graph().unique_name(name);
+            let port = f.b.create_const(t, Some(node_name))?;
+            f.names.insert(name.to_string(), port);
+            return Ok(port);
+        }
         let desc = self.frames[d - 1].b.graph().out_desc(outer)?.clone();
         let f = &mut self.frames[d];
         let port = f.add_data(name, desc)?;
@@ -684,6 +722,42 @@ impl Program {
         })();
         self.depth -= 1;
         self.frames[d].opsets = saved;
+        result
+    }
+
+    /// Translates the nodes of `g` (a graph without inputs, e.g. the branch of an If whose
+    /// condition is known) into the current graph; its values are in scope only while it is
+    /// translated. Returns its outputs.
+    fn inline_graph(&mut self, g: &GraphProto) -> Result<Vec<OutPort>> {
+        if !g.input.is_empty() {
+            return Err(Error::tr(format!(
+                "a graph with {} inputs cannot be inlined",
+                g.input.len()
+            )));
+        }
+        let d = self.frames.len() - 1;
+        let saved = self.frames[d].names.clone();
+        let captured = self.frames[d].captures.len();
+        let result = (|| -> Result<Vec<OutPort>> {
+            self.graph_body(g, false)?;
+            let mut outs = Vec::with_capacity(g.output.len());
+            for (i, vi) in g.output.iter().enumerate() {
+                let name = vi.name.as_deref().unwrap_or("");
+                let port = self
+                    .resolve(d, name)
+                    .map_err(|e| e.context(&format!("subgraph output {i}")))?;
+                outs.push(port);
+            }
+            Ok(outs)
+        })();
+        // The branch's values go out of scope; outer values it captured stay captured.
+        let f = &mut self.frames[d];
+        let kept: Vec<(String, OutPort)> = f.captures[captured..]
+            .iter()
+            .filter_map(|(name, _)| f.names.get(name).map(|p| (name.clone(), *p)))
+            .collect();
+        f.names = saved;
+        f.names.extend(kept);
         result
     }
 
@@ -1073,6 +1147,17 @@ impl<'a> NodeCtx<'a> {
         self.next_name(op_type)
     }
 
+    /// The value named `name` in scope (an enclosing graph's value is captured), for
+    /// translators that name values in attributes (Gradient's `xs`, `zs` and `y`).
+    pub fn value(&mut self, name: &str) -> Result<OutPort> {
+        let d = self.prog.frames.len() - 1;
+        self.prog.resolve(d, name)
+    }
+    /// Whether the node is in a body graph (If, Loop, Scan) rather than the main graph.
+    pub fn in_subgraph(&self) -> bool {
+        self.prog.frames.len() > 1
+    }
+
     /// A Const node.
     pub fn constant(&mut self, t: Tensor) -> Result<OutPort> {
         let name = self.next_name("Const");
@@ -1098,6 +1183,13 @@ impl<'a> NodeCtx<'a> {
             &[p],
             vec![("dst_type", AttrValue::Int(to.value() as i64))],
         )
+    }
+
+    /// Translates the nodes of `g`, a graph without inputs, into the graph under construction
+    /// (its values scoped to it) and returns its outputs: the branch of an If whose condition
+    /// is known at import.
+    pub fn inline_graph(&mut self, g: &GraphProto) -> Result<Vec<OutPort>> {
+        self.prog.inline_graph(g)
     }
 
     /// Translates a body graph (attribute `name`) as a subgraph; `formal` gives the
@@ -1139,17 +1231,6 @@ pub fn unify_captures(subs: &mut [Subgraph]) -> Result<Vec<OutPort>> {
             }
         }
         for (k, (name, outer)) in all.iter().enumerate() {
-    /// The value named `name` in scope (an enclosing graph's value is captured), for
-    /// translators that name values in attributes (Gradient's `xs`, `zs` and `y`).
-    pub fn value(&mut self, name: &str) -> Result<OutPort> {
-        let d = self.prog.frames.len() - 1;
-        self.prog.resolve(d, name)
-    }
-    /// Whether the node is in a body graph (If, Loop, Scan) rather than the main graph.
-    pub fn in_subgraph(&self) -> bool {
-        self.prog.frames.len() > 1
-    }
-
             let index = AttrValue::Int(formal + k as i64);
             match by_name.get(name) {
                 Some(id) => {
@@ -1181,6 +1262,120 @@ pub fn unify_captures(subs: &mut [Subgraph]) -> Result<Vec<OutPort>> {
             .unwrap_or(false)));
     }
     Ok(all.into_iter().map(|c| c.1).collect())
+}
+
+/// The most elements a value may have for [`known_values`] to compute it.
+const MAX_KNOWN_ELEMS: usize = 64;
+
+/// The value of `p` (flattened, as f64) when it follows at import from constants and the
+/// static dims of the shapes declared so far: Const; Shape, Size and Rank of a value of
+/// static shape; Cast (to a type that holds the values exactly), Identity and the reshaping
+/// ops of a known value; comparisons, logical ops and integer Add/Sub/Mul of known values (one
+/// side a single element, or both of one size). None otherwise. ONNX function bodies branch
+/// on such values (an attribute turned into a Constant, the length of a shape input), so an
+/// If over them can keep only the branch taken.
+pub(crate) fn known_values(g: &Graph, p: OutPort) -> Option<Vec<f64>> {
+    known_values_at(g, p, 0)
+}
+
+fn known_values_at(g: &Graph, p: OutPort, depth: usize) -> Option<Vec<f64>> {
+    if depth > 32 {
+        return None;
+    }
+    let n = g.node(p.node).ok()?;
+    if let Some(t) = n.const_value() {
+        let k = t.desc.shape.num_elements()?;
+        return (k as usize <= MAX_KNOWN_ELEMS)
+            .then(|| t.to_f64_vec().ok())
+            .flatten();
+    }
+    let input = |i: usize| -> Option<OutPort> { n.inputs.get(i)?.source };
+    let static_dims = |i: usize| -> Option<Vec<i64>> {
+        let d = g.out_desc(input(i)?).ok()?;
+        d.shape.is_static().then(|| d.shape.dims().to_vec())
+    };
+    let arg = |i: usize| known_values_at(g, input(i)?, depth + 1);
+    let out_dtype = g.out_desc(p).ok()?.dtype;
+    let v = match &*n.op_type {
+        "Shape" => static_dims(0)?.into_iter().map(|d| d as f64).collect(),
+        "Size" => vec![static_dims(0)?.iter().product::<i64>() as f64],
+        "Rank" => vec![static_dims(0)?.len() as f64],
+        "Identity" | "Reshape" | "Squeeze" | "Unsqueeze" | "ExpandDims" => arg(0)?,
+        "Cast" => {
+            let v = arg(0)?;
+            if out_dtype == DataType::BOOL {
+                v.into_iter()
+                    .map(|x| f64::from(u8::from(x != 0.0)))
+                    .collect()
+            } else {
+                // Only values the target holds exactly (no rounding or wrapping to model).
+                let (lo, hi, integral) = exact_range(out_dtype)?;
+                let v: Vec<f64> = if integral {
+                    v.into_iter().map(f64::trunc).collect()
+                } else {
+                    v
+                };
+                if !v
+                    .iter()
+                    .all(|&x| x.fract() == 0.0 && (lo..=hi).contains(&x))
+                {
+                    return None;
+                }
+                v
+            }
+        }
+        "LogicalNot" => arg(0)?
+            .into_iter()
+            .map(|x| f64::from(u8::from(x == 0.0)))
+            .collect(),
+        op => {
+            let f: fn(f64, f64) -> f64 = match op {
+                "Equal" => |a, b| f64::from(u8::from(a == b)),
+                "NotEqual" => |a, b| f64::from(u8::from(a != b)),
+                "Less" => |a, b| f64::from(u8::from(a < b)),
+                "LessEqual" => |a, b| f64::from(u8::from(a <= b)),
+                "Greater" => |a, b| f64::from(u8::from(a > b)),
+                "GreaterEqual" => |a, b| f64::from(u8::from(a >= b)),
+                "LogicalAnd" => |a, b| f64::from(u8::from(a != 0.0 && b != 0.0)),
+                "LogicalOr" => |a, b| f64::from(u8::from(a != 0.0 || b != 0.0)),
+                "Add" => |a, b| a + b,
+                "Sub" => |a, b| a - b,
+                "Mul" => |a, b| a * b,
+                _ => return None,
+            };
+            if matches!(op, "Add" | "Sub" | "Mul") && !out_dtype.is_integer() {
+                // Float arithmetic at import could differ from the kernels' rounding.
+                return None;
+            }
+            let (a, b) = (arg(0)?, arg(1)?);
+            match (a.len(), b.len()) {
+                (x, y) if x == y => a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect(),
+                (1, _) => b.iter().map(|&y| f(a[0], y)).collect(),
+                (_, 1) => a.iter().map(|&x| f(x, b[0])).collect(),
+                _ => return None,
+            }
+        }
+    };
+    (v.len() <= MAX_KNOWN_ELEMS).then_some(v)
+}
+
+/// The whole numbers a cast to `dt` keeps exactly, and whether it truncates (integer types).
+fn exact_range(dt: DataType) -> Option<(f64, f64, bool)> {
+    let two = |bits: i32| 2f64.powi(bits);
+    Some(match dt {
+        DataType::INT8 => (-two(7), two(7) - 1.0, true),
+        DataType::UINT8 => (0.0, two(8) - 1.0, true),
+        DataType::INT16 => (-two(15), two(15) - 1.0, true),
+        DataType::UINT16 => (0.0, two(16) - 1.0, true),
+        DataType::INT32 => (-two(31), two(31) - 1.0, true),
+        DataType::UINT32 => (0.0, two(32) - 1.0, true),
+        DataType::INT64 => (-two(53), two(53), true),
+        DataType::UINT64 => (0.0, two(53), true),
+        DataType::FLOAT16 | DataType::BF16 => (-two(8), two(8), false),
+        DataType::FLOAT => (-two(24), two(24), false),
+        DataType::DOUBLE => (-two(53), two(53), false),
+        _ => return None,
+    })
 }
 
 /// A shape from integers, for messages.

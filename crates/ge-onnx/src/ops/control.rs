@@ -10,7 +10,7 @@
 use super::util::{Out, Translator};
 use crate::error::{Error, Result};
 use crate::proto::GraphProto;
-use crate::translate::{unify_captures, NodeCtx, Subgraph};
+use crate::translate::{known_values, unify_captures, NodeCtx, Subgraph};
 use crate::types::desc_from_type;
 use es_core::graph::is_data_op;
 use es_core::{
@@ -485,6 +485,19 @@ fn if_op(ctx: &mut NodeCtx<'_>) -> Out {
         }
     }
     let c = ctx.input(0)?;
+    if let Some(v) = known_values(ctx.graph(), c) {
+        // The condition is known at import: the branch taken, inlined; the other one is never
+        // run (and may not even be valid for these shapes, as in ONNX function bodies).
+        let [taken] = v[..] else {
+            return Err(Error::tr(format!(
+                "If: the condition has {} elements, expected one",
+                v.len()
+            )));
+        };
+        let g = if taken != 0.0 { then_g } else { else_g };
+        let outs = ctx.inline_graph(g)?;
+        return Ok(outs.into_iter().map(Some).collect());
+    }
     let c = ctx.as_scalar(c)?;
     let t = ctx.subgraph(then_g, &[])?;
     let e = ctx.subgraph(else_g, &[])?;
@@ -841,4 +854,72 @@ fn scan_op(ctx: &mut NodeCtx<'_>) -> Out {
         }
         Ok(y)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(b: &mut GraphBuilder, dims: &[i64]) -> OutPort {
+        b.create_input(
+            0,
+            Some("x".into()),
+            "Data",
+            DataType::FLOAT,
+            Format::ND,
+            Shape::new(dims.to_vec()),
+        )
+        .unwrap()
+    }
+
+    /// Shape or Size of `x`, as int64.
+    fn shape_op(b: &mut GraphBuilder, op: &str, x: OutPort) -> OutPort {
+        bop1(b, op, &[x], vec![("dtype", AttrValue::Int(i64dt()))]).unwrap()
+    }
+
+    fn size_equals(dims: &[i64], n: i64) -> (GraphBuilder, OutPort) {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, dims);
+        let s = shape_op(&mut b, "Size", x);
+        let c = bconst_i64(&mut b, &[n], &[]).unwrap();
+        let e = bop1(&mut b, "Equal", &[s, c], vec![]).unwrap();
+        (b, e)
+    }
+
+    #[test]
+    fn a_comparison_of_a_static_size_is_known() {
+        let (b, e) = size_equals(&[2, 5], 10);
+        assert_eq!(known_values(b.graph(), e), Some(vec![1.0]));
+        let (b, e) = size_equals(&[2, 5], 11);
+        assert_eq!(known_values(b.graph(), e), Some(vec![0.0]));
+    }
+
+    #[test]
+    fn a_size_of_an_unknown_dim_is_not_known() {
+        let (b, e) = size_equals(&[2, -1], 10);
+        assert_eq!(known_values(b.graph(), e), None);
+        let (b, e) = size_equals(&[], 1);
+        assert_eq!(known_values(b.graph(), e), Some(vec![1.0]));
+    }
+
+    #[test]
+    fn shapes_logic_and_integer_arithmetic_fold_float_arithmetic_does_not() {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, &[3, 4]);
+        let s = shape_op(&mut b, "Shape", x);
+        let one = bconst_i64(&mut b, &[1], &[]).unwrap();
+        let s1 = bop1(&mut b, "Add", &[s, one], vec![]).unwrap();
+        assert_eq!(known_values(b.graph(), s1), Some(vec![4.0, 5.0]));
+        let four = bconst_i64(&mut b, &[4, 4], &[2]).unwrap();
+        let eq = bop1(&mut b, "Equal", &[s1, four], vec![]).unwrap();
+        let not = bop1(&mut b, "LogicalNot", &[eq], vec![]).unwrap();
+        assert_eq!(known_values(b.graph(), not), Some(vec![0.0, 1.0]));
+        let f = b
+            .create_const(es_core::Tensor::scalar(0.1f32), None)
+            .unwrap();
+        let ff = bop1(&mut b, "Add", &[f, f], vec![]).unwrap();
+        assert_eq!(known_values(b.graph(), ff), None);
+        let fx = bop1(&mut b, "Add", &[x, x], vec![]).unwrap();
+        assert_eq!(known_values(b.graph(), fx), None);
+    }
 }

@@ -16,9 +16,61 @@ pub(super) const TABLE: &[(&str, Translator)] =
 
 fn matmul(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&[])?;
-    let (ra, rb) = (ctx.input_rank(0)?, ctx.input_rank(1)?);
+    let ranks = (
+        ctx.input_desc(0)?.shape.rank(),
+        ctx.input_desc(1)?.shape.rank(),
+    );
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-    Ok(vec![Some(matmul_ports(ctx, a, b, ra, rb)?)])
+    match ranks {
+        (Some(ra), Some(rb)) => Ok(vec![Some(matmul_ports(ctx, a, b, ra, rb)?)]),
+        _ => one(matmul_any_rank(ctx, a, b)?),
+    }
+}
+
+/// MatMul when a rank is not known at import (resolved at compile from the fed shapes): each
+/// operand is reshaped to at least a matrix (a 1-D A to [1, K], a 1-D B to [K, 1]) by a shape
+/// computed at run time, BatchMatMulV2 multiplies them (broadcasting the batch dims), and the
+/// dims a 1-D operand added are removed again. A scalar operand is an error at run time.
+fn matmul_any_rank(ctx: &mut NodeCtx<'_>, a: OutPort, b: OutPort) -> Result<OutPort> {
+    let one = ctx.const_i64(&[1], &[1])?;
+    let (zero_s, one_s, two_s) = (
+        ctx.const_i64(&[0], &[])?,
+        ctx.const_i64(&[1], &[])?,
+        ctx.const_i64(&[2], &[])?,
+    );
+    let size =
+        |ctx: &mut NodeCtx<'_>, s: OutPort| ctx.op1("Size", &[s], vec![("dtype", dtype_attr(I64))]);
+    let (sa, sb) = (ctx.shape_i64(a)?, ctx.shape_i64(b)?);
+    let (ra, rb) = (size(ctx, sa)?, size(ctx, sb)?);
+    // A: the last max(rank, 2) entries of [1] ++ shape(A).
+    let ea = ctx.concat(&[one, sa], 0)?;
+    let ka = ctx.bin("Maximum", ra, two_s)?;
+    let end = ctx.bin("Add", ra, one_s)?;
+    let start = ctx.bin("Sub", end, ka)?;
+    let idx = ctx.op1("Range", &[start, end, one_s], vec![])?;
+    let shape_a = ctx.op1("GatherV2", &[ea, idx, zero_s], vec![])?;
+    // B: the first max(rank, 2) entries of shape(B) ++ [1].
+    let eb = ctx.concat(&[sb, one], 0)?;
+    let kb = ctx.bin("Maximum", rb, two_s)?;
+    let idx = ctx.op1("Range", &[zero_s, kb, one_s], vec![])?;
+    let shape_b = ctx.op1("GatherV2", &[eb, idx, zero_s], vec![])?;
+    let a2 = ctx.op1("Reshape", &[a, shape_a], vec![])?;
+    let b2 = ctx.op1("Reshape", &[b, shape_b], vec![])?;
+    let y = ctx.op1("BatchMatMulV2", &[a2, b2], vec![])?;
+    // Y's dims without dim -2 when A is 1-D and dim -1 when B is 1-D.
+    let sy = ctx.shape_i64(y)?;
+    let ry = size(ctx, sy)?;
+    let pos = ctx.op1("Range", &[zero_s, ry, one_s], vec![])?;
+    let drop = |ctx: &mut NodeCtx<'_>, r: OutPort, back: OutPort| -> Result<OutPort> {
+        let vec1 = ctx.bin("Equal", r, one_s)?;
+        let at = ctx.bin("Sub", ry, back)?;
+        let here = ctx.bin("Equal", pos, at)?;
+        ctx.bin("LogicalAnd", here, vec1)
+    };
+    let (da, db) = (drop(ctx, ra, two_s)?, drop(ctx, rb, one_s)?);
+    let dropped = ctx.bin("LogicalOr", da, db)?;
+    let keep = ctx.un("LogicalNot", dropped)?;
+    ctx.reshape_to_kept(y, sy, keep)
 }
 
 fn gemm(ctx: &mut NodeCtx<'_>) -> Out {

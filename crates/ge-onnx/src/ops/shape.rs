@@ -428,9 +428,9 @@ fn unsqueeze(ctx: &mut NodeCtx<'_>) -> Out {
         Some(d) => d.len() + axes.len(),
         None if axes.iter().all(|&a| a >= 0) => 0,
         None => {
-            return Err(Error::unsupported(
-                "Unsqueeze: negative axes need the rank of data at import",
-            ))
+            // Negative axes count from the output's rank, known at compile.
+            let ax = ctx.const_i64(&axes, &[axes.len() as i64])?;
+            return one(unsqueeze_any_rank(ctx, x, ax, axes.len())?);
         }
     };
     let mut ax: Vec<i64> = if out_rank > 0 {
@@ -469,9 +469,9 @@ fn squeeze(ctx: &mut NodeCtx<'_>) -> Out {
         }
         None if axes.iter().all(|&a| a >= 0) => axes.clone(),
         None => {
-            return Err(Error::unsupported(
-                "Squeeze: negative axes need the rank of data at import",
-            ))
+            // Negative axes count from the input's rank, known at compile.
+            let ax = ctx.const_i64(&axes, &[axes.len() as i64])?;
+            return one(squeeze_any_rank(ctx, x, ax, axes.len())?);
         }
     };
     one(ctx.op1("Squeeze", &[x], vec![("axis", AttrValue::ListInt(ax))])?)
@@ -480,10 +480,14 @@ fn squeeze(ctx: &mut NodeCtx<'_>) -> Out {
 /// Unsqueeze by run-time axes: a Reshape to the computed shape (1 at the axes, X's dims in
 /// order elsewhere). X's rank and the number of axes must be known.
 fn unsqueeze_runtime(ctx: &mut NodeCtx<'_>, x: OutPort) -> Out {
-    let r = ctx.input_rank(0)?;
     let n = ctx.vec_len(1)?.ok_or_else(|| {
         Error::unsupported("Unsqueeze: the number of run-time axes must be known at import")
     })?;
+    let Some(r) = ctx.input_desc(0)?.shape.rank() else {
+        let ax = ctx.input(1)?;
+        let ax = ctx.cast(ax, I64)?;
+        return one(unsqueeze_any_rank(ctx, x, ax, n)?);
+    };
     let big = r + n;
     let ax = ctx.runtime_axes(1, big)?;
     let cnt = ctx.axis_counts(ax, n, big)?;
@@ -508,23 +512,60 @@ fn unsqueeze_runtime(ctx: &mut NodeCtx<'_>, x: OutPort) -> Out {
     Ok(vec![Some(ctx.op1("Reshape", &[x, shape], vec![])?)])
 }
 
-/// Squeeze by run-time axes: a Reshape to X's dims other than the axes.
+/// Squeeze by run-time axes: a Reshape to X's dims other than the axes (see
+/// [`squeeze_any_rank`]).
 fn squeeze_runtime(ctx: &mut NodeCtx<'_>, x: OutPort) -> Out {
-    let r = ctx.input_rank(0)?;
     let n = ctx.vec_len(1)?.ok_or_else(|| {
         Error::unsupported("Squeeze: the number of run-time axes must be known at import")
     })?;
-    let ax = ctx.runtime_axes(1, r)?;
-    let cnt = ctx.axis_counts(ax, n, r)?;
+    let ax = ctx.input(1)?;
+    let ax = ctx.cast(ax, I64)?;
+    one(squeeze_any_rank(ctx, x, ax, n)?)
+}
+
+/// X's shape (int64), its rank as a scalar, `rank + extra` (the rank of a result `extra` dims
+/// longer) and `0..rank + extra` (its positions), all computed at run time.
+fn runtime_rank(ctx: &mut NodeCtx<'_>, x: OutPort, extra: usize) -> Result<[OutPort; 4]> {
+    let xs = ctx.shape_i64(x)?;
+    let r = ctx.op1("Size", &[xs], vec![("dtype", dtype_attr(I64))])?;
+    let e = ctx.const_i64(&[extra as i64], &[])?;
+    let big = ctx.op1("Add", &[r, e], vec![])?;
+    let (zero, one) = (ctx.const_i64(&[0], &[])?, ctx.const_i64(&[1], &[])?);
+    let pos = ctx.op1("Range", &[zero, big, one], vec![])?;
+    Ok([xs, r, big, pos])
+}
+
+/// Unsqueeze of `x` by the `n` axes `ax` (int64, 1-D, negative ones counted from the output's
+/// rank) when X's rank is not known at import: a Reshape to the shape computed at run time
+/// (1 at the axes, X's dims in order elsewhere), whose rank is resolved at compile.
+fn unsqueeze_any_rank(ctx: &mut NodeCtx<'_>, x: OutPort, ax: OutPort, n: usize) -> Result<OutPort> {
+    let [xs, r, big, pos] = runtime_rank(ctx, x, n)?;
+    let ax = wrap_negative(ctx, ax, big)?;
+    let cnt = ctx.axis_counts_at(ax, n, pos)?;
+    // Source dim of output position p: p - (axes at or before p), within X's dims and a
+    // trailing 1 (at the axes, where it is not used).
+    let zero = ctx.const_i64(&[0], &[])?;
+    let before = ctx.op1("Cumsum", &[cnt, zero], vec![])?;
+    let src = ctx.op1("Sub", &[pos, before], vec![])?;
+    let src = ctx.op1("Maximum", &[src, zero], vec![])?;
+    let src = ctx.op1("Minimum", &[src, r], vec![])?;
+    let one = ctx.const_i64(&[1], &[1])?;
+    let ext = ctx.concat(&[xs, one], 0)?;
+    let dims = ctx.op1("GatherV2", &[ext, src, zero], vec![])?;
+    let keep = ctx.op1("Equal", &[cnt, zero], vec![])?;
+    let shape = ctx.op1("SelectV2", &[keep, dims, one], vec![])?;
+    ctx.op1("Reshape", &[x, shape], vec![])
+}
+
+/// Squeeze of `x` by the `n` axes `ax` (int64, 1-D, negative ones counted from X's rank) when
+/// X's rank is not known at import: a Reshape to X's other dims, computed at run time.
+fn squeeze_any_rank(ctx: &mut NodeCtx<'_>, x: OutPort, ax: OutPort, n: usize) -> Result<OutPort> {
+    let [xs, r, _, pos] = runtime_rank(ctx, x, 0)?;
+    let ax = wrap_negative(ctx, ax, r)?;
+    let cnt = ctx.axis_counts_at(ax, n, pos)?;
     let zero = ctx.const_i64(&[0], &[])?;
     let keep = ctx.op1("Equal", &[cnt, zero], vec![])?;
-    let idx = ctx.op1("NonZero", &[keep], vec![])?;
-    let idx = ctx.cast(idx, I64)?;
-    let m1 = ctx.const_i64(&[-1], &[1])?;
-    let idx = ctx.op1("Reshape", &[idx, m1], vec![])?;
-    let xs = ctx.shape_i64(x)?;
-    let dims = ctx.op1("GatherV2", &[xs, idx, zero], vec![])?;
-    Ok(vec![Some(ctx.op1("Reshape", &[x, dims], vec![])?)])
+    ctx.reshape_to_kept(x, xs, keep)
 }
 
 /// Split sizes (input or old attribute): SplitV; equal parts: Split; opset 18 num_outputs with

@@ -775,12 +775,43 @@ impl NodeCtx<'_> {
         let vals = self.cast(vals, dtype)?;
         self.scatter_axis0(b, pos, vals, None)
     }
+    /// `x` reshaped to the entries of its shape `xs` (int64, 1-D) where the run-time mask
+    /// `keep` is true: dims of 1 removed by a shape computed at run time.
+    pub(crate) fn reshape_to_kept(
+        &mut self,
+        x: OutPort,
+        xs: OutPort,
+        keep: OutPort,
+    ) -> Result<OutPort> {
+        let idx = self.op1("NonZero", &[keep], vec![])?;
+        let idx = self.cast(idx, I64)?;
+        let m1 = self.const_i64(&[-1], &[1])?;
+        let idx = self.op1("Reshape", &[idx, m1], vec![])?;
+        let zero = self.const_i64(&[0], &[])?;
+        let dims = self.op1("GatherV2", &[xs, idx, zero], vec![])?;
+        self.op1("Reshape", &[x, dims], vec![])
+    }
     /// Per dim of a rank-`rank` tensor: how many of the (run-time, normalised) axes name it.
     pub(crate) fn axis_counts(&mut self, ax: OutPort, n: usize, rank: usize) -> Result<OutPort> {
+        let pos: Vec<i64> = (0..rank as i64).collect();
+        let pos = self.const_i64(&pos, &[rank as i64])?;
+        self.axis_counts_at(ax, n, pos)
+    }
+    /// Per position of the vector `pos` (int64, `0..len`, maybe computed at run time): how many
+    /// of the `n` run-time, normalised axes `ax` name it. An axis out of `0..len` is an error
+    /// at run time (the axes are gathered from `pos`, which checks them).
+    pub(crate) fn axis_counts_at(
+        &mut self,
+        ax: OutPort,
+        n: usize,
+        pos: OutPort,
+    ) -> Result<OutPort> {
+        let zero = self.const_i64(&[0], &[])?;
+        let ax = self.op1("GatherV2", &[pos, ax, zero], vec![])?;
         let col = self.const_i64(&[n as i64, 1], &[2])?;
         let ax = self.op1("Reshape", &[ax, col], vec![])?;
-        let pos: Vec<i64> = (0..rank as i64).collect();
-        let pos = self.const_i64(&pos, &[1, rank as i64])?;
+        let row = self.const_i64(&[1, -1], &[2])?;
+        let pos = self.op1("Reshape", &[pos, row], vec![])?;
         let eq = self.op1("Equal", &[ax, pos], vec![])?;
         let eq = self.cast(eq, I64)?;
         let zero = self.const_i64(&[0], &[1])?;
