@@ -169,6 +169,8 @@ struct IntoStep {
     /// For a producer of a Concat in place: that Concat's step, and the elements of its output
     /// this step writes.
     place: Option<(usize, Range<usize>)>,
+    /// The bias and activation fused into a product (applied to what it wrote).
+    epilogue: Option<std::sync::Arc<kernels::Epilogue>>,
 }
 
 /// Reshape-like ops whose kernel only gives its input the output's shape.
@@ -530,40 +532,50 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
         };
         let mut kernel = factory(&info).map_err(|e| e.at(&n.name, &n.op_type))?;
         let fusion = fusions.get(&id);
+        let epilogue = match fusion {
+            Some(f) => {
+                let act_node = f.act.map(|a| g.node(a)).transpose()?;
+                let act_info = act_node.map(|a| NodeInfo {
+                    node: a,
+                    inputs: vec![Some(n.outputs[0].desc.clone())],
+                    const_inputs: vec![None],
+                });
+                let bias = f.add.as_ref().map(|(_, b)| b.clone());
+                let ep = kernels::Epilogue::new(bias, act_info.as_ref())
+                    .map_err(|e| e.at(&n.name, &n.op_type))?;
+                Some(std::sync::Arc::new(ep))
+            }
+            None => None,
+        };
         let out_static = match n.outputs.as_slice() {
             [o] if bufferable(o.desc.dtype) => static_dims(&o.desc).map(|d| (o.desc.dtype, d)),
             _ => None,
         };
         let exec = match out_static {
-            Some((dtype, dims)) if fusion.is_none() => {
+            Some((dtype, dims)) => {
                 match IntoOp::of(&info, &dims).map_err(|e| e.at(&n.name, &n.op_type))? {
-                    Some(op) => Exec::Into(Box::new(IntoStep {
-                        op,
-                        dtype,
-                        dims,
-                        alias: None,
-                        place: None,
-                    })),
-                    None if MOVE_OPS.contains(&n.op_type.as_str())
+                    Some(op) if fusion.is_none() || op.takes_epilogue() => {
+                        Exec::Into(Box::new(IntoStep {
+                            op,
+                            dtype,
+                            dims,
+                            alias: None,
+                            place: None,
+                            epilogue: epilogue.clone(),
+                        }))
+                    }
+                    None if fusion.is_none()
+                        && MOVE_OPS.contains(&n.op_type.as_str())
                         && !kernels::is_custom(&n.op_type) =>
                     {
                         Exec::Move(dims)
                     }
-                    None => Exec::Kernel,
+                    _ => Exec::Kernel,
                 }
             }
             _ => Exec::Kernel,
         };
-        if let Some(f) = fusion {
-            let act_node = f.act.map(|a| g.node(a)).transpose()?;
-            let act_info = act_node.map(|a| NodeInfo {
-                node: a,
-                inputs: vec![Some(n.outputs[0].desc.clone())],
-                const_inputs: vec![None],
-            });
-            let ep =
-                kernels::Epilogue::new(f.add.as_ref().map(|(_, b)| b.clone()), act_info.as_ref())
-                    .map_err(|e| e.at(&n.name, &n.op_type))?;
+        if let Some(ep) = epilogue {
             let inner = kernel;
             kernel = Box::new(move |inputs| {
                 let mut outs = inner(inputs)?;
@@ -1095,15 +1107,20 @@ impl Plan {
                 (o, v, 0..n, alias.map(|a| a.0))
             }
         };
-        let r = s.op.run(
-            &self.args(step, &ws.slots),
-            kernels::Dest {
-                out: &mut out,
-                range,
-                dims: &s.dims,
-                alias,
-            },
-        );
+        let r =
+            s.op.run(
+                &self.args(step, &ws.slots),
+                kernels::Dest {
+                    out: &mut out,
+                    range: range.clone(),
+                    dims: &s.dims,
+                    alias,
+                },
+            )
+            .and_then(|()| match &s.epilogue {
+                Some(ep) => ep.apply_into(&mut out, range, &s.dims),
+                None => Ok(()),
+            });
         ws.slots[slot] = Some(out);
         r.map_err(at)?;
         Ok(true)

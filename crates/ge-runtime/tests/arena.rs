@@ -544,3 +544,161 @@ fn large_steps_split_across_threads_give_the_same_results() {
         }
     }
 }
+
+// ---- convolutions into buffers ----
+
+/// One channels-first convolution of a test: x dims, output channels, kernel, strides, pads,
+/// dilations, groups, whether it has a bias and whether its filter is a graph input.
+struct ConvCase {
+    x: Vec<usize>,
+    o: usize,
+    k: Vec<usize>,
+    s: i64,
+    p: i64,
+    d: i64,
+    groups: usize,
+    bias: bool,
+    filter_input: bool,
+}
+
+/// `case` as a graph: the convolution, then a Relu (fused into it: one step), concatenated on
+/// the channels with a second, 1x1 convolution of the same x when `cat` (its producers write
+/// into its output). Also the names of the convolution and, with `cat`, of the 1x1 one and the
+/// Concat.
+fn conv_graph(case: &ConvCase, cat: bool) -> (Graph, Vec<Value>, Vec<String>) {
+    let r = case.x.len() - 2;
+    let mut b = GraphBuilder::new("conv");
+    let x = input(&mut b, 0, DataType::FLOAT, &case.x);
+    let mut fdims = vec![case.o, case.x[1] / case.groups];
+    fdims.extend_from_slice(&case.k);
+    let fval = |i: usize| ((i * 37) % 19) as f32 / 9.0 - 1.0;
+    let mut inputs = vec![f32s(&case.x, |i| ((i * 13) % 29) as f32 / 7.0 - 2.0)];
+    let f = if case.filter_input {
+        inputs.push(f32s(&fdims, fval));
+        input(&mut b, 1, DataType::FLOAT, &fdims)
+    } else {
+        konst(&mut b, &fdims, fval)
+    };
+    let bias = case
+        .bias
+        .then(|| konst(&mut b, &[case.o], |i| i as f32 / 4.0 - 0.5));
+    let conv = |b: &mut GraphBuilder, f: OutPort, bias: Option<OutPort>, s: i64, p: i64, d: i64| {
+        if r == 2 {
+            let attrs = es::Conv2DAttrs {
+                dilations: Some(vec![1, 1, d, d]),
+                groups: Some(case.groups as i64),
+                data_format: Some("NCHW".into()),
+                offset_x: None,
+            };
+            es::conv2_d(b, x, f, bias, None, vec![1, 1, s, s], vec![p; 4], attrs).unwrap()
+        } else {
+            let attrs = es::Conv3DAttrs {
+                dilations: Some(vec![1, 1, d, d, d]),
+                groups: Some(case.groups as i64),
+                data_format: Some("NCDHW".into()),
+                offset_x: None,
+            };
+            es::conv3_d(b, x, f, bias, None, vec![1, 1, s, s, s], vec![p; 6], attrs).unwrap()
+        }
+    };
+    let y = conv(&mut b, f, bias, case.s, case.p, case.d);
+    let relu = es::relu(&mut b, y).unwrap();
+    let mut names = vec![name(&b, y)];
+    let out = if cat {
+        let mut f1 = vec![3, case.x[1]];
+        f1.extend(std::iter::repeat_n(1, r));
+        let f1 = konst(&mut b, &f1, |i| (i % 7) as f32 / 3.0 - 1.0);
+        assert_eq!(case.groups, 1, "the 1x1 branch has one group");
+        let y1 = conv(&mut b, f1, None, 1, 0, 1);
+        names.push(name(&b, y1));
+        let c = es::concat_d(&mut b, &[relu, y1], 1).unwrap();
+        names.push(name(&b, c));
+        c
+    } else {
+        relu
+    };
+    b.set_output(out, 0).unwrap();
+    (b.build_and_reset().unwrap(), inputs, names)
+}
+
+fn conv_cases() -> Vec<ConvCase> {
+    let c = |x: &[usize], o, k: &[usize], s, p, d, groups, bias, filter_input| ConvCase {
+        x: x.to_vec(),
+        o,
+        k: k.to_vec(),
+        s,
+        p,
+        d,
+        groups,
+        bias,
+        filter_input,
+    };
+    vec![
+        // 1x1 with unit strides: the input read as it is.
+        c(&[1, 8, 5, 7], 16, &[1, 1], 1, 0, 1, 1, true, false),
+        // A 1-pixel image, padding larger than the kernel.
+        c(&[2, 3, 1, 1], 4, &[1, 1], 1, 2, 1, 1, false, false),
+        // Groups, dilations, strides; odd sizes.
+        c(&[1, 4, 9, 11], 6, &[3, 3], 2, 1, 2, 2, true, false),
+        // Depthwise: a group per channel, channels not a multiple of the vector width.
+        c(&[1, 5, 6, 13], 5, &[3, 3], 1, 1, 1, 5, true, false),
+        // The filter fed at run time (not packed).
+        c(&[2, 3, 5, 5], 4, &[3, 3], 1, 1, 1, 1, true, true),
+        // Conv3D, channels first.
+        c(&[1, 2, 3, 4, 5], 3, &[2, 2, 2], 1, 1, 1, 1, true, false),
+        // Large enough to split across threads.
+        c(&[1, 16, 30, 30], 32, &[3, 3], 1, 1, 1, 1, true, false),
+    ]
+}
+
+#[test]
+fn convolutions_into_buffers_equal_the_allocating_kernel() {
+    for (i, case) in conv_cases().iter().enumerate() {
+        let (g, inputs, _) = conv_graph(case, false);
+        let p = plan(&g, &inputs);
+        for threads in [1, 2] {
+            let run = |reference: bool| {
+                ge_runtime::par::run_with(threads, || {
+                    if reference {
+                        p.execute_reference(inputs.clone())
+                    } else {
+                        p.execute(inputs.clone())
+                    }
+                })
+                .unwrap()
+            };
+            let want = run(true);
+            for _ in 0..2 {
+                assert!(same(&run(false), &want), "case {i}, {threads} threads");
+            }
+        }
+    }
+}
+
+#[test]
+fn convolutions_write_into_their_concat() {
+    // The cases whose output has x's spatial size (the 1x1 branch's).
+    let same_size = |c: &&ConvCase| c.s == 1 && c.d == 1 && 2 * c.p as usize + 1 == c.k[0];
+    for case in conv_cases()
+        .iter()
+        .filter(|c| c.groups == 1 && c.x.len() == 4)
+        .filter(same_size)
+    {
+        let (g, inputs, names) = conv_graph(case, true);
+        let p = plan(&g, &inputs);
+        let want = p.execute_reference(inputs.clone()).unwrap();
+        for _ in 0..2 {
+            let (outs, trace) = p.execute_traced(inputs.clone()).unwrap();
+            assert!(same(&outs, &want), "{:?}", case.x);
+            let [t0, t1, tc] = [0, 1, 2].map(|i| trace[step(&p, &names[i])]);
+            // With one image the channel blocks are contiguous: the fused convolution's slice
+            // leads the output, the 1x1 one's follows it.
+            if case.x[0] == 1 {
+                assert_eq!(t0, tc, "{:?}", case.x);
+                let Value::F32(y) = &want[0] else { panic!() };
+                let plane: usize = y.shape()[2..].iter().product();
+                assert_eq!(t1, tc + case.o * plane * 4, "{:?}", case.x);
+            }
+        }
+    }
+}

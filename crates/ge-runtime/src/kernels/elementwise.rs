@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::par;
 use crate::value::{Elem, Value};
 use half::{bf16, f16};
-use ndarray::{ArrayD, Zip};
+use ndarray::{ArrayD, ArrayViewMutD, IxDyn, Zip};
+use std::ops::Range;
 
 // ---------------------------------------------------------------------------------------------
 // Arithmetic per element type
@@ -899,8 +900,48 @@ impl Epilogue {
     /// Applies the epilogue to `y` (f32 or f64, the bias of the same dtype, broadcasting into
     /// y's shape).
     pub(crate) fn apply(&self, y: &mut Value) -> Result<()> {
+        match y {
+            Value::F32(a) => self.apply_view(FloatView::F32(a.view_mut())),
+            Value::F64(a) => self.apply_view(FloatView::F64(a.view_mut())),
+            y => Err(Self::not_float(y.dtype())),
+        }
+    }
+
+    /// Applies the epilogue to elements `range` of `out` (a buffer of f32 or f64 in standard
+    /// layout), read as an array of `dims`.
+    pub(crate) fn apply_into(
+        &self,
+        out: &mut Value,
+        range: Range<usize>,
+        dims: &[usize],
+    ) -> Result<()> {
+        fn view<'a, T: crate::arena::ElemArray>(
+            out: &'a mut Value,
+            range: Range<usize>,
+            dims: &[usize],
+        ) -> Result<ArrayViewMutD<'a, T>> {
+            let dt = out.dtype();
+            let s = crate::arena::out_slice::<T>(out, range).ok_or_else(|| {
+                Error::kernel(format!("fused epilogue: an output of {dt} does not fit"))
+            })?;
+            ArrayViewMutD::from_shape(IxDyn(dims), s).map_err(|e| Error::kernel(e.to_string()))
+        }
+        match out.dtype() {
+            es_core::DataType::FLOAT => self.apply_view(FloatView::F32(view(out, range, dims)?)),
+            es_core::DataType::DOUBLE => self.apply_view(FloatView::F64(view(out, range, dims)?)),
+            dt => Err(Self::not_float(dt)),
+        }
+    }
+
+    fn not_float(dt: es_core::DataType) -> Error {
+        Error::kernel(format!(
+            "fused epilogue on {dt}: only float32 and float64"
+        ))
+    }
+
+    fn apply_view(&self, y: FloatView<'_>) -> Result<()> {
         fn run<T: Copy + Send + Sync>(
-            y: &mut ArrayD<T>,
+            y: ArrayViewMutD<'_, T>,
             bias: Option<&ArrayD<T>>,
             add: impl Fn(T, T) -> T + Sync,
             act: Option<impl Fn(T) -> T + Sync>,
@@ -942,7 +983,7 @@ impl Epilogue {
             Ok(())
         }
         match (y, &self.bias) {
-            (Value::F32(a), b) => {
+            (FloatView::F32(a), b) => {
                 let b = match b {
                     Some(Value::F32(b)) => Some(b),
                     None => None,
@@ -954,7 +995,7 @@ impl Epilogue {
                 let act = self.act.as_ref().map(|(f, _, p)| move |v| (f.f32)(v, p));
                 run(a, b, |x, y| x + y, act)
             }
-            (Value::F64(a), b) => {
+            (FloatView::F64(a), b) => {
                 let b = match b {
                     Some(Value::F64(b)) => Some(b),
                     None => None,
@@ -966,12 +1007,14 @@ impl Epilogue {
                 let act = self.act.as_ref().map(|(f, p, _)| move |v| (f.f64)(v, p));
                 run(a, b, |x, y| x + y, act)
             }
-            (y, _) => Err(Error::kernel(format!(
-                "fused epilogue on {}: only float32 and float64",
-                y.dtype()
-            ))),
         }
     }
+}
+
+/// A mutable view of f32 or f64 values (what an [`Epilogue`] applies to).
+enum FloatView<'a> {
+    F32(ArrayViewMutD<'a, f32>),
+    F64(ArrayViewMutD<'a, f64>),
 }
 
 fn predicate_factory(info: &NodeInfo) -> Result<Kernel> {

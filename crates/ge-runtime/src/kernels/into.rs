@@ -3,6 +3,7 @@
 //! exactly what its allocating kernel computes. A step whose inputs a variant does not take
 //! at run time ([`IntoOp::accepts`]) runs its allocating kernel instead.
 
+use super::conv::nd::ConvInto;
 use super::elementwise::{ArithInto, UnaryInto};
 use super::matmul::MatmulInto;
 use super::shape::ConcatInto;
@@ -22,6 +23,8 @@ pub(crate) enum IntoOp {
     Concat(ConcatInto),
     /// A matrix product (and its bias) where b has no batch dims.
     Matmul(MatmulInto),
+    /// A channels-first convolution (Conv2D, DepthwiseConv2D, Conv3D).
+    Conv(Box<ConvInto>),
 }
 
 impl IntoOp {
@@ -40,12 +43,20 @@ impl IntoOp {
         if let Some(m) = MatmulInto::of(info)? {
             return Ok(Some(IntoOp::Matmul(m)));
         }
+        if let Some(c) = ConvInto::of(info)? {
+            return Ok(Some(IntoOp::Conv(Box::new(c))));
+        }
         Ok(ConcatInto::of(info, dims)?.map(IntoOp::Concat))
     }
 
     /// Whether it may write its output over an input of the output's dtype and shape.
     pub(crate) fn elementwise(&self) -> bool {
         matches!(self, IntoOp::Arith(_) | IntoOp::Unary(_))
+    }
+
+    /// Whether a fused bias and activation may follow it (a product: convolution, MatMul).
+    pub(crate) fn takes_epilogue(&self) -> bool {
+        matches!(self, IntoOp::Conv(_) | IntoOp::Matmul(_))
     }
 
     /// Whether it may write into a slice of a Concat's output.
@@ -68,6 +79,7 @@ impl IntoOp {
             IntoOp::Unary(u) => u.accepts(args, dtype, dims),
             IntoOp::Concat(_) => true,
             IntoOp::Matmul(m) => m.accepts(args, dtype, dims),
+            IntoOp::Conv(c) => c.accepts(args, dtype, dims),
         }
     }
 
@@ -78,6 +90,7 @@ impl IntoOp {
             IntoOp::Unary(u) => u.run(args, d),
             IntoOp::Concat(c) => c.run(args, d.out, d.dims),
             IntoOp::Matmul(m) => m.run(args, d),
+            IntoOp::Conv(c) => c.run(args, d),
         }
     }
 }

@@ -41,6 +41,7 @@
 //! reads 0 too), times the mask.
 //!
 
+use crate::arena::{out_slice, Dest, ElemArray};
 use crate::error::{Error, Result};
 use crate::kernels::common::{
     count_attr, filter_positions_of, four, input_desc, layout_2d, pads_attr, positive_hw, sub,
@@ -382,10 +383,31 @@ fn conv_fwd<T: LinalgScalar + Send + Sync>(
     v: &Vol,
     bias: Option<&[T]>,
 ) -> Result<Vec<T>> {
+    let mut y = alloc(numel(&[ch.n, ch.o, v.out_len])?, T::zero())?;
+    conv_fwd_into(x, f, ch, v, bias, &mut y)?;
+    Ok(y)
+}
+
+/// [`conv_fwd`] into `y` ([n, o, o...], all zeros).
+fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
+    x: &[T],
+    f: &[T],
+    ch: Chans,
+    v: &Vol,
+    bias: Option<&[T]>,
+    y: &mut [T],
+) -> Result<()> {
     let (cg, og) = (ch.c / ch.groups, ch.o / ch.groups);
     let kk = numel(&[cg, v.k_len])?;
     let pix = v.out_len;
-    let mut y = alloc(numel(&[ch.n, ch.o, pix])?, T::zero())?;
+    if y.len() != numel(&[ch.n, ch.o, pix])? {
+        return Err(Error::kernel(format!(
+            "internal error: a convolution output of {} values for [{}, {}, {pix}]",
+            y.len(),
+            ch.n,
+            ch.o
+        )));
+    }
     if let Some(b) = bias {
         if b.len() != ch.o {
             return Err(Error::kernel(format!(
@@ -395,14 +417,14 @@ fn conv_fwd<T: LinalgScalar + Send + Sync>(
             )));
         }
     }
-    if cg == 1 && ch.groups > 1 && depthwise::depthwise(x, f, ch, v, &mut y)? {
+    if cg == 1 && ch.groups > 1 && depthwise::depthwise(x, f, ch, v, y)? {
         if let Some(b) = bias {
             for (k, plane) in y.chunks_exact_mut(pix.max(1)).enumerate() {
                 let bv = b[k % ch.o];
                 plane.iter_mut().for_each(|v| *v = *v + bv);
             }
         }
-        return Ok(y);
+        return Ok(());
     }
     let direct = v.direct();
     let parts = par::chunks_for(numel(&[og, pix, kk])? / par::MACS_PER_UNIT);
@@ -415,7 +437,7 @@ fn conv_fwd<T: LinalgScalar + Send + Sync>(
             let a = ArrayView2::from_shape((og, kk), sub(f, gi * og * kk, og * kk)?)
                 .map_err(shape_err)?;
             let bg = bias.map(|b| sub(b, gi * og, og)).transpose()?;
-            let yg = sub_mut(&mut y, (ni * ch.o + gi * og) * pix, og * pix)?;
+            let yg = sub_mut(y, (ni * ch.o + gi * og) * pix, og * pix)?;
             let mut c = ArrayViewMut2::from_shape((og, pix), yg).map_err(shape_err)?;
             // One tile's columns: the input itself (direct) or unfolded into `col`.
             let tile = |col: &mut Vec<T>, r: Range<usize>, mut c: ArrayViewMut2<'_, T>| {
@@ -475,7 +497,7 @@ fn conv_fwd<T: LinalgScalar + Send + Sync>(
             }
         }
     }
-    Ok(y)
+    Ok(())
 }
 
 /// The gradient of [`conv_fwd`] with respect to its input: `x` ([n, o, o...], the forward
@@ -791,30 +813,42 @@ impl Compute for ConvRun<'_> {
         let (xa, fa) = operands::<T>(self.x, self.f, r)?;
         let xc = channels_first(&xa, a.last);
         let fc = filter_std(&fa, a.fpos())?;
-        let (xs, fs) = (xc.shape(), fc.shape());
-        let (n, c) = (xs[0], xs[1]);
-        let (groups, o) = conv_groups(a, c, fs, xa.shape(), fa.shape())?;
-        let pads = if a.same {
-            let mut p = [[0; 2]; 3];
-            for (j, (&i, &k)) in three(&xs[2..]).iter().zip(&three(&fs[2..])).enumerate() {
-                let (p0, p1) = same_pads_usize(i, k, a.s[j], a.d[j])
-                    .ok_or_else(|| Error::kernel("internal error: bad convolution geometry"))?;
-                p[j] = [p0, p1];
-            }
-            p
-        } else {
-            a.p
-        };
-        let v = Vol::forward(three(&xs[2..]), three(&fs[2..]), a.s, a.d, pads)?;
-        let ch = Chans { n, c, o, groups };
+        let (ch, v, dims) = geometry(a, xc.shape(), fc.shape(), xa.shape(), fa.shape())?;
         let bias = self.bias.map(cast_to::<T>).transpose()?;
         let bias = bias.as_ref().map(|b| std_slice(b));
         let (xsl, fsl) = (slice_of(&xc, "x")?, slice_of(&fc, "filter")?);
         let y = conv_fwd(xsl, fsl, ch, &v, bias.as_deref())?;
-        let mut dims = vec![n, o];
-        dims.extend_from_slice(&v.o[3 - a.rank..]);
         Ok(channels_back(array(&dims, y)?, a.last))
     }
+}
+
+/// The channels, spatial geometry and channels-first output dims of a forward convolution of
+/// x (`xs`, channels first) with the filter (`fs`, standard layout); `x_shape` and `f_shape`
+/// as given, for errors.
+fn geometry(
+    a: &ConvAttrs,
+    xs: &[usize],
+    fs: &[usize],
+    x_shape: &[usize],
+    f_shape: &[usize],
+) -> Result<(Chans, Vol, Vec<usize>)> {
+    let (n, c) = (xs[0], xs[1]);
+    let (groups, o) = conv_groups(a, c, fs, x_shape, f_shape)?;
+    let pads = if a.same {
+        let mut p = [[0; 2]; 3];
+        for (j, (&i, &k)) in three(&xs[2..]).iter().zip(&three(&fs[2..])).enumerate() {
+            let (p0, p1) = same_pads_usize(i, k, a.s[j], a.d[j])
+                .ok_or_else(|| Error::kernel("internal error: bad convolution geometry"))?;
+            p[j] = [p0, p1];
+        }
+        p
+    } else {
+        a.p
+    };
+    let v = Vol::forward(three(&xs[2..]), three(&fs[2..]), a.s, a.d, pads)?;
+    let mut dims = vec![n, o];
+    dims.extend_from_slice(&v.o[3 - a.rank..]);
+    Ok((Chans { n, c, o, groups }, v, dims))
 }
 
 /// The groups and output channels of a forward convolution of `c` input channels with the
@@ -860,6 +894,12 @@ fn conv_groups(
 }
 
 pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
+    let a = conv3d_attrs(info)?;
+    Ok(conv_kernel(info, a, info.out_dtype(0).ok()))
+}
+
+/// Conv3D's attributes (quantization refused).
+fn conv3d_attrs(info: &NodeInfo) -> Result<ConvAttrs> {
     let df = str_attr(info, "data_format", "NDHWC")?;
     let xl = layout::data_layout(input_desc(info, 0), &df, layout::DATA_3D)
         .map_err(|e| bad_attr(info, e))?;
@@ -916,7 +956,7 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
     let fpos: [usize; 5] = layout::filter_positions(fl)
         .and_then(|p| p.try_into().ok())
         .ok_or_else(|| Error::unsupported(format!("Conv3D with a filter of format {fl}")))?;
-    let a = ConvAttrs {
+    Ok(ConvAttrs {
         rank: 3,
         last,
         s,
@@ -926,8 +966,7 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
         groups: groups_attr(info, "groups")?,
         depthwise: false,
         fpos,
-    };
-    Ok(conv_kernel(info, a, info.out_dtype(0).ok()))
+    })
 }
 
 /// The kernel of a forward convolution (inputs x, filter, optional bias), cast to `out`.
@@ -935,14 +974,8 @@ pub(super) fn conv3d_factory(info: &NodeInfo) -> Result<Kernel> {
 /// type of x's dtype, when either changes it (else it is used as it is, with no copy).
 fn conv_kernel(info: &NodeInfo, a: ConvAttrs, out: Option<DataType>) -> Kernel {
     let op = info.op().to_string();
-    let packed = info
-        .const_inputs
-        .get(1)
-        .and_then(Option::as_ref)
-        .zip(input_desc(info, 0).map(|d| d.dtype))
-        .and_then(|(f, x)| pack_filter(f, a.fpos(), x));
-    let mut packed_attrs = a;
-    packed_attrs.fpos = [0, 1, 2, 3, 4];
+    let packed = packed_filter(info, &a);
+    let packed_attrs = standard_filter(a);
     Box::new(move |inputs| {
         let r = match &packed {
             Some(f) => Run {
@@ -953,6 +986,21 @@ fn conv_kernel(info: &NodeInfo, a: ConvAttrs, out: Option<DataType>) -> Kernel {
         };
         Ok(vec![dispatch(&op, r.x, true, out, &r)?])
     })
+}
+
+/// The node's constant filter packed by [`pack_filter`], when packing changes it.
+fn packed_filter(info: &NodeInfo, a: &ConvAttrs) -> Option<Value> {
+    info.const_inputs
+        .get(1)
+        .and_then(Option::as_ref)
+        .zip(input_desc(info, 0).map(|d| d.dtype))
+        .and_then(|(f, x)| pack_filter(f, a.fpos(), x))
+}
+
+/// `a` for a filter in standard layout ([out, in, k...], as [`pack_filter`] gives it).
+fn standard_filter(mut a: ConvAttrs) -> ConvAttrs {
+    a.fpos = [0, 1, 2, 3, 4];
+    a
 }
 
 /// The constant filter `f` (dims `fpos` of out, in, k...) in standard layout and the compute
@@ -978,6 +1026,99 @@ pub(super) fn conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
     let a = conv2d_attrs(info, 0, 1, true)?;
     no_quant(info, 3)?;
     Ok(conv_kernel(info, a, Some(info.out_dtype(0)?)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Into a plan's buffer
+// ---------------------------------------------------------------------------------------------
+
+/// Conv2D, DepthwiseConv2D and Conv3D writing into a given output ([`crate::kernels::IntoOp`]):
+/// channels-first x (NCHW, NCDHW) in standard layout and a filter, bias and output of x's
+/// dtype (f32 or f64). It computes what [`conv_kernel`]'s kernel computes, through the same
+/// engine ([`conv_fwd_into`]); other cases run that kernel.
+pub(crate) struct ConvInto {
+    a: ConvAttrs,
+    /// The constant filter, packed ([`pack_filter`]) when packing changes it.
+    packed: Option<Value>,
+}
+
+impl ConvInto {
+    pub(crate) fn of(info: &NodeInfo) -> Result<Option<ConvInto>> {
+        let a = match info.op() {
+            "Conv2D" | "DepthwiseConv2D" => conv2d_attrs(info, 0, 1, true),
+            "Conv3D" => conv3d_attrs(info),
+            _ => return Ok(None),
+        };
+        // Bad attributes and quantization: the allocating kernel reports them.
+        let Ok(a) = a else { return Ok(None) };
+        if a.last || no_quant(info, 3).is_err() {
+            return Ok(None);
+        }
+        let packed = packed_filter(info, &a);
+        let a = if packed.is_some() {
+            standard_filter(a)
+        } else {
+            a
+        };
+        Ok(Some(ConvInto { a, packed }))
+    }
+
+    /// x, the filter (standard layout) and the bias as slices of `T`, and the geometry; None
+    /// when this step is not one [`ConvInto`] computes into an output of `dims`.
+    #[allow(clippy::type_complexity)]
+    fn operands<'v, T: ElemArray>(
+        &'v self,
+        args: &[Option<&'v Value>],
+        dims: &[usize],
+    ) -> Option<(&'v [T], &'v [T], Option<&'v [T]>, Chans, Vol)> {
+        let a = &self.a;
+        let x = T::array(args.first().copied().flatten()?)?;
+        let f = T::array(self.packed.as_ref().or(args.get(1).copied().flatten())?)?;
+        let identity = a.fpos().iter().enumerate().all(|(i, &p)| i == p);
+        if x.ndim() != a.rank + 2 || f.ndim() != a.rank + 2 || !identity {
+            return None;
+        }
+        if args.get(3).copied().flatten().is_some() {
+            return None;
+        }
+        let bias = match args.get(2).copied().flatten() {
+            None => None,
+            Some(b) => Some(T::array(b)?.as_slice()?),
+        };
+        let (ch, v, want) = geometry(a, x.shape(), f.shape(), x.shape(), f.shape()).ok()?;
+        (want == dims).then_some(())?;
+        Some((x.as_slice()?, f.as_slice()?, bias, ch, v))
+    }
+
+    pub(crate) fn accepts(&self, args: &[Option<&Value>], dtype: DataType, dims: &[usize]) -> bool {
+        match dtype {
+            DataType::FLOAT => self.operands::<f32>(args, dims).is_some(),
+            DataType::DOUBLE => self.operands::<f64>(args, dims).is_some(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn run(&self, args: &[Option<&Value>], d: Dest<'_>) -> Result<()> {
+        fn go<T: ElemArray + LinalgScalar + Send + Sync>(
+            c: &ConvInto,
+            args: &[Option<&Value>],
+            d: Dest<'_>,
+        ) -> Result<()> {
+            let (x, f, bias, ch, v) = c
+                .operands::<T>(args, d.dims)
+                .ok_or_else(|| Error::kernel("internal error: a convolution it does not take"))?;
+            let dt = d.out.dtype();
+            let y = out_slice::<T>(d.out, d.range)
+                .ok_or_else(|| Error::kernel(format!("an output buffer of {dt} does not fit")))?;
+            y.fill(T::zero());
+            conv_fwd_into(x, f, ch, &v, bias, y)
+        }
+        match d.out.dtype() {
+            DataType::FLOAT => go::<f32>(self, args, d),
+            DataType::DOUBLE => go::<f64>(self, args, d),
+            dt => Err(Error::unsupported(format!("a convolution into {dt}"))),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
