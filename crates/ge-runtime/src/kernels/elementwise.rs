@@ -572,6 +572,13 @@ fn float_unary(
         (Some(k), Value::F64(a)) => return Ok(with_cheap!(k, f64, g => Value::F64(map(a, g)))),
         _ => {}
     }
+    if let (Some(v), Value::F32(a)) = (super::vmath::VFn::of_op(name, params), x) {
+        if let Some(s) = a.as_slice() {
+            let mut y = super::common::alloc(s.len(), 0.0f32)?;
+            super::vmath::map_par(v, Some(s), &mut y);
+            return Ok(Value::F32(super::common::array(a.shape(), y)?));
+        }
+    }
     let p32: Vec<f32> = params.iter().map(|&v| v as f32).collect();
     Ok(match x {
         Value::F32(a) => Value::F32(map(a, |v| (f.f32)(v, &p32))),

@@ -29,6 +29,7 @@ mod source;
 mod string;
 mod transformer;
 mod tree_ensemble;
+mod vmath;
 
 use crate::error::{Error, Result};
 use crate::value::Value;

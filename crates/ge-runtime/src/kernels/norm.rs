@@ -7,6 +7,7 @@ use super::common::{
     zip2,
 };
 use super::reduce::{axes_of, fold};
+use super::vmath;
 use super::{input, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
 use crate::par;
@@ -327,8 +328,46 @@ fn per_channel_affine<T: Elem>(
 /// A normalised tensor with each row's mean and variance.
 type Normalised<Y> = (Y, Vec<f64>, Vec<f64>);
 
+/// Runs `chunk(x, y, stats)` over consecutive chunks of whole rows (`inner` elements each) of
+/// a standard-layout `a` and its output, split across the run's threads; returns the output
+/// and each row's mean and variance (which `chunk` writes into `stats`). `None` for another
+/// layout.
+fn norm_rows<T: Elem + Default>(
+    a: &ArrayD<T>,
+    inner: usize,
+    chunk: impl Fn(&[T], &mut [T], &mut [(f64, f64)]) + Sync,
+) -> Result<Option<Normalised<ArrayD<T>>>> {
+    let Some(data) = a.as_slice() else {
+        return Ok(None);
+    };
+    let n_rows = data.len() / inner;
+    let mut out = vec![T::default(); data.len()];
+    let mut stats = vec![(0.0f64, 0.0f64); n_rows];
+    let work = data.len().saturating_mul(4);
+    let chunk_rows = n_rows.div_ceil(par::chunks_for(work).max(1)).max(1);
+    type Part<'a, T> = (usize, (&'a mut [T], &'a mut [(f64, f64)]));
+    let run = |(i, (ys, st)): Part<'_, T>| -> Result<()> {
+        chunk(sub(data, i * chunk_rows * inner, ys.len())?, ys, st);
+        Ok(())
+    };
+    let parts: Vec<_> = out
+        .chunks_mut(chunk_rows * inner)
+        .zip(stats.chunks_mut(chunk_rows))
+        .enumerate()
+        .collect();
+    if parts.len() > 1 {
+        use rayon::prelude::*;
+        par::install(|| parts.into_par_iter().try_for_each(run))?;
+    } else {
+        parts.into_iter().try_for_each(run)?;
+    }
+    let (mean, var) = stats.into_iter().unzip();
+    Ok(Some((array(a.shape(), out)?, mean, var)))
+}
+
 /// LayerNorm of a float `x` whose parameters cover the normalised dims (the usual case), row by
-/// row: mean and variance in f64, y rounded once to x's dtype; rows split across the run's
+/// row: mean and variance in f64, y rounded once to x's dtype (f32 through the vectorised row
+/// kernel, [`vmath::layer_norm_rows`], with the same arithmetic); rows split across the run's
 /// threads. Returns y and each row's mean and variance; `None` for a layout or dtype this path
 /// does not take.
 fn layer_norm_rows(
@@ -338,6 +377,9 @@ fn layer_norm_rows(
     gamma: &[f64],
     beta: &[f64],
 ) -> Result<Option<Normalised<Value>>> {
+    if gamma.len() != inner || beta.len() != inner {
+        return Ok(None);
+    }
     fn rows<T: Elem + Default>(
         a: &ArrayD<T>,
         inner: usize,
@@ -345,25 +387,15 @@ fn layer_norm_rows(
         gamma: &[f64],
         beta: &[f64],
     ) -> Result<Option<Normalised<ArrayD<T>>>> {
-        let Some(data) = a.as_slice() else {
-            return Ok(None);
-        };
-        let n_rows = data.len() / inner;
-        // Each row's output, then its mean and variance: one buffer per row-chunk.
-        let mut out = vec![T::default(); data.len()];
-        let mut stats = vec![(0.0f64, 0.0f64); n_rows];
-        let work = data.len().saturating_mul(4);
-        let chunk_rows = n_rows.div_ceil(par::chunks_for(work).max(1)).max(1);
-        type Part<'a, T> = (usize, (&'a mut [T], &'a mut [(f64, f64)]));
-        let run = |(start_row, (ys, st)): Part<'_, T>| -> Result<()> {
+        norm_rows(a, inner, |xs, ys, stats| {
             let mut row = Vec::with_capacity(inner);
-            for (i, (y, st)) in ys.chunks_exact_mut(inner).zip(st.iter_mut()).enumerate() {
+            for ((x, y), st) in xs
+                .chunks_exact(inner)
+                .zip(ys.chunks_exact_mut(inner))
+                .zip(stats)
+            {
                 row.clear();
-                row.extend(
-                    sub(data, (start_row + i) * inner, inner)?
-                        .iter()
-                        .map(|v| v.to_f64()),
-                );
+                row.extend(x.iter().map(|v| v.to_f64()));
                 let mean = row.iter().sum::<f64>() / inner as f64;
                 let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / inner as f64;
                 let sd = (var + eps).sqrt();
@@ -372,25 +404,15 @@ fn layer_norm_rows(
                 }
                 *st = (mean, var);
             }
-            Ok(())
-        };
-        let parts: Vec<_> = out
-            .chunks_mut(chunk_rows * inner)
-            .zip(stats.chunks_mut(chunk_rows))
-            .enumerate()
-            .map(|(i, p)| (i * chunk_rows, p))
-            .collect();
-        if parts.len() > 1 {
-            use rayon::prelude::*;
-            par::install(|| parts.into_par_iter().try_for_each(run))?;
-        } else {
-            parts.into_iter().try_for_each(run)?;
-        }
-        let (mean, var) = stats.into_iter().unzip();
-        Ok(Some((array(a.shape(), out)?, mean, var)))
+        })
     }
+    let f32_rows = |a| {
+        norm_rows(a, inner, |xs, ys, st| {
+            vmath::layer_norm_rows(xs, ys, gamma, beta, eps, st)
+        })
+    };
     Ok(match x {
-        Value::F32(a) => rows(a, inner, eps, gamma, beta)?.map(|(y, m, v)| (Value::F32(y), m, v)),
+        Value::F32(a) => f32_rows(a)?.map(|(y, m, v)| (Value::F32(y), m, v)),
         Value::F64(a) => rows(a, inner, eps, gamma, beta)?.map(|(y, m, v)| (Value::F64(y), m, v)),
         Value::F16(a) => rows(a, inner, eps, gamma, beta)?.map(|(y, m, v)| (Value::F16(y), m, v)),
         Value::BF16(a) => rows(a, inner, eps, gamma, beta)?.map(|(y, m, v)| (Value::BF16(y), m, v)),
@@ -600,13 +622,30 @@ fn softmax_rows<T: Elem, O: Elem + Default>(a: &ArrayD<T>, log: bool) -> Option<
     ArrayD::from_shape_vec(a.raw_dim(), out).ok()
 }
 
+/// Softmax (or log-softmax) of f32 over the last axis of a standard-layout array with the
+/// vectorised row kernel ([`vmath::softmax_rows`]); rows split across the run's threads.
+fn softmax_rows_f32(a: &ArrayD<f32>, log: bool) -> Option<ArrayD<f32>> {
+    let n = *a.shape().last()?;
+    let data = a.as_slice()?;
+    let mut out = vec![0.0f32; data.len()];
+    if n > 0 {
+        let work = data.len().saturating_mul(4);
+        crate::par::for_chunks_mut(&mut out, n, work, |start, rows| {
+            vmath::softmax_rows(&data[start..start + rows.len()], rows, n, log);
+            Ok(())
+        })
+        .ok()?;
+    }
+    ArrayD::from_shape_vec(a.raw_dim(), out).ok()
+}
+
 /// The row-wise softmax when the axes are just the last one and the layout is standard.
 fn softmax_fast(x: &Value, ax: &[usize], log: bool, out: DataType) -> Option<Value> {
     if ax != [x.shape().len().checked_sub(1)?] {
         return None;
     }
     Some(match (x, out) {
-        (Value::F32(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),
+        (Value::F32(a), DataType::FLOAT) => Value::F32(softmax_rows_f32(a, log)?),
         (Value::F64(a), DataType::DOUBLE) => Value::F64(softmax_rows(a, log)?),
         (Value::F16(a), DataType::FLOAT16) => Value::F16(softmax_rows(a, log)?),
         (Value::F16(a), DataType::FLOAT) => Value::F32(softmax_rows(a, log)?),

@@ -7,6 +7,7 @@
 use super::{float_fn, unary_params, Arith, Bin, Cheap, FloatFn, UNARY};
 use crate::arena::{out_slice, Dest, ElemArray};
 use crate::error::{Error, Result};
+use crate::kernels::vmath::{self, VFn};
 use crate::kernels::NodeInfo;
 use crate::par;
 use crate::value::{Elem, Value};
@@ -307,6 +308,8 @@ fn arith_into<T: Arith>(
 /// allocating way, which keeps some of them exact).
 pub(crate) struct UnaryInto {
     cheap: Option<Cheap>,
+    /// The vectorised f32 function of this op, if there is one.
+    vec32: Option<VFn>,
     f: FloatFn,
     params: Vec<f64>,
     p32: Vec<f32>,
@@ -321,6 +324,7 @@ impl UnaryInto {
         let params = unary_params(info)?;
         Ok(Some(UnaryInto {
             cheap: Cheap::of(op),
+            vec32: VFn::of_op(op, &params),
             f,
             p32: params.iter().map(|&v| v as f32).collect(),
             params,
@@ -356,6 +360,22 @@ impl UnaryInto {
             }};
         }
         match out.dtype() {
+            DataType::FLOAT if self.vec32.is_some() => {
+                // The vectorised function where the input is in standard layout (or is the
+                // output itself), else the scalar one.
+                let x = operand::<f32>(args, 0, alias)?;
+                let xs = match x {
+                    None => Some(None),
+                    Some(a) => a.as_slice().filter(|s| s.len() == range.len()).map(Some),
+                };
+                match (self.vec32, xs) {
+                    (Some(v), Some(xs)) => {
+                        vmath::map_par(v, xs, out_part::<f32>(out, range)?);
+                        Ok(())
+                    }
+                    _ => real!(f32, f32, p32),
+                }
+            }
             DataType::FLOAT => real!(f32, f32, p32),
             DataType::DOUBLE => real!(f64, f64, p),
             DataType::FLOAT16 => {
