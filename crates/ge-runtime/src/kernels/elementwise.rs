@@ -878,6 +878,9 @@ pub(crate) struct Epilogue {
     bias: Option<Value>,
     act: Option<(FloatFn, Vec<f64>, Vec<f32>)>,
     cheap: Option<Cheap>,
+    /// The vectorised form of the activation on f32 (what the unfused kernel uses on a
+    /// standard-layout input, so that fusing changes no bit).
+    vfn: Option<super::vmath::VFn>,
 }
 
 impl Epilogue {
@@ -890,6 +893,7 @@ impl Epilogue {
     /// The epilogue for a constant `bias` and an activation node.
     pub(crate) fn new(bias: Option<Value>, act: Option<&NodeInfo>) -> Result<Epilogue> {
         let cheap = act.and_then(|info| Cheap::of(info.op()));
+        let act_info = act;
         let act = match act {
             None => None,
             Some(info) => {
@@ -901,7 +905,16 @@ impl Epilogue {
                 Some((f, p, p32))
             }
         };
-        Ok(Epilogue { bias, act, cheap })
+        let vfn = act
+            .as_ref()
+            .zip(act_info)
+            .and_then(|((_, p, _), info)| super::vmath::VFn::of_op(info.op(), p));
+        Ok(Epilogue {
+            bias,
+            act,
+            cheap,
+            vfn,
+        })
     }
 
     /// Applies the epilogue to `y` (f32 or f64, the bias of the same dtype, broadcasting into
@@ -941,9 +954,7 @@ impl Epilogue {
     }
 
     fn not_float(dt: es_core::DataType) -> Error {
-        Error::kernel(format!(
-            "fused epilogue on {dt}: only float32 and float64"
-        ))
+        Error::kernel(format!("fused epilogue on {dt}: only float32 and float64"))
     }
 
     fn apply_view(&self, y: FloatView<'_>) -> Result<()> {
@@ -990,7 +1001,7 @@ impl Epilogue {
             Ok(())
         }
         match (y, &self.bias) {
-            (FloatView::F32(a), b) => {
+            (FloatView::F32(mut a), b) => {
                 let b = match b {
                     Some(Value::F32(b)) => Some(b),
                     None => None,
@@ -998,6 +1009,13 @@ impl Epilogue {
                 };
                 if let Some(k) = self.cheap {
                     return with_cheap!(k, f32, g => run(a, b, |x, y| x + y, Some(g)));
+                }
+                if let (Some(v), true) = (self.vfn, a.is_standard_layout()) {
+                    run(a.view_mut(), b, |x, y| x + y, None::<fn(f32) -> f32>)?;
+                    if let Some(s) = a.as_slice_mut() {
+                        super::vmath::map_par(v, None, s);
+                    }
+                    return Ok(());
                 }
                 let act = self.act.as_ref().map(|(f, _, p)| move |v| (f.f32)(v, p));
                 run(a, b, |x, y| x + y, act)
