@@ -177,6 +177,19 @@ guarded! {
             Ok(d)
         }
 
+        /// The counters of a graph's eager node caches: hits (node runs that reused a compile),
+        /// misses (node compiles), whole_graph_runs (eager runs that compiled the whole graph).
+        fn graph_eager_stats<'py>(
+            &self,
+            py: Python<'py>,
+            graph_id: u32,
+        ) -> PyResult<Bound<'py, PyDict>> {
+            let s = self.inner.eager_stats(graph_id).py()?;
+            let d = PyDict::new(py);
+            set_fields!(d, s; hits, misses, whole_graph_runs);
+            Ok(d)
+        }
+
         /// The latest compile report of a graph as text, or None before its first compile.
         fn compile_report(&self, graph_id: u32) -> PyResult<Option<String>> {
             Ok(self

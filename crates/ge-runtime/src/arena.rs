@@ -157,6 +157,12 @@ pub(crate) fn address(v: &Value) -> usize {
     each_array!(v, a => a.as_ptr() as usize, 0)
 }
 
+/// Whether `v` is an array a buffer can be made from again ([`fit`]): a numeric, boolean or
+/// low-precision tensor.
+pub(crate) fn recyclable(v: &Value) -> bool {
+    each_array!(v, _a => true, false)
+}
+
 /// `v` given the shape `dims` (same element count) without a copy; `Err(v)` where it is not in
 /// standard layout or the count differs.
 pub(crate) fn reshaped(v: Value, dims: &[usize]) -> std::result::Result<Result<Value>, Value> {

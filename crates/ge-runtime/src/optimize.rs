@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub const FOLD_LIMIT: usize = 1 << 20;
 
 /// Ops whose result changes from run to run: never folded or merged.
-fn nondeterministic(op: &str) -> bool {
+pub(crate) fn nondeterministic(op: &str) -> bool {
     op.starts_with("Random") || op.contains("Multinomial") || op == "Dropout"
 }
 

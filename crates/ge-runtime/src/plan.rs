@@ -130,8 +130,8 @@ impl std::fmt::Display for CompileReport {
 }
 
 /// Where a step reads an input from.
-#[derive(Debug, Clone, Copy)]
-enum Src {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Src {
     Slot(usize),
     Const(usize),
 }
@@ -456,6 +456,39 @@ pub fn prepare(graph: &Graph, sig: &Signature, passes: Option<&PassRegistry>) ->
     })
 }
 
+/// New slots for a node's `count` outputs (from `*slots` on), recorded in `slot_of`.
+pub(crate) fn output_slots(
+    slot_of: &mut FxHashMap<OutPort, Src>,
+    node: NodeId,
+    count: usize,
+    slots: &mut usize,
+) -> Vec<usize> {
+    (0..count)
+        .map(|a| {
+            let port = OutPort {
+                node,
+                index: a as u32,
+            };
+            slot_of.insert(port, Src::Slot(*slots));
+            *slots += 1;
+            *slots - 1
+        })
+        .collect()
+}
+
+/// Where each of the graph's outputs is read from.
+pub(crate) fn graph_outputs(g: &Graph, slot_of: &FxHashMap<OutPort, Src>) -> Result<Vec<Src>> {
+    g.outputs
+        .iter()
+        .map(|p| {
+            slot_of
+                .get(p)
+                .copied()
+                .ok_or_else(|| Error::Compile("a graph output is not planned".into()))
+        })
+        .collect()
+}
+
 fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
     let order = crate::optimize::needed_nodes(g)?;
     let fusions = crate::fuse::find(g, &order)?;
@@ -586,18 +619,9 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             });
             fused += 1;
         }
-        let mut outs = Vec::with_capacity(n.outputs.len());
-        for a in 0..n.outputs.len() {
-            slot_of.insert(
-                OutPort {
-                    node: id,
-                    index: a as u32,
-                },
-                Src::Slot(slots),
-            );
-            outs.push(slots);
-            produced.push((slots, steps.len(), a, id));
-            slots += 1;
+        let outs = output_slots(&mut slot_of, id, n.outputs.len(), &mut slots);
+        for (a, &k) in outs.iter().enumerate() {
+            produced.push((k, steps.len(), a, id));
         }
         if let Some(f) = fusion {
             // The fused step's output stands for the last absorbed node's.
@@ -625,16 +649,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
             unsupported.join(", ")
         )));
     }
-    let outputs = g
-        .outputs
-        .iter()
-        .map(|p| {
-            slot_of
-                .get(p)
-                .copied()
-                .ok_or_else(|| Error::Compile("a graph output is not planned".into()))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let outputs = graph_outputs(g, &slot_of)?;
     // Liveness: a slot is freed after its last reader (an output nothing reads, right after
     // its own step), unless it is a graph output.
     let mut last: FxHashMap<usize, usize> = FxHashMap::default();
@@ -890,6 +905,121 @@ fn assign_buffers(steps: &[Step], slots: usize) -> (Vec<Option<usize>>, Vec<usiz
     (slot_buf, caps)
 }
 
+/// Where the one step of a plan that [`Plan::one_step`] accepts reads each input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepArg {
+    Absent,
+    /// The plan's input of this index.
+    Input(usize),
+    /// The plan's constant of this index ([`Plan::const_value`]).
+    Const(usize),
+}
+
+/// For eager runs ([`crate::eager`]): a plan of one node, whose one step runs on values held
+/// outside the plan (no workspace, no pool).
+impl Plan {
+    /// The arguments of the plan's step, when the plan is one step reading only the plan's
+    /// inputs and constants and giving the plan's outputs, in order (None otherwise: the node
+    /// was folded, or a promotion cast came before it).
+    pub(crate) fn one_step(&self) -> Option<Vec<StepArg>> {
+        let [st] = self.steps.as_slice() else {
+            return None;
+        };
+        let outs_match = self.outputs.len() == st.outputs.len()
+            && self
+                .outputs
+                .iter()
+                .zip(&st.outputs)
+                .all(|(o, k)| matches!(o, Src::Slot(x) if x == k));
+        if !outs_match {
+            return None;
+        }
+        st.inputs
+            .iter()
+            .map(|s| match s {
+                None => Some(StepArg::Absent),
+                Some(Src::Const(c)) => Some(StepArg::Const(*c)),
+                Some(Src::Slot(k)) => self
+                    .inputs
+                    .iter()
+                    .position(|x| *x == Some(*k))
+                    .map(StepArg::Input),
+            })
+            .collect()
+    }
+
+    pub(crate) fn const_value(&self, c: usize) -> &Value {
+        &self.consts[c]
+    }
+
+    /// The one step's into-kernel, if it has one: the dtype and dims it writes, and whether
+    /// it is element-wise (may write over an input of its output's dtype and shape).
+    pub(crate) fn one_step_into(&self) -> Option<(DataType, Vec<usize>, bool)> {
+        match &self.steps.first()?.exec {
+            Exec::Into(s) if s.place.is_none() && s.epilogue.is_none() => {
+                Some((s.dtype, s.dims.clone(), s.op.elementwise()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the one step's into-kernel computes from `args` (all present).
+    pub(crate) fn one_step_accepts(&self, args: &[Option<&Value>]) -> bool {
+        match self.steps.first().map(|s| &s.exec) {
+            Some(Exec::Into(s)) => s.op.accepts(args, s.dtype, &s.dims),
+            _ => false,
+        }
+    }
+
+    /// Runs the one step's into-kernel into `out` (`alias`: the argument moved into `out`,
+    /// absent from `args`).
+    pub(crate) fn run_one_into(
+        &self,
+        args: &[Option<&Value>],
+        out: &mut Value,
+        alias: Option<usize>,
+    ) -> Result<()> {
+        let step = &self.steps[0];
+        let Exec::Into(s) = &step.exec else {
+            return Err(Error::Compile("the eager step has no into-kernel".into()));
+        };
+        let n = s.dims.iter().product();
+        s.op.run(
+            args,
+            kernels::Dest {
+                out,
+                range: 0..n,
+                dims: &s.dims,
+                alias,
+            },
+        )
+        .map_err(|e| e.at(&step.name, &step.op))
+    }
+
+    /// Runs the one step's allocating kernel.
+    pub(crate) fn run_one_kernel(&self, args: &[Option<&Value>]) -> Result<Vec<Value>> {
+        let step = &self.steps[0];
+        let outs = (step.kernel)(args).map_err(|e| e.at(&step.name, &step.op))?;
+        check_output_count(step, outs.len())?;
+        Ok(outs)
+    }
+}
+
+/// An error unless a step's kernel made as many outputs as its node has.
+fn check_output_count(step: &Step, made: usize) -> Result<()> {
+    if made != step.outputs.len() {
+        return Err(Error::Execution {
+            node: step.name.clone(),
+            op: step.op.clone(),
+            message: format!(
+                "the kernel made {made} outputs, the node has {}",
+                step.outputs.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// An error unless a run gave the `want` inputs its plan takes (`got`).
 pub fn check_input_count(want: usize, got: usize) -> Result<()> {
     if want != got {
@@ -1039,17 +1169,7 @@ impl Plan {
             let args = self.args(step, &ws.slots);
             (step.kernel)(&args).map_err(|e| e.at(&step.name, &step.op))?
         };
-        if outs.len() != step.outputs.len() {
-            return Err(Error::Execution {
-                node: step.name.clone(),
-                op: step.op.clone(),
-                message: format!(
-                    "the kernel made {} outputs, the node has {}",
-                    outs.len(),
-                    step.outputs.len()
-                ),
-            });
-        }
+        check_output_count(step, outs.len())?;
         for (v, &k) in outs.into_iter().zip(&step.outputs) {
             ws.slots[k] = Some(v);
         }

@@ -3,8 +3,10 @@
 //! In graph mode (the default) a run looks its input signature up in the graph's LRU cache of
 //! plans: a hit replays the plan (no inference, no kernel selection, constants already
 //! loaded); a miss compiles ("captures") one and stores it, evicting the least recently used
-//! plan when the cache is full. In eager mode every run compiles and runs node by node, and
-//! nothing is cached. Both modes run the same kernels, so they give identical results.
+//! plan when the cache is full. In eager mode a run goes node by node, each node compiled alone
+//! for the signature of the values reaching it and that compile kept per node ([`crate::eager`]:
+//! a node seen with that signature before reuses its inferred outputs, kernel and buffers); no
+//! plan is cached. Both modes run the same kernels, so they give identical results.
 //!
 //! `ge.device` picks the [`Backend`]: the CPU, ACL (the `ge-acl` crate, registered with
 //! [`crate::backend::register_acl_backend`]: a cached plan holds a captured graph that a hit
@@ -13,6 +15,7 @@
 //! counters and the options.
 
 use crate::backend::{self, Backend, BackendPlan, CpuBackend};
+use crate::eager::{Eager, EagerStats, Outcome};
 use crate::error::{Error, Result};
 use crate::memplan::MemoryPlan;
 use crate::plan::{self, CompileReport, Signature};
@@ -23,7 +26,7 @@ use pass_bridge::PassRegistry;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 pub use crate::options::{Device, Options, DEFAULT_CACHE_CAPACITY, OPTION_KEYS};
 
@@ -49,6 +52,9 @@ struct GraphEntry {
     cache: Mutex<LruCache<Signature, Arc<dyn BackendPlan>>>,
     stats: Mutex<CacheStats>,
     last_report: Mutex<Option<CompileReport>>,
+    /// The graph prepared for eager runs (at the first one; None where they compile the whole
+    /// graph: another backend, an offline model).
+    eager: OnceLock<Option<Arc<Eager>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -187,6 +193,7 @@ impl Session {
                 ..Default::default()
             }),
             last_report: Mutex::new(None),
+            eager: OnceLock::new(),
             options: o,
             backend,
         };
@@ -230,6 +237,17 @@ impl Session {
     }
 
     fn compile(&self, e: &GraphEntry, sig: &Signature) -> Result<Arc<dyn BackendPlan>> {
+        let passes = self.passes.as_ref().and_then(|p| p());
+        self.compile_with(e, sig, passes)
+    }
+
+    /// [`Session::compile`] with the passes `passes` (a snapshot of the registry).
+    fn compile_with(
+        &self,
+        e: &GraphEntry,
+        sig: &Signature,
+        passes: Option<PassRegistry>,
+    ) -> Result<Arc<dyn BackendPlan>> {
         if let Some(s) = &e.compiled_for {
             if s != sig {
                 return Err(Error::Input(format!(
@@ -246,7 +264,6 @@ impl Session {
                 .into();
             return Self::admit(e, plan);
         }
-        let passes = self.passes.as_ref().and_then(|p| p());
         e.backend.check_signature(sig)?;
         let plan: Arc<dyn BackendPlan> = e
             .backend
@@ -279,7 +296,7 @@ impl Session {
     fn run_entry(&self, e: &GraphEntry, inputs: Vec<Value>) -> Result<Vec<Value>> {
         let sig = plan::signature(&inputs);
         if !e.options.graph_mode {
-            return self.compile(e, &sig)?.run(inputs, &e.options);
+            return self.run_eager(e, &sig, inputs);
         }
         let cached = lock(&e.cache).get(&sig).cloned();
         let plan = match cached {
@@ -314,6 +331,43 @@ impl Session {
             }
         };
         plan.run(inputs, &e.options)
+    }
+
+    /// An eager run: node by node on the CPU ([`crate::eager`]), or through a compile of the
+    /// whole graph where passes are registered (they see the whole graph), on another backend,
+    /// for an offline model, or where a node does not compile alone.
+    fn run_eager(&self, e: &GraphEntry, sig: &Signature, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        let passes = self.passes.as_ref().and_then(|p| p());
+        let with_passes = passes
+            .as_ref()
+            .is_some_and(|r| r.descriptors().next().is_some());
+        let mut inputs = inputs;
+        if !with_passes && e.compiled_for.is_none() && e.backend.name() == "cpu" {
+            let eager = e
+                .eager
+                .get_or_init(|| Eager::new(&e.graph).ok().map(Arc::new));
+            if let Some(eg) = eager.as_ref().filter(|eg| !eg.runs_whole(sig)) {
+                e.backend.check_signature(sig)?;
+                let limit = e.options.memory_limit;
+                match crate::par::run_with(e.options.threads, || {
+                    eg.run(&e.graph, inputs, sig, limit)
+                })? {
+                    Outcome::Done(outs) => return Ok(outs),
+                    Outcome::Whole(back) => inputs = back,
+                }
+            }
+        }
+        self.compile_with(e, sig, passes)?.run(inputs, &e.options)
+    }
+
+    /// The counters of graph `id`'s eager node caches (zero before its first eager run).
+    pub fn eager_stats(&self, id: u32) -> Result<EagerStats> {
+        let e = self.entry(id)?;
+        Ok(e.eager
+            .get()
+            .and_then(|x| x.as_ref())
+            .map(|x| x.stats())
+            .unwrap_or_default())
     }
 
     /// The counters of graph `id`'s plan cache.

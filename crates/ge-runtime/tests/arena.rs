@@ -212,6 +212,48 @@ fn the_chain_of_adds_runs_in_one_buffer() {
     assert_eq!(m.arena_bytes, 64);
 }
 
+/// An eager run (`ge.graphMode` = off) of an Add chain, after a first run compiled its nodes:
+/// each node reuses its compile and writes over its dying input, so a run allocates the same
+/// few times whatever the chain's length (the run's signature, the output and the vector of
+/// outputs), nothing per node.
+#[test]
+fn an_eager_rerun_allocates_nothing_per_node() {
+    let eager_allocs = |n: usize| {
+        let mut b = GraphBuilder::new("chain");
+        let mut y = input(&mut b, 0, DataType::FLOAT, &[16]);
+        let c = input(&mut b, 1, DataType::FLOAT, &[16]);
+        for _ in 0..n {
+            y = es::add(&mut b, y, c).unwrap();
+        }
+        b.set_output(y, 0).unwrap();
+        let opts: std::collections::BTreeMap<String, String> =
+            [("ge.graphMode", "off"), ("ge.threads", "1")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let s = ge_runtime::Session::new(&opts).unwrap();
+        s.add_graph(1, b.build_and_reset().unwrap(), &Default::default())
+            .unwrap();
+        let ins = vec![f32s(&[16], |i| i as f32), f32s(&[16], |_| 0.5)];
+        s.run_graph(1, ins.clone()).unwrap();
+        let mut counts = Vec::new();
+        for _ in 0..3 {
+            let inputs = ins.clone();
+            let (outs, k) = count(|| s.run_graph(1, inputs).unwrap());
+            let Value::F32(y) = &outs[0] else { panic!() };
+            assert_eq!(y[[3]], 3.0 + 0.5 * n as f32);
+            counts.push(k);
+        }
+        assert!(counts.iter().all(|&k| k == counts[0]), "{counts:?}");
+        let st = s.eager_stats(1).unwrap();
+        assert_eq!((st.hits, st.misses), (3 * n as u64, n as u64));
+        counts[0]
+    };
+    let (short, long) = (eager_allocs(10), eager_allocs(200));
+    assert_eq!(short, long);
+    assert!(short <= 8, "{short} allocations");
+}
+
 // ---- in place ----
 
 #[test]
