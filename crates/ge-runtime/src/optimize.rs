@@ -7,6 +7,8 @@
 //! - common-subexpression elimination: two nodes with the same op type, the same inputs and
 //!   the same attributes (deterministic ops, no control edges) become one;
 //! - Conv+BatchNorm folding ([`crate::fuse::fold_conv_batch_norm`]);
+//! - transformer patterns ([`patterns`]): last-two-dims Transposes absorbed into the matrix
+//!   products they feed, GPT-2's tanh-Gelu written out in element-wise ops replaced by `Gelu`;
 //! - dead nodes: nodes the outputs do not need are removed.
 //!
 //! Each keeps what the graph computes; the counts go to the compile report.
@@ -18,6 +20,8 @@ use crate::value::Value;
 use es_core::graph::is_data_op;
 use es_core::{Graph, Node, NodeId, OutPort};
 use rustc_hash::{FxHashMap, FxHashSet};
+
+mod patterns;
 
 /// The most elements a folded node may produce (all outputs together).
 pub const FOLD_LIMIT: usize = 1 << 20;
@@ -49,6 +53,8 @@ pub struct OptimizeCounts {
     pub duplicates_merged: usize,
     pub batch_norms_folded: usize,
     pub dead_removed: usize,
+    pub transposes_absorbed: usize,
+    pub gelus_fused: usize,
 }
 
 impl std::fmt::Display for OptimizeCounts {
@@ -56,12 +62,15 @@ impl std::fmt::Display for OptimizeCounts {
         write!(
             f,
             "identities removed {}, constants folded {}, duplicates merged {}, \
-             BatchNorms folded into convolutions {}, dead nodes removed {}",
+             BatchNorms folded into convolutions {}, dead nodes removed {}, \
+             transposes absorbed into products {}, tanh-Gelus fused {}",
             self.identities_removed,
             self.constants_folded,
             self.duplicates_merged,
             self.batch_norms_folded,
-            self.dead_removed
+            self.dead_removed,
+            self.transposes_absorbed,
+            self.gelus_fused
         )
     }
 }
@@ -242,6 +251,9 @@ fn remove_dead(g: &mut Graph) -> Result<usize> {
 /// Runs the built-in optimisations on an inferred graph.
 pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
     let identities_removed = remove_identities(g)?;
+    // Before folding: a transposed constant too large to fold is read in place.
+    let transposes_absorbed = patterns::absorb_transposes(g)?;
+    let gelus_fused = patterns::fuse_tanh_gelu(g)?;
     let constants_folded = fold_constants(g)?;
     let duplicates_merged = merge_duplicates(g)?;
     let batch_norms_folded = crate::fuse::fold_conv_batch_norm(g)?;
@@ -252,6 +264,8 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
         duplicates_merged,
         batch_norms_folded,
         dead_removed,
+        transposes_absorbed,
+        gelus_fused,
     })
 }
 
@@ -288,6 +302,8 @@ mod tests {
                 duplicates_merged: 1,
                 batch_norms_folded: 0,
                 dead_removed: 3,
+                transposes_absorbed: 0,
+                gelus_fused: 0,
             }
         );
         g.validate().unwrap();

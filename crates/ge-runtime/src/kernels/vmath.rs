@@ -1,5 +1,5 @@
-//! Vectorised f32 math for the transformer kernels: exp, the logistic function, erf and GE's
-//! tanh-Gelu over slices, and the row kernels of softmax and layer normalisation.
+//! Vectorised f32 math for the transformer kernels: exp, the logistic function, erf, tanh and
+//! GE's tanh-Gelu over slices, and the row kernels of softmax and layer normalisation.
 //!
 //! Each function is branch-free scalar code that LLVM vectorises; [`multiversion!`] compiles
 //! its loop three times (AVX-512, AVX2 + FMA, the baseline) and picks one at run time. The
@@ -14,6 +14,7 @@
 //! | [`exp`] | Cody–Waite reduction by ln 2, Cephes' degree-7 polynomial, 2^n in two factors | 1.5 ulp where the result is normal; below, gradual underflow (absolute error under 2^-149) |
 //! | [`sigmoid`] | e = exp(-\|x\|) in f32, 1 / (1 + e) (or e / (1 + e) for x < 0) in f64 | 2 ulp |
 //! | [`erf`] | Eigen's rational approximation x·P(x²)/Q(x²) on \|x\| ≤ 4 evaluated in f64, ±1 beyond | 2 ulp |
+//! | [`tanh`] | \|x\| < 0.625: Cephes' odd polynomial x + x³·P(x²) in f64; beyond: 1 - 2 / (e^2\|x\| + 1) with e in f32 (exp above), the rest in f64, the sign copied; ±1 from \|x\| = 10 | 2 ulp |
 //! | [`softmax_rows`] | x - max exactly (two-sum), exp in f32, the sum and the division in f64 | 2.5 ulp |
 //!
 //! NaN gives NaN; exp(+inf) = inf, exp(-inf) = 0; sigmoid and erf saturate at ±inf. The
@@ -172,6 +173,28 @@ pub(crate) fn erf(x: f32) -> f32 {
     (c * horner64(x2, &P) / horner64(x2, &Q)) as f32
 }
 
+/// tanh(x) (2 ulp; see the module table). -0 stays -0; NaN gives NaN.
+#[inline(always)]
+pub(crate) fn tanh(x: f32) -> f32 {
+    const P: [f64; 5] = [
+        -5.704_988_727_45e-3,
+        2.063_908_879_54e-2,
+        -5.373_971_555_31e-2,
+        1.333_144_220_36e-1,
+        -3.333_328_194_22e-1,
+    ];
+    let a = x.abs();
+    // Small |x|: the polynomial (1 - 2 / (e + 1) would cancel).
+    let xd = f64::from(x);
+    let z = xd * xd;
+    let small = xd * (1.0 + z * horner64(z, &P));
+    // Beyond 10, tanh rounds to 1 (and e stays finite).
+    let e = f64::from(exp(2.0 * pick(a > 10.0, 10.0, a)));
+    let big = f32::copysign((1.0 - 2.0 / (e + 1.0)) as f32, x);
+    // NaN fails the comparison and takes `big`, which is NaN (exp passes NaN through).
+    pick(a < 0.625, small as f32, big)
+}
+
 /// GE's Gelu: the tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
 /// as x * sigmoid(2u) (no cancellation for negative x).
 #[inline(always)]
@@ -185,6 +208,7 @@ pub(crate) enum VFn {
     Exp,
     Sigmoid,
     Erf,
+    Tanh,
     GeluTanh,
 }
 
@@ -197,6 +221,7 @@ impl VFn {
             "Exp" if params == [-1.0, 1.0, 0.0] => VFn::Exp,
             "Sigmoid" => VFn::Sigmoid,
             "Erf" => VFn::Erf,
+            "Tanh" => VFn::Tanh,
             "Gelu" => VFn::GeluTanh,
             _ => return None,
         })
@@ -209,6 +234,7 @@ impl VFn {
             VFn::Exp => exp(x),
             VFn::Sigmoid => sigmoid(x),
             VFn::Erf => erf(x),
+            VFn::Tanh => tanh(x),
             VFn::GeluTanh => gelu_tanh(x),
         }
     }
@@ -236,6 +262,7 @@ macro_rules! slice_fns {
 slice_fns!(exp_map, exp_inplace, exp);
 slice_fns!(sigmoid_map, sigmoid_inplace, sigmoid);
 slice_fns!(erf_map, erf_inplace, erf);
+slice_fns!(tanh_map, tanh_inplace, tanh);
 slice_fns!(gelu_map, gelu_inplace, gelu_tanh);
 
 /// `y[i] = f(x[i])` over the shorter of the two slices.
@@ -244,6 +271,7 @@ pub(crate) fn map(f: VFn, x: &[f32], y: &mut [f32]) {
         VFn::Exp => exp_map(x, y),
         VFn::Sigmoid => sigmoid_map(x, y),
         VFn::Erf => erf_map(x, y),
+        VFn::Tanh => tanh_map(x, y),
         VFn::GeluTanh => gelu_map(x, y),
     }
 }
@@ -254,6 +282,7 @@ pub(crate) fn map_in_place(f: VFn, y: &mut [f32]) {
         VFn::Exp => exp_inplace(y),
         VFn::Sigmoid => sigmoid_inplace(y),
         VFn::Erf => erf_inplace(y),
+        VFn::Tanh => tanh_inplace(y),
         VFn::GeluTanh => gelu_inplace(y),
     }
 }
@@ -443,6 +472,24 @@ mod tests {
         assert_eq!(erf(0.0), 0.0);
     }
 
+    #[test]
+    fn tanh_is_within_two_ulp() {
+        let e = max_ulps(&sweep(-20.0, 20.0, 2_000_000), tanh, f64::tanh);
+        assert!(e <= 2.0, "tanh: {e} ulp");
+        // Around the switch between the polynomial and the exp form, densely.
+        let e = max_ulps(&sweep(0.5, 0.75, 500_000), tanh, f64::tanh);
+        assert!(e <= 2.0, "tanh near 0.625: {e} ulp");
+        assert_eq!(tanh(f32::INFINITY), 1.0);
+        assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
+        assert_eq!(tanh(1e30), 1.0);
+        assert_eq!(tanh(-9.5), -1.0);
+        assert!(tanh(f32::NAN).is_nan());
+        assert_eq!(tanh(0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(tanh(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(tanh(1e-30), 1e-30);
+        assert_eq!(tanh(f32::from_bits(1)), f32::from_bits(1));
+    }
+
     /// Gelu within 3 ulp of its formula in f64 with u rounded in f32 (as the kernel tests
     /// check it): exp(-2u) multiplies u's rounding by |2u|.
     #[test]
@@ -460,7 +507,7 @@ mod tests {
     /// and are not multiples of the vector widths, in place and not.
     #[test]
     fn slices_agree_with_the_scalar_functions() {
-        for f in [VFn::Exp, VFn::Sigmoid, VFn::Erf, VFn::GeluTanh] {
+        for f in [VFn::Exp, VFn::Sigmoid, VFn::Erf, VFn::Tanh, VFn::GeluTanh] {
             for n in [0, 1, 7, 16, 33, 1000] {
                 let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 12.0).collect();
                 let mut y = vec![0.0; n];
@@ -475,6 +522,7 @@ mod tests {
             }
         }
         assert_eq!(VFn::of_op("Gelu", &[]), Some(VFn::GeluTanh));
+        assert_eq!(VFn::of_op("Tanh", &[]), Some(VFn::Tanh));
         assert_eq!(VFn::of_op("Exp", &[-1.0, 1.0, 0.0]), Some(VFn::Exp));
         assert_eq!(VFn::of_op("Exp", &[2.0, 1.0, 0.0]), None);
         assert_eq!(VFn::of_op("Log", &[-1.0, 1.0, 0.0]), None);

@@ -1,0 +1,511 @@
+//! Pattern rewrites of the built-in optimisations ([`super::optimize`]) for transformer graphs:
+//!
+//! - **Transposes absorbed into products**: a `Transpose` that swaps only the last two dims
+//!   (perm a constant `[0, .., r-1, r-2]`) feeding a matrix product's `x1` or `x2` is bypassed and
+//!   the product's transpose flag for that operand (`transpose_x1/2` of MatMul/MatMulV2, which
+//!   are 2-D, `adj_x1/2` of BatchMatMul/BatchMatMulV2) flipped. The product kernels take a
+//!   transposed operand as a strided view, so a tied LM head (`x @ Transpose(embedding)`) no
+//!   longer copies the whole table on every run. Exact: the same products, no copy.
+//! - **tanh-Gelu**: GPT-2's `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` written out in
+//!   element-wise ops (the cube as `Pow(x, 3)`, `x * x * x` or `(x * x) * x`, products and sums in
+//!   any operand order, the factors `x`, `0.5` and `1 + tanh(..)` multiplied in any grouping,
+//!   every constant a one-element tensor within 1e-6 relative of its value, every intermediate
+//!   used only there, all of x's shape and dtype: f32, f16 or bf16) becomes one `Gelu` node,
+//!   GE's Gelu being that function. The fused result is the vectorised Gelu's (3 ulp of the
+//!   formula in f32; see kernels/vmath.rs), not the op-by-op rounding of the unfused chain; the
+//!   two agree within a few ulp where the result is not near zero (tests below).
+
+use crate::error::Result;
+use crate::rewrite::{plain, redirect};
+use es_core::attr::AttrValue;
+use es_core::graph::{InputSlot, OutputSlot};
+use es_core::{DataType, Graph, InPort, Node, NodeId, OutPort};
+
+/// The products and the attribute names of their operands' transpose flags.
+fn transpose_flags(op: &str) -> Option<([&'static str; 2], bool)> {
+    match op {
+        "MatMul" | "MatMulV2" => Some((["transpose_x1", "transpose_x2"], true)),
+        "BatchMatMul" | "BatchMatMulV2" => Some((["adj_x1", "adj_x2"], false)),
+        _ => None,
+    }
+}
+
+/// The node producing `p`.
+fn producer(g: &Graph, p: OutPort) -> Option<&Node> {
+    g.node(p.node).ok()
+}
+
+/// The values of the constant at `p` as f64 (None when `p` is not a Const's output).
+fn const_f64(g: &Graph, p: OutPort) -> Option<Vec<f64>> {
+    producer(g, p)?.const_value()?.to_f64_vec().ok()
+}
+
+/// The input `x` of a Transpose at `p` that swaps only the last two of its rank-`r` input
+/// (`two_d`: rank 2 only).
+fn swap_last_two(g: &Graph, p: OutPort, two_d: bool) -> Option<OutPort> {
+    let t = producer(g, p)?;
+    if t.op_type != "Transpose" || !plain(t) || t.inputs.len() != 2 || t.outputs.len() != 1 {
+        return None;
+    }
+    let perm = const_f64(g, t.inputs[1].source?)?;
+    let r = perm.len();
+    if r < 2 || (two_d && r != 2) {
+        return None;
+    }
+    let want = (0..r - 2).chain([r - 1, r - 2]);
+    if !perm.iter().zip(want).all(|(&a, b)| a == b as f64) {
+        return None;
+    }
+    t.inputs[0].source
+}
+
+/// Absorbs last-two-dims Transposes into the products they feed; the number absorbed.
+pub(super) fn absorb_transposes(g: &mut Graph) -> Result<usize> {
+    let mut absorbed = 0;
+    for id in g.topo_order()? {
+        let n = g.node(id)?;
+        let Some((flags, two_d)) = transpose_flags(&n.op_type) else {
+            continue;
+        };
+        if !plain(n) || n.inputs.len() < 2 {
+            continue;
+        }
+        for (i, flag_name) in flags.into_iter().enumerate() {
+            let n = g.node(id)?;
+            let Some(src) = n.inputs[i].source else {
+                continue;
+            };
+            let Some(x) = swap_last_two(g, src, two_d) else {
+                continue;
+            };
+            let flag = n
+                .attr(flag_name)
+                .and_then(AttrValue::as_bool)
+                .unwrap_or(false);
+            let desc = g.out_desc(x)?.clone();
+            let dst = InPort {
+                node: id,
+                index: i as u32,
+            };
+            g.remove_data_edge(src, dst)?;
+            g.add_data_edge(x, dst)?;
+            let n = g.node_mut(id)?;
+            n.inputs[i].desc = desc;
+            n.attrs.insert(flag_name.into(), AttrValue::Bool(!flag));
+            absorbed += 1;
+        }
+    }
+    Ok(absorbed)
+}
+
+/// Whether `a` is within 1e-6 relative of `want`.
+fn near(a: f64, want: f64) -> bool {
+    (a - want).abs() <= 1e-6 * want.abs()
+}
+
+/// A tanh-Gelu match: its input and the node whose output it replaces.
+struct Gelu {
+    x: OutPort,
+    last: NodeId,
+}
+
+/// Walks one candidate: `g`'s node `last` (a Mul) and the x it is a Gelu of, if it is one.
+struct Matcher<'g> {
+    g: &'g Graph,
+    /// x's shape and dtype, once x is known (every intermediate must have them).
+    desc: Option<&'g es_core::TensorDesc>,
+}
+
+impl<'g> Matcher<'g> {
+    /// The node producing `p` if it is a plain `op` with one output used only once (inside the
+    /// pattern), of x's shape and dtype when x is known.
+    fn interior(&self, p: OutPort, op: &str) -> Option<&'g Node> {
+        let n = producer(self.g, p)?;
+        if n.op_type != op || !plain(n) || n.outputs.len() != 1 {
+            return None;
+        }
+        if n.outputs[0].consumers.len() != 1 || self.g.outputs.contains(&p) {
+            return None;
+        }
+        if let Some(d) = self.desc {
+            if n.outputs[0].desc != *d {
+                return None;
+            }
+        }
+        Some(n)
+    }
+
+    /// The two operand sources of a binary interior node `op` at `p`.
+    fn binary(&self, p: OutPort, op: &str) -> Option<(OutPort, OutPort)> {
+        let n = self.interior(p, op)?;
+        if n.inputs.len() != 2 {
+            return None;
+        }
+        Some((n.inputs[0].source?, n.inputs[1].source?))
+    }
+
+    /// Of two operands, the other one when one is a one-element constant near `want`.
+    fn with_const(&self, (a, b): (OutPort, OutPort), want: f64) -> Option<OutPort> {
+        let is =
+            |p: OutPort| matches!(const_f64(self.g, p).as_deref(), Some([v]) if near(*v, want));
+        if is(b) {
+            Some(a)
+        } else if is(a) {
+            Some(b)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `p` is x^3 of `x`: Pow(x, 3), x * (x * x) or (x * x) * x.
+    fn cube(&self, p: OutPort, x: OutPort) -> bool {
+        if let Some(ops) = self.binary(p, "Pow") {
+            return ops.0 == x
+                && matches!(const_f64(self.g, ops.1).as_deref(), Some([v]) if *v == 3.0);
+        }
+        let square = |q: OutPort| self.binary(q, "Mul") == Some((x, x));
+        match self.binary(p, "Mul") {
+            Some((a, b)) if a == x => square(b),
+            Some((a, b)) if b == x => square(a),
+            _ => false,
+        }
+    }
+
+    /// Whether `p` is 1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+    fn one_plus_tanh(&self, p: OutPort, x: OutPort) -> bool {
+        let inner = || -> Option<bool> {
+            let t = self.with_const(self.binary(p, "Add")?, 1.0)?;
+            let tn = self.interior(t, "Tanh")?;
+            let u = tn.inputs.first()?.source?;
+            let sum =
+                self.with_const(self.binary(u, "Mul")?, (2.0 / std::f64::consts::PI).sqrt())?;
+            let (a, b) = self.binary(sum, "Add")?;
+            let w = if a == x {
+                b
+            } else if b == x {
+                a
+            } else {
+                return None;
+            };
+            let c = self.with_const(self.binary(w, "Mul")?, 0.044715)?;
+            Some(self.cube(c, x))
+        };
+        inner().unwrap_or(false)
+    }
+
+    /// The Gelu whose last Mul is `last`.
+    fn gelu(&mut self, last: NodeId) -> Option<Gelu> {
+        let out = OutPort {
+            node: last,
+            index: 0,
+        };
+        let n = producer(self.g, out)?;
+        if n.op_type != "Mul" || !plain(n) || n.inputs.len() != 2 || n.outputs.len() != 1 {
+            return None;
+        }
+        let desc = &n.outputs[0].desc;
+        if !matches!(
+            desc.dtype,
+            DataType::FLOAT | DataType::FLOAT16 | DataType::BF16
+        ) {
+            return None;
+        }
+        // The three factors: x, 0.5 and 1 + tanh(..), in any grouping of two Muls.
+        let mut leaves = Vec::with_capacity(3);
+        for s in &n.inputs {
+            let s = s.source?;
+            match self.binary(s, "Mul") {
+                Some((a, b)) if producer(self.g, s)?.outputs[0].desc == *desc => {
+                    leaves.extend([a, b])
+                }
+                _ => leaves.push(s),
+            }
+        }
+        if leaves.len() != 3 {
+            return None;
+        }
+        let half = leaves
+            .iter()
+            .position(|&p| matches!(const_f64(self.g, p).as_deref(), Some([v]) if *v == 0.5))?;
+        leaves.remove(half);
+        for (x, t) in [(leaves[0], leaves[1]), (leaves[1], leaves[0])] {
+            let xd = self.g.out_desc(x).ok()?;
+            if xd != desc {
+                continue;
+            }
+            self.desc = Some(xd);
+            if self.one_plus_tanh(t, x) {
+                return Some(Gelu { x, last });
+            }
+            self.desc = None;
+        }
+        None
+    }
+}
+
+/// Replaces tanh-Gelu chains by Gelu nodes; the number replaced.
+pub(super) fn fuse_tanh_gelu(g: &mut Graph) -> Result<usize> {
+    let mut found = Vec::new();
+    for id in g.topo_order()? {
+        let mut m = Matcher { g, desc: None };
+        if let Some(hit) = m.gelu(id) {
+            found.push(hit);
+        }
+    }
+    // A chain whose x is an earlier chain's result takes that chain's Gelu.
+    let mut moved: Vec<(OutPort, OutPort)> = Vec::new();
+    for Gelu { x, last } in &found {
+        let x = moved
+            .iter()
+            .find(|(old, _)| old == x)
+            .map_or(*x, |&(_, new)| new);
+        let n = g.node(*last)?;
+        let (name, desc) = (n.name.to_string(), n.outputs[0].desc.clone());
+        let mut gelu = Node::new(g.unique_name(&format!("{name}_gelu")), "Gelu");
+        gelu.inputs.push(InputSlot::new("x", 0, desc.clone()));
+        gelu.outputs.push(OutputSlot::new("y", 0, desc));
+        let gid = g.add_node(gelu)?;
+        g.add_data_edge(
+            x,
+            InPort {
+                node: gid,
+                index: 0,
+            },
+        )?;
+        let (old, new) = (
+            OutPort {
+                node: *last,
+                index: 0,
+            },
+            OutPort {
+                node: gid,
+                index: 0,
+            },
+        );
+        redirect(g, old, new)?;
+        moved.push((old, new));
+    }
+    // The chains' nodes are dead now; the dead-node pass removes them.
+    Ok(found.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::optimize;
+    use crate::value::{signature, Value};
+    use es_core::{es, DataType, Format, Graph, GraphBuilder, OutPort, Shape, Tensor};
+    use ndarray::{ArrayD, IxDyn};
+
+    fn input(b: &mut GraphBuilder, index: i64, dims: &[usize]) -> OutPort {
+        let shape = Shape::new(dims.iter().map(|&d| d as i64).collect());
+        b.create_input(index, None, "Data", DataType::FLOAT, Format::ND, shape)
+            .unwrap()
+    }
+
+    fn konst<T: es_core::types::Element>(b: &mut GraphBuilder, dims: &[i64], v: &[T]) -> OutPort {
+        b.create_const(Tensor::from_values(v, dims.to_vec()).unwrap(), None)
+            .unwrap()
+    }
+
+    fn f32s(dims: &[usize], f: impl Fn(usize) -> f32) -> Value {
+        let n = dims.iter().product();
+        Value::F32(ArrayD::from_shape_vec(IxDyn(dims), (0..n).map(f).collect()).unwrap())
+    }
+
+    fn ops(g: &Graph) -> Vec<String> {
+        g.iter().map(|(_, n)| n.op_type.to_string()).collect()
+    }
+
+    fn run(g: &Graph, xs: Vec<Value>) -> Vec<Vec<f64>> {
+        let p = crate::plan::compile(g, &signature(&xs), None).unwrap();
+        p.execute(xs)
+            .unwrap()
+            .iter()
+            .map(Value::to_f64_vec)
+            .collect()
+    }
+
+    /// x [3, 5] and w [7, 5]: x @ Transpose(w) (MatMulV2), [2, 3, 5] @ Transpose(w)
+    /// (BatchMatMulV2), Transpose(x3, [0, 2, 1]) with adj_x1 already set, and a Transpose that
+    /// moves a batch dim (not absorbed); every result against a naive product.
+    #[test]
+    fn last_two_dims_transposes_are_absorbed() {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, 0, &[3, 5]);
+        let x3 = input(&mut b, 1, &[2, 3, 5]);
+        let wv: Vec<f32> = (0..35).map(|i| ((i * 7) % 11) as f32 / 4.0 - 1.2).collect();
+        let w = konst(&mut b, &[7, 5], &wv);
+        let p2 = konst(&mut b, &[2], &[1i64, 0]);
+        let wt = es::transpose(&mut b, w, p2).unwrap();
+        let y1 = es::mat_mul_v2(&mut b, x, wt, None, None, Default::default()).unwrap();
+        let y2 = es::batch_mat_mul_v2(&mut b, x3, wt, None, None, Default::default()).unwrap();
+        // (x3^T)^T @ x3^T: [2, 3, 5] @ [2, 5, 3] = [2, 3, 3].
+        let p3 = konst(&mut b, &[3], &[0i64, 2, 1]);
+        let x3t = es::transpose(&mut b, x3, p3).unwrap();
+        let adj = es::BatchMatMulV2Attrs {
+            adj_x1: Some(true),
+            ..Default::default()
+        };
+        let y3 = es::batch_mat_mul_v2(&mut b, x3t, x3t, None, None, adj).unwrap();
+        // A batch-moving perm: [3, 2, 5] @ [5, 7] is not a swap of the last two dims.
+        let p4 = konst(&mut b, &[3], &[1i64, 0, 2]);
+        let x3b = es::transpose(&mut b, x3, p4).unwrap();
+        let y4 = es::batch_mat_mul_v2(&mut b, x3b, wt, None, None, Default::default()).unwrap();
+        for (i, y) in [y1, y2, y3, y4].into_iter().enumerate() {
+            b.set_output(y, i).unwrap();
+        }
+        let g = b.build_and_reset().unwrap();
+        let mut h = g.clone();
+        let counts = optimize(&mut h).unwrap();
+        // y1, y2 (each an edge from wt), y3's two operands; not y4's batch move.
+        assert_eq!(counts.transposes_absorbed, 5);
+        assert_eq!(ops(&h).iter().filter(|o| *o == "Transpose").count(), 1);
+        h.validate().unwrap();
+
+        let xv = f32s(&[3, 5], |i| (i as f32 * 0.3).sin());
+        let x3v = f32s(&[2, 3, 5], |i| (i as f32 * 0.7).cos());
+        let got = run(&g, vec![xv.clone(), x3v.clone()]);
+        let (xa, x3a) = (xv.to_f64_vec(), x3v.to_f64_vec());
+        let wa: Vec<f64> = wv.iter().map(|&v| f64::from(v)).collect();
+        // a [m, k] @ w^T: w [7, 5].
+        let by_w = |a: &[f64], m: usize| -> Vec<f64> {
+            let mut out = vec![0.0; m * 7];
+            for r in 0..m {
+                for c in 0..7 {
+                    out[r * 7 + c] = (0..5).map(|k| a[r * 5 + k] * wa[c * 5 + k]).sum();
+                }
+            }
+            out
+        };
+        let close = |a: &[f64], b: &[f64]| {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
+            }
+        };
+        close(&got[0], &by_w(&xa, 3));
+        close(&got[1], &by_w(&x3a, 6));
+        let mut want3 = vec![0.0; 18];
+        for bt in 0..2 {
+            let a = &x3a[bt * 15..bt * 15 + 15];
+            for r in 0..3 {
+                for c in 0..3 {
+                    want3[bt * 9 + r * 3 + c] = (0..5).map(|k| a[r * 5 + k] * a[c * 5 + k]).sum();
+                }
+            }
+        }
+        close(&got[2], &want3);
+        // y4[i, j] = x3[j, i] @ w^T.
+        let mut moved = vec![0.0; 30];
+        for i in 0..3 {
+            for j in 0..2 {
+                for k in 0..5 {
+                    moved[(i * 2 + j) * 5 + k] = x3a[(j * 3 + i) * 5 + k];
+                }
+            }
+        }
+        close(&got[3], &by_w(&moved, 6));
+    }
+
+    /// (p q) r, or p (q r) where `right`.
+    fn mul3(b: &mut GraphBuilder, [p, q, r]: [OutPort; 3], right: bool) -> OutPort {
+        if right {
+            let qr = es::mul(b, q, r).unwrap();
+            es::mul(b, p, qr).unwrap()
+        } else {
+            let pq = es::mul(b, p, q).unwrap();
+            es::mul(b, pq, r).unwrap()
+        }
+    }
+
+    /// GPT-2's tanh-Gelu in the groupings exporters write, with Pow or products for the cube:
+    /// one Gelu each, the chain gone, results within a few ulp of the formula.
+    #[test]
+    fn tanh_gelu_chains_become_gelu() {
+        let c = (2.0 / std::f64::consts::PI).sqrt() as f32;
+        for variant in 0..4 {
+            let mut b = GraphBuilder::new("g");
+            let x = input(&mut b, 0, &[3, 37]);
+            let k = |b: &mut GraphBuilder, v: f32| konst(b, &[], &[v]);
+            let cube = match variant {
+                0 | 2 => {
+                    let three = k(&mut b, 3.0);
+                    es::pow(&mut b, x, three).unwrap()
+                }
+                v => mul3(&mut b, [x, x, x], v == 3),
+            };
+            let k1 = k(&mut b, 0.044715);
+            let t = es::mul(&mut b, k1, cube).unwrap();
+            let s = es::add(&mut b, t, x).unwrap();
+            let kc = k(&mut b, c);
+            let u = es::mul(&mut b, s, kc).unwrap();
+            let th = es::tanh(&mut b, u).unwrap();
+            let one = k(&mut b, 1.0);
+            let a = es::add(&mut b, one, th).unwrap();
+            let half = k(&mut b, 0.5);
+            let y = match variant {
+                0 => mul3(&mut b, [x, half, a], false),
+                1 => mul3(&mut b, [x, half, a], true),
+                _ => mul3(&mut b, [half, x, a], true),
+            };
+            b.set_output(y, 0).unwrap();
+            let g = b.build_and_reset().unwrap();
+            let mut h = g.clone();
+            let counts = optimize(&mut h).unwrap();
+            assert_eq!(counts.gelus_fused, 1, "variant {variant}");
+            assert_eq!(
+                ops(&h).iter().filter(|o| *o != "Data").count(),
+                1,
+                "{:?}",
+                ops(&h)
+            );
+            let xv = f32s(&[3, 37], |i| (i as f32 - 55.0) / 9.0);
+            let got = run(&g, vec![xv.clone()]);
+            for (&x, &y) in xv.to_f64_vec().iter().zip(&got[0]) {
+                let w = 0.5 * x * (1.0 + (c as f64 * (x + 0.044715 * x * x * x)).tanh());
+                assert!(
+                    (y - w).abs() <= 1e-6 * w.abs() + 1e-7,
+                    "gelu({x}) = {y}, want {w}"
+                );
+            }
+        }
+    }
+
+    /// Near misses stay unfused: a wrong constant, an intermediate used twice, a cube of
+    /// another tensor, and a constant that broadcasts x to a larger shape.
+    #[test]
+    fn near_misses_are_left_alone() {
+        for miss in 0..4 {
+            let mut b = GraphBuilder::new("g");
+            let x = input(&mut b, 0, &[2, 5]);
+            let z = input(&mut b, 1, &[2, 5]);
+            let k = |b: &mut GraphBuilder, v: f32| konst(b, &[], &[v]);
+            let three = k(&mut b, 3.0);
+            let base = if miss == 2 { z } else { x };
+            let cube = es::pow(&mut b, base, three).unwrap();
+            let k1 = k(&mut b, if miss == 0 { 0.05 } else { 0.044715 });
+            let t = es::mul(&mut b, cube, k1).unwrap();
+            let s = es::add(&mut b, x, t).unwrap();
+            let kc = if miss == 3 {
+                konst(&mut b, &[1, 1, 1], &[0.797_884_6f32])
+            } else {
+                k(&mut b, 0.797_884_6)
+            };
+            let u = es::mul(&mut b, s, kc).unwrap();
+            let th = es::tanh(&mut b, u).unwrap();
+            let one = k(&mut b, 1.0);
+            let a = es::add(&mut b, th, one).unwrap();
+            let half = k(&mut b, 0.5);
+            let h = es::mul(&mut b, x, half).unwrap();
+            let y = es::mul(&mut b, h, a).unwrap();
+            b.set_output(y, 0).unwrap();
+            if miss == 1 {
+                b.set_output(th, 1).unwrap();
+            }
+            let mut g = b.build_and_reset().unwrap();
+            let counts = optimize(&mut g).unwrap();
+            assert_eq!(counts.gelus_fused, 0, "miss {miss}");
+            assert!(ops(&g).contains(&"Tanh".to_string()));
+        }
+    }
+}
