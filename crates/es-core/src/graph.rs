@@ -346,7 +346,13 @@ impl Graph {
 
     /// Adds a node; its name must be unique in the graph. Edges stored in `node` are ignored:
     /// connect with [`Graph::add_data_edge`].
-    pub fn add_node(&mut self, mut node: Node) -> Result<NodeId> {
+    pub fn add_node(&mut self, node: Node) -> Result<NodeId> {
+        self.add_boxed(Box::new(node))
+    }
+
+    /// [`Graph::add_node`] for a node already boxed (one taken out of another graph by
+    /// [`Graph::take_boxed`]): the record is not copied.
+    pub(crate) fn add_boxed(&mut self, mut node: Box<Node>) -> Result<NodeId> {
         if node.name.is_empty() {
             return Err(Error::build("a node needs a name"));
         }
@@ -370,9 +376,19 @@ impl Graph {
         node.out_control.clear();
         node.seq = self.next_seq;
         self.next_seq += 1;
-        let id = self.nodes.insert(Box::new(node));
+        let id = self.nodes.insert(node);
         slot.insert(id);
         Ok(id)
+    }
+
+    /// Takes node `id` out of the arena as it is, with its edge lists, and out of the name
+    /// index, without touching the nodes it is connected to (they keep pointing at it). Only
+    /// for a graph whose nodes are all being moved elsewhere before it is dropped (a
+    /// replacement consumed by [`crate::pattern::rewrite_owned`]).
+    pub(crate) fn take_boxed(&mut self, id: NodeId) -> Option<Box<Node>> {
+        let node = self.nodes.remove(id)?;
+        self.by_name.remove(&node.name);
+        Some(node)
     }
 
     /// Clears an input's source (its producer is being removed); a stale port is ignored.
@@ -548,6 +564,18 @@ impl Graph {
     /// Removes several nodes with all their edges, in time linear in their edges, however many
     /// consumers their producers have. Graph outputs that pointed at them are dropped.
     pub fn remove_nodes(&mut self, ids: &[NodeId]) -> Result<Vec<Node>> {
+        let mut removed = Vec::with_capacity(ids.len());
+        self.remove_nodes_with(ids, |n| removed.push(*n))?;
+        Ok(removed)
+    }
+
+    /// [`Graph::remove_nodes`] that drops the removed nodes instead of returning them.
+    pub fn delete_nodes(&mut self, ids: &[NodeId]) -> Result<()> {
+        self.remove_nodes_with(ids, drop)
+    }
+
+    /// [`Graph::remove_nodes`], handing each removed node to `take`.
+    fn remove_nodes_with(&mut self, ids: &[NodeId], mut take: impl FnMut(Box<Node>)) -> Result<()> {
         let set: rustc_hash::FxHashSet<NodeId> = ids.iter().copied().collect();
         if set.len() != ids.len() {
             return Err(Error::value("remove_nodes: a node is listed twice"));
@@ -560,7 +588,6 @@ impl Graph {
         for &id in ids {
             self.unlink_inputs(id, |p| set.contains(&p));
         }
-        let mut removed = Vec::with_capacity(ids.len());
         let mut neighbours: rustc_hash::FxHashSet<NodeId> = Default::default();
         for &id in ids {
             let Some(node) = self.nodes.remove(id) else {
@@ -578,7 +605,7 @@ impl Graph {
                     .chain(&node.out_control)
                     .filter(|c| !set.contains(c)),
             );
-            removed.push(*node);
+            take(node);
         }
         for c in neighbours {
             if let Some(n) = self.nodes.get_mut(c) {
@@ -589,7 +616,7 @@ impl Graph {
         self.outputs.retain(|p| !set.contains(&p.node));
         let len = self.outputs.len();
         self.missing_outputs.retain(|&i| i < len);
-        Ok(removed)
+        Ok(())
     }
 
     /// Renames a node (names stay unique).

@@ -3,12 +3,13 @@
 //! and `DecomposePass::Run`) are here too.
 
 use crate::hooks::{
-    DecomposePass, FusionReport, HookError, HookResult, PassContext, PassError, PatternFusionPass,
+    Decision, DecomposePass, FusionReport, HookError, HookResult, PassContext, PassError,
+    PatternFusionPass,
 };
 use crate::registry::{
     PassDescriptor, PassFactory, PassInstance, PassKind, PassRegistry, PassStage,
 };
-use es_core::pattern::{find_matches, rewrite, rewritten_outputs, SubgraphBoundary};
+use es_core::pattern::{find_matches, rewrite_owned, SubgraphBoundary};
 use es_core::{Graph, NodeId, OutPort};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -260,20 +261,16 @@ fn unless_skipped<T>(result: HookResult<T>, stats: &mut PassStats) -> HookResult
     }
 }
 
-/// Rewrites `boundary` by `replacement`, recording where its outputs went in `moved`.
+/// Rewrites `boundary` by `replacement` (moved in), recording where its outputs went in
+/// `moved`.
 fn apply(
     graph: &mut Graph,
     boundary: &SubgraphBoundary,
-    replacement: &Graph,
+    replacement: Graph,
     moved: &mut FxHashMap<OutPort, OutPort>,
 ) -> HookResult<()> {
-    let created = rewrite(graph, boundary, replacement)?;
-    for (old, new) in
-        boundary
-            .outputs
-            .iter()
-            .zip(rewritten_outputs(replacement, boundary, &created)?)
-    {
+    let (_, outs) = rewrite_owned(graph, boundary, replacement)?;
+    for (old, new) in boundary.outputs.iter().zip(outs) {
         moved.insert(*old, new);
     }
     Ok(())
@@ -311,18 +308,18 @@ pub fn run_pattern_pass(
                     }
                 }
                 stats.matches_tried += 1;
-                if unless_skipped(pass.meet_requirements(graph, pi, &m, ctx), stats)? != Some(true)
-                {
-                    continue;
-                }
-                stats.matches_accepted += 1;
-                let Some(replacement) =
-                    unless_skipped(pass.replacement(graph, pi, &m, ctx), stats)?
-                else {
-                    continue;
+                let replacement = match pass.decide(graph, pi, &m, ctx)? {
+                    Decision::Rejected => continue,
+                    Decision::Skipped { accepted } => {
+                        stats.matches_accepted += usize::from(accepted);
+                        stats.skipped += 1;
+                        continue;
+                    }
+                    Decision::Replace(g) => g,
                 };
+                stats.matches_accepted += 1;
                 let boundary = m.to_boundary();
-                apply(graph, &boundary, &replacement, &mut moved).map_err(|e| {
+                apply(graph, &boundary, replacement, &mut moved).map_err(|e| {
                     HookError::Failed(format!(
                         "cannot replace a match of pattern '{}': {e}",
                         m.pattern_name
@@ -389,7 +386,8 @@ pub fn run_decompose_pass(
         };
         // Read from the graph as it is now: earlier rewrites rewired this node's inputs.
         let boundary = node_boundary(graph, node)?;
-        rewrite(graph, &boundary, &replacement)
+        rewrite_owned(graph, &boundary, replacement)
+            .map(drop)
             .map_err(|e| HookError::Failed(format!("cannot decompose node '{name}': {e}")))?;
         stats.rewritten += 1;
     }

@@ -153,6 +153,43 @@ pub trait PatternFusionPass: Send {
         m: &MatchResult,
         ctx: &mut PassContext,
     ) -> HookResult<Graph>;
+    /// Both hooks for one match, as the executor calls them: [`meet_requirements`]
+    /// (Self::meet_requirements), then, if it accepted, [`replacement`](Self::replacement).
+    /// A binding may override it to make one crossing into its language per match; the
+    /// outcome must be the one the default gives.
+    fn decide(
+        &mut self,
+        graph: &mut Graph,
+        pattern: usize,
+        m: &MatchResult,
+        ctx: &mut PassContext,
+    ) -> HookResult<Decision> {
+        match self.meet_requirements(graph, pattern, m, ctx) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Decision::Rejected),
+            Err(HookError::Skip(_)) => return Ok(Decision::Skipped { accepted: false }),
+            Err(e) => return Err(e),
+        }
+        match self.replacement(graph, pattern, m, ctx) {
+            Ok(g) => Ok(Decision::Replace(g)),
+            Err(HookError::Skip(_)) => Ok(Decision::Skipped { accepted: true }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What the hooks of a pattern pass decided for one match ([`PatternFusionPass::decide`]).
+#[derive(Debug, Clone)]
+// `Replace` is the common outcome and is moved once: boxing it would add an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum Decision {
+    /// `meet_requirements` returned false.
+    Rejected,
+    /// A hook asked to skip the match; `accepted`: `meet_requirements` had accepted it (the
+    /// skip came from `replacement`).
+    Skipped { accepted: bool },
+    /// Accepted, and replaced by this graph.
+    Replace(Graph),
 }
 
 /// GE's `DecomposePass`: each node of the given op types, in creation order, is replaced by a

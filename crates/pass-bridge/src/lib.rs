@@ -22,7 +22,7 @@ pub use executor::{
     run_decompose_pass, run_passes, run_pattern_pass, PassStats, RunOptions, RunReport,
 };
 pub use hooks::{
-    DecomposePass, FusionPass, FusionReport, HookError, HookResult, PassContext, PassError,
-    PatternFusionPass,
+    Decision, DecomposePass, FusionPass, FusionReport, HookError, HookResult, PassContext,
+    PassError, PatternFusionPass,
 };
 pub use registry::{PassDescriptor, PassFactory, PassInstance, PassKind, PassRegistry, PassStage};

@@ -192,6 +192,8 @@ struct Fuse {
     alternate: bool,
     seen: usize,
     skip_first: bool,
+    /// Skip in `replacement` when called for this match (1-based).
+    skip_replacement_at: Option<usize>,
 }
 
 impl PatternFusionPass for Fuse {
@@ -221,6 +223,9 @@ impl PatternFusionPass for Fuse {
         _m: &MatchResult,
         _ctx: &mut PassContext,
     ) -> HookResult<Graph> {
+        if self.skip_replacement_at == Some(self.seen) {
+            return Err(HookError::Skip("in replacement".into()));
+        }
         Ok(fused_add_relu_replacement()?)
     }
 }
@@ -234,6 +239,7 @@ fn fuse_registry(rounds: usize, alternate: bool, skip_first: bool) -> PassRegist
                 alternate,
                 seen: 0,
                 skip_first,
+                skip_replacement_at: None,
             })))
         }),
     )
@@ -486,5 +492,31 @@ fn a_pass_leaving_the_graph_invalid_fails_and_is_rolled_back() {
     assert_eq!(e.pass_name(), Some("breaks"));
     assert!(e.to_string().contains("not valid"), "{e}");
     assert_eq!((g.node_count(), count(&g, "Add")), before);
+    g.validate().unwrap();
+}
+
+#[test]
+fn a_skip_in_replacement_counts_the_match_as_accepted() {
+    let mut g = add_relu_chain(4).unwrap();
+    // Match 1 skipped by meet_requirements, match 2 accepted then skipped by replacement.
+    let reg = one_pass(
+        desc("skips", PassKind::PatternFusion, PassStage::AfterInferShape),
+        Arc::new(|| {
+            Ok(PassInstance::Pattern(Box::new(Fuse {
+                rounds: 1,
+                alternate: false,
+                seen: 0,
+                skip_first: true,
+                skip_replacement_at: Some(2),
+            })))
+        }),
+    );
+    let report = run_all(&reg, &mut g);
+    let s = &report.passes[0];
+    assert_eq!(
+        (s.matches_tried, s.matches_accepted, s.skipped, s.rewritten),
+        (4, 3, 2, 2)
+    );
+    assert_eq!(count(&g, "FusedAddRelu"), 2);
     g.validate().unwrap();
 }

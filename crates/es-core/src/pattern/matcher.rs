@@ -4,9 +4,9 @@
 use super::{is_const_op, MatchResult, Pattern, PatternMatcherConfig, Step};
 use crate::attr::AttrMap;
 use crate::error::Result;
-use crate::graph::{Graph, InPort, Name, NodeId, OutPort};
+use crate::graph::{Graph, InPort, NodeId, OutPort};
 use crate::types::Tensor;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -134,7 +134,7 @@ struct Recorder {
 /// What the search looks up in the target: each node's topological position and the graph
 /// outputs.
 struct TargetIndex {
-    topo: FxHashMap<NodeId, usize>,
+    topo: slotmap::SecondaryMap<NodeId, usize>,
     graph_outputs: FxHashSet<OutPort>,
 }
 
@@ -142,8 +142,12 @@ impl TargetIndex {
     /// Errors: the target is cyclic.
     fn of(target: &Graph) -> Result<Self> {
         let order = target.topo_order()?;
+        let mut topo = slotmap::SecondaryMap::with_capacity(order.len());
+        for (i, id) in order.iter().enumerate() {
+            topo.insert(*id, i);
+        }
         Ok(TargetIndex {
-            topo: order.iter().enumerate().map(|(i, id)| (*id, i)).collect(),
+            topo,
             graph_outputs: target.outputs.iter().copied().collect(),
         })
     }
@@ -154,9 +158,11 @@ struct Ctx<'a> {
     pattern: &'a Pattern,
     cfg: PatternMatcherConfig,
     index: &'a TargetIndex,
-    claimed: &'a FxHashSet<NodeId>,
+    /// Target nodes of earlier matches of the same [`find_matches`] call.
+    claimed: FxHashSet<NodeId>,
     bound: Vec<Bound>,
-    used: FxHashSet<NodeId>,
+    /// Target nodes bound so far (a pattern has few nodes: a scan is cheaper than hashing).
+    used: Vec<NodeId>,
     /// `Some` only in [`explain_match`]: failures are described and kept there.
     rec: Option<Recorder>,
 }
@@ -250,7 +256,7 @@ impl<'a> Ctx<'a> {
         pattern: &'a Pattern,
         cfg: PatternMatcherConfig,
         index: &'a TargetIndex,
-        claimed: &'a FxHashSet<NodeId>,
+        claimed: FxHashSet<NodeId>,
         rec: Option<Recorder>,
     ) -> Self {
         Ctx {
@@ -260,7 +266,7 @@ impl<'a> Ctx<'a> {
             index,
             claimed,
             bound: vec![Bound::Free; pattern.ids.len()],
-            used: FxHashSet::default(),
+            used: Vec::with_capacity(pattern.ids.len()),
             rec,
         }
     }
@@ -400,7 +406,7 @@ impl Ctx<'_> {
     fn try_bind(&mut self, depth: usize, q: usize, b: Bound) -> bool {
         self.bound[q] = b;
         if let Bound::Node { id, .. } = b {
-            self.used.insert(id);
+            self.used.push(id);
         }
         match self.edges_consistent(q) {
             Ok(()) => {
@@ -411,7 +417,10 @@ impl Ctx<'_> {
             Err(f) => self.fail(depth, f),
         }
         if let Bound::Node { id, .. } = b {
-            self.used.remove(&id);
+            // Bindings are undone in reverse order: `id` is the last one.
+            if let Some(k) = self.used.iter().rposition(|&u| u == id) {
+                self.used.remove(k);
+            }
         }
         self.bound[q] = Bound::Free;
         false
@@ -530,7 +539,7 @@ impl Ctx<'_> {
     fn valid(&self) -> Check {
         let p = self.pattern;
         let g = self.target;
-        let is_out: FxHashSet<(usize, u32)> = p.outputs.iter().copied().collect();
+
         // External predecessors (producers of inputs, control predecessors) and successors.
         let mut preds: Vec<NodeId> = Vec::new();
         let mut succs: Vec<NodeId> = Vec::new();
@@ -557,7 +566,7 @@ impl Ctx<'_> {
                     .consumers
                     .iter()
                     .filter(|c| !self.used.contains(&c.node));
-                if is_out.contains(&(q, a)) {
+                if p.outputs.contains(&(q, a)) {
                     succs.extend(outside.map(|c| c.node));
                 } else if let Some(c) = outside.next() {
                     // An inner tensor used outside the match.
@@ -591,15 +600,19 @@ impl Ctx<'_> {
     /// of the match is reachable from some external successor. See [`find_matches`]. Returns
     /// that (successor, predecessor) pair.
     fn creates_cycle(&self, preds: &[NodeId], succs: &[NodeId]) -> Option<(NodeId, NodeId)> {
-        let topo = |n: &NodeId| self.index.topo.get(n).copied().unwrap_or(usize::MAX);
+        let topo = |n: &NodeId| self.index.topo.get(*n).copied().unwrap_or(usize::MAX);
         let max_pred = preds.iter().map(topo).max()?;
-        let pred_set: FxHashSet<NodeId> = preds.iter().copied().collect();
         // (node, the successor its search started from)
         let mut stack: Vec<(NodeId, NodeId)> = succs
             .iter()
             .filter(|s| topo(s) <= max_pred)
             .map(|&s| (s, s))
             .collect();
+        if stack.is_empty() {
+            // Every successor comes after every predecessor in a topological order.
+            return None;
+        }
+        let pred_set: FxHashSet<NodeId> = preds.iter().copied().collect();
         let mut seen: FxHashSet<NodeId> = stack.iter().map(|p| p.0).collect();
         while let Some((n, origin)) = stack.pop() {
             if pred_set.contains(&n) {
@@ -953,39 +966,32 @@ pub fn find_matches(
     cfg: PatternMatcherConfig,
 ) -> Result<Vec<MatchResult>> {
     let index = TargetIndex::of(target)?;
-    // Index by op type once (creation order).
-    let mut by_type: FxHashMap<Name, Vec<NodeId>> = FxHashMap::default();
-    for id in target.nodes() {
-        let n = target.node(id)?;
-        let key = if is_const_op(&n.op_type) {
-            Name::new("Const")
-        } else {
-            n.op_type.clone()
-        };
-        by_type.entry(key).or_default().push(id);
-    }
+    // The anchor's candidates: the target nodes of its op type, in creation order.
     let anchor_type = pattern.anchor_op_type();
-    let key = if is_const_op(anchor_type) {
-        Name::new("Const")
-    } else {
-        Name::new(anchor_type)
-    };
-    let empty = Vec::new();
-    let candidates = by_type.get(&key).unwrap_or(&empty);
-    let mut claimed: FxHashSet<NodeId> = FxHashSet::default();
+    let anchor_const = is_const_op(anchor_type);
+    let candidates: Vec<NodeId> = target
+        .nodes()
+        .into_iter()
+        .filter(|&id| {
+            target.node(id).is_ok_and(|n| {
+                if anchor_const {
+                    is_const_op(&n.op_type)
+                } else {
+                    n.op_type == anchor_type
+                }
+            })
+        })
+        .collect();
     let mut results = Vec::new();
-    for &cand in candidates {
-        let found = {
-            let mut ctx = Ctx::new(target, pattern, cfg, &index, &claimed, None);
-            if ctx.match_at(cand) {
-                Some((ctx.result(), ctx.used.iter().copied().collect::<Vec<_>>()))
-            } else {
-                None
-            }
-        };
-        if let Some((m, used)) = found {
-            claimed.extend(used);
-            results.push(m);
+    // One search context for every anchor: reset (not reallocated) between them.
+    let mut ctx = Ctx::new(target, pattern, cfg, &index, FxHashSet::default(), None);
+    for cand in candidates {
+        ctx.bound.fill(Bound::Free);
+        ctx.used.clear();
+        if ctx.match_at(cand) {
+            results.push(ctx.result());
+            let Ctx { claimed, used, .. } = &mut ctx;
+            claimed.extend(used.iter().copied());
         }
     }
     Ok(results)
@@ -1017,13 +1023,12 @@ pub fn explain_match(
 ) -> Result<MatchExplanation> {
     let at_name = target.node(at)?.name.to_string();
     let index = TargetIndex::of(target)?;
-    let claimed: FxHashSet<NodeId> = FxHashSet::default();
     let mut ctx = Ctx::new(
         target,
         pattern,
         cfg,
         &index,
-        &claimed,
+        FxHashSet::default(),
         Some(Recorder::default()),
     );
     if ctx.match_at(at) {

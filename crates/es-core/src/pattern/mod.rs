@@ -353,4 +353,4 @@ mod rewrite;
 
 pub use boundary::{can_fuse, replace_boundary, resolve_boundary, Replaced};
 pub use matcher::{explain_match, find_matches, MatchExplanation, NoMatchReason};
-pub use rewrite::{rewrite, rewrite_matches, rewritten_outputs, SubgraphRewriter};
+pub use rewrite::{rewrite, rewrite_matches, rewrite_owned, rewritten_outputs, SubgraphRewriter};

@@ -3,9 +3,10 @@
 use super::{MatchResult, SubgraphBoundary};
 use crate::attr::AttrValue;
 use crate::error::{Error, Result};
-use crate::graph::{Graph, InPort, Name, NodeId, OutPort};
+use crate::graph::{Graph, InPort, Name, Node, NodeId, OutPort};
 use crate::types::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 /// Replaces subgraph boundaries with replacement graphs (see [`rewrite`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,10 +57,102 @@ pub fn rewrite(
     boundary: &SubgraphBoundary,
     replacement: &Graph,
 ) -> Result<Vec<NodeId>> {
+    rewrite_impl(target, boundary, Replacement::Borrowed(replacement)).map(|r| r.0)
+}
+
+/// [`rewrite`] with the replacement taken by value: its nodes are moved into `target`, not
+/// copied. Returns the new nodes (as [`rewrite`]) and where each boundary output went (as
+/// [`rewritten_outputs`]). On error the replacement is dropped and `target` is unchanged.
+pub fn rewrite_owned(
+    target: &mut Graph,
+    boundary: &SubgraphBoundary,
+    mut replacement: Graph,
+) -> Result<(Vec<NodeId>, Vec<OutPort>)> {
+    rewrite_impl(target, boundary, Replacement::Owned(&mut replacement))
+}
+
+/// The replacement of one rewrite: copied from (borrowed) or moved out of (owned).
+enum Replacement<'a> {
+    Borrowed(&'a Graph),
+    /// A graph dropped after the rewrite: its nodes are taken out of it.
+    Owned(&'a mut Graph),
+}
+
+impl Replacement<'_> {
+    fn graph(&self) -> &Graph {
+        match self {
+            Replacement::Borrowed(g) => g,
+            Replacement::Owned(g) => g,
+        }
+    }
+    /// Node `r`, copied or moved out.
+    fn take(&mut self, r: NodeId) -> Result<Box<Node>> {
+        match self {
+            Replacement::Borrowed(g) => Ok(Box::new(g.node(r)?.clone())),
+            Replacement::Owned(g) => g
+                .take_boxed(r)
+                .ok_or_else(|| Error::value("the node has been removed from the graph")),
+        }
+    }
+}
+
+/// A new node's edges in the replacement: its inputs' producers, its control predecessors.
+type NewNodeEdges = (SmallVec<[Option<OutPort>; 4]>, Vec<NodeId>);
+
+/// A set of the few nodes of a boundary: a scan for small ones, hashed for large ones.
+struct NodeSet<'a> {
+    nodes: &'a [NodeId],
+    hashed: Option<FxHashSet<NodeId>>,
+}
+
+impl<'a> NodeSet<'a> {
+    fn new(nodes: &'a [NodeId]) -> Self {
+        let hashed = (nodes.len() > 16).then(|| nodes.iter().copied().collect());
+        NodeSet { nodes, hashed }
+    }
+    fn contains(&self, n: &NodeId) -> bool {
+        match &self.hashed {
+            Some(h) => h.contains(n),
+            None => self.nodes.contains(n),
+        }
+    }
+    fn has_duplicates(&self) -> bool {
+        match &self.hashed {
+            Some(h) => h.len() != self.nodes.len(),
+            None => self
+                .nodes
+                .iter()
+                .enumerate()
+                .any(|(i, n)| self.nodes[..i].contains(n)),
+        }
+    }
+}
+
+/// A name for a node copied into `target`: `<prefix>/<name>` (or `name` without a prefix),
+/// made unique.
+fn copied_name(target: &Graph, prefix: &str, name: &str) -> Name {
+    let base = if prefix.is_empty() {
+        Name::new(name)
+    } else {
+        smol_str::format_smolstr!("{prefix}/{name}")
+    };
+    if target.find(&base).is_none() {
+        base
+    } else {
+        Name::new(target.unique_name(&base))
+    }
+}
+
+fn rewrite_impl(
+    target: &mut Graph,
+    boundary: &SubgraphBoundary,
+    mut rep: Replacement<'_>,
+) -> Result<(Vec<NodeId>, Vec<OutPort>)> {
+    let replacement = rep.graph();
     let err = |m: String| Error::build(format!("rewrite with '{}': {m}", replacement.name));
     // ---- checks (no mutation) ----
     let data = replacement.input_nodes();
-    let mut data_index: FxHashMap<NodeId, usize> = FxHashMap::default();
+    let data_pos = |id: NodeId| data.iter().position(|&d| d == id);
     for (i, &d) in data.iter().enumerate() {
         let idx = replacement
             .node(d)?
@@ -73,7 +166,6 @@ pub fn rewrite(
                 data.len()
             )));
         }
-        data_index.insert(d, i);
     }
     if data.len() != boundary.inputs.len() {
         return Err(err(format!(
@@ -89,8 +181,8 @@ pub fn rewrite(
             boundary.outputs.len()
         )));
     }
-    let inside: FxHashSet<NodeId> = boundary.nodes.iter().copied().collect();
-    if inside.len() != boundary.nodes.len() {
+    let inside = NodeSet::new(&boundary.nodes);
+    if inside.has_duplicates() {
         return Err(err("a boundary node is listed twice".into()));
     }
     for &n in &boundary.nodes {
@@ -104,15 +196,14 @@ pub fn rewrite(
             ));
         }
     }
-    let mut out_set: FxHashSet<OutPort> = FxHashSet::default();
-    for p in &boundary.outputs {
+    for (j, p) in boundary.outputs.iter().enumerate() {
         target.out_desc(*p)?;
         if !inside.contains(&p.node) {
             return Err(err(
                 "a boundary output is produced outside the boundary".into()
             ));
         }
-        if !out_set.insert(*p) {
+        if boundary.outputs[..j].contains(p) {
             return Err(err("a boundary output is listed twice".into()));
         }
     }
@@ -122,7 +213,7 @@ pub fn rewrite(
                 node: n,
                 index: a as u32,
             };
-            if out_set.contains(&port) {
+            if boundary.outputs.contains(&port) {
                 continue;
             }
             if out.consumers.iter().any(|c| !inside.contains(&c.node))
@@ -138,7 +229,7 @@ pub fn rewrite(
     let rep_nodes: Vec<NodeId> = replacement
         .nodes()
         .into_iter()
-        .filter(|id| !data_index.contains_key(id))
+        .filter(|id| data_pos(*id).is_none())
         .collect();
     for &r in &rep_nodes {
         if replacement.node(r)?.name.is_empty() {
@@ -153,59 +244,62 @@ pub fn rewrite(
     for p in &replacement.outputs {
         replacement.out_desc(*p)?;
     }
+    let rep_outputs = replacement.outputs.clone();
     // ---- mutation ----
     let prefix = boundary
         .nodes
         .first()
         .and_then(|n| target.node(*n).ok())
-        .map(|n| n.name.to_string())
+        .map(|n| n.name.clone())
         .unwrap_or_default();
     let mut map: FxHashMap<NodeId, NodeId> = FxHashMap::default();
     let mut created = Vec::with_capacity(rep_nodes.len());
+    // Per new node: its inputs' producers and its control predecessors in the replacement.
+    let mut edges: Vec<NewNodeEdges> = Vec::with_capacity(rep_nodes.len());
     for &r in &rep_nodes {
-        let mut node = replacement.node(r)?.clone();
-        let base = if prefix.is_empty() {
-            node.name.to_string()
-        } else {
-            format!("{prefix}/{}", node.name)
-        };
-        node.name = Name::new(target.unique_name(&base));
-        let id = target.add_node(node)?;
+        let mut node = rep.take(r)?;
+        edges.push((
+            node.inputs.iter().map(|i| i.source).collect(),
+            std::mem::take(&mut node.in_control),
+        ));
+        node.name = copied_name(target, &prefix, &node.name);
+        let id = target.add_boxed(node)?;
         map.insert(r, id);
         created.push(id);
     }
     let resolve = |p: OutPort, map: &FxHashMap<NodeId, NodeId>| -> OutPort {
-        match data_index.get(&p.node) {
-            Some(&i) => boundary.inputs[i],
+        match data_pos(p.node) {
+            Some(i) => boundary.inputs[i],
             None => OutPort {
                 node: map[&p.node],
                 index: p.index,
             },
         }
     };
-    for &r in &rep_nodes {
-        let rn = replacement.node(r)?;
-        for (k, inp) in rn.inputs.iter().enumerate() {
-            if let Some(s) = inp.source {
+    for (&new, (sources, ctl)) in created.iter().zip(&edges) {
+        for (k, s) in sources.iter().enumerate() {
+            if let Some(s) = s {
                 let dst = InPort {
-                    node: map[&r],
+                    node: new,
                     index: k as u32,
                 };
-                target.add_data_edge(resolve(s, &map), dst)?;
+                target.add_data_edge(resolve(*s, &map), dst)?;
             }
         }
-        for c in &rn.in_control {
+        for c in ctl {
             if let Some(&src) = map.get(c) {
-                target.add_control_edge(src, map[&r])?;
+                target.add_control_edge(src, new)?;
             }
         }
     }
+    let mut outs = Vec::with_capacity(boundary.outputs.len());
     for (j, old) in boundary.outputs.iter().enumerate() {
-        let new = resolve(replacement.outputs[j], &map);
-        if !data_index.contains_key(&replacement.outputs[j].node) {
+        let new = resolve(rep_outputs[j], &map);
+        outs.push(new);
+        if data_pos(rep_outputs[j].node).is_none() {
             carry_over(target, *old, new)?;
         }
-        let consumers: Vec<InPort> = target.node(old.node)?.outputs[old.index as usize]
+        let consumers: SmallVec<[InPort; 4]> = target.node(old.node)?.outputs[old.index as usize]
             .consumers
             .iter()
             .copied()
@@ -236,18 +330,25 @@ pub fn rewrite(
             target.add_control_edge(new, c)?;
         }
     }
-    let mut matched = boundary.nodes.clone();
-    matched.sort_unstable();
-    matched.dedup();
-    target.remove_nodes(&matched)?;
-    Ok(created)
+    target.delete_nodes(&boundary.nodes)?;
+    Ok((created, outs))
 }
 
 /// Fills what new output `new` (of a node copied from the replacement) leaves unset from old
 /// boundary output `old` and its node (see [`rewrite`]'s carry-over).
 fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
-    let old_desc = target.out_desc(old)?.clone();
-    let old_private = target.node(old.node)?.private_attrs.clone();
+    // The old node is removed after the rewrite: its output description is taken, not copied
+    // (each boundary output is carried over once); its private attributes may be carried to
+    // several new nodes.
+    let old_node = target.node_mut(old.node)?;
+    let old_private = old_node.private_attrs.clone();
+    let Some(old_slot) = old_node.outputs.get_mut(old.index as usize) else {
+        return Err(Error::build(format!(
+            "node '{}' has no output {}",
+            old_node.name, old.index
+        )));
+    };
+    let old_desc = std::mem::take(&mut old_slot.desc);
     let node = target.node_mut(new.node)?;
     for (k, v) in old_private {
         node.private_attrs.entry(k).or_insert(v);

@@ -149,4 +149,5 @@ mod boundary;
 mod carry_over;
 mod explain;
 mod matching;
+mod owned;
 mod scale;
