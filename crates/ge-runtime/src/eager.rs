@@ -16,9 +16,15 @@
 //! would, and the same kernels make graph mode's results, bit for bit (except where graph
 //! mode rewrites across nodes: BatchNorm folded into a convolution's weights).
 //!
-//! Where a node cannot be compiled alone (its compile fails, or its memory plan is over the
-//! limit), the run compiles the whole graph instead ([`Outcome::Whole`]; the session runs
-//! that plan once), so an eager run fails, or succeeds, exactly where graph mode does.
+//! The first eager run of a graph signature compiles the whole graph, as graph mode would, and
+//! runs that plan (its compile report is the graph's); later runs of the signature go node by
+//! node only where that compile rewrote nothing across nodes ([`Eager::keeps_nodes`]: no
+//! BatchNorm folded into a convolution, no pattern replaced, no duplicate merged, no promotion
+//! cast; the epilogue fusion of a product with its bias and activation gives the same bits
+//! either way), so that eager results equal graph mode's bit for bit; otherwise every run
+//! compiles the whole graph, as before. Where a node cannot be compiled alone (its compile
+//! fails, or its memory plan is over the limit), the run compiles the whole graph instead
+//! ([`Outcome::Whole`]), and so do later runs of that signature.
 
 use crate::arena;
 use crate::error::{Error, Result};
@@ -109,8 +115,8 @@ pub(crate) struct Eager {
     /// constants, deterministically), so that a small one is compiled in as a constant.
     static_value: Vec<bool>,
     pool: Mutex<Vec<Ws>>,
-    /// Graph signatures some node of which did not compile alone.
-    whole: Mutex<Vec<Signature>>,
+    /// Per graph signature seen: whether its runs go node by node (else whole-graph compiles).
+    verdicts: Mutex<Vec<(Signature, bool)>>,
     hits: AtomicU64,
     misses: AtomicU64,
     whole_runs: AtomicU64,
@@ -208,7 +214,7 @@ impl Eager {
             outputs: out_src,
             static_value,
             pool: Mutex::new(Vec::new()),
-            whole: Mutex::new(Vec::new()),
+            verdicts: Mutex::new(Vec::new()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             whole_runs: AtomicU64::new(0),
@@ -272,18 +278,77 @@ impl Eager {
         }
     }
 
-    /// Whether runs of `sig` compile the whole graph (a node of theirs did not compile alone).
-    pub(crate) fn runs_whole(&self, sig: &Signature) -> bool {
-        lock(&self.whole).contains(sig)
+    /// Whether runs of `sig` go node by node (true) or compile the whole graph (false); None
+    /// before its first run.
+    pub(crate) fn verdict(&self, sig: &Signature) -> Option<bool> {
+        lock(&self.verdicts)
+            .iter()
+            .find(|(s, _)| s == sig)
+            .map(|(_, v)| *v)
     }
 
-    fn mark_whole(&self, sig: Signature) {
-        self.whole_runs.fetch_add(1, Ordering::Relaxed);
-        let mut w = lock(&self.whole);
-        if w.len() >= 64 {
-            w.clear();
+    /// Records how runs of `sig` go.
+    pub(crate) fn set_verdict(&self, sig: &Signature, node_by_node: bool) {
+        let mut w = lock(&self.verdicts);
+        match w.iter_mut().find(|(s, _)| s == sig) {
+            Some(x) => x.1 = node_by_node,
+            None => {
+                if w.len() >= 64 {
+                    w.clear();
+                }
+                w.push((sig.clone(), node_by_node));
+            }
         }
-        w.push(sig);
+    }
+
+    /// Counts an eager run that compiled the whole graph.
+    pub(crate) fn note_whole_run(&self) {
+        self.whole_runs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether `prepared` (`graph` through every compile stage) computes what running
+    /// `graph`'s nodes one by one does: each of its computing nodes is a node of `graph` (same
+    /// name, op and attributes) reading the same producers' outputs, or constants where
+    /// `graph` computed a value (folded), and the graph outputs are the same nodes'. A
+    /// BatchNorm folded into a convolution, a replaced pattern, a merged duplicate, a removed
+    /// identity or a promotion cast makes it false.
+    pub(crate) fn keeps_nodes(graph: &Graph, prepared: &Graph) -> bool {
+        let same_source = |p: Option<OutPort>, q: Option<OutPort>| -> bool {
+            let (Some(p), Some(q)) = (p, q) else {
+                return p.is_none() && q.is_none();
+            };
+            let (Ok(pn), Ok(qn)) = (prepared.node(p.node), graph.node(q.node)) else {
+                return false;
+            };
+            if pn.const_value().is_some() && qn.const_value().is_none() {
+                return !is_data_op(&qn.op_type); // folded
+            }
+            pn.name == qn.name && p.index == q.index
+        };
+        let nodes_kept = prepared.iter().all(|(_, pn)| {
+            if is_data_op(&pn.op_type) || pn.const_value().is_some() {
+                return true;
+            }
+            let Some(qn) = graph.find(&pn.name).and_then(|q| graph.node(q).ok()) else {
+                return false;
+            };
+            qn.op_type == pn.op_type
+                && qn.attrs == pn.attrs
+                && qn.inputs.len() == pn.inputs.len()
+                && qn.outputs.len() == pn.outputs.len()
+                && pn
+                    .inputs
+                    .iter()
+                    .zip(&qn.inputs)
+                    .all(|(a, b)| same_source(a.source, b.source))
+        });
+        nodes_kept
+            && prepared.outputs.len() == graph.outputs.len()
+            && prepared
+                .outputs
+                .iter()
+                .zip(&graph.outputs)
+                .all(|(p, q)| same_source(Some(*p), Some(*q)))
     }
 
     /// Runs the graph on `inputs` (of signature `sig`) node by node; `limit`: the memory limit
@@ -310,7 +375,7 @@ impl Eager {
         let out = match r {
             Ok(true) => Ok(Outcome::Done(self.take_outputs(&mut ws)?)),
             Ok(false) => {
-                self.mark_whole(sig.clone());
+                self.set_verdict(sig, false);
                 let back = self
                     .inputs
                     .iter()

@@ -346,15 +346,30 @@ impl Session {
             let eager = e
                 .eager
                 .get_or_init(|| Eager::new(&e.graph).ok().map(Arc::new));
-            if let Some(eg) = eager.as_ref().filter(|eg| !eg.runs_whole(sig)) {
+            if let Some(eg) = eager.as_ref() {
                 e.backend.check_signature(sig)?;
-                let limit = e.options.memory_limit;
-                match crate::par::run_with(e.options.threads, || {
-                    eg.run(&e.graph, inputs, sig, limit)
-                })? {
-                    Outcome::Done(outs) => return Ok(outs),
-                    Outcome::Whole(back) => inputs = back,
+                match eg.verdict(sig) {
+                    Some(true) => {
+                        let limit = e.options.memory_limit;
+                        match crate::par::run_with(e.options.threads, || {
+                            eg.run(&e.graph, inputs, sig, limit)
+                        })? {
+                            Outcome::Done(outs) => return Ok(outs),
+                            Outcome::Whole(back) => inputs = back,
+                        }
+                    }
+                    Some(false) => {}
+                    None => {
+                        // The signature's first run: the whole graph's compile decides.
+                        eg.note_whole_run();
+                        let prepared = plan::prepare(&e.graph, sig, None)?;
+                        eg.set_verdict(sig, Eager::keeps_nodes(&e.graph, &prepared.graph));
+                        let plan: Arc<dyn BackendPlan> = e.backend.plan(prepared, sig)?.into();
+                        log::debug!("graph '{}': {}", e.graph.name, plan.report());
+                        return Self::admit(e, plan)?.run(inputs, &e.options);
+                    }
                 }
+                eg.note_whole_run();
             }
         }
         self.compile_with(e, sig, passes)?.run(inputs, &e.options)

@@ -1,7 +1,8 @@
-//! Eager runs (crates/ge-runtime/src/eager.rs): a node seen with the same input signature
-//! reuses its compile (counted), a changed shape, dtype or shape value compiles it again and
-//! gives the right result, results equal graph mode's bit for bit, and errors still name the
-//! node.
+//! Eager runs (crates/ge-runtime/src/eager.rs): the first run of a signature compiles the
+//! whole graph, later ones go node by node; a node seen with the same input signature reuses
+//! its compile (counted), a changed shape, dtype or shape value compiles it again and gives the
+//! right result, results equal graph mode's bit for bit, and errors still name the node; a
+//! graph whose compile folds a BatchNorm keeps compiling the whole graph.
 
 use es_core::es::{self, GatherV2Attrs, ReshapeAttrs, ShapeAttrs};
 use es_core::{DataType, Format, Graph, GraphBuilder, OutPort, Shape, Tensor};
@@ -91,13 +92,23 @@ fn a_node_seen_with_its_signature_reuses_its_compile() {
     let (e, s) = both(&chain(n));
     let x = f32s(&[16], |i| i as f32 * 0.25 - 2.0);
     let c = f32s(&[16], |i| (i % 3) as f32 * 0.01);
+    // The signature's first run compiles the whole graph; the second compiles each node.
+    run_both(&e, &s, vec![x.clone(), c.clone()]);
+    assert_eq!(
+        stats(&e),
+        EagerStats {
+            hits: 0,
+            misses: 0,
+            whole_graph_runs: 1
+        }
+    );
     run_both(&e, &s, vec![x.clone(), c.clone()]);
     assert_eq!(
         stats(&e),
         EagerStats {
             hits: 0,
             misses: n as u64,
-            whole_graph_runs: 0
+            whole_graph_runs: 1
         }
     );
     for _ in 0..3 {
@@ -108,7 +119,7 @@ fn a_node_seen_with_its_signature_reuses_its_compile() {
         EagerStats {
             hits: 3 * n as u64,
             misses: n as u64,
-            whole_graph_runs: 0
+            whole_graph_runs: 1
         }
     );
     // Eager runs capture no plan.
@@ -127,6 +138,8 @@ fn a_changed_shape_or_dtype_compiles_again_and_gives_the_right_result() {
     };
     let x4 = f32s(&[4], |i| i as f32 - 1.5);
     let c4 = f32s(&[4], |i| i as f32 * 0.5);
+    // Twice: the whole graph's compile, then node by node.
+    run_both(&e, &s, vec![x4.clone(), c4.clone()]);
     let out = run_both(&e, &s, vec![x4.clone(), c4.clone()]);
     assert_eq!(
         out[0].to_f64_vec(),
@@ -135,6 +148,7 @@ fn a_changed_shape_or_dtype_compiles_again_and_gives_the_right_result() {
     // Another shape: every node infers again.
     let x23 = f32s(&[2, 3], |i| i as f32 * 3.0);
     let c23 = f32s(&[2, 3], |i| 1.0 - i as f32);
+    run_both(&e, &s, vec![x23.clone(), c23.clone()]);
     let out = run_both(&e, &s, vec![x23.clone(), c23.clone()]);
     assert_eq!(out[0].shape(), &[2, 3]);
     assert_eq!(
@@ -145,6 +159,7 @@ fn a_changed_shape_or_dtype_compiles_again_and_gives_the_right_result() {
     // Another dtype: again; the output has it.
     let x8 = f64s(&[2, 3], |i| i as f64 / 7.0);
     let c8 = f64s(&[2, 3], |i| i as f64 * 1e-3);
+    run_both(&e, &s, vec![x8.clone(), c8.clone()]);
     let out = run_both(&e, &s, vec![x8.clone(), c8.clone()]);
     assert_eq!(out[0].dtype(), DataType::DOUBLE);
     assert_eq!(
@@ -157,6 +172,7 @@ fn a_changed_shape_or_dtype_compiles_again_and_gives_the_right_result() {
     run_both(&e, &s, vec![x4, c4]);
     assert_eq!(stats(&e).misses, before.misses);
     assert_eq!(stats(&e).hits, before.hits + n as u64);
+    assert_eq!(stats(&e).whole_graph_runs, 3);
 }
 
 /// Reshape(y, Shape(x)): the shape is a value computed at run time from x's shape; it is part
@@ -172,12 +188,18 @@ fn a_changed_shape_value_compiles_again() {
     b.set_output(o, 0).unwrap();
     let (e, s) = both(&b.build_and_reset().unwrap());
     let y6 = f32s(&[6], |i| i as f32 + 1.0);
-    let out = run_both(&e, &s, vec![f32s(&[2, 3], |_| 2.0), y6.clone()]);
-    assert_eq!(out[0].shape(), &[2, 3]);
+    for _ in 0..2 {
+        let out = run_both(&e, &s, vec![f32s(&[2, 3], |_| 2.0), y6.clone()]);
+        assert_eq!(out[0].shape(), &[2, 3]);
+    }
     let misses = stats(&e).misses;
-    let out = run_both(&e, &s, vec![f32s(&[3, 2], |_| 2.0), y6.clone()]);
-    assert_eq!(out[0].shape(), &[3, 2]);
-    assert_eq!(out[0].to_f64_vec(), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    assert_eq!(misses, 3);
+    // The node-by-node verdict is per signature: [3, 2]'s first run compiles the whole graph.
+    for _ in 0..2 {
+        let out = run_both(&e, &s, vec![f32s(&[3, 2], |_| 2.0), y6.clone()]);
+        assert_eq!(out[0].shape(), &[3, 2]);
+        assert_eq!(out[0].to_f64_vec(), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    }
     // Shape and Mul see new shapes, Reshape a new shape value (its data input is the same).
     assert_eq!(stats(&e).misses, misses + 3);
     let out = run_both(&e, &s, vec![f32s(&[3, 2], |_| 2.0), y6]);
@@ -200,6 +222,7 @@ fn errors_name_the_node() {
     b.set_output(gth, 0).unwrap();
     let (e, s) = both(&b.build_and_reset().unwrap());
     let i64s = |v: i64| Value::I64(ArrayD::from_shape_vec(IxDyn(&[1]), vec![v]).unwrap());
+    run_both(&e, &s, vec![i64s(1)]);
     let out = run_both(&e, &s, vec![i64s(2)]);
     assert_eq!(out[0].to_f64_vec(), vec![3.0]);
     let hits = stats(&e).hits;
@@ -267,5 +290,74 @@ fn mixed_graph_equals_graph_mode_bitwise() {
         run_both(&e, &s, vec![x]);
     }
     assert!(stats(&e).hits > 0);
-    assert_eq!(stats(&e).whole_graph_runs, 0);
+    // One whole-graph compile per signature (rows 1, 3, 5), node by node after it.
+    assert_eq!(stats(&e).whole_graph_runs, 3);
+    assert!(stats(&e).misses > 0);
+}
+
+/// Conv -> BatchNorm: graph mode folds the BatchNorm into the convolution's weights (other
+/// bits), so eager runs keep compiling the whole graph and give graph mode's results.
+#[test]
+fn a_folded_batch_norm_keeps_whole_graph_compiles() {
+    let mut b = GraphBuilder::new("conv_bn");
+    let x = input(&mut b, 0, DataType::FLOAT, &[1, 2, 5, 5]);
+    let cst = |b: &mut GraphBuilder, v: Vec<f32>, dims: Vec<i64>| {
+        b.create_const(Tensor::from_values(&v, dims).unwrap(), None)
+            .unwrap()
+    };
+    let w = cst(
+        &mut b,
+        (0..36).map(|i| (i as f32 * 0.37).sin()).collect(),
+        vec![2, 2, 3, 3],
+    );
+    let mut args = es_core::OpArgs::default();
+    args.inputs = vec![vec![Some(x)], vec![Some(w)], vec![None], vec![None]];
+    for (k, v) in [("strides", vec![1i64, 1, 1, 1]), ("pads", vec![1, 1, 1, 1])] {
+        args.attrs.insert(k.into(), es_core::AttrValue::from(v));
+    }
+    args.attrs.insert(
+        "data_format".into(),
+        es_core::AttrValue::from("NCHW".to_string()),
+    );
+    let conv = b.add_op("Conv2D", args).unwrap();
+    let conv = OutPort {
+        node: conv,
+        index: 0,
+    };
+    let p = |b: &mut GraphBuilder, v: [f32; 2]| cst(b, v.to_vec(), vec![2]);
+    let ins = [
+        conv,
+        p(&mut b, [1.5, 0.5]),
+        p(&mut b, [0.1, -0.2]),
+        p(&mut b, [0.3, -0.1]),
+        p(&mut b, [2.0, 0.7]),
+    ];
+    let mut args = es_core::OpArgs::default();
+    args.inputs = ins.into_iter().map(|p| vec![Some(p)]).collect();
+    args.attrs
+        .insert("is_training".into(), es_core::AttrValue::from(false));
+    args.attrs.insert(
+        "data_format".into(),
+        es_core::AttrValue::from("NCHW".to_string()),
+    );
+    let bn = b.add_op("BatchNorm", args).unwrap();
+    b.set_output(OutPort { node: bn, index: 0 }, 0).unwrap();
+    let (e, s) = both(&b.build_and_reset().unwrap());
+    let x = f32s(&[1, 2, 5, 5], |i| (i as f32 * 0.11).cos());
+    for _ in 0..3 {
+        run_both(&e, &s, vec![x.clone()]);
+    }
+    let rep = e.compile_report(1).unwrap().unwrap().to_string();
+    assert!(
+        rep.contains("BatchNorms folded into convolutions 1"),
+        "{rep}"
+    );
+    assert_eq!(
+        stats(&e),
+        EagerStats {
+            hits: 0,
+            misses: 0,
+            whole_graph_runs: 3
+        }
+    );
 }
