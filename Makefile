@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80" "onnx>=1.23,<1.24" "onnxruntime>=1.17" "setuptools>=70.1" "mypy>=1.18" "cmake>=3.20"
+	$(PIP) install --quiet "maturin>=1.5,<2" "numpy>=1.22" "pytest>=7" "hypothesis>=6.80" "onnx>=1.23,<1.24" "onnxruntime>=1.17" "setuptools>=70.1" "mypy>=1.18" "cmake>=3.20" "mpich>=4.2" "mpi4py>=4"
 	touch $@
 
 venv: $(VENV)/.ready

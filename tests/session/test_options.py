@@ -57,10 +57,13 @@ def test_the_table_has_ge_keys_at_their_levels():
     assert set("GSRB") <= set(GE_OPTION_LEVELS["ge.exec.precision_mode"])
     assert len(GE_OPTION_LEVELS) > 250
     assert all(set(levels) <= set("GSRB") for levels in GE_OPTION_LEVELS.values())
-    # ge-rs's own keys: ge.exec.deviceId is GE's too, the others are ge-rs's.
+    # ge-rs's own keys: GE's ge.exec.deviceId and its collective keys (the timeout, the rank table
+    # and rank id, docs/distributed.md) are GE's too, the others are ge-rs's.
     assert set(OPTION_KEYS) == {"ge.device", "ge.exec.deviceId", "ge.graphMode", "ge.graphCacheCapacity", "ge.threads",
-                                "ge.memoryLimit"}
-    assert [k for k in OPTION_KEYS if k in GE_OPTION_LEVELS] == ["ge.exec.deviceId"]
+                                "ge.memoryLimit", "ge.exec.hcclExecuteTimeOut", "ge.exec.rankTableFile",
+                                "ge.exec.rankId"}
+    assert [k for k in OPTION_KEYS if k in GE_OPTION_LEVELS] == [
+        "ge.exec.deviceId", "ge.exec.hcclExecuteTimeOut", "ge.exec.rankTableFile", "ge.exec.rankId"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,8 +115,12 @@ def test_a_bad_value_of_ours_is_a_value_error_and_a_ge_error(make):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_every_ge_key_is_accepted_without_a_warning_at_every_level():
+def test_every_ge_key_is_accepted_without_a_warning_at_every_level(tmp_path):
     every = {k: "0" for k in GE_OPTION_LEVELS}
+    # Interpreted: a rank table must be a readable file listing the world (one rank here).
+    table = tmp_path / "rank_table.json"
+    table.write_text('{"server_list": [{"device": [{"device_id": "0", "rank_id": "0"}]}]}')
+    every["ge.exec.rankTableFile"] = str(table)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert GeApi.ge_initialize(every) == 0
@@ -130,11 +137,11 @@ def test_every_ge_key_is_accepted_without_a_warning_at_every_level():
 def test_recorded_options_are_in_the_compile_report_graph_over_session_over_global():
     GeApi.ge_initialize({"ge.exec.deviceId": "0", "ge.graphRunMode": "0", "ge.exec.enableDump": "1"})
     s = Session({"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16"})
-    s.add_graph(1, relu_graph(), {"ge.exec.precision_mode": "allow_fp32_to_fp16", "ge.exec.rankId": "3"})
+    s.add_graph(1, relu_graph(), {"ge.exec.precision_mode": "allow_fp32_to_fp16", "ge.exec.profilingMode": "3"})
     s.add_graph(2, relu_graph())
     assert s.compile_report(1) is None  # before the first run, as before
     assert ("GE options recorded, not interpreted by ge-rs: ge.exec.enableDump=1, "
-            "ge.exec.precision_mode=allow_fp32_to_fp16, ge.exec.rankId=3, ge.graphRunMode=0, "
+            "ge.exec.precision_mode=allow_fp32_to_fp16, ge.exec.profilingMode=3, ge.graphRunMode=0, "
             "ge.socVersion=Ascend910B1") in run_once(s, 1).splitlines()
     assert ("GE options recorded, not interpreted by ge-rs: ge.exec.enableDump=1, "
             "ge.exec.precision_mode=force_fp16, ge.graphRunMode=0, ge.socVersion=Ascend910B1"

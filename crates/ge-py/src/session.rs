@@ -279,6 +279,16 @@ guarded! {
 }
 
 guarded! {
+    /// The process's collective world: (rank, world size, what runs it), made on first use
+    /// (MPI under `mpiexec`, else a single process).
+    #[pyfunction]
+    pub fn _collective_world() -> PyResult<(usize, usize, String)> {
+        let w = ge_runtime::collective::world().py()?;
+        Ok((w.rank(), w.size(), w.name()))
+    }
+}
+
+guarded! {
     /// The option keys a session or graph accepts.
     #[pyfunction]
     pub fn _session_option_keys() -> Vec<&'static str> {

@@ -32,6 +32,7 @@
 
 pub(crate) mod arena;
 pub mod backend;
+pub mod collective;
 pub mod eager;
 pub mod error;
 pub mod fuse;

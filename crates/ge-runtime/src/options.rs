@@ -28,12 +28,22 @@ pub struct Options {
     /// The most bytes a plan may need at its peak, and one buffer may take, in a run
     /// (`ge.memoryLimit`; default [`default_memory_limit`]).
     pub memory_limit: u64,
+    /// How long a collective waits for the other ranks (`ge.exec.hcclExecuteTimeOut`, GE's
+    /// option, in seconds; default [`crate::collective::timeout`]).
+    pub collective_timeout: Option<std::time::Duration>,
+    /// GE's rank table (`ge.exec.rankTableFile`), checked against the MPI world.
+    pub rank_table_file: Option<String>,
+    /// This process's rank as GE's option gives it (`ge.exec.rankId`), checked against MPI's.
+    pub rank_id: Option<usize>,
 }
 
 /// The option keys a session or graph accepts.
-pub const OPTION_KEYS: [&str; 6] = [
+pub const OPTION_KEYS: [&str; 9] = [
     "ge.device",
     "ge.exec.deviceId",
+    "ge.exec.hcclExecuteTimeOut",
+    "ge.exec.rankTableFile",
+    "ge.exec.rankId",
     "ge.graphMode",
     "ge.graphCacheCapacity",
     "ge.threads",
@@ -160,6 +170,9 @@ impl Options {
             threads,
             device_id: 0,
             memory_limit,
+            collective_timeout: None,
+            rank_table_file: None,
+            rank_id: None,
         })
     }
 
@@ -197,6 +210,19 @@ impl Options {
                         }
                     }
                 }
+                "ge.exec.hcclExecuteTimeOut" => {
+                    let d = crate::collective::parse_timeout(v, k)?;
+                    crate::collective::set_timeout(d);
+                    o.collective_timeout = Some(d);
+                }
+                "ge.exec.rankTableFile" => o.rank_table_file = Some(v.clone()),
+                "ge.exec.rankId" => {
+                    o.rank_id = Some(v.trim().parse::<usize>().map_err(|_| {
+                        Error::Option(format!(
+                            "ge.exec.rankId must be a rank number (0 or more), got '{v}'"
+                        ))
+                    })?)
+                }
                 _ => {
                     return Err(Error::Option(format!(
                         "unknown option '{k}' (known: {})",
@@ -204,6 +230,19 @@ impl Options {
                     )))
                 }
             }
+        }
+        if overrides.contains_key("ge.exec.rankTableFile")
+            || overrides.contains_key("ge.exec.rankId")
+        {
+            let device = overrides
+                .contains_key("ge.exec.deviceId")
+                .then_some(o.device_id);
+            crate::collective::check_rank_options(
+                &*crate::collective::world()?,
+                o.rank_table_file.as_deref(),
+                o.rank_id,
+                device,
+            )?;
         }
         Ok(o)
     }

@@ -1,0 +1,597 @@
+//! MPI as a [`Communicator`], loaded at run time (libloading): MPICH's ABI.
+//!
+//! MPI's C ABI differs between implementations: MPICH (and its derivatives) passes handles as
+//! `int`s with fixed values (the constants below are those of MPICH's `mpi.h`), Open MPI as
+//! pointers to global objects. [`Mpi::open`] asks the library what it is
+//! (`MPI_Get_library_version`) and refuses anything but MPICH.
+//!
+//! MPI is initialised here (`MPI_Init_thread`, `MPI_THREAD_MULTIPLE` asked) unless the process
+//! already did (mpi4py shares the same library: `MPI_Initialized` first); what was initialised
+//! here is finalised at exit. Calls are serialised by a mutex and are all nonblocking
+//! (`MPI_I*`), polled with `MPI_Test` until they finish or the collective timeout passes; after
+//! a timeout the communicator is unusable (a collective cannot be cancelled) and says so.
+
+use super::{timeout, Communicator, Elem, Exchange, ReduceOp};
+use crate::error::{Error, Result};
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+type Comm = c_int;
+type Datatype = c_int;
+type Op = c_int;
+type Request = c_int;
+
+// MPICH's mpi.h.
+const MPI_SUCCESS: c_int = 0;
+const MPI_COMM_WORLD: Comm = 0x4400_0000;
+const MPI_REQUEST_NULL: Request = 0x2c00_0000;
+const MPI_ERRORS_RETURN: c_int = 0x5400_0001;
+const MPI_THREAD_MULTIPLE: c_int = 3;
+const MPI_MAX_LIBRARY_VERSION_STRING: usize = 8192;
+const MPI_MAX_ERROR_STRING: usize = 512;
+const MPI_BYTE: Datatype = 0x4c00_010d;
+const MPI_STATUS_IGNORE: *mut c_void = std::ptr::without_provenance_mut(1);
+const MPI_IN_PLACE: *const c_void = -1isize as *const c_void;
+
+fn datatype(e: Elem) -> Datatype {
+    match e {
+        Elem::I8 => 0x4c00_0137,
+        Elem::I16 => 0x4c00_0238,
+        Elem::I32 => 0x4c00_0439,
+        Elem::I64 => 0x4c00_083a,
+        Elem::U8 => 0x4c00_013b,
+        Elem::U16 => 0x4c00_023c,
+        Elem::U32 => 0x4c00_043d,
+        Elem::U64 => 0x4c00_083e,
+        Elem::F32 => 0x4c00_040a,
+        Elem::F64 => 0x4c00_080b,
+    }
+}
+
+fn op(o: ReduceOp) -> Op {
+    match o {
+        ReduceOp::Max => 0x5800_0001,
+        ReduceOp::Min => 0x5800_0002,
+        ReduceOp::Sum => 0x5800_0003,
+        ReduceOp::Prod => 0x5800_0004,
+    }
+}
+
+type FnFlag = unsafe extern "C" fn(*mut c_int) -> c_int;
+type FnInitThread =
+    unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int;
+type FnVoid = unsafe extern "C" fn() -> c_int;
+type FnVersion = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
+type FnCommInt = unsafe extern "C" fn(Comm, *mut c_int) -> c_int;
+type FnSetErrhandler = unsafe extern "C" fn(Comm, c_int) -> c_int;
+type FnErrorString = unsafe extern "C" fn(c_int, *mut c_char, *mut c_int) -> c_int;
+type FnIallreduce = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    c_int,
+    Datatype,
+    Op,
+    Comm,
+    *mut Request,
+) -> c_int;
+type FnIallgather = unsafe extern "C" fn(
+    *const c_void,
+    c_int,
+    Datatype,
+    *mut c_void,
+    c_int,
+    Datatype,
+    Comm,
+    *mut Request,
+) -> c_int;
+type FnIreduceScatterBlock = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    c_int,
+    Datatype,
+    Op,
+    Comm,
+    *mut Request,
+) -> c_int;
+type FnIbcast =
+    unsafe extern "C" fn(*mut c_void, c_int, Datatype, c_int, Comm, *mut Request) -> c_int;
+type FnIalltoallv = unsafe extern "C" fn(
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    Datatype,
+    *mut c_void,
+    *const c_int,
+    *const c_int,
+    Datatype,
+    Comm,
+    *mut Request,
+) -> c_int;
+type FnIsend =
+    unsafe extern "C" fn(*const c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request) -> c_int;
+type FnIrecv =
+    unsafe extern "C" fn(*mut c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request) -> c_int;
+type FnIbarrier = unsafe extern "C" fn(Comm, *mut Request) -> c_int;
+type FnTest = unsafe extern "C" fn(*mut Request, *mut c_int, *mut c_void) -> c_int;
+
+/// The MPI functions ge-rs calls.
+struct Fns {
+    initialized: FnFlag,
+    finalized: FnFlag,
+    init_thread: FnInitThread,
+    finalize: FnVoid,
+    comm_rank: FnCommInt,
+    comm_size: FnCommInt,
+    set_errhandler: FnSetErrhandler,
+    error_string: FnErrorString,
+    iallreduce: FnIallreduce,
+    iallgather: FnIallgather,
+    ireduce_scatter_block: FnIreduceScatterBlock,
+    ibcast: FnIbcast,
+    ialltoallv: FnIalltoallv,
+    isend: FnIsend,
+    irecv: FnIrecv,
+    ibarrier: FnIbarrier,
+    test: FnTest,
+}
+
+/// MPI's world communicator, through a loaded MPICH library.
+pub struct Mpi {
+    _lib: &'static Library,
+    fns: Fns,
+    path: String,
+    version: String,
+    rank: usize,
+    size: usize,
+    lock: Mutex<()>,
+    /// Set when a call timed out: its request is still pending, so nothing more can run.
+    broken: AtomicBool,
+}
+
+/// Whether this process initialised MPI (and so finalises it at exit), and the finaliser.
+static FINALIZE: Mutex<Option<(FnFlag, FnVoid)>> = Mutex::new(None);
+static POISONED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn finalize_at_exit() {
+    let f = FINALIZE.lock().ok().and_then(|mut g| g.take());
+    // After a timed-out collective MPI_Finalize could wait for the other ranks forever: the
+    // process leaves without it (the launcher then ends the job).
+    if let Some((finalized, finalize)) = f {
+        if POISONED.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut done = 0;
+        // SAFETY: `int MPI_Finalized(int *flag)`, `int MPI_Finalize(void)`, from the library
+        // this process loaded and initialised (it stays loaded: leaked on purpose).
+        unsafe {
+            if finalized(&mut done) == MPI_SUCCESS && done == 0 {
+                finalize();
+            }
+        }
+    }
+}
+
+extern "C" {
+    fn atexit(cb: extern "C" fn()) -> c_int;
+}
+
+/// The path of a libmpi already mapped into this process (mpi4py imported first), from
+/// `/proc/self/maps` (Linux).
+pub fn loaded_library() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|l| {
+        let path = l.split_whitespace().nth(5)?;
+        let name = path.rsplit('/').next()?;
+        (name.starts_with("libmpi.so") || name.starts_with("libmpich.so")).then(|| path.into())
+    })
+}
+
+/// The library kind a version string names (`MPI_Get_library_version`).
+pub fn library_kind(version: &str) -> &'static str {
+    let v = version.to_ascii_lowercase();
+    if v.contains("open mpi") {
+        "Open MPI"
+    } else if v.contains("mpich")
+        || v.contains("intel(r) mpi")
+        || v.contains("mvapich")
+        || v.contains("cray mpich")
+    {
+        "MPICH"
+    } else {
+        "unknown"
+    }
+}
+
+fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T> {
+    // SAFETY: each `T` is the function's type as MPICH's mpi.h declares it.
+    unsafe { lib.get::<T>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|e| Error::Device(format!("the MPI library has no {name}: {e}")))
+}
+
+fn count(n: usize, what: &str) -> Result<c_int> {
+    c_int::try_from(n).map_err(|_| {
+        Error::unsupported(format!(
+            "an MPI {what} of {n} elements (more than 2^31-1 in one call)"
+        ))
+    })
+}
+
+impl Mpi {
+    /// Loads MPI from `path` (else `libmpi.so.12`, then `libmpi.so`, from the loader's path),
+    /// checks it is MPICH, initialises it unless the process has, and reads the world.
+    pub fn open(path: Option<&str>) -> Result<Mpi> {
+        let candidates: Vec<&str> = match path {
+            Some(p) => vec![p],
+            None => vec!["libmpi.so.12", "libmpi.so"],
+        };
+        let mut errs = Vec::new();
+        let mut found = None;
+        for c in &candidates {
+            // SAFETY: loading MPI runs its initialisers, which have no preconditions.
+            match unsafe { Library::new(c) } {
+                Ok(l) => {
+                    found = Some((l, c.to_string()));
+                    break;
+                }
+                Err(e) => errs.push(format!("{c}: {e}")),
+            }
+        }
+        let Some((lib, path)) = found else {
+            return Err(Error::Device(format!(
+                "no MPI library could be loaded ({})",
+                errs.join("; ")
+            )));
+        };
+        // The library stays loaded for the process (MPI cannot be initialised twice).
+        let lib: &'static Library = Box::leak(Box::new(lib));
+        let get_version: FnVersion = sym(lib, "MPI_Get_library_version")?;
+        let mut buf = vec![0u8; MPI_MAX_LIBRARY_VERSION_STRING + 1];
+        let mut len: c_int = 0;
+        // SAFETY: `int MPI_Get_library_version(char *version, int *resultlen)` with a buffer of
+        // MPI_MAX_LIBRARY_VERSION_STRING bytes; callable before MPI_Init.
+        let rc = unsafe { get_version(buf.as_mut_ptr().cast(), &mut len) };
+        if rc != MPI_SUCCESS {
+            return Err(Error::Device(format!(
+                "{path}: MPI_Get_library_version failed ({rc})"
+            )));
+        }
+        buf.truncate(len.clamp(0, MPI_MAX_LIBRARY_VERSION_STRING as c_int) as usize);
+        let version = String::from_utf8_lossy(&buf)
+            .trim_end_matches('\0')
+            .trim()
+            .to_string();
+        let first = version.lines().next().unwrap_or("").trim().to_string();
+        let kind = library_kind(&version);
+        if kind != "MPICH" {
+            return Err(Error::unsupported(format!(
+                "the MPI library {path} is {kind} ({first}); ge-rs speaks MPICH's ABI only \
+                 (`pip install mpich`, or set GE_MPI_LIBRARY to an MPICH libmpi.so)"
+            )));
+        }
+        let fns = Fns {
+            initialized: sym(lib, "MPI_Initialized")?,
+            finalized: sym(lib, "MPI_Finalized")?,
+            init_thread: sym(lib, "MPI_Init_thread")?,
+            finalize: sym(lib, "MPI_Finalize")?,
+            comm_rank: sym(lib, "MPI_Comm_rank")?,
+            comm_size: sym(lib, "MPI_Comm_size")?,
+            set_errhandler: sym(lib, "MPI_Comm_set_errhandler")?,
+            error_string: sym(lib, "MPI_Error_string")?,
+            iallreduce: sym(lib, "MPI_Iallreduce")?,
+            iallgather: sym(lib, "MPI_Iallgather")?,
+            ireduce_scatter_block: sym(lib, "MPI_Ireduce_scatter_block")?,
+            ibcast: sym(lib, "MPI_Ibcast")?,
+            ialltoallv: sym(lib, "MPI_Ialltoallv")?,
+            isend: sym(lib, "MPI_Isend")?,
+            irecv: sym(lib, "MPI_Irecv")?,
+            ibarrier: sym(lib, "MPI_Ibarrier")?,
+            test: sym(lib, "MPI_Test")?,
+        };
+        let mut m = Mpi {
+            _lib: lib,
+            fns,
+            path,
+            version: first,
+            rank: 0,
+            size: 1,
+            lock: Mutex::new(()),
+            broken: AtomicBool::new(false),
+        };
+        m.init()?;
+        Ok(m)
+    }
+
+    fn init(&mut self) -> Result<()> {
+        let f = &self.fns;
+        let (mut inited, mut finalized) = (0, 0);
+        // SAFETY: `int MPI_Initialized(int *flag)` / `MPI_Finalized`, callable at any time.
+        unsafe {
+            self.check((f.initialized)(&mut inited), "MPI_Initialized")?;
+            self.check((f.finalized)(&mut finalized), "MPI_Finalized")?;
+        }
+        if finalized != 0 {
+            return Err(Error::Device(
+                "MPI was already finalised in this process".into(),
+            ));
+        }
+        if inited == 0 {
+            let mut provided = 0;
+            // SAFETY: `int MPI_Init_thread(int *argc, char ***argv, int required, int
+            // *provided)`; MPI allows null argc/argv.
+            let rc = unsafe {
+                (f.init_thread)(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    MPI_THREAD_MULTIPLE,
+                    &mut provided,
+                )
+            };
+            self.check(rc, "MPI_Init_thread")?;
+            if let Ok(mut g) = FINALIZE.lock() {
+                if g.is_none() {
+                    *g = Some((f.finalized, f.finalize));
+                    // SAFETY: registers a plain `extern "C" fn()` with the C library.
+                    unsafe { atexit(finalize_at_exit) };
+                }
+            }
+        }
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: the world communicator's handle is MPICH's constant; out-pointers are valid.
+        unsafe {
+            self.check(
+                (f.set_errhandler)(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                "MPI_Comm_set_errhandler",
+            )?;
+            self.check((f.comm_rank)(MPI_COMM_WORLD, &mut rank), "MPI_Comm_rank")?;
+            self.check((f.comm_size)(MPI_COMM_WORLD, &mut size), "MPI_Comm_size")?;
+        }
+        self.rank = rank as usize;
+        self.size = size.max(1) as usize;
+        Ok(())
+    }
+
+    /// MPI's return code `rc` of `what` as a result.
+    fn check(&self, rc: c_int, what: &str) -> Result<()> {
+        if rc == MPI_SUCCESS {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; MPI_MAX_ERROR_STRING + 1];
+        let mut len: c_int = 0;
+        // SAFETY: `int MPI_Error_string(int errorcode, char *string, int *resultlen)` with a
+        // buffer of MPI_MAX_ERROR_STRING bytes.
+        let ok = unsafe { (self.fns.error_string)(rc, buf.as_mut_ptr().cast(), &mut len) };
+        let text = if ok == MPI_SUCCESS {
+            buf.truncate(len.clamp(0, MPI_MAX_ERROR_STRING as c_int) as usize);
+            String::from_utf8_lossy(&buf).trim().to_string()
+        } else {
+            format!("error {rc}")
+        };
+        Err(Error::Device(format!(
+            "{what} failed on rank {}: {text}",
+            self.rank
+        )))
+    }
+
+    /// The library's path and version line.
+    pub fn library(&self) -> (&str, &str) {
+        (&self.path, &self.version)
+    }
+
+    /// Starts one nonblocking call (`start` fills in its request) and polls it until it
+    /// finishes or the collective timeout passes.
+    fn run(&self, what: &str, start: impl FnOnce(*mut Request) -> c_int) -> Result<()> {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.broken.load(Ordering::Relaxed) {
+            return Err(Error::Device(format!(
+                "{what}: MPI is unusable in this process since an earlier collective timed \
+                 out (its ranks stopped running the same collectives)"
+            )));
+        }
+        let mut req: Request = MPI_REQUEST_NULL;
+        self.check(start(&mut req), what)?;
+        let limit = timeout();
+        let t0 = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let mut done: c_int = 0;
+            // SAFETY: `int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)` on
+            // the request just started; MPI_STATUS_IGNORE is MPICH's (MPI_Status *)1.
+            let rc = unsafe { (self.fns.test)(&mut req, &mut done, MPI_STATUS_IGNORE) };
+            self.check(rc, what)?;
+            if done != 0 {
+                return Ok(());
+            }
+            if t0.elapsed() > limit {
+                self.broken.store(true, Ordering::Relaxed);
+                POISONED.store(true, Ordering::Relaxed);
+                return Err(Error::Device(format!(
+                    "{what} timed out on rank {} of {} after {:.1} s waiting for the other \
+                     ranks (ge.exec.hcclExecuteTimeOut / GE_COLLECTIVE_TIMEOUT); the ranks did \
+                     not run the same collectives",
+                    self.rank,
+                    self.size,
+                    limit.as_secs_f64()
+                )));
+            }
+            spins += 1;
+            if spins < 1000 {
+                std::hint::spin_loop();
+            } else if spins < 2000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    fn peer(&self, r: usize, what: &str) -> Result<c_int> {
+        if r >= self.size {
+            return Err(Error::kernel(format!(
+                "{what} rank {r}: the world has ranks 0..{}",
+                self.size
+            )));
+        }
+        Ok(r as c_int)
+    }
+}
+
+impl Communicator for Mpi {
+    fn name(&self) -> String {
+        format!("MPI: {}", self.version)
+    }
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn all_reduce(&self, buf: &mut [u8], elem: Elem, o: ReduceOp) -> Result<()> {
+        let n = count(buf.len() / elem.size(), "all-reduce")?;
+        let p = buf.as_mut_ptr().cast::<c_void>();
+        // SAFETY: in place (MPI_IN_PLACE) over `n` elements of `buf`, alive until the request
+        // completes inside `run`.
+        self.run("MPI_Iallreduce", |req| unsafe {
+            (self.fns.iallreduce)(
+                MPI_IN_PLACE,
+                p,
+                n,
+                datatype(elem),
+                op(o),
+                MPI_COMM_WORLD,
+                req,
+            )
+        })
+    }
+
+    fn all_gather(&self, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        if recv.len() != send.len() * self.size {
+            return Err(Error::kernel(format!(
+                "all-gather: {} bytes received for {} sent by each of {} ranks",
+                recv.len(),
+                send.len(),
+                self.size
+            )));
+        }
+        let n = count(send.len(), "all-gather")?;
+        let (s, r) = (send.as_ptr().cast::<c_void>(), recv.as_mut_ptr().cast());
+        // SAFETY: `send` holds n bytes and `recv` size * n, both alive until completion.
+        self.run("MPI_Iallgather", |req| unsafe {
+            (self.fns.iallgather)(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, req)
+        })
+    }
+
+    fn reduce_scatter(&self, send: &[u8], recv: &mut [u8], elem: Elem, o: ReduceOp) -> Result<()> {
+        if send.len() != recv.len() * self.size || !recv.len().is_multiple_of(elem.size()) {
+            return Err(Error::kernel(format!(
+                "reduce-scatter: {} bytes sent for {} kept by each of {} ranks",
+                send.len(),
+                recv.len(),
+                self.size
+            )));
+        }
+        let n = count(recv.len() / elem.size(), "reduce-scatter")?;
+        let (s, r) = (send.as_ptr().cast::<c_void>(), recv.as_mut_ptr().cast());
+        // SAFETY: `send` holds size * n elements and `recv` n, both alive until completion.
+        self.run("MPI_Ireduce_scatter_block", |req| unsafe {
+            (self.fns.ireduce_scatter_block)(s, r, n, datatype(elem), op(o), MPI_COMM_WORLD, req)
+        })
+    }
+
+    fn broadcast(&self, buf: &mut [u8], root: usize) -> Result<()> {
+        let root = self.peer(root, "broadcast from")?;
+        let n = count(buf.len(), "broadcast")?;
+        let p = buf.as_mut_ptr().cast::<c_void>();
+        // SAFETY: `buf` holds n bytes, alive until completion.
+        self.run("MPI_Ibcast", |req| unsafe {
+            (self.fns.ibcast)(p, n, MPI_BYTE, root, MPI_COMM_WORLD, req)
+        })
+    }
+
+    fn all_to_all_v(&self, send: &[u8], recv: &mut [u8], x: &Exchange) -> Result<()> {
+        x.check(self.size, send.len(), recv.len())?;
+        let ints = |v: &[usize]| -> Result<Vec<c_int>> {
+            v.iter().map(|&n| count(n, "all-to-all-v")).collect()
+        };
+        let (sc, sd) = (ints(&x.send_counts)?, ints(&x.send_displs)?);
+        let (rc, rd) = (ints(&x.recv_counts)?, ints(&x.recv_displs)?);
+        let (s, r) = (send.as_ptr().cast::<c_void>(), recv.as_mut_ptr().cast());
+        // SAFETY: every block lies inside its buffer (checked above); the buffers and the
+        // count arrays are alive until completion.
+        self.run("MPI_Ialltoallv", |req| unsafe {
+            (self.fns.ialltoallv)(
+                s,
+                sc.as_ptr(),
+                sd.as_ptr(),
+                MPI_BYTE,
+                r,
+                rc.as_ptr(),
+                rd.as_ptr(),
+                MPI_BYTE,
+                MPI_COMM_WORLD,
+                req,
+            )
+        })
+    }
+
+    fn send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<()> {
+        let d = self.peer(dest, "send to")?;
+        let n = count(buf.len(), "send")?;
+        let p = buf.as_ptr().cast::<c_void>();
+        // SAFETY: `buf` holds n bytes, alive until completion.
+        self.run("MPI_Isend", |req| unsafe {
+            (self.fns.isend)(p, n, MPI_BYTE, d, tag, MPI_COMM_WORLD, req)
+        })
+    }
+
+    fn recv(&self, buf: &mut [u8], src: usize, tag: i32) -> Result<()> {
+        let s = self.peer(src, "receive from")?;
+        let n = count(buf.len(), "receive")?;
+        let p = buf.as_mut_ptr().cast::<c_void>();
+        // SAFETY: `buf` holds n bytes, alive until completion.
+        self.run("MPI_Irecv", |req| unsafe {
+            (self.fns.irecv)(p, n, MPI_BYTE, s, tag, MPI_COMM_WORLD, req)
+        })
+    }
+
+    fn barrier(&self) -> Result<()> {
+        // SAFETY: a request out-pointer only.
+        self.run("MPI_Ibarrier", |req| unsafe {
+            (self.fns.ibarrier)(MPI_COMM_WORLD, req)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_kinds_are_told_apart() {
+        assert_eq!(
+            library_kind("MPICH Version:      5.0.2\nMPICH Release"),
+            "MPICH"
+        );
+        assert_eq!(
+            library_kind("Open MPI v5.0.3, package: Open MPI ..."),
+            "Open MPI"
+        );
+        assert_eq!(library_kind("Intel(R) MPI Library 2021.10"), "MPICH");
+        assert_eq!(library_kind("something else"), "unknown");
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_not_a_crash() {
+        let e = Mpi::open(Some("/nonexistent/libmpi.so.12"))
+            .err()
+            .expect("no library there");
+        assert!(
+            e.to_string().contains("no MPI library could be loaded"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,58 @@
+"""Finds the MPI library for the native core before it first needs it (imported by ``ge``'s
+``__init__``; only ``os`` and ``sys``, so ``import ge`` stays cheap).
+
+Under a launcher (``mpiexec``/``mpirun``: ``PMI_SIZE``, ``OMPI_COMM_WORLD_SIZE``, ``PMIX_SIZE`` or
+``MPI_LOCALNRANKS`` in the environment) and without ``GE_MPI_LIBRARY`` set, this sets
+``GE_MPI_LIBRARY`` to the ``libmpi`` of the ``mpich`` wheel (``pip install ge-rs[mpi]``), which
+installs it into ``<prefix>/lib``. A libmpi already loaded in the process (mpi4py imported before
+the first collective) is found by the native core itself and wins over ``GE_MPI_LIBRARY``: one
+process has one MPI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: The environment variables a launcher sets to the world size.
+LAUNCH_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+
+#: The library names tried in each directory, MPICH's ABI first.
+LIBRARY_NAMES = ("libmpi.so.12", "libmpi.so")
+
+
+def launched() -> bool:
+    """Whether a launcher started this process (any world size)."""
+    return any(os.environ.get(k) for k in LAUNCH_VARS)
+
+
+def candidate_dirs() -> list:
+    """Where the ``mpich`` wheel puts its library: ``lib`` under this Python's prefixes and the
+    user base (``pip install --user``)."""
+    dirs = []
+    for prefix in (sys.prefix, sys.exec_prefix, getattr(sys, "base_prefix", sys.prefix)):
+        d = os.path.join(prefix, "lib")
+        if d not in dirs:
+            dirs.append(d)
+    user = os.environ.get("PYTHONUSERBASE") or os.path.expanduser("~/.local")
+    dirs.append(os.path.join(user, "lib"))
+    return dirs
+
+
+def find_library() -> "str | None":
+    """The path of the ``mpich`` wheel's libmpi, or None."""
+    for d in candidate_dirs():
+        for name in LIBRARY_NAMES:
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                return p
+    return None
+
+
+def prepare() -> None:
+    """Sets ``GE_MPI_LIBRARY`` when launched by MPI and it is unset (see the module's text)."""
+    if os.environ.get("GE_MPI_LIBRARY") or not launched():
+        return
+    path = find_library()
+    if path is not None:
+        os.environ["GE_MPI_LIBRARY"] = path
