@@ -13,6 +13,7 @@ mod pad;
 mod rearrange;
 mod slice;
 mod split;
+mod strided;
 mod triangle;
 
 mod concat_into;
@@ -159,6 +160,9 @@ fn flatten_factory(info: &NodeInfo) -> Result<Kernel> {
 
 /// `x` with its axes permuted (`perm` already validated), in standard order.
 pub(crate) fn transpose(x: &Value, perm: &[usize]) -> Result<Value> {
+    if let Some(y) = strided::View::permuted(x.shape(), perm).and_then(|v| v.take_value(x)) {
+        return y;
+    }
     Ok(crate::map_any!(x, a => to_standard(a.view().permuted_axes(IxDyn(perm)))))
 }
 

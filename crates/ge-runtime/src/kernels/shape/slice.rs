@@ -4,8 +4,9 @@
 //! panic.
 
 use super::reshaped;
+use super::strided::take;
 use crate::error::{Error, Result};
-use crate::kernels::common::{bad_attr, full, ints, resolve, take_value, Maps};
+use crate::kernels::common::{bad_attr, full, ints, resolve, Maps};
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::value::Value;
 use es_core::opmath::slice::bit;
@@ -64,7 +65,7 @@ pub(super) fn slice_factory(info: &NodeInfo) -> Result<Kernel> {
             None => (ints(input(inputs, 1)?), ints(input(inputs, 2)?)),
         };
         let maps = slice_maps(x.shape(), &o, &s)?;
-        Ok(vec![take_value(x, &maps, None)?])
+        Ok(vec![take(x, &maps)?])
     }))
 }
 
@@ -190,7 +191,7 @@ fn slice_masks(info: &NodeInfo) -> Result<SliceMasks> {
 /// x sliced by the spec (begin, end, strides) under the masks `m`.
 fn strided(x: &Value, [b, e, s]: [&[i64]; 3], m: SliceMasks) -> Result<Value> {
     let (maps, out) = strided_plan(x.shape(), b, e, s, m)?;
-    let y = take_value(x, &maps, None)?;
+    let y = take(x, &maps)?;
     reshaped(y, &out)
 }
 
@@ -279,7 +280,7 @@ pub(super) fn reverse_factory(_: &NodeInfo) -> Result<Kernel> {
             }
             maps[ax].reverse();
         }
-        Ok(vec![take_value(x, &maps, None)?])
+        Ok(vec![take(x, &maps)?])
     }))
 }
 

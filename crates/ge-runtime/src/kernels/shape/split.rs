@@ -1,8 +1,9 @@
 //! Split(D/V) and Unpack: x cut along an axis into parts.
 
 use super::reshaped;
+use super::strided::take;
 use crate::error::{Error, Result};
-use crate::kernels::common::{count_attr, full, ints, scalar_int, take_value, Maps};
+use crate::kernels::common::{count_attr, full, ints, scalar_int, Maps};
 use crate::kernels::{input, norm_axis, Kernel, NodeInfo};
 use crate::value::Value;
 
@@ -24,7 +25,7 @@ fn split_sizes(x: &Value, axis: i64, sizes: &[usize]) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(sizes.len());
     for &s in sizes {
         maps[ax] = (start..start + s).map(Some).collect();
-        out.push(take_value(x, &maps, None)?);
+        out.push(take(x, &maps)?);
         start += s;
     }
     Ok(out)
