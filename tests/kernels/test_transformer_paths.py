@@ -8,6 +8,8 @@
   the results equal numpy's; a Transpose that moves a batch dim is left alone;
 - GPT-2's tanh-Gelu written out in ONNX ops (Pow or products for the cube, the usual groupings)
   becomes one Gelu (the compile report counts it) and matches onnxruntime and the float64 formula;
+- a division by a power-of-two constant (attention's ``scores / sqrt(64)``) runs as a product with
+  the same bits as numpy's float32 division; by another constant it stays a division;
 - tiny GPT-structured decoders (sequence 1, one head, widths that are not multiples of 8) match
   onnxruntime with both rewrites applied.
 """
@@ -180,6 +182,25 @@ def test_gelu_chain_with_a_shared_intermediate_is_not_fused() -> None:
     np.testing.assert_allclose(y, 0.5 * x64 * (1 + np.tanh(u)), rtol=1e-6)
 
 
+# -- divisions by powers of two -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [[1], [3, 7], [2, 3, 17]])
+def test_power_of_two_division_is_an_exact_product(shape: List[int]) -> None:
+    divisors = [8.0, 0.125, -2.0, 3.0]
+    nodes = [helper.make_node("Div", ["x", f"d{i}"], [f"y{i}"]) for i in range(len(divisors))]
+    inits = [numpy_helper.from_array(np.array(d, np.float32), f"d{i}") for i, d in enumerate(divisors)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+               [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, shape) for i in range(len(divisors))],
+               inits)
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) * 1e3).astype(np.float32)
+    x.flat[0] = np.float32(1e-44)  # a subnormal
+    ys, report = _run(m, [x])
+    assert "divisions by powers of two made products 3" in report, report
+    for y, d in zip(ys, divisors):
+        assert np.array_equal(y.view(np.uint32), (x / np.float32(d)).view(np.uint32)), d
+
+
 # -- tiny decoders end to end --------------------------------------------------------------------
 
 
@@ -195,5 +216,9 @@ def test_tiny_gpt_matches_onnxruntime(sizes: Dict[str, int], threads: int) -> No
     (logits,), report = _run(m, list(feeds.values()), threads)
     assert f"tanh-Gelus fused {sizes['layers']}" in report, report
     assert "transposes absorbed into products" in report and "products 0," not in report, report
+    # The attention scale sqrt(d / heads) is a power of two for head widths 4, 16, 64, ...
+    scale = math.sqrt(sizes["d"] // sizes["heads"])
+    pow2 = scale == 2.0 ** round(math.log2(scale))
+    assert f"divisions by powers of two made products {sizes['layers'] if pow2 else 0}" in report, report
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_allclose(logits, ref, rtol=1e-4, atol=1e-5)

@@ -8,7 +8,8 @@
 //!   the same attributes (deterministic ops, no control edges) become one;
 //! - Conv+BatchNorm folding ([`crate::fuse::fold_conv_batch_norm`]);
 //! - transformer patterns ([`patterns`]): last-two-dims Transposes absorbed into the matrix
-//!   products they feed, GPT-2's tanh-Gelu written out in element-wise ops replaced by `Gelu`;
+//!   products they feed, GPT-2's tanh-Gelu written out in element-wise ops replaced by `Gelu`,
+//!   divisions by a power-of-two constant made multiplications (same bits);
 //! - dead nodes: nodes the outputs do not need are removed.
 //!
 //! Each keeps what the graph computes; the counts go to the compile report.
@@ -55,6 +56,7 @@ pub struct OptimizeCounts {
     pub dead_removed: usize,
     pub transposes_absorbed: usize,
     pub gelus_fused: usize,
+    pub divisions_to_products: usize,
 }
 
 impl std::fmt::Display for OptimizeCounts {
@@ -63,14 +65,16 @@ impl std::fmt::Display for OptimizeCounts {
             f,
             "identities removed {}, constants folded {}, duplicates merged {}, \
              BatchNorms folded into convolutions {}, dead nodes removed {}, \
-             transposes absorbed into products {}, tanh-Gelus fused {}",
+             transposes absorbed into products {}, tanh-Gelus fused {}, \
+             divisions by powers of two made products {}",
             self.identities_removed,
             self.constants_folded,
             self.duplicates_merged,
             self.batch_norms_folded,
             self.dead_removed,
             self.transposes_absorbed,
-            self.gelus_fused
+            self.gelus_fused,
+            self.divisions_to_products
         )
     }
 }
@@ -254,6 +258,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
     // Before folding: a transposed constant too large to fold is read in place.
     let transposes_absorbed = patterns::absorb_transposes(g)?;
     let gelus_fused = patterns::fuse_tanh_gelu(g)?;
+    let divisions_to_products = patterns::div_to_mul(g)?;
     let constants_folded = fold_constants(g)?;
     let duplicates_merged = merge_duplicates(g)?;
     let batch_norms_folded = crate::fuse::fold_conv_batch_norm(g)?;
@@ -266,6 +271,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
         dead_removed,
         transposes_absorbed,
         gelus_fused,
+        divisions_to_products,
     })
 }
 
@@ -304,6 +310,7 @@ mod tests {
                 dead_removed: 3,
                 transposes_absorbed: 0,
                 gelus_fused: 0,
+                divisions_to_products: 0,
             }
         );
         g.validate().unwrap();

@@ -14,6 +14,10 @@
 //!   GE's Gelu being that function. The fused result is the vectorised Gelu's (3 ulp of the
 //!   formula in f32; see kernels/vmath.rs), not the op-by-op rounding of the unfused chain; the
 //!   two agree within a few ulp where the result is not near zero (tests below).
+//! - **Division by a power of two** (`scores / sqrt(64)` in attention): `Div(x, c)` or
+//!   `RealDiv(x, c)` (ONNX's float Div) with `c` a
+//!   one-element float constant ±2^k (|k| <= 100) becomes `Mul(x, 1/c)`, which gives the same
+//!   bits (both are x·2^-k rounded once), through the cheaper multiplication kernel.
 
 use crate::error::Result;
 use crate::rewrite::{plain, redirect};
@@ -96,6 +100,60 @@ pub(super) fn absorb_transposes(g: &mut Graph) -> Result<usize> {
         }
     }
     Ok(absorbed)
+}
+
+/// Whether `v` is ±2^k with |k| <= 100 (its reciprocal exact in every float dtype's f32
+/// arithmetic).
+fn power_of_two(v: f64) -> bool {
+    let a = v.abs();
+    a.is_normal() && a.log2().fract() == 0.0 && a.log2().abs() <= 100.0
+}
+
+/// Replaces divisions by a power-of-two constant with multiplications by its reciprocal; the
+/// number replaced.
+pub(super) fn div_to_mul(g: &mut Graph) -> Result<usize> {
+    let mut replaced = 0;
+    for id in g.topo_order()? {
+        let n = g.node(id)?;
+        let div = n.op_type == "Div" || n.op_type == "RealDiv";
+        if !div || !plain(n) || n.inputs.len() != 2 || n.outputs.len() != 1 {
+            continue;
+        }
+        let Some(cp) = n.inputs[1].source else {
+            continue;
+        };
+        let Some(t) = producer(g, cp).and_then(Node::const_value) else {
+            continue;
+        };
+        if !matches!(
+            t.desc.dtype,
+            DataType::FLOAT | DataType::FLOAT16 | DataType::BF16 | DataType::DOUBLE
+        ) || t.desc.dtype != n.outputs[0].desc.dtype
+        {
+            continue;
+        }
+        let v = match t.to_f64_vec().ok().as_deref() {
+            Some(&[v]) if power_of_two(v) => v,
+            _ => continue,
+        };
+        // The constant's own shape and dtype, the reciprocal's bytes.
+        let bytes = crate::value::Value::scalar_f64(t.desc.dtype, 1.0 / v)?.to_le_bytes();
+        let recip = es_core::Tensor::new(t.desc.clone(), bytes)?;
+        let c = crate::rewrite::tensor_const(g, &format!("{}_reciprocal", n.name), recip);
+        let cid = g.add_node(c)?;
+        let dst = InPort { node: id, index: 1 };
+        g.remove_data_edge(cp, dst)?;
+        g.add_data_edge(
+            OutPort {
+                node: cid,
+                index: 0,
+            },
+            dst,
+        )?;
+        g.node_mut(id)?.op_type = "Mul".into();
+        replaced += 1;
+    }
+    Ok(replaced)
 }
 
 /// Whether `a` is within 1e-6 relative of `want`.
@@ -506,6 +564,46 @@ mod tests {
             let counts = optimize(&mut g).unwrap();
             assert_eq!(counts.gelus_fused, 0, "miss {miss}");
             assert!(ops(&g).contains(&"Tanh".to_string()));
+        }
+    }
+
+    /// Divisions by ±2^k (2^-100 too) become products with the same bits (subnormal results
+    /// included); by 3 or by a tensor stays a division.
+    #[test]
+    fn power_of_two_divisions_become_exact_products() {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, 0, &[2, 9]);
+        let mut outs = Vec::new();
+        for d in [8.0f32, 0.25, -4.0, 3.0, 2f32.powi(-100)] {
+            let c = konst(&mut b, &[1], &[d]);
+            outs.push(es::div(&mut b, x, c).unwrap());
+        }
+        let c = konst(&mut b, &[], &[16.0f32]);
+        outs.push(es::real_div(&mut b, x, c).unwrap());
+        outs.push(es::div(&mut b, x, x).unwrap());
+        for (i, &y) in outs.iter().enumerate() {
+            b.set_output(y, i).unwrap();
+        }
+        let g = b.build_and_reset().unwrap();
+        let mut h = g.clone();
+        assert_eq!(optimize(&mut h).unwrap().divisions_to_products, 5);
+        assert_eq!(ops(&h).iter().filter(|o| *o == "Div").count(), 2);
+        let mut xv: Vec<f32> = (0..18)
+            .map(|i| (i as f32 * 1.37).sin() * 10f32.powi(i % 7 - 3))
+            .collect();
+        xv[0] = f32::from_bits(3); // a subnormal
+        xv[1] = f32::MAX;
+        let xs = Value::F32(ArrayD::from_shape_vec(IxDyn(&[2, 9]), xv.clone()).unwrap());
+        let p = crate::plan::compile(&g, &signature(std::slice::from_ref(&xs)), None).unwrap();
+        let got = p.execute(vec![xs]).unwrap();
+        for (o, d) in got
+            .iter()
+            .zip([8.0f32, 0.25, -4.0, 3.0, 2f32.powi(-100), 16.0])
+        {
+            let Value::F32(a) = o else { panic!() };
+            for (g, x) in a.iter().zip(&xv) {
+                assert_eq!(g.to_bits(), (x / d).to_bits(), "{x} / {d}");
+            }
         }
     }
 }
