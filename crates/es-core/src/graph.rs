@@ -576,8 +576,18 @@ impl Graph {
 
     /// [`Graph::remove_nodes`], handing each removed node to `take`.
     fn remove_nodes_with(&mut self, ids: &[NodeId], mut take: impl FnMut(Box<Node>)) -> Result<()> {
-        let set: rustc_hash::FxHashSet<NodeId> = ids.iter().copied().collect();
-        if set.len() != ids.len() {
+        // A few nodes (a rewrite's match) are scanned; many are hashed.
+        let hashed: Option<rustc_hash::FxHashSet<NodeId>> =
+            (ids.len() > 16).then(|| ids.iter().copied().collect());
+        let set = |n: &NodeId| match &hashed {
+            Some(h) => h.contains(n),
+            None => ids.contains(n),
+        };
+        let twice = match &hashed {
+            Some(h) => h.len() != ids.len(),
+            None => ids.iter().enumerate().any(|(i, n)| ids[..i].contains(n)),
+        };
+        if twice {
             return Err(Error::value("remove_nodes: a node is listed twice"));
         }
         for &id in ids {
@@ -586,16 +596,16 @@ impl Graph {
         // Edges from producers that stay: unlinked while every node is still in the arena, so
         // that a consumer moved by a removal (possibly one being removed) gets its new place.
         for &id in ids {
-            self.unlink_inputs(id, |p| set.contains(&p));
+            self.unlink_inputs(id, |p| set(&p));
         }
-        let mut neighbours: rustc_hash::FxHashSet<NodeId> = Default::default();
+        let mut neighbours: Vec<NodeId> = Vec::new();
         for &id in ids {
             let Some(node) = self.nodes.remove(id) else {
                 continue;
             };
             self.by_name.remove(&node.name);
             for out in &node.outputs {
-                for c in out.consumers.iter().filter(|c| !set.contains(&c.node)) {
+                for c in out.consumers.iter().filter(|c| !set(&c.node)) {
                     self.unhook_input(*c);
                 }
             }
@@ -603,17 +613,19 @@ impl Graph {
                 node.in_control
                     .iter()
                     .chain(&node.out_control)
-                    .filter(|c| !set.contains(c)),
+                    .filter(|c| !set(c)),
             );
             take(node);
         }
+        neighbours.sort_unstable();
+        neighbours.dedup();
         for c in neighbours {
             if let Some(n) = self.nodes.get_mut(c) {
-                n.in_control.retain(|x| !set.contains(x));
-                n.out_control.retain(|x| !set.contains(x));
+                n.in_control.retain(|x| !set(x));
+                n.out_control.retain(|x| !set(x));
             }
         }
-        self.outputs.retain(|p| !set.contains(&p.node));
+        self.outputs.retain(|p| !set(&p.node));
         let len = self.outputs.len();
         self.missing_outputs.retain(|&i| i < len);
         Ok(())

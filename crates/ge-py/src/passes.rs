@@ -21,13 +21,14 @@ use es_core::pattern::{
 };
 use es_core::{Graph as CoreGraph, InPort, NodeId, OutPort};
 use pass_bridge::{
-    DecomposePass, FusionPass, HookError, HookResult, PassContext as CorePassContext,
+    Decision, DecomposePass, FusionPass, HookError, HookResult, PassContext as CorePassContext,
     PassDescriptor, PassInstance, PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLockWriteGuard};
@@ -246,6 +247,14 @@ guarded! {
 /// Captured tensors of a pattern: (pattern node, output index), in capture order.
 type Captures = Vec<(NodeId, u32)>;
 
+/// What the match views of one pattern share.
+struct PatternMeta {
+    /// Captured (pattern node, output index), in capture order.
+    captures: Captures,
+    /// Pattern inputs (Data nodes) in input-index order.
+    inputs: Vec<NodeId>,
+}
+
 struct PatternState {
     pattern: CorePattern,
     /// Captured tensors: (pattern node, output index), in capture order.
@@ -457,11 +466,9 @@ fn to_pattern(item: &Bound<'_, PyAny>) -> PyResult<(CorePattern, Vec<(NodeId, u3
 /// GE's `MatchResult`: one match, valid during the hook it is passed to.
 #[pyclass(module = "ge._native", frozen)]
 pub struct MatchResult {
-    m: CoreMatchResult,
-    /// Captured (pattern node, output index), in capture order.
-    captures: Vec<(NodeId, u32)>,
-    /// Pattern inputs (Data nodes) in input-index order.
-    pattern_inputs: Vec<NodeId>,
+    m: Arc<CoreMatchResult>,
+    /// Of the matched pattern: its captures and its inputs (shared by all its matches).
+    meta: Arc<PatternMeta>,
     cell: Arc<GraphCell>,
     valid: AtomicBool,
 }
@@ -477,14 +484,14 @@ impl MatchResult {
         GraphSource::Cell(self.cell.clone())
     }
     fn capture_port(&self, i: usize) -> PyResult<OutPort> {
-        let (pn, idx) = *self.captures.get(i).ok_or_else(|| {
+        let (pn, idx) = *self.meta.captures.get(i).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "capture index {i} out of range: the pattern captured {} tensors",
-                self.captures.len()
+                self.meta.captures.len()
             ))
         })?;
         self.m
-            .target_port(&self.pattern_inputs, pn, idx)
+            .target_port(&self.meta.inputs, pn, idx)
             .map_err(PyRuntimeError::new_err)
     }
 }
@@ -510,7 +517,7 @@ guarded! {
         /// Beyond GE: every captured tensor, in capture order.
         fn get_captured_tensors(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
             self.check()?;
-            (0..self.captures.len())
+            (0..self.meta.captures.len())
                 .map(|i| node_io(py, &self.src(), self.capture_port(i)?))
                 .collect()
         }
@@ -535,7 +542,7 @@ guarded! {
         }
         fn get_pattern_graph_name(&self) -> PyResult<String> {
             self.check()?;
-            Ok(self.m.pattern_name.clone())
+            Ok(self.m.pattern_name.to_string())
         }
         /// The match as a `SubgraphBoundary` (its inputs and outputs, in pattern order).
         fn to_boundary(&self, py: Python<'_>) -> PyResult<SubgraphBoundary> {
@@ -969,11 +976,20 @@ impl PyPassCore {
         graph: &mut CoreGraph,
         f: impl FnOnce(Python<'_>, &Self) -> PyResult<R>,
     ) -> HookResult<R> {
+        self.call_hooks(graph, |py, core| f(py, core).map_err(|e| classify(py, e)))
+    }
+
+    /// [`PyPassCore::call`] for an `f` that classifies its Python errors itself.
+    fn call_hooks<R>(
+        &self,
+        graph: &mut CoreGraph,
+        f: impl FnOnce(Python<'_>, &Self) -> HookResult<R>,
+    ) -> HookResult<R> {
         Python::with_gil(|py| {
             std::mem::swap(&mut write_cell(&self.cell).graph, graph);
             let r = f(py, self);
             std::mem::swap(&mut write_cell(&self.cell).graph, graph);
-            r.map_err(|e| classify(py, e))
+            r
         })
     }
 
@@ -1018,8 +1034,9 @@ fn hook_context(py: Python<'_>, ctx: &CorePassContext) -> PyResult<Py<PassContex
 /// Takes back what the hook recorded in its context, and expires the view.
 fn end_hook_context(pyctx: &Py<PassContext>, ctx: &mut CorePassContext) {
     let c = pyctx.get();
-    *ctx = lock(&c.inner).clone();
     c.expired.store(true, Ordering::Release);
+    // Expired: the view is never read again, so its context is moved out, not copied.
+    *ctx = std::mem::take(&mut *lock(&c.inner));
 }
 
 struct PyFusion(PyPassCore);
@@ -1059,7 +1076,7 @@ struct PyPatternPass {
     cfg: CoreMatcherConfig,
     max_rounds: usize,
     /// Per pattern: its captures and its inputs.
-    meta: Vec<(Captures, Vec<NodeId>)>,
+    meta: Vec<Arc<PatternMeta>>,
 }
 
 impl PyPatternPass {
@@ -1067,9 +1084,9 @@ impl PyPatternPass {
         &self,
         py: Python<'_>,
         pattern: usize,
-        m: &CoreMatchResult,
+        m: &Arc<CoreMatchResult>,
     ) -> PyResult<Py<MatchResult>> {
-        let (captures, inputs) = self
+        let meta = self
             .meta
             .get(pattern)
             .cloned()
@@ -1078,12 +1095,34 @@ impl PyPatternPass {
             py,
             MatchResult {
                 m: m.clone(),
-                captures,
-                pattern_inputs: inputs,
+                meta,
                 cell: self.core.cell.clone(),
                 valid: AtomicBool::new(true),
             },
         )
+    }
+
+    /// Calls hook `name(match view, context view)` on the instance (the graph is in the run's
+    /// cell): both views are made for this call and expire after it, as in GE. Hooks are
+    /// called as hook(match_result, context) (the Python classes adapt GE's forms).
+    fn call_hook<'py>(
+        &self,
+        py: Python<'py>,
+        pattern: usize,
+        m: &Arc<CoreMatchResult>,
+        ctx: &mut CorePassContext,
+        name: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mo = self.match_obj(py, pattern, m)?;
+        let pyctx = hook_context(py, ctx)?;
+        let r = self
+            .core
+            .instance
+            .bind(py)
+            .call_method1(name, (mo.clone_ref(py), pyctx.clone_ref(py)));
+        mo.get().valid.store(false, Ordering::Release);
+        end_hook_context(&pyctx, ctx);
+        r
     }
 
     fn hook<R>(
@@ -1095,18 +1134,11 @@ impl PyPatternPass {
         name: &str,
         convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<R>,
     ) -> HookResult<R> {
-        // One GIL acquisition per hook: the match view is made inside the call. Hooks are
-        // called as hook(match_result, context) (the Python classes adapt GE's forms).
-        self.core.call(graph, |py, core| {
-            let mo = self.match_obj(py, pattern, m)?;
-            let pyctx = hook_context(py, ctx)?;
-            let r = core
-                .instance
-                .bind(py)
-                .call_method1(name, (mo.clone_ref(py), pyctx.clone_ref(py)));
-            mo.get().valid.store(false, Ordering::Release);
-            end_hook_context(&pyctx, ctx);
-            convert(&r?)
+        // One GIL acquisition per hook: the match view is made inside the call.
+        let m = Arc::new(m.clone());
+        self.core.call(graph, |py, _| {
+            let r = self.call_hook(py, pattern, &m, ctx, &PyString::intern(py, name))?;
+            convert(&r)
         })
     }
 }
@@ -1128,7 +1160,15 @@ impl PatternFusionPass for PyPatternPass {
         if items.is_empty() {
             return Err(HookError::Failed("patterns() returned no pattern".into()));
         }
-        self.meta = items.iter().map(|(p, c)| (c.clone(), p.inputs())).collect();
+        self.meta = items
+            .iter()
+            .map(|(p, c)| {
+                Arc::new(PatternMeta {
+                    captures: c.clone(),
+                    inputs: p.inputs(),
+                })
+            })
+            .collect();
         Ok(items.into_iter().map(|(p, _)| p).collect())
     }
     fn matcher_config(&self) -> CoreMatcherConfig {
@@ -1157,6 +1197,38 @@ impl PatternFusionPass for PyPatternPass {
     ) -> HookResult<CoreGraph> {
         self.hook(graph, pattern, m, ctx, "replacement", |r| {
             returned_graph(r, "replacement")
+        })
+    }
+    /// One crossing per match: one GIL acquisition, one graph hand-over and one copy of the
+    /// match for both hooks (the outcome is the default `decide`'s).
+    fn decide(
+        &mut self,
+        graph: &mut CoreGraph,
+        pattern: usize,
+        m: &CoreMatchResult,
+        ctx: &mut CorePassContext,
+    ) -> HookResult<Decision> {
+        // One match record shared by both views (each hook still gets its own view).
+        let m = Arc::new(m.clone());
+        self.core.call_hooks(graph, |py, _| {
+            let fail = |e: PyErr| classify(py, e);
+            let ok = self
+                .call_hook(py, pattern, &m, ctx, intern!(py, "meet_requirements"))
+                .and_then(|r| r.is_truthy());
+            match ok.map_err(fail) {
+                Ok(true) => {}
+                Ok(false) => return Ok(Decision::Rejected),
+                Err(HookError::Skip(_)) => return Ok(Decision::Skipped { accepted: false }),
+                Err(e) => return Err(e),
+            }
+            let g = self
+                .call_hook(py, pattern, &m, ctx, intern!(py, "replacement"))
+                .and_then(|r| returned_graph(&r, "replacement"));
+            match g.map_err(fail) {
+                Ok(g) => Ok(Decision::Replace(g)),
+                Err(HookError::Skip(_)) => Ok(Decision::Skipped { accepted: true }),
+                Err(e) => Err(e),
+            }
         })
     }
 }

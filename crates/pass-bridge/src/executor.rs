@@ -318,7 +318,12 @@ pub fn run_pattern_pass(
                     Decision::Replace(g) => g,
                 };
                 stats.matches_accepted += 1;
-                let boundary = m.to_boundary();
+                // The match is not read again: its ports move into the boundary.
+                let boundary = SubgraphBoundary::new(
+                    m.target_nodes(),
+                    std::mem::take(&mut m.inputs),
+                    std::mem::take(&mut m.outputs),
+                );
                 apply(graph, &boundary, replacement, &mut moved).map_err(|e| {
                     HookError::Failed(format!(
                         "cannot replace a match of pattern '{}': {e}",

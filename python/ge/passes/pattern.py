@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union, overload
 
-from ge._native import PassContext, Pattern
+from ge._native import MatchResult, PassContext, Pattern
 from ge.es.graph_builder import GraphBuilder
 from ge.es.tensor_holder import TensorHolder
 from ge.graph import DataType, Format, Graph, Node
@@ -52,6 +52,12 @@ class PatternInputs:
         if type(index) is int:
             t = self._inputs.get(index)
             if t is not None:
+                return t
+            descs = self._descs
+            if index == len(self._inputs) and descs is not None and index < len(descs):
+                # The next input of a replacement (the common case): created here, not in a loop.
+                dt, dims, fmt = descs[index]
+                t = self._inputs[index] = self._builder._create_input(index, None, "Data", dt, fmt, dims)
                 return t
             if index >= 0:  # the next inputs, in index order
                 self._ensure(index + 1)
@@ -241,22 +247,27 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
     @wraps(method)
     def replacement(self: Any, match_result: Any, context: Any = None) -> Graph:
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
-        input_descs = getattr(match_result, "_input_descs", None)
-        descs = input_descs() if input_descs is not None else None
+        if type(match_result) is MatchResult:
+            descs: Optional[List[Tuple[int, List[int], int]]] = match_result._input_descs()
+        else:
+            input_descs = getattr(match_result, "_input_descs", None)
+            descs = input_descs() if input_descs is not None else None
         inputs = PatternInputs(builder, descs)
         if with_match:
             result = method(self, inputs, match_result, context) if with_context else method(self, inputs, match_result)
         else:
             result = method(self, inputs, context) if with_context else method(self, inputs)
-        if isinstance(result, Graph):
-            return result
-        outputs = _outputs(result, "replacement")
         # Every input of the match must exist in the replacement, used or not.
-        if descs:
+        if descs and len(inputs._inputs) < len(descs) and not isinstance(result, Graph):
             inputs._ensure(len(descs))
-        # `_outputs` checked them: set them and build without the public method's checks.
-        for i, t in enumerate(outputs):
-            builder.set_graph_output(t, i)
+        # Outputs checked here: set them and build without the public method's checks.
+        if type(result) is TensorHolder:
+            builder.set_graph_output(result, 0)
+        elif isinstance(result, Graph):
+            return result
+        else:
+            for i, t in enumerate(_outputs(result, "replacement")):
+                builder.set_graph_output(t, i)
         return builder._build_and_reset()
 
     replacement._ge_context_hook = True  # type: ignore[attr-defined]

@@ -652,10 +652,10 @@ impl Ctx<'_> {
                             index: a as u32,
                         })
                         .collect();
-                    captures.insert(pn.name.to_string(), ports);
+                    captures.insert(pn.name.clone(), ports);
                 }
                 Bound::Port(port) => {
-                    captures.insert(pn.name.to_string(), vec![port]);
+                    captures.insert(pn.name.clone(), vec![port]);
                 }
                 Bound::Free => {}
             }
@@ -674,7 +674,7 @@ impl Ctx<'_> {
             .filter_map(|&(q, a)| self.node_of(q).map(|id| OutPort { node: id, index: a }))
             .collect();
         MatchResult {
-            pattern_name: p.graph.name.clone(),
+            pattern_name: p.name.clone(),
             nodes,
             inputs,
             outputs,

@@ -92,6 +92,8 @@ enum Step {
 #[derive(Debug, Clone)]
 pub struct Pattern {
     graph: Graph,
+    /// The graph's name, as each match carries it.
+    name: Name,
     /// Pattern nodes, dense index → id (creation order).
     ids: Vec<NodeId>,
     index: FxHashMap<NodeId, usize>,
@@ -189,6 +191,7 @@ impl Pattern {
             )));
         }
         Ok(Pattern {
+            name: Name::new(&graph.name),
             graph,
             ids,
             index,
@@ -230,7 +233,7 @@ impl Pattern {
 /// One match of a pattern in a target graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchResult {
-    pub pattern_name: String,
+    pub pattern_name: Name,
     /// (pattern node, target node) for every non-Data pattern node, in pattern creation order.
     pub nodes: Vec<(NodeId, NodeId)>,
     /// The target port bound to each pattern input (in input-index order).
@@ -239,7 +242,7 @@ pub struct MatchResult {
     pub outputs: Vec<OutPort>,
     /// Captured tensors by pattern node name: the target ports of that node's outputs (for a
     /// pattern input, the one bound port).
-    pub captures: BTreeMap<String, Vec<OutPort>>,
+    pub captures: BTreeMap<Name, Vec<OutPort>>,
     /// Names of the pattern nodes, parallel to `nodes`.
     pattern_node_names: Vec<Name>,
 }
