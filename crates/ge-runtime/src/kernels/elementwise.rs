@@ -239,7 +239,8 @@ enum Bin {
 }
 
 /// `$zip` with `$f` bound to the element function of op `$op` on `$t`, or, for the integer
-/// divisions that can fail, `$checked` with `$g` bound to the fallible one: what the
+/// divisions that can fail, `$checked` with `$g` bound to the fallible one (a function item, so
+/// it inlines into the element loop: no call per element): what the
 /// allocating kernel and the into-kernel ([`into`]) both compute.
 macro_rules! with_bin {
     ($op:expr, $t:ty, $f:ident => $zip:expr, $g:ident => $checked:expr) => {
@@ -261,19 +262,19 @@ macro_rules! with_bin {
                 $zip
             }
             Bin::Div => {
-                let $g: fn($t, $t) -> Option<$t> = <$t>::div;
+                let $g = <$t as $crate::kernels::elementwise::Arith>::div;
                 $checked
             }
             Bin::FloorDiv => {
-                let $g: fn($t, $t) -> Option<$t> = <$t>::floor_div;
+                let $g = <$t as $crate::kernels::elementwise::Arith>::floor_div;
                 $checked
             }
             Bin::FloorMod => {
-                let $g: fn($t, $t) -> Option<$t> = <$t>::floor_mod;
+                let $g = <$t as $crate::kernels::elementwise::Arith>::floor_mod;
                 $checked
             }
             Bin::Mod => {
-                let $g: fn($t, $t) -> Option<$t> = <$t>::trunc_mod;
+                let $g = <$t as $crate::kernels::elementwise::Arith>::trunc_mod;
                 $checked
             }
             // NaN wins, as in numpy (`partial_cmp` of NaN with itself is None).
