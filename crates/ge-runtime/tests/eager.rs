@@ -310,8 +310,10 @@ fn a_folded_batch_norm_keeps_whole_graph_compiles() {
         (0..36).map(|i| (i as f32 * 0.37).sin()).collect(),
         vec![2, 2, 3, 3],
     );
-    let mut args = es_core::OpArgs::default();
-    args.inputs = vec![vec![Some(x)], vec![Some(w)], vec![None], vec![None]];
+    let mut args = es_core::OpArgs {
+        inputs: vec![vec![Some(x)], vec![Some(w)], vec![None], vec![None]],
+        ..Default::default()
+    };
     for (k, v) in [("strides", vec![1i64, 1, 1, 1]), ("pads", vec![1, 1, 1, 1])] {
         args.attrs.insert(k.into(), es_core::AttrValue::from(v));
     }
@@ -332,8 +334,10 @@ fn a_folded_batch_norm_keeps_whole_graph_compiles() {
         p(&mut b, [0.3, -0.1]),
         p(&mut b, [2.0, 0.7]),
     ];
-    let mut args = es_core::OpArgs::default();
-    args.inputs = ins.into_iter().map(|p| vec![Some(p)]).collect();
+    let mut args = es_core::OpArgs {
+        inputs: ins.into_iter().map(|p| vec![Some(p)]).collect(),
+        ..Default::default()
+    };
     args.attrs
         .insert("is_training".into(), es_core::AttrValue::from(false));
     args.attrs.insert(

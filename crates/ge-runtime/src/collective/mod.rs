@@ -297,7 +297,7 @@ pub fn set_timeout(d: Duration) {
 /// A timeout in seconds (decimals allowed); 0 is no timeout (HCCL's meaning of 0).
 pub fn parse_timeout(v: &str, from: &str) -> Result<Duration> {
     match v.trim().parse::<f64>() {
-        Ok(s) if s == 0.0 => Ok(Duration::MAX),
+        Ok(0.0) => Ok(Duration::MAX),
         Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(Duration::from_secs_f64(s)),
         _ => Err(Error::Option(format!(
             "{from} must be a number of seconds (0 or more; 0 waits without a limit), got '{v}'"
