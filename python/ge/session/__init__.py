@@ -30,12 +30,12 @@ from GE's option checker). ge-rs interprets its own:
 - ``ge.exec.deviceId`` (also GE's): the ACL device number (default 0);
 - ``ge.graphMode``: ``on`` (default; ``GE_GRAPH_MODE`` sets the default) captures an execution plan
   per input signature (dtypes and shapes) and replays it from an LRU cache; ``off`` runs eagerly,
-  compiling and running node by node on every run;
+  node by node, each node's compile kept per input signature (docs/running.md);
 - ``ge.graphCacheCapacity``: plans kept per graph (default 12, or ``GE_GRAPH_CACHE_CAPACITY``);
 - ``ge.threads``: threads a run's kernels may use for large work (matrix products, convolutions,
   large element-wise ops, row-wise normalisations; default: the machine's available parallelism,
-  or ``GE_THREADS``). A run executes on the calling thread; large kernels hand their work to a
-  pool of that many threads;
+  or ``GE_THREADS``). A run executes on the calling thread, which then works as the first thread of
+  its own pool of that many threads; large kernels split their work across the pool;
 - ``ge.memoryLimit``: bytes (a positive integer) or a percentage of the physical memory
   (``"50%"``); default 80% of the memory available when the session is created (``MemAvailable``
   of ``/proc/meminfo``; no limit where that cannot be read), or ``GE_MEMORY_LIMIT``. A compiled
