@@ -140,9 +140,8 @@ mod _native {
 
     #[pymodule_export]
     use crate::session::{
-        _acl_op_types, _collective_world, _cpu_kernel_op_types, _register_kernel,
-        _session_option_keys,
-        _unregister_kernel, SessionCore,
+        _acl_op_types, _collective_world, _cpu_kernel_op_types, _launched_world_size,
+        _register_kernel, _session_option_keys, _unregister_kernel, SessionCore,
     };
 
     #[pymodule_export]

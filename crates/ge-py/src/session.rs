@@ -289,6 +289,15 @@ guarded! {
 }
 
 guarded! {
+    /// The world size an MPI launcher announced in the environment (`PMI_SIZE`, ...), or None
+    /// when no launcher started this process.
+    #[pyfunction]
+    pub fn _launched_world_size() -> Option<usize> {
+        ge_runtime::collective::launched_size().map(|(n, _)| n)
+    }
+}
+
+guarded! {
     /// The option keys a session or graph accepts.
     #[pyfunction]
     pub fn _session_option_keys() -> Vec<&'static str> {

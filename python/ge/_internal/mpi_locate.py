@@ -1,8 +1,8 @@
 """Finds the MPI library for the native core before it first needs it (imported by ``ge``'s
-``__init__``; only ``os`` and ``sys``, so ``import ge`` stays cheap).
+``__init__``; only ``os``, ``sys`` and the native module, so ``import ge`` stays cheap).
 
 Under a launcher (``mpiexec``/``mpirun``: ``PMI_SIZE``, ``OMPI_COMM_WORLD_SIZE``, ``PMIX_SIZE`` or
-``MPI_LOCALNRANKS`` in the environment) and without ``GE_MPI_LIBRARY`` set, this sets
+``MPI_LOCALNRANKS`` in the environment, as the native core reads them) and without ``GE_MPI_LIBRARY`` set, this sets
 ``GE_MPI_LIBRARY`` to the ``libmpi`` of the ``mpich`` wheel (``pip install ge-rs[mpi]``), which
 installs it into ``<prefix>/lib``. A libmpi already loaded in the process (mpi4py imported before
 the first collective) is found by the native core itself and wins over ``GE_MPI_LIBRARY``: one
@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-#: The environment variables a launcher sets to the world size.
-LAUNCH_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
+from ge import _native
 
 #: The library names tried in each directory, MPICH's ABI first.
 LIBRARY_NAMES = ("libmpi.so.12", "libmpi.so")
@@ -23,7 +22,7 @@ LIBRARY_NAMES = ("libmpi.so.12", "libmpi.so")
 
 def launched() -> bool:
     """Whether a launcher started this process (any world size)."""
-    return any(os.environ.get(k) for k in LAUNCH_VARS)
+    return _native._launched_world_size() is not None
 
 
 def candidate_dirs() -> list:
