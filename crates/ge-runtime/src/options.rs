@@ -28,9 +28,6 @@ pub struct Options {
     /// The most bytes a plan may need at its peak, and one buffer may take, in a run
     /// (`ge.memoryLimit`; default [`default_memory_limit`]).
     pub memory_limit: u64,
-    /// How long a collective waits for the other ranks (`ge.exec.hcclExecuteTimeOut`, GE's
-    /// option, in seconds; default [`crate::collective::timeout`]).
-    pub collective_timeout: Option<std::time::Duration>,
     /// GE's rank table (`ge.exec.rankTableFile`), checked against the MPI world.
     pub rank_table_file: Option<String>,
     /// This process's rank as GE's option gives it (`ge.exec.rankId`), checked against MPI's.
@@ -170,7 +167,6 @@ impl Options {
             threads,
             device_id: 0,
             memory_limit,
-            collective_timeout: None,
             rank_table_file: None,
             rank_id: None,
         })
@@ -210,10 +206,10 @@ impl Options {
                         }
                     }
                 }
+                // Process-wide, as HCCL's timeout is: the value given last, at any level, holds
+                // for every collective of the process (crate::collective::timeout).
                 "ge.exec.hcclExecuteTimeOut" => {
-                    let d = crate::collective::parse_timeout(v, k)?;
-                    crate::collective::set_timeout(d);
-                    o.collective_timeout = Some(d);
+                    crate::collective::set_timeout(crate::collective::parse_timeout(v, k)?)
                 }
                 "ge.exec.rankTableFile" => o.rank_table_file = Some(v.clone()),
                 "ge.exec.rankId" => {
