@@ -4,12 +4,14 @@ and the model commands ``ge convert MODEL -o OUT``,
 ``ge run MODEL [--input NAME=FILE.npy ...] [--device cpu|acl|auto] [--mode eager|graph] [--repeat N]``,
 ``ge show MODEL [--svg OUT.svg]``, ``ge compile --model M --framework 5 --output OUT [--input_shape ...]
 [--soc_version V]`` (atc's flags; writes ``OUT.om``, which ``ge run OUT.om`` runs without compiling
-again) (see ``ge._model_cli``)."""
+again) (see ``ge._model_cli``), and ``ge launch -n N [--hosts FILE] (PROG.py | -m MODULE) [ARGS...]``,
+which runs a program on N ranks with MPI's launcher (see :func:`launch`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -47,6 +49,65 @@ def show(op: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def add_launch_parser(sub: Any) -> None:
+    lp = sub.add_parser("launch", help="run a program on N ranks with MPI's launcher (mpiexec)",
+                        usage="ge launch -n N [--hosts FILE] (PROG.py | -m MODULE) [ARGS...]",
+                        description="Runs `mpiexec -n N [-f FILE] python PROG.py ARGS...` with this Python "
+                                    "and the mpi extra's mpiexec (pip install ge-rs[mpi]); its exit status "
+                                    "is mpiexec's. See docs/distributed.md.")
+    lp.add_argument("-n", dest="ranks", type=int, required=True, metavar="N", help="the number of ranks")
+    lp.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                    help="MPICH's host file (mpiexec -f): one machine per line, host[:slots]")
+    lp.add_argument("-m", dest="module", nargs=argparse.REMAINDER, default=None, metavar="MODULE [ARGS...]",
+                    help="run a module, as python -m (what follows it is the module's arguments)")
+    lp.add_argument("program", nargs=argparse.REMAINDER, metavar="PROG.py [ARGS...]",
+                    help="the program and its arguments (ge launch's own options come before it)")
+
+
+def launch_command(a: argparse.Namespace, mpiexec: str) -> List[str]:
+    """The launcher's command line for ``ge launch``'s arguments `a` (raises ValueError for
+    arguments it cannot run)."""
+    if a.ranks < 1:
+        raise ValueError(f"-n {a.ranks}: the number of ranks must be at least 1")
+    cmd = [mpiexec, "-n", str(a.ranks)]
+    if a.hosts is not None:
+        if not a.hosts.is_file():
+            raise ValueError(f"--hosts {a.hosts}: no such file")
+        cmd += ["-f", str(a.hosts)]
+    cmd.append(sys.executable)
+    if a.module is not None:
+        if not a.module:
+            raise ValueError("-m needs a module name")
+        return cmd + ["-m", *a.module]
+    if not a.program:
+        raise ValueError("launch needs a program (PROG.py [ARGS...]) or -m MODULE")
+    if not os.path.isfile(a.program[0]):
+        raise ValueError(f"{a.program[0]}: no such file")
+    return cmd + a.program
+
+
+def launch(a: argparse.Namespace) -> int:
+    """``ge launch``: replaces this process with MPI's launcher running this Python on the
+    program (so the launcher's exit status, a failing rank's, is the command's). Not a process
+    manager of its own: mpiexec starts, watches and ends the ranks."""
+    from ge._internal import mpi_locate
+
+    mpiexec = mpi_locate.find_launcher()
+    if mpiexec is None:
+        print("ge: launch: MPI's launcher (mpiexec) was not found beside this Python or on PATH; "
+              "install the mpi extra: pip install ge-rs[mpi]", file=sys.stderr)
+        return 1
+    try:
+        cmd = launch_command(a, mpiexec)
+    except ValueError as e:
+        print(f"ge: launch: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(mpiexec, cmd)
+    return 1  # not reached: execv returns only by raising
+
+
 def main(argv: Optional[List[str]] = None, prog: Optional[str] = None) -> int:
     ap = argparse.ArgumentParser(prog=prog or "ge", description="ge-rs command line")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -65,7 +126,10 @@ def main(argv: Optional[List[str]] = None, prog: Optional[str] = None) -> int:
     from ge import _model_cli
 
     _model_cli.add_parsers(sub)
+    add_launch_parser(sub)
     a = ap.parse_args(argv)
+    if a.cmd == "launch":
+        return launch(a)
     if a.cmd in ("convert", "run", "show", "compile"):
         return _model_cli.main(a)
 

@@ -48,6 +48,28 @@ def find_library() -> "str | None":
     return None
 
 
+def launcher_search_path() -> str:
+    """Where :func:`find_launcher` looks, as a ``PATH``-style string: ``bin`` under this Python's
+    prefixes and the user base (where the ``mpich`` wheel installs ``mpiexec``), the directory
+    of this Python, then ``PATH``."""
+    dirs = [os.path.join(os.path.dirname(d), "bin") for d in candidate_dirs()]
+    dirs.append(os.path.dirname(sys.executable))
+    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    unique = []
+    for d in dirs:
+        if d not in unique:
+            unique.append(d)
+    return os.pathsep.join(unique)
+
+
+def find_launcher(search_path: "str | None" = None) -> "str | None":
+    """The path of MPI's launcher (``mpiexec``) on `search_path` (default:
+    :func:`launcher_search_path`), or None."""
+    import shutil
+
+    return shutil.which("mpiexec", path=launcher_search_path() if search_path is None else search_path)
+
+
 def prepare() -> None:
     """Sets ``GE_MPI_LIBRARY`` when launched by MPI and it is unset (see the module's text)."""
     if os.environ.get("GE_MPI_LIBRARY") or not launched():
