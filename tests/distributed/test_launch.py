@@ -32,6 +32,11 @@ def test_two_ranks_run_the_program_with_its_arguments_and_an_all_reduce():
     assert sorted(lines(r.stdout, "RANK")) == ["0 2 -n 5 --flag", "1 2 -n 5 --flag"]
     # (0, 1, 2) + rank summed over ranks 0 and 1.
     assert sorted(lines(r.stdout, "SUM")) == ["0 1.0 3.0 5.0", "1 1.0 3.0 5.0"]
+    # The compile report at 2 ranks: 12 bytes, each rank sends 2 * 1/2 of them (ring all-reduce).
+    reports = sorted(lines(r.stdout, "REPORT"))
+    assert [x.split("'", 2)[::2] for x in reports] == [
+        [f"{q} HcomAllReduce ", ": group hccl_world_group (2 ranks), reduction sum, DT_FLOAT [3]; "
+                                "per rank: 12 bytes in, 12 bytes out, 12 bytes moved"] for q in range(2)], reports
 
 
 @needs_mpiexec

@@ -56,6 +56,6 @@ mod test_common;
 pub use backend::{Backend, BackendPlan, CpuBackend};
 pub use error::{Error, Result};
 pub use ndarray;
-pub use plan::{CompileReport, Plan, Signature};
+pub use plan::{CollectiveReport, CompileReport, Plan, Signature};
 pub use session::{CacheStats, Device, Options, Session};
 pub use value::Value;

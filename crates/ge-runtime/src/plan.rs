@@ -74,7 +74,153 @@ pub struct CompileReport {
     pub planned_nodes: usize,
     /// The plan's memory plan (None for a backend that does not make one).
     pub memory: Option<MemoryPlan>,
+    /// The graph's collectives (HCCL's `Hcom*` operators), in plan order.
+    pub collectives: Vec<CollectiveReport>,
     pub elapsed: Duration,
+}
+
+/// One collective of a compiled graph as the compile report lists it: the operator, its group,
+/// reduction or root, each input's dtype and shape, and the bytes it moves per rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveReport {
+    pub node: String,
+    pub op: String,
+    pub group: String,
+    /// The reduction (`sum`, `prod`, `max`, `min`) of an all-reduce or reduce-scatter.
+    pub reduction: Option<String>,
+    /// The root of a broadcast.
+    pub root_rank: Option<i64>,
+    /// The ranks of its group: `rank_size` where the node has it, else the world's size for
+    /// `hccl_world_group` (None where neither is known).
+    pub ranks: Option<usize>,
+    /// Each input's dtype and shape.
+    pub inputs: Vec<(DataType, Shape)>,
+    /// The bytes of its inputs and of its outputs on each rank (None where a shape is unknown).
+    pub input_bytes: Option<u64>,
+    pub output_bytes: Option<u64>,
+    /// The bytes each rank sends for it with the ring algorithms (NCCL's bus bytes):
+    /// all-reduce 2 (n - 1) / n of its input, all-gather (n - 1) / n of its output,
+    /// reduce-scatter (n - 1) / n of its input, broadcast its inputs (0 on one rank), a send
+    /// its input, a receive nothing. None for an operator without a rule here (an
+    /// all-to-all-v: its counts are data) or where sizes are unknown.
+    pub moved_bytes: Option<u64>,
+}
+
+impl CollectiveReport {
+    /// The entry of node `id` of `g` (shapes inferred), or None when it is not a collective.
+    /// `world`: the size of `hccl_world_group`.
+    pub fn of_node(g: &Graph, id: NodeId, world: Option<usize>) -> Result<Option<Self>> {
+        let node = g.node(id)?;
+        if !node.op_type.starts_with("Hcom") {
+            return Ok(None);
+        }
+        let text = |k: &str| match node.attr(k) {
+            Some(es_core::AttrValue::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let int = |k: &str| match node.attr(k) {
+            Some(es_core::AttrValue::Int(n)) => Some(*n),
+            _ => None,
+        };
+        let group = text("group").unwrap_or_else(|| kernels::WORLD_GROUP.to_string());
+        let ranks = match int("rank_size") {
+            Some(n) if n > 0 => Some(n as usize),
+            _ if group == kernels::WORLD_GROUP => world,
+            _ => None,
+        };
+        let bytes = |d: &es_core::TensorDesc| {
+            let n = usize::try_from(d.shape.num_elements()?).ok()?;
+            d.dtype.bytes_for(n).map(|b| b as u64)
+        };
+        let mut inputs = Vec::new();
+        let mut input_bytes = Some(0u64);
+        for i in 0..node.inputs.len() {
+            let Some(p) = g.producer(id, i)? else {
+                continue;
+            };
+            let d = g.out_desc(p)?;
+            inputs.push((d.dtype, d.shape.clone()));
+            input_bytes = input_bytes.zip(bytes(d)).map(|(a, b)| a + b);
+        }
+        let output_bytes = node
+            .outputs
+            .iter()
+            .try_fold(0u64, |a, o| Some(a + bytes(&o.desc)?));
+        let op = node.op_type.to_string();
+        let share = |b: Option<u64>, twice: bool| {
+            let n = ranks? as u64;
+            let k = if twice { 2 } else { 1 };
+            b.map(|b| k * (n - 1) * b / n)
+        };
+        let moved_bytes = match op.as_str() {
+            "HcomAllReduce" => share(input_bytes, true),
+            "HcomAllGather" => share(output_bytes, false),
+            "HcomReduceScatter" => share(input_bytes, false),
+            "HcomBroadcast" => ranks.and_then(|n| if n > 1 { input_bytes } else { Some(0) }),
+            "HcomSend" => input_bytes,
+            "HcomReceive" => Some(0),
+            _ => None,
+        };
+        Ok(Some(CollectiveReport {
+            node: node.name.to_string(),
+            reduction: text("reduction"),
+            root_rank: int("root_rank").filter(|_| op == "HcomBroadcast"),
+            op,
+            group,
+            ranks,
+            inputs,
+            input_bytes,
+            output_bytes,
+            moved_bytes,
+        }))
+    }
+}
+
+impl std::fmt::Display for CollectiveReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opt = |b: Option<u64>| b.map_or_else(|| "?".to_string(), |b| b.to_string());
+        write!(f, "{} '{}': group {}", self.op, self.node, self.group)?;
+        if let Some(n) = self.ranks {
+            write!(f, " ({n} ranks)")?;
+        }
+        if let Some(r) = &self.reduction {
+            write!(f, ", reduction {r}")?;
+        }
+        if let Some(r) = self.root_rank {
+            write!(f, ", root {r}")?;
+        }
+        let ins: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|(dt, s)| format!("{dt} {s}"))
+            .collect();
+        write!(
+            f,
+            ", {}; per rank: {} bytes in, {} bytes out, {} bytes moved",
+            ins.join(", "),
+            opt(self.input_bytes),
+            opt(self.output_bytes),
+            opt(self.moved_bytes)
+        )
+    }
+}
+
+/// The collectives of `g` (shapes inferred), in the order the plan runs them.
+fn collectives_of(g: &Graph) -> Result<Vec<CollectiveReport>> {
+    if !g.iter().any(|(_, n)| n.op_type.starts_with("Hcom")) {
+        return Ok(Vec::new());
+    }
+    let mut world = None;
+    let mut out = Vec::new();
+    for id in crate::optimize::needed_nodes(g)? {
+        if !g.node(id)?.op_type.starts_with("Hcom") {
+            continue;
+        }
+        // The kernels asked for the world when they were built: this is a lookup.
+        let w = *world.get_or_insert_with(|| crate::collective::world().ok().map(|c| c.size()));
+        out.extend(CollectiveReport::of_node(g, id, w)?);
+    }
+    Ok(out)
 }
 
 impl CompileReport {
@@ -122,6 +268,12 @@ impl std::fmt::Display for CompileReport {
             }
         }
         write!(f, "  planned nodes: {}", self.planned_nodes)?;
+        if !self.collectives.is_empty() {
+            write!(f, "\n  collectives: {}", self.collectives.len())?;
+            for c in &self.collectives {
+                write!(f, "\n    {c}")?;
+            }
+        }
         if let Some(m) = &self.memory {
             write!(f, "\n  {m}")?;
         }
@@ -378,6 +530,7 @@ pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
     let before = p.graph.node_count();
     let mut plan = build(&p.graph, &p.data, sig.clone())?;
     p.report.memory = Some(plan.memory.clone());
+    p.report.collectives = collectives_of(&p.graph)?;
     p.report.finish_plan(
         before,
         plan.steps.len(),
