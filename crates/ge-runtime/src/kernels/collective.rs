@@ -19,6 +19,7 @@ use crate::collective::{world, Communicator, Elem, ReduceOp, INSTALL_HINT};
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// GE's group of every rank.
@@ -160,7 +161,7 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
         }
         Kind::AllGather => {
             let x = xs[0];
-            let send = x.to_le_bytes();
+            let send = le_bytes(x).map_or_else(|| x.to_le_bytes().into(), Cow::Borrowed);
             let mut recv = vec![0u8; send.len() * comm.size()];
             comm.all_gather(&send, &mut recv)?;
             let mut dims = x.shape().to_vec();
@@ -169,7 +170,12 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
         }
         Kind::Broadcast(root) => xs
             .iter()
-            .map(|x| {
+            .map(|&x| {
+                let mut y = x.clone();
+                if let Some(bytes) = le_bytes_mut(&mut y) {
+                    comm.broadcast(bytes, root)?;
+                    return Ok(y);
+                }
                 let mut bytes = x.to_le_bytes();
                 comm.broadcast(&mut bytes, root)?;
                 Value::from_le_bytes(x.dtype(), x.shape(), &bytes)
@@ -205,19 +211,62 @@ fn reduce(
     let elem =
         elem_of(dt).ok_or_else(|| Error::unsupported(format!("a collective reduction of {dt}")))?;
     let wide = matches!(dt, DataType::FLOAT16 | DataType::BF16);
-    let src = if wide {
+    let mut src = if wide {
         x.cast(DataType::FLOAT)?
     } else {
         x.clone()
     };
-    let mut bytes = src.to_le_bytes();
-    let (dims, out) = f(&mut bytes, elem)?;
-    let v = Value::from_le_bytes(src.dtype(), &dims, out.as_deref().unwrap_or(&bytes))?;
+    // In place on the copy where its elements are one block (no copy in or out of bytes).
+    let v = if let Some(bytes) = le_bytes_mut(&mut src) {
+        match f(bytes, elem)? {
+            (dims, Some(out)) => Value::from_le_bytes(src.dtype(), &dims, &out)?,
+            (dims, None) if dims == src.shape() => src,
+            (dims, None) => Value::from_le_bytes(src.dtype(), &dims, &src.to_le_bytes())?,
+        }
+    } else {
+        let mut bytes = src.to_le_bytes();
+        let (dims, out) = f(&mut bytes, elem)?;
+        Value::from_le_bytes(src.dtype(), &dims, out.as_deref().unwrap_or(&bytes))?
+    };
     if wide {
         v.cast(dt)
     } else {
         Ok(v)
     }
+}
+
+/// The bytes of `v`'s elements where they are plain numbers in one row-major block and the
+/// machine is little-endian: what [`Value::to_le_bytes`] copies, without the copy. None
+/// otherwise (the callers then copy).
+fn le_bytes(v: &Value) -> Option<&[u8]> {
+    macro_rules! pod {
+        ($($var:ident),*) => {
+            match v {
+                $(Value::$var(a) => a.as_slice().map(|s| bytemuck::cast_slice(s)),)*
+                _ => None,
+            }
+        };
+    }
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    pod!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
+}
+
+/// [`le_bytes`] to write: a collective works in place on a tensor it owns.
+fn le_bytes_mut(v: &mut Value) -> Option<&mut [u8]> {
+    macro_rules! pod {
+        ($($var:ident),*) => {
+            match v {
+                $(Value::$var(a) => a.as_slice_mut().map(|s| bytemuck::cast_slice_mut(s)),)*
+                _ => None,
+            }
+        };
+    }
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    pod!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
 }
 
 /// Words in each rank's descriptor.
@@ -372,5 +421,37 @@ mod tests {
         assert_eq!(y.to_f64_vec(), vec![3.0, -4.0]);
         let s = Value::Bool(ArrayD::from_elem(vec![1], true));
         assert!(reduce(&s, |_, _| Ok((vec![1], None))).is_err());
+    }
+
+    #[test]
+    fn reductions_in_place_equal_the_copies_of_bytes() {
+        // A row-major tensor is reduced in place; a transposed one (not one row-major block)
+        // through its bytes: both give what reducing `to_le_bytes` gives, bit for bit.
+        let a = ArrayD::from_shape_fn(vec![3, 5], |i| (i[0] * 5 + i[1]) as f32 * 0.37 - 2.0);
+        let t = Value::F32(a.clone().reversed_axes());
+        let x = Value::F32(a);
+        assert!(le_bytes(&x).is_some() && le_bytes(&t).is_none());
+        assert_eq!(le_bytes(&x).unwrap(), &x.to_le_bytes()[..]);
+        for v in [&x, &t, &x.cast(DataType::FLOAT16).unwrap()] {
+            let double = |bytes: &mut [u8], elem: Elem| {
+                let copy = bytes.to_vec();
+                ReduceOp::Sum.apply(elem, bytes, &copy);
+                Ok((v.shape().to_vec(), None))
+            };
+            let y = reduce(v, double).unwrap();
+            let want = v.to_f64_vec().iter().map(|e| e * 2.0).collect::<Vec<_>>();
+            assert_eq!((y.dtype(), y.shape()), (v.dtype(), v.shape()));
+            assert_eq!(y.to_f64_vec(), want);
+        }
+        // A result of other dims, or written elsewhere.
+        let r = reduce(&x, |bytes, _| Ok((vec![15], Some(bytes[..60].to_vec())))).unwrap();
+        assert_eq!((r.shape(), r.to_f64_vec()), (&[15][..], x.to_f64_vec()));
+        let r = reduce(&x, |_, _| Ok((vec![5, 3], None))).unwrap();
+        assert_eq!((r.shape(), r.to_f64_vec()), (&[5, 3][..], x.to_f64_vec()));
+        let i = Value::I64(ArrayD::from_shape_fn(vec![4], |i| i[0] as i64));
+        let mut j = i.clone();
+        le_bytes_mut(&mut j).unwrap()[0] = 7;
+        assert_eq!(j.to_f64_vec(), vec![7.0, 1.0, 2.0, 3.0]);
+        assert!(le_bytes(&Value::Bool(ArrayD::from_elem(vec![2], true))).is_none());
     }
 }
