@@ -134,8 +134,11 @@ fn gen_op(op: &Value, out: &mut String) {
         let _ = writeln!(out, "}}\n");
     }
     // Outputs.
-    let multi = outputs.len() != 1;
-    let out_ty = if multi {
+    let multi = outputs.len() > 1;
+    // No output (HcomSend): the node itself, for control edges (GE's handle on the node).
+    let out_ty = if outputs.is_empty() {
+        "NodeId".to_string()
+    } else if multi {
         let t = format!("{name}Outputs");
         let _ = writeln!(
             out,
@@ -244,7 +247,9 @@ fn gen_op(op: &Value, out: &mut String) {
     }
     let _ = writeln!(out, "    let node_ = builder.add_op(\"{name}\", args_)?;");
     // What the function returns: the struct of the output ports, or the one port.
-    let ret = if multi {
+    let ret = if outputs.is_empty() {
+        "node_".to_string()
+    } else if multi {
         let _ = writeln!(out, "    let ports_ = ports_by_ir(builder, node_)?;");
         let mut fields = String::new();
         for (k, o) in outputs.iter().enumerate() {

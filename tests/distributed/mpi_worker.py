@@ -17,7 +17,7 @@ if "--mpi4py" in sys.argv:  # mpi4py first: ge-rs shares its MPI
 
 import ge.distributed
 import numpy as np
-from ge.es import GraphBuilder
+from ge.es import GraphBuilder, control_dependency_scope
 from ge.es import all as es
 from ge.graph import DataType, Tensor
 from ge.session import Session
@@ -208,8 +208,189 @@ def with_mpi4py():
         np.testing.assert_array_equal(run(g, [x])[0], mine)
 
 
+def i64(v) -> np.ndarray:
+    return np.asarray(v, np.int64)
+
+
+def exclusive_cumsum(v: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(v)[:-1]]).astype(np.int64)
+
+
+def moe_ep():
+    """Expert parallel: one expert per rank. Every rank routes its tokens to the experts' ranks
+    with HcomAllToAllV (the receive counts themselves exchanged in the graph by an all-to-all-v
+    of the send counts), multiplies what it got by its expert's weight, and routes the rows back
+    with a second HcomAllToAllV. Equal to the single-process computation in numpy, token by
+    token; run twice with other routings in one compiled graph (the shapes change per run)."""
+    tokens, h = 5, 4
+    rng = np.random.default_rng(21)
+    w = rng.standard_normal((SIZE, h, h)).astype(np.float32)  # expert e's weight, on rank e
+    b = GraphBuilder("moe")
+    x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[-1])
+    sc = b.create_input(1, data_type=DataType.DT_INT64, shape=[SIZE])
+    sd = b.create_input(2, data_type=DataType.DT_INT64, shape=[SIZE])
+    wr = b.create_input(3, data_type=DataType.DT_FLOAT, shape=[h, h])
+    ones = b.create_const(np.ones(SIZE, np.int64), DataType.DT_INT64)
+    each = b.create_const(np.arange(SIZE, dtype=np.int64), DataType.DT_INT64)
+    rc = es.HcomAllToAllV(sc, ones, each, ones, each, group=WORLD)  # what each rank sends here
+    rd = es.Cumsum(rc, b.create_const(np.array(0, np.int32), DataType.DT_INT32), exclusive=True)
+    got = es.HcomAllToAllV(x, sc, sd, rc, rd, group=WORLD)
+    rows = es.Reshape(got, b.create_const(np.array([-1, h], np.int64), DataType.DT_INT64))
+    y = es.Reshape(es.MatMulV2(rows, wr), b.create_const(np.array([-1], np.int64), DataType.DT_INT64))
+    back = es.HcomAllToAllV(y, rc, rd, sc, sd, group=WORLD)
+    s = Session({})
+    s.add_graph(1, b.build_and_reset([back, rc]))
+    for step in range(2):
+        r = np.random.default_rng(100 + step)
+        toks = r.standard_normal((SIZE, tokens, h)).astype(np.float32)
+        expert = r.integers(0, SIZE, size=(SIZE, tokens))
+        order = np.argsort(expert[RANK], kind="stable")
+        counts = np.bincount(expert[RANK], minlength=SIZE) * h
+        feeds = [toks[RANK][order].reshape(-1), i64(counts), exclusive_cumsum(counts), w[RANK]]
+        out, recv_counts = [t.numpy() for t in s.run_graph(1, [Tensor(np.ascontiguousarray(f)) for f in feeds])]
+        want_rc = [np.count_nonzero(expert[q] == RANK) * h for q in range(SIZE)]
+        np.testing.assert_array_equal(recv_counts, want_rc)
+        mine = np.empty((tokens, h), np.float32)
+        mine[order] = out.reshape(tokens, h)
+        want = np.stack([toks[RANK][t] @ w[expert[RANK][t]] for t in range(tokens)])
+        np.testing.assert_allclose(mine, want, rtol=1e-5, atol=1e-5)
+
+
+def a2a_mismatch():
+    """Rank 0 expects one element more from the last rank than it sends: every rank raises the
+    same error naming the pair; the world still works afterwards."""
+    n = SIZE
+    x = np.arange(n, dtype=np.float32) + 10 * RANK
+    sc = np.ones(n, np.int64)
+    rc = sc.copy()
+    if RANK == 0:
+        rc[n - 1] = 2
+    feeds = [x, sc, np.arange(n, dtype=np.int64), rc, exclusive_cumsum(rc)]
+    g = graph_of("a2a", feeds, lambda b, *hs: es.HcomAllToAllV(*hs, group=WORLD))
+    try:
+        run(g, feeds)
+    except ge.GeError as e:
+        say("ERROR", e)
+    else:
+        raise AssertionError("the count mismatch was not detected")
+    rc[:] = 1
+    feeds[3], feeds[4] = rc, exclusive_cumsum(rc)
+    got = run(g, feeds)[0]
+    np.testing.assert_array_equal(got, np.array([RANK + 10 * q for q in range(n)], np.float32))
+
+
+def p2p_graph(name, x, build):
+    b = GraphBuilder(name)
+    h = b.create_input(0, data_type=dt_of(x), shape=list(x.shape))
+    return b.build_and_reset(build(b, h))
+
+
+def send_then_receive(b, h, dest, src, tag_out, tag_in, like, group=WORLD):
+    """HcomSend of h, then (a control dependency) the HcomReceive of a tensor like `like`."""
+    send = es.HcomSend(h, group=group, sr_tag=tag_out, dest_rank=dest)
+    with control_dependency_scope([send]):
+        return es.HcomReceive(b, group=group, sr_tag=tag_in, src_rank=src, shape=list(like.shape),
+                              dtype=dt_of(like))
+
+
+def p2p():
+    """Ping-pong between pairs of ranks (0 and 1, 2 and 3): the even rank sends x, the odd one
+    returns x + 1; then a ring, every rank sending 1 MiB to the next before it receives from
+    the previous one (the sends finish in the background: no deadlock)."""
+    partner = RANK ^ 1
+    for dtype in (np.float32, np.float16, np.int64):
+        x = rank_value(RANK, (2, 3), dtype)
+        if RANK % 2 == 0:
+            g = p2p_graph("ping", x, lambda b, h: [send_then_receive(b, h, partner, partner, 1, 2, x)])
+            got = run(g, [x])[0]
+            assert got.dtype == dtype and got.shape == x.shape
+            np.testing.assert_array_equal(got, x + 1)
+        else:
+            def pong(b, h):
+                r = es.HcomReceive(b, group=WORLD, sr_tag=1, src_rank=partner, shape=list(x.shape),
+                                   dtype=dt_of(x))
+                y = es.Add(r, b.create_const(np.ones(x.shape, dtype), dt_of(x)))
+                es.HcomSend(y, group=WORLD, sr_tag=2, dest_rank=partner)  # no output: still runs
+                return [y]
+            got = run(p2p_graph("pong", x, pong), [x])[0]
+            np.testing.assert_array_equal(got, rank_value(partner, (2, 3), dtype) + 1)
+    x = rank_value(RANK, (512, 512), np.float32)
+    nxt, prev = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+    g = p2p_graph("ring", x, lambda b, h: [send_then_receive(b, h, nxt, prev, 3, 3, x)])
+    np.testing.assert_array_equal(run(g, [x])[0], rank_value(prev, (512, 512), np.float32))
+
+
+def p2p_mismatch():
+    """The even rank sends [2, 3], the odd one expects [3, 2]: the receive fails with both shapes
+    named (the data is still taken); both ranks run an all-reduce afterwards."""
+    partner = RANK ^ 1
+    x = np.ones((2, 3), np.float32)
+    if RANK % 2 == 0:
+        def send(b, h):
+            es.HcomSend(h, group=WORLD, sr_tag=5, dest_rank=partner)
+            return [es.Identity(h)]
+        run(p2p_graph("send", x, send), [x])
+    else:
+        b = GraphBuilder("recv")
+        y = es.HcomReceive(b, group=WORLD, sr_tag=5, src_rank=partner, shape=[3, 2], dtype=DataType.DT_FLOAT)
+        s = Session({})
+        s.add_graph(1, b.build_and_reset([y]))
+        try:
+            s.run_graph(1, [])
+        except ge.GeError as e:
+            say("ERROR", e)
+        else:
+            raise AssertionError("the shape mismatch was not detected")
+    y = np.ones((2,), np.float32)
+    g = graph_of("after", [y], lambda b, h: es.HcomAllReduce(h, reduction="sum", group=WORLD))
+    np.testing.assert_array_equal(run(g, [y])[0], np.full((2,), SIZE, np.float32))
+
+
+def groups():
+    """Two groups, the lower and the upper half of the ranks, made from rank lists: each runs
+    all-reduce, all-gather, a broadcast and (two ranks or more) a send/receive on its own; a rank
+    running the other group's collective gets a clear error, as does a rank_size of the world."""
+    half = SIZE // 2
+    lists = {"lower": list(range(half)), "upper": list(range(half, SIZE))}
+    mine = "lower" if RANK < half else "upper"
+    other = "upper" if mine == "lower" else "lower"
+    for name in sorted(lists):  # every rank learns both; only members make a communicator
+        ge.distributed.create_group(name, lists[name])
+    members = lists[mine]
+    assert ge.distributed.get_rank(mine) == members.index(RANK)
+    assert ge.distributed.get_world_size(mine) == len(members)
+    x = rank_value(RANK, (2, 3), np.float32)
+    want = sum(rank_value(r, (2, 3), np.float32) for r in members)
+    g = graph_of("ar", [x], lambda b, h: es.HcomAllReduce(h, reduction="sum", group=mine))
+    np.testing.assert_array_equal(run(g, [x])[0], want)
+    g = graph_of("ag", [x], lambda b, h: es.HcomAllGather(h, rank_size=len(members), group=mine))
+    np.testing.assert_array_equal(run(g, [x])[0], np.concatenate([rank_value(r, (2, 3), np.float32) for r in members]))
+    root = len(members) - 1
+    g = graph_of("bc", [x], lambda b, h: es.HcomBroadcast([h], 1, root_rank=root, group=mine))
+    np.testing.assert_array_equal(run(g, [x])[0], rank_value(members[root], (2, 3), np.float32))
+    if len(members) >= 2:
+        me = members.index(RANK)
+        peer = me ^ 1
+        g = p2p_graph("gp", x, lambda b, h: [send_then_receive(b, h, peer, peer, 7, 7, x, mine)])
+        np.testing.assert_array_equal(run(g, [x])[0], rank_value(members[peer], (2, 3), np.float32))
+    for build, words in (
+        (lambda b, h: es.HcomAllReduce(h, reduction="sum", group=other),
+         f"rank {RANK} is not in group '{other}' (ranks {lists[other]})"),
+        (lambda b, h: es.HcomAllGather(h, rank_size=SIZE, group=mine),
+         f"needs {SIZE} ranks (rank_size={SIZE}), but group '{mine}' has {len(members)} ranks"),
+    ):
+        try:
+            run(graph_of("bad", [x], build), [x])
+        except ge.GeError as e:
+            assert words in str(e), str(e)
+        else:
+            raise AssertionError(words)
+    for name in lists:
+        ge.distributed.destroy_group(name)
+
+
 SCENARIOS = {f.__name__: f for f in (tp_mlp, gather_scatter, broadcast, mismatch, rank_options, diverge,
-                                     with_mpi4py)}
+                                     with_mpi4py, moe_ep, a2a_mismatch, p2p, p2p_mismatch, groups)}
 
 if __name__ == "__main__":
     for name in (a for a in sys.argv[1:] if not a.startswith("--")):

@@ -1,6 +1,8 @@
 """The HCCL collectives across processes: 2 and 4 ranks started with ``mpiexec`` from the ``mpi``
 extra (MPICH), each scenario of mpi_worker.py checked on every rank against the single-process
-graph computing the same thing; a rank mismatch raises the same error on every rank; ranks that
+graph (or numpy) computing the same thing: tensor and expert parallel (HcomAllToAllV) steps,
+send/receive pairs and a ring, groups made from rank lists; a rank mismatch raises the same
+error on every rank (a receive of another shape: on the receiving rank); ranks that
 stop agreeing time out instead of hanging. Every launch has a timeout, so nothing can hang the
 suite. Skipped, with the reason shown, only where mpiexec cannot start two processes.
 """
@@ -90,6 +92,35 @@ def test_a_shape_mismatch_is_the_same_clear_error_on_every_rank(n):
     ranks = "; ".join(f"rank {q}: DT_FLOAT [4, {8 if q == 0 else 6}]" for q in range(n))
     assert f"the ranks disagree on the inputs of HcomAllReduce: {ranks}; every rank must give the same " \
            "dtype and shape" in errors[0], errors[0]
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("n", [2, 4])
+def test_expert_parallel_moe_and_send_receive_equal_numpy(n):
+    scenarios = ("moe_ep", "p2p", "groups")
+    expect_ok(launch(n, *scenarios), n, *scenarios)
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("n", [2, 4])
+def test_all_to_all_v_counts_that_do_not_pair_up_are_the_same_error_on_every_rank(n):
+    r = launch(n, "a2a_mismatch")
+    expect_ok(r, n, "a2a_mismatch")
+    errors = lines(r.stdout, "ERROR")
+    assert len(errors) == n and len(set(errors)) == 1, r.stdout
+    assert (f"the ranks disagree on the counts of HcomAllToAllV: rank {n - 1} sends 1 elements to rank 0 "
+            f"(send_counts[0]), which expects 2 from it (recv_counts[{n - 1}])") in errors[0], errors[0]
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_receive_of_another_shape_is_an_error_not_garbage(n):
+    r = launch(n, "p2p_mismatch")
+    expect_ok(r, n, "p2p_mismatch")
+    errors = lines(r.stdout, "ERROR")
+    assert len(errors) == n // 2, r.stdout
+    assert "HcomReceive from rank " in errors[0] and " (sr_tag 5) expects DT_FLOAT [3, 2] (its dtype and shape), " \
+        "but rank " in errors[0] and errors[0].endswith(" sent DT_FLOAT [2, 3]"), errors[0]
 
 
 @needs_mpiexec

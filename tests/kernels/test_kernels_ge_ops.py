@@ -270,6 +270,45 @@ def test_broadcast_from_rank_0_is_the_identity():
             same(got[1], y, other)
 
 
+A2A_T = D("HcomAllToAllV", "send_data")
+A2A_COUNTS = [D("HcomAllToAllV", n) for n in (
+    "send_counts", "send_displacements", "recv_counts", "recv_displacements")]
+SEND_T = D("HcomSend", "x")
+_ = COVER["HcomReceive"]  # no input; tests/kernels/test_hcom_p2p.py runs it in every dtype
+
+
+def test_all_to_all_v_of_one_rank_copies_its_block():
+    # Rank 0 sends 4 elements from element 1 of the flattened send_data to itself, received at
+    # element 2: recv_data is 1-D, of max(2 + 4) = 6 elements, its first two zero.
+    assert all(c == ["int64"] for c in A2A_COUNTS)
+    rng = np.random.default_rng(4)
+    for d in A2A_T:
+        with case("HcomAllToAllV", d):
+            x = tensor_values(rng, d, [2, 3])
+            got = run(lambda b, h: es.HcomAllToAllV(h, const(b, [4]), const(b, [1]), const(b, [4]),
+                                                    const(b, [2]), group=WORLD), (x, d))
+            want = np.zeros(6, x.dtype)
+            want[2:] = x.reshape(-1)[1:5]
+            same(got[0], want, d)
+
+
+def test_send_of_one_rank_has_no_peer():
+    rng = np.random.default_rng(5)
+    for d in SEND_T:
+        with case("HcomSend", d):
+            x = tensor_values(rng, d, [2])
+            with pytest.raises(ge.GeError, match=r"not supported: HcomSend needs at least 2 ranks \(dest_rank=1\)"):
+                run(lambda b, h: send_then(b, h, es.HcomSend(h, group=WORLD, sr_tag=0, dest_rank=1)), (x, d))
+
+
+def send_then(b, h, send):
+    """``h`` through an Identity that runs after ``send`` (the send has no output)."""
+    from ge.es import control_dependency_scope
+
+    with control_dependency_scope([send]):
+        return es.Identity(h)
+
+
 def test_collective_output_shapes_follow_ge():
     b = GraphBuilder("hcom")
     x = b.create_input(0, data_type=DataType.DT_INT8, shape=[4, 512])

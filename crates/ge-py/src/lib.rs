@@ -140,7 +140,8 @@ mod _native {
 
     #[pymodule_export]
     use crate::session::{
-        _acl_op_types, _collective_world, _cpu_kernel_op_types, _launched_world_size,
+        _acl_op_types, _collective_create_group, _collective_destroy_group,
+        _collective_group_ranks, _collective_world, _cpu_kernel_op_types, _launched_world_size,
         _register_kernel, _session_option_keys, _unregister_kernel, SessionCore,
     };
 

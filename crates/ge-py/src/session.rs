@@ -289,6 +289,31 @@ guarded! {
 }
 
 guarded! {
+    /// Creates the collective group `name` of the world ranks `ranks` (HCCL's
+    /// `HcomCreateGroup`; every rank of the group calls it).
+    #[pyfunction]
+    pub fn _collective_create_group(py: Python<'_>, name: &str, ranks: Vec<usize>) -> PyResult<()> {
+        py.allow_threads(|| ge_runtime::collective::create_group(name, &ranks)).py()
+    }
+}
+
+guarded! {
+    /// Forgets the collective group `name`; False when there is none.
+    #[pyfunction]
+    pub fn _collective_destroy_group(name: &str) -> bool {
+        ge_runtime::collective::destroy_group(name)
+    }
+}
+
+guarded! {
+    /// The world ranks of collective group `name`, or None when there is no such group.
+    #[pyfunction]
+    pub fn _collective_group_ranks(name: &str) -> PyResult<Option<Vec<usize>>> {
+        ge_runtime::collective::group_ranks(name).py()
+    }
+}
+
+guarded! {
     /// The world size an MPI launcher announced in the environment (`PMI_SIZE`, ...), or None
     /// when no launcher started this process.
     #[pyfunction]

@@ -27,9 +27,13 @@ mod patterns;
 /// The most elements a folded node may produce (all outputs together).
 pub const FOLD_LIMIT: usize = 1 << 20;
 
-/// Ops whose result changes from run to run: never folded or merged.
+/// Ops whose result changes from run to run: never folded or merged (the HCCL collectives
+/// among them: what they give depends on the other ranks, and each one must run).
 pub(crate) fn nondeterministic(op: &str) -> bool {
-    op.starts_with("Random") || op.contains("Multinomial") || op == "Dropout"
+    op.starts_with("Random")
+        || op.contains("Multinomial")
+        || op == "Dropout"
+        || op.starts_with("Hcom")
 }
 
 /// A node folding and merging may touch: a deterministic, plain op that computes its output
@@ -224,11 +228,18 @@ fn merge_duplicates(g: &mut Graph) -> Result<usize> {
     Ok(merged)
 }
 
-/// The nodes the graph outputs depend on (through data and control edges), in topological
-/// order.
+/// The nodes the graph outputs depend on (through data and control edges), and the nodes
+/// that run for their effect alone (an `HcomSend`: a collective without outputs) with what they
+/// depend on, in topological order.
 pub fn needed_nodes(g: &Graph) -> Result<Vec<NodeId>> {
     let order = g.topo_order()?;
     let mut need: FxHashSet<NodeId> = g.outputs.iter().map(|p| p.node).collect();
+    for &id in &order {
+        let n = g.node(id)?;
+        if n.outputs.is_empty() && n.op_type.starts_with("Hcom") {
+            need.insert(id);
+        }
+    }
     for &id in order.iter().rev() {
         if !need.contains(&id) {
             continue;

@@ -40,7 +40,10 @@ SOURCE_OPS: Tuple[str, ...] = ("Data", "RefData", "Const", "Variable")
 
 # Operators of ge.es.all that belong to no CANN operator repository: the HCCL collectives are
 # registered by the HCCL package (GE's examples import them from ge.es.all).
-HCCL_OPS: Tuple[str, ...] = ("HcomAllGather", "HcomAllReduce", "HcomBroadcast", "HcomReduceScatter")
+HCCL_OPS: Tuple[str, ...] = (
+    "HcomAllGather", "HcomAllReduce", "HcomBroadcast", "HcomReduceScatter", "HcomAllToAllV", "HcomSend",
+    "HcomReceive",
+)
 
 # Operators of ge.es.all outside the four operator repositories: GE's string operators (AI CPU
 # kernels from TensorFlow, in none of ops-math/nn/cv/transformer) and the ge-rs operators with

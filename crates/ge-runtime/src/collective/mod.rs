@@ -22,8 +22,9 @@
 pub mod mpi;
 
 use crate::error::{Error, Result};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The element type of a reduction's buffer (the types MPI reduces natively; 16-bit floats are
@@ -157,6 +158,9 @@ pub trait Communicator: Send + Sync {
     /// `buf.len()` bytes from rank `src` with `tag`.
     fn recv(&self, buf: &mut [u8], src: usize, tag: i32) -> Result<()>;
     fn barrier(&self) -> Result<()>;
+    /// The communicator of the ranks `ranks` of this one (ascending, this rank among them),
+    /// collective over those ranks only; `tag` tells apart groups made at the same time.
+    fn subgroup(&self, ranks: &[usize], tag: i32) -> Result<Arc<dyn Communicator>>;
 }
 
 /// A world of one rank: every collective is exact (a copy, or nothing).
@@ -231,6 +235,14 @@ impl Communicator for SingleProcess {
     }
     fn barrier(&self) -> Result<()> {
         Ok(())
+    }
+    fn subgroup(&self, ranks: &[usize], _: i32) -> Result<Arc<dyn Communicator>> {
+        match ranks {
+            [0] => Ok(Arc::new(SingleProcess)),
+            _ => Err(Error::Device(format!(
+                "a group of ranks {ranks:?} in a world of one rank (rank 0 only)"
+            ))),
+        }
     }
 }
 
@@ -354,6 +366,116 @@ fn make_world() -> Result<Arc<dyn Communicator>> {
 pub fn world() -> Result<Arc<dyn Communicator>> {
     static WORLD: OnceLock<std::result::Result<Arc<dyn Communicator>, Error>> = OnceLock::new();
     WORLD.get_or_init(make_world).clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups: GE's (HCCL's) groups of ranks made from rank lists
+// ---------------------------------------------------------------------------------------------
+
+/// GE's group of every rank.
+pub const WORLD_GROUP: &str = "hccl_world_group";
+
+/// A group made by [`create_group`]: its world ranks, and its communicator on the ranks in it.
+struct GroupEntry {
+    ranks: Vec<usize>,
+    comm: Option<Arc<dyn Communicator>>,
+}
+
+fn groups() -> std::sync::MutexGuard<'static, HashMap<String, GroupEntry>> {
+    static GROUPS: OnceLock<Mutex<HashMap<String, GroupEntry>>> = OnceLock::new();
+    GROUPS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Creates group `name` of the world ranks `ranks` (HCCL's `HcomCreateGroup`): every rank of
+/// the group calls it with the same ranks (the ranks outside may call it too, to learn its
+/// ranks; they make no communicator). Ranks ascend, without repeats, below the world size;
+/// `hccl_world_group` and a name in use are refused.
+pub fn create_group(name: &str, ranks: &[usize]) -> Result<()> {
+    let bad = |why: String| Error::Option(format!("group '{name}' of ranks {ranks:?}: {why}"));
+    if name.is_empty() || name.len() > 128 {
+        return Err(bad("a group's name has 1 to 128 characters".into()));
+    }
+    if name == WORLD_GROUP {
+        return Err(bad(format!(
+            "{WORLD_GROUP} is every rank; it is not created"
+        )));
+    }
+    if ranks.is_empty() {
+        return Err(bad("a group has at least one rank".into()));
+    }
+    if ranks.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("the ranks must ascend, without repeats".into()));
+    }
+    let w = world()?;
+    if let Some(r) = ranks.iter().find(|&&r| r >= w.size()) {
+        return Err(bad(format!(
+            "rank {r} is outside the world of {} ranks ({})",
+            w.size(),
+            w.name()
+        )));
+    }
+    if groups().contains_key(name) {
+        return Err(bad(format!(
+            "a group named '{name}' exists (destroy_group it first)"
+        )));
+    }
+    let comm = if ranks.contains(&w.rank()) {
+        // The same tag on every rank of the group: from its name.
+        let tag = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ b as u32).wrapping_mul(0x0100_0193)
+        }) & 0x7fff;
+        Some(w.subgroup(ranks, tag as i32)?)
+    } else {
+        None
+    };
+    groups().insert(
+        name.to_string(),
+        GroupEntry {
+            ranks: ranks.to_vec(),
+            comm,
+        },
+    );
+    Ok(())
+}
+
+/// Forgets group `name` (graphs compiled with it keep their communicator); false when there is
+/// no such group.
+pub fn destroy_group(name: &str) -> bool {
+    groups().remove(name).is_some()
+}
+
+/// The world ranks of group `name` (every rank for `hccl_world_group`), if it exists.
+pub fn group_ranks(name: &str) -> Result<Option<Vec<usize>>> {
+    if name == WORLD_GROUP {
+        return Ok(Some((0..world()?.size()).collect()));
+    }
+    Ok(groups().get(name).map(|g| g.ranks.clone()))
+}
+
+/// The communicator of group `name` on this rank: the world for `hccl_world_group`; an error
+/// when no such group was created here or this rank is not in it.
+pub fn group(name: &str) -> Result<Arc<dyn Communicator>> {
+    if name == WORLD_GROUP {
+        return world();
+    }
+    let w = world()?;
+    match groups().get(name) {
+        Some(GroupEntry { comm: Some(c), .. }) => Ok(c.clone()),
+        Some(GroupEntry { ranks, comm: None }) => Err(Error::Option(format!(
+            "rank {} is not in group '{name}' (ranks {ranks:?}): only the group's ranks run \
+             its collectives",
+            w.rank()
+        ))),
+        None => Err(Error::Option(format!(
+            "group '{name}' does not exist on rank {}: create it with \
+             ge.distributed.create_group('{name}', ranks) on every rank of the group (or use \
+             {WORLD_GROUP})",
+            w.rank()
+        ))),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,6 +627,31 @@ mod tests {
             c.all_gather(&b, &mut [0u8; 3]).unwrap_err().to_string(),
             "node '' (): all-gather: buffers of 4 and 3 bytes should be the same size"
         );
+    }
+
+    #[test]
+    fn single_process_groups_are_rank_zero_only() {
+        create_group("m1_g0", &[0]).unwrap();
+        assert_eq!(group_ranks("m1_g0").unwrap(), Some(vec![0]));
+        assert_eq!(group("m1_g0").unwrap().size(), 1);
+        let e = create_group("m1_g0", &[0]).unwrap_err().to_string();
+        assert!(e.contains("exists"), "{e}");
+        for (ranks, want) in [
+            (&[0usize, 1][..], "rank 1 is outside the world of 1 ranks"),
+            (&[][..], "at least one rank"),
+            (&[1, 0][..], "must ascend"),
+        ] {
+            let e = create_group("m1_bad", ranks).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        let e = create_group(WORLD_GROUP, &[0]).unwrap_err().to_string();
+        assert!(e.contains("is every rank"), "{e}");
+        assert!(destroy_group("m1_g0"));
+        assert!(!destroy_group("m1_g0"));
+        let e = group("m1_g0").err().unwrap().to_string();
+        assert!(e.contains("group 'm1_g0' does not exist on rank 0"), "{e}");
+        assert_eq!(group(WORLD_GROUP).unwrap().size(), 1);
+        assert!(SingleProcess.subgroup(&[0, 1], 0).is_err());
     }
 
     #[test]

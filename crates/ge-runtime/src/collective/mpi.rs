@@ -10,19 +10,26 @@
 //! here is finalised at exit. Calls are serialised by a mutex and are all nonblocking
 //! (`MPI_I*`), polled with `MPI_Test` until they finish or the collective timeout passes; after
 //! a timeout the communicator is unusable (a collective cannot be cancelled) and says so.
+//!
+//! A send is started and left to finish in the background (its bytes copied, its request
+//! completed by the calls that follow), so ranks that all send before they receive (a ring)
+//! cannot deadlock on MPI's rendezvous. Groups ([`Mpi::subgroup`]) are communicators made
+//! with `MPI_Comm_create_group` by the group's ranks only; they share the library, the lock
+//! and the pending sends of the world's.
 
 use super::{timeout, Communicator, Elem, Exchange, ReduceOp};
 use crate::error::{Error, Result};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 type Comm = c_int;
 type Datatype = c_int;
 type Op = c_int;
 type Request = c_int;
+type Group = c_int;
 
 // MPICH's mpi.h.
 const MPI_SUCCESS: c_int = 0;
@@ -116,6 +123,10 @@ type FnIrecv =
     unsafe extern "C" fn(*mut c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request) -> c_int;
 type FnIbarrier = unsafe extern "C" fn(Comm, *mut Request) -> c_int;
 type FnTest = unsafe extern "C" fn(*mut Request, *mut c_int, *mut c_void) -> c_int;
+type FnCommGroup = unsafe extern "C" fn(Comm, *mut Group) -> c_int;
+type FnGroupIncl = unsafe extern "C" fn(Group, c_int, *const c_int, *mut Group) -> c_int;
+type FnGroupFree = unsafe extern "C" fn(*mut Group) -> c_int;
+type FnCommCreateGroup = unsafe extern "C" fn(Comm, Group, c_int, *mut Comm) -> c_int;
 
 /// The MPI functions ge-rs calls.
 struct Fns {
@@ -136,32 +147,72 @@ struct Fns {
     irecv: FnIrecv,
     ibarrier: FnIbarrier,
     test: FnTest,
+    comm_group: FnCommGroup,
+    group_incl: FnGroupIncl,
+    group_free: FnGroupFree,
+    comm_create_group: FnCommCreateGroup,
 }
 
-/// MPI's world communicator, through a loaded MPICH library.
-pub struct Mpi {
+/// What the world's communicator and its groups share: the library, the lock that serialises
+/// calls, whether MPI is unusable, and the sends still in flight.
+struct Shared {
     _lib: &'static Library,
     fns: Fns,
     path: String,
     version: String,
-    rank: usize,
-    size: usize,
-    lock: Mutex<()>,
+    lock: Mutex<Pending>,
     /// Set when a call timed out: its request is still pending, so nothing more can run.
     broken: AtomicBool,
 }
 
+/// Sends started and not yet known to be complete: each request with the bytes it sends.
+#[derive(Default)]
+struct Pending(Vec<(Request, Vec<u8>)>);
+
+/// An MPI communicator (the world's, or a group's), through a loaded MPICH library.
+pub struct Mpi {
+    sh: Arc<Shared>,
+    comm: Comm,
+    rank: usize,
+    size: usize,
+}
+
 /// Whether this process initialised MPI (and so finalises it at exit), and the finaliser.
-static FINALIZE: Mutex<Option<(FnFlag, FnVoid)>> = Mutex::new(None);
+static FINALIZE: Mutex<Option<(FnFlag, FnVoid, FnTest)>> = Mutex::new(None);
+/// The sends of the world's communicator (and its groups) that may still be in flight, for the
+/// exit: MPI_Finalize waits for them.
+static PENDING: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
 static POISONED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn finalize_at_exit() {
     let f = FINALIZE.lock().ok().and_then(|mut g| g.take());
     // After a timed-out collective MPI_Finalize could wait for the other ranks forever: the
     // process leaves without it (the launcher then ends the job).
-    if let Some((finalized, finalize)) = f {
+    if let Some((finalized, finalize, test)) = f {
         if POISONED.load(Ordering::Relaxed) {
             return;
+        }
+        // Sends still in flight are given the collective timeout to be received; a send no
+        // rank receives would make MPI_Finalize wait forever, so the process leaves without it.
+        let shared = PENDING.lock().ok().and_then(|g| g.clone());
+        if let Some(sh) = shared {
+            let mut p = sh.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let t0 = Instant::now();
+            loop {
+                // SAFETY: MPI_Test on requests this process started (see `Shared::reap`).
+                p.0.retain_mut(|(req, _)| {
+                    let mut done: c_int = 0;
+                    let rc = unsafe { test(req, &mut done, MPI_STATUS_IGNORE) };
+                    rc == MPI_SUCCESS && done == 0
+                });
+                if p.0.is_empty() {
+                    break;
+                }
+                if t0.elapsed() > timeout() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
         }
         let mut done = 0;
         // SAFETY: `int MPI_Finalized(int *flag)`, `int MPI_Finalize(void)`, from the library
@@ -290,23 +341,30 @@ impl Mpi {
             irecv: sym(lib, "MPI_Irecv")?,
             ibarrier: sym(lib, "MPI_Ibarrier")?,
             test: sym(lib, "MPI_Test")?,
+            comm_group: sym(lib, "MPI_Comm_group")?,
+            group_incl: sym(lib, "MPI_Group_incl")?,
+            group_free: sym(lib, "MPI_Group_free")?,
+            comm_create_group: sym(lib, "MPI_Comm_create_group")?,
         };
         let mut m = Mpi {
-            _lib: lib,
-            fns,
-            path,
-            version: first,
+            sh: Arc::new(Shared {
+                _lib: lib,
+                fns,
+                path,
+                version: first,
+                lock: Mutex::new(Pending::default()),
+                broken: AtomicBool::new(false),
+            }),
+            comm: MPI_COMM_WORLD,
             rank: 0,
             size: 1,
-            lock: Mutex::new(()),
-            broken: AtomicBool::new(false),
         };
         m.init()?;
         Ok(m)
     }
 
     fn init(&mut self) -> Result<()> {
-        let f = &self.fns;
+        let f = &self.sh.fns;
         let (mut inited, mut finalized) = (0, 0);
         // SAFETY: `int MPI_Initialized(int *flag)` / `MPI_Finalized`, callable at any time.
         unsafe {
@@ -333,24 +391,16 @@ impl Mpi {
             self.check(rc, "MPI_Init_thread")?;
             if let Ok(mut g) = FINALIZE.lock() {
                 if g.is_none() {
-                    *g = Some((f.finalized, f.finalize));
+                    *g = Some((f.finalized, f.finalize, f.test));
                     // SAFETY: registers a plain `extern "C" fn()` with the C library.
                     unsafe { atexit(finalize_at_exit) };
                 }
             }
         }
-        let (mut rank, mut size) = (0, 0);
-        // SAFETY: the world communicator's handle is MPICH's constant; out-pointers are valid.
-        unsafe {
-            self.check(
-                (f.set_errhandler)(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-                "MPI_Comm_set_errhandler",
-            )?;
-            self.check((f.comm_rank)(MPI_COMM_WORLD, &mut rank), "MPI_Comm_rank")?;
-            self.check((f.comm_size)(MPI_COMM_WORLD, &mut size), "MPI_Comm_size")?;
+        (self.rank, self.size) = self.place_in(MPI_COMM_WORLD)?;
+        if let Ok(mut p) = PENDING.lock() {
+            *p = Some(self.sh.clone());
         }
-        self.rank = rank as usize;
-        self.size = size.max(1) as usize;
         Ok(())
     }
 
@@ -363,7 +413,7 @@ impl Mpi {
         let mut len: c_int = 0;
         // SAFETY: `int MPI_Error_string(int errorcode, char *string, int *resultlen)` with a
         // buffer of MPI_MAX_ERROR_STRING bytes.
-        let ok = unsafe { (self.fns.error_string)(rc, buf.as_mut_ptr().cast(), &mut len) };
+        let ok = unsafe { (self.sh.fns.error_string)(rc, buf.as_mut_ptr().cast(), &mut len) };
         let text = if ok == MPI_SUCCESS {
             buf.truncate(len.clamp(0, MPI_MAX_ERROR_STRING as c_int) as usize);
             String::from_utf8_lossy(&buf).trim().to_string()
@@ -378,19 +428,20 @@ impl Mpi {
 
     /// The library's path and version line.
     pub fn library(&self) -> (&str, &str) {
-        (&self.path, &self.version)
+        (&self.sh.path, &self.sh.version)
     }
 
     /// Starts one nonblocking call (`start` fills in its request) and polls it until it
     /// finishes or the collective timeout passes.
     fn run(&self, what: &str, start: impl FnOnce(*mut Request) -> c_int) -> Result<()> {
-        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.broken.load(Ordering::Relaxed) {
+        let mut g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sh.broken.load(Ordering::Relaxed) {
             return Err(Error::Device(format!(
                 "{what}: MPI is unusable in this process since an earlier collective timed \
                  out (its ranks stopped running the same collectives)"
             )));
         }
+        self.reap(&mut g, what)?;
         let mut req: Request = MPI_REQUEST_NULL;
         self.check(start(&mut req), what)?;
         let limit = timeout();
@@ -400,13 +451,13 @@ impl Mpi {
             let mut done: c_int = 0;
             // SAFETY: `int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)` on
             // the request just started; MPI_STATUS_IGNORE is MPICH's (MPI_Status *)1.
-            let rc = unsafe { (self.fns.test)(&mut req, &mut done, MPI_STATUS_IGNORE) };
+            let rc = unsafe { (self.sh.fns.test)(&mut req, &mut done, MPI_STATUS_IGNORE) };
             self.check(rc, what)?;
             if done != 0 {
                 return Ok(());
             }
             if t0.elapsed() > limit {
-                self.broken.store(true, Ordering::Relaxed);
+                self.sh.broken.store(true, Ordering::Relaxed);
                 POISONED.store(true, Ordering::Relaxed);
                 return Err(Error::Device(format!(
                     "{what} timed out on rank {} of {} after {:.1} s waiting for the other \
@@ -428,10 +479,106 @@ impl Mpi {
         }
     }
 
+    /// Completes the sends that finished (their bytes are freed); an error of one is this
+    /// call's.
+    fn reap(&self, p: &mut Pending, what: &str) -> Result<()> {
+        let mut err = None;
+        p.0.retain_mut(|(req, _)| {
+            let mut done: c_int = 0;
+            // SAFETY: MPI_Test on a send request this process started; its buffer is alive.
+            let rc = unsafe { (self.sh.fns.test)(req, &mut done, MPI_STATUS_IGNORE) };
+            if rc != MPI_SUCCESS {
+                err.get_or_insert(rc);
+                return false;
+            }
+            done == 0
+        });
+        match err {
+            Some(rc) => self.check(rc, &format!("{what} (an earlier send)")),
+            None => Ok(()),
+        }
+    }
+
+    /// The communicator of the group of world ranks `ranks` (ascending, this rank among them),
+    /// made with `MPI_Comm_create_group` by the group's ranks only. Creating it waits for the
+    /// other ranks of the group at most the collective timeout.
+    pub fn subgroup(&self, ranks: &[usize], tag: i32) -> Result<Mpi> {
+        let ids: Vec<c_int> = ranks
+            .iter()
+            .map(|&r| self.peer(r, "a group with"))
+            .collect::<Result<_>>()?;
+        let n = count(ids.len(), "group")?;
+        let _g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sh.broken.load(Ordering::Relaxed) {
+            return Err(Error::Device(
+                "MPI is unusable in this process since an earlier collective timed out".into(),
+            ));
+        }
+        let f = &self.sh.fns;
+        let (mut world, mut group) = (0 as Group, 0 as Group);
+        // SAFETY: out-pointers to handles; `ids` holds n valid ranks of this communicator.
+        unsafe {
+            self.check((f.comm_group)(self.comm, &mut world), "MPI_Comm_group")?;
+            let rc = (f.group_incl)(world, n, ids.as_ptr(), &mut group);
+            (f.group_free)(&mut world);
+            self.check(rc, "MPI_Group_incl")?;
+        }
+        // MPI_Comm_create_group has no nonblocking form: it runs on a thread of its own, waited
+        // for at most the timeout (a group whose ranks never all create it would hang).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (create, comm) = (f.comm_create_group, self.comm);
+        std::thread::spawn(move || {
+            let mut out: Comm = 0;
+            // SAFETY: `int MPI_Comm_create_group(MPI_Comm, MPI_Group, int tag, MPI_Comm *)`
+            // with live handles; the process asked for MPI_THREAD_MULTIPLE.
+            let rc = unsafe { create(comm, group, tag, &mut out) };
+            let _ = tx.send((rc, out));
+        });
+        let limit = timeout();
+        let got = rx.recv_timeout(limit);
+        let Ok((rc, new)) = got else {
+            self.sh.broken.store(true, Ordering::Relaxed);
+            POISONED.store(true, Ordering::Relaxed);
+            return Err(Error::Device(format!(
+                "creating the group of ranks {ranks:?} timed out on rank {} after {:.1} s: \
+                 every rank of a group must create it (with the same ranks)",
+                self.rank,
+                limit.as_secs_f64()
+            )));
+        };
+        // SAFETY: frees the group handle made above.
+        unsafe { (f.group_free)(&mut group) };
+        self.check(rc, "MPI_Comm_create_group")?;
+        let (rank, size) = self.place_in(new)?;
+        Ok(Mpi {
+            sh: self.sh.clone(),
+            comm: new,
+            rank,
+            size,
+        })
+    }
+
+    /// Makes `comm`'s errors return codes, and gives this process's rank in it and its size.
+    fn place_in(&self, comm: Comm) -> Result<(usize, usize)> {
+        let f = &self.sh.fns;
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: a live communicator handle (the world's constant, or one MPI made); the
+        // out-pointers are valid.
+        unsafe {
+            self.check(
+                (f.set_errhandler)(comm, MPI_ERRORS_RETURN),
+                "MPI_Comm_set_errhandler",
+            )?;
+            self.check((f.comm_rank)(comm, &mut rank), "MPI_Comm_rank")?;
+            self.check((f.comm_size)(comm, &mut size), "MPI_Comm_size")?;
+        }
+        Ok((rank.max(0) as usize, size.max(1) as usize))
+    }
+
     fn peer(&self, r: usize, what: &str) -> Result<c_int> {
         if r >= self.size {
             return Err(Error::kernel(format!(
-                "{what} rank {r}: the world has ranks 0..{}",
+                "{what} rank {r}: its ranks are 0..{}",
                 self.size
             )));
         }
@@ -441,7 +588,7 @@ impl Mpi {
 
 impl Communicator for Mpi {
     fn name(&self) -> String {
-        format!("MPI: {}", self.version)
+        format!("MPI: {}", self.sh.version)
     }
     fn rank(&self) -> usize {
         self.rank
@@ -456,15 +603,7 @@ impl Communicator for Mpi {
         // SAFETY: in place (MPI_IN_PLACE) over `n` elements of `buf`, alive until the request
         // completes inside `run`.
         self.run("MPI_Iallreduce", |req| unsafe {
-            (self.fns.iallreduce)(
-                MPI_IN_PLACE,
-                p,
-                n,
-                datatype(elem),
-                op(o),
-                MPI_COMM_WORLD,
-                req,
-            )
+            (self.sh.fns.iallreduce)(MPI_IN_PLACE, p, n, datatype(elem), op(o), self.comm, req)
         })
     }
 
@@ -481,7 +620,7 @@ impl Communicator for Mpi {
         let (s, r) = (send.as_ptr().cast::<c_void>(), recv.as_mut_ptr().cast());
         // SAFETY: `send` holds n bytes and `recv` size * n, both alive until completion.
         self.run("MPI_Iallgather", |req| unsafe {
-            (self.fns.iallgather)(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, req)
+            (self.sh.fns.iallgather)(s, n, MPI_BYTE, r, n, MPI_BYTE, self.comm, req)
         })
     }
 
@@ -498,7 +637,7 @@ impl Communicator for Mpi {
         let (s, r) = (send.as_ptr().cast::<c_void>(), recv.as_mut_ptr().cast());
         // SAFETY: `send` holds size * n elements and `recv` n, both alive until completion.
         self.run("MPI_Ireduce_scatter_block", |req| unsafe {
-            (self.fns.ireduce_scatter_block)(s, r, n, datatype(elem), op(o), MPI_COMM_WORLD, req)
+            (self.sh.fns.ireduce_scatter_block)(s, r, n, datatype(elem), op(o), self.comm, req)
         })
     }
 
@@ -508,7 +647,7 @@ impl Communicator for Mpi {
         let p = buf.as_mut_ptr().cast::<c_void>();
         // SAFETY: `buf` holds n bytes, alive until completion.
         self.run("MPI_Ibcast", |req| unsafe {
-            (self.fns.ibcast)(p, n, MPI_BYTE, root, MPI_COMM_WORLD, req)
+            (self.sh.fns.ibcast)(p, n, MPI_BYTE, root, self.comm, req)
         })
     }
 
@@ -523,7 +662,7 @@ impl Communicator for Mpi {
         // SAFETY: every block lies inside its buffer (checked above); the buffers and the
         // count arrays are alive until completion.
         self.run("MPI_Ialltoallv", |req| unsafe {
-            (self.fns.ialltoallv)(
+            (self.sh.fns.ialltoallv)(
                 s,
                 sc.as_ptr(),
                 sd.as_ptr(),
@@ -532,7 +671,7 @@ impl Communicator for Mpi {
                 rc.as_ptr(),
                 rd.as_ptr(),
                 MPI_BYTE,
-                MPI_COMM_WORLD,
+                self.comm,
                 req,
             )
         })
@@ -541,11 +680,33 @@ impl Communicator for Mpi {
     fn send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<()> {
         let d = self.peer(dest, "send to")?;
         let n = count(buf.len(), "send")?;
-        let p = buf.as_ptr().cast::<c_void>();
-        // SAFETY: `buf` holds n bytes, alive until completion.
-        self.run("MPI_Isend", |req| unsafe {
-            (self.fns.isend)(p, n, MPI_BYTE, d, tag, MPI_COMM_WORLD, req)
-        })
+        let what = "MPI_Isend";
+        let mut g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sh.broken.load(Ordering::Relaxed) {
+            return Err(Error::Device(format!(
+                "{what}: MPI is unusable in this process since an earlier collective timed out"
+            )));
+        }
+        self.reap(&mut g, what)?;
+        // The bytes are kept with the request until it completes (a later call reaps it).
+        let bytes = buf.to_vec();
+        let mut req: Request = MPI_REQUEST_NULL;
+        // SAFETY: `bytes` holds n bytes; its heap buffer does not move when the Vec moves into
+        // the pending list, where it stays until MPI_Test says the send completed.
+        let rc = unsafe {
+            (self.sh.fns.isend)(
+                bytes.as_ptr().cast::<c_void>(),
+                n,
+                MPI_BYTE,
+                d,
+                tag,
+                self.comm,
+                &mut req,
+            )
+        };
+        self.check(rc, what)?;
+        g.0.push((req, bytes));
+        Ok(())
     }
 
     fn recv(&self, buf: &mut [u8], src: usize, tag: i32) -> Result<()> {
@@ -554,14 +715,18 @@ impl Communicator for Mpi {
         let p = buf.as_mut_ptr().cast::<c_void>();
         // SAFETY: `buf` holds n bytes, alive until completion.
         self.run("MPI_Irecv", |req| unsafe {
-            (self.fns.irecv)(p, n, MPI_BYTE, s, tag, MPI_COMM_WORLD, req)
+            (self.sh.fns.irecv)(p, n, MPI_BYTE, s, tag, self.comm, req)
         })
+    }
+
+    fn subgroup(&self, ranks: &[usize], tag: i32) -> Result<Arc<dyn Communicator>> {
+        Ok(Arc::new(Mpi::subgroup(self, ranks, tag)?))
     }
 
     fn barrier(&self) -> Result<()> {
         // SAFETY: a request out-pointer only.
         self.run("MPI_Ibarrier", |req| unsafe {
-            (self.fns.ibarrier)(MPI_COMM_WORLD, req)
+            (self.sh.fns.ibarrier)(self.comm, req)
         })
     }
 }

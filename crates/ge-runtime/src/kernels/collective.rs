@@ -1,11 +1,19 @@
-//! Kernels of the HCCL collectives HcomAllReduce, HcomAllGather, HcomReduceScatter and
-//! HcomBroadcast, on the process's communicator ([`crate::collective::world`]).
+//! Kernels of the HCCL collectives HcomAllReduce, HcomAllGather, HcomReduceScatter,
+//! HcomBroadcast, HcomAllToAllV and of HcomSend/HcomReceive, on the communicator of the node's
+//! `group` ([`crate::collective::group`]: the world for `hccl_world_group`, else a group made
+//! from a rank list).
 //!
 //! Without an MPI launch the world has one rank: all-reduce, all-gather and reduce-scatter of
-//! one rank and a broadcast from rank 0 are the identity, and a node that needs more ranks
-//! (rank_size above 1, a root_rank other than 0) is refused when the graph is compiled, with an
-//! error naming `pip install ge-rs[mpi]` and `mpiexec`. Under `mpiexec -n N` the world is MPI's
-//! (`hccl_world_group` is every rank): `rank_size` must be N and `root_rank` below N.
+//! one rank, a broadcast from rank 0 and an all-to-all-v are exact copies, and a node that
+//! needs more ranks (rank_size above 1, a root_rank other than 0, a peer for a send) is refused
+//! when the graph is compiled, with an error naming `pip install ge-rs[mpi]` and `mpiexec`.
+//! Under `mpiexec -n N` the world is MPI's (`hccl_world_group` is every rank): `rank_size` must
+//! be the group's size and `root_rank`, `dest_rank`, `src_rank` ranks of the group.
+//!
+//! An all-to-all-v first exchanges every rank's send and receive counts: what rank r sends to
+//! rank j must be what j expects from r, else every rank raises the same error. A send
+//! carries a header (dtype, shape) before its data, so a receive whose `shape`/`dtype` differ
+//! from what its peer sent is an error naming both (the data is still taken off the wire).
 //!
 //! Before each collective on more than one rank the ranks exchange a small descriptor (the
 //! operator, its reduction, rank_size or root, each input's dtype and shape): when they
@@ -15,32 +23,38 @@
 
 use super::common::str_attr;
 use super::{input, Kernel, Kernels, NodeInfo};
-use crate::collective::{world, Communicator, Elem, ReduceOp, INSTALL_HINT};
+pub use crate::collective::WORLD_GROUP;
+use crate::collective::{group, Communicator, Elem, Exchange, ReduceOp, INSTALL_HINT};
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// GE's group of every rank.
-pub const WORLD_GROUP: &str = "hccl_world_group";
-
-/// The error of a collective that needs more ranks than the world has.
-fn needs_ranks(op: &str, what: String, comm: &dyn Communicator) -> Error {
+/// The error of a collective that needs more ranks than its group has.
+fn needs_ranks(op: &str, what: String, comm: &dyn Communicator, group: &str) -> Error {
     let n = comm.size();
-    if n == 1 {
+    if n == 1 && group == WORLD_GROUP {
         Error::unsupported(format!(
             "{op} needs {what}: ge-rs runs collectives in one process only (world size 1) \
              unless launched by MPI: `{INSTALL_HINT}`, then `mpiexec -n <ranks> python prog.py`"
         ))
-    } else {
+    } else if group == WORLD_GROUP {
         Error::unsupported(format!(
             "{op} needs {what}, but {WORLD_GROUP} has {n} ranks ({}): launch with as many \
              ranks as the graph was built for",
             comm.name()
         ))
+    } else {
+        Error::unsupported(format!(
+            "{op} needs {what}, but group '{group}' has {n} ranks: the graph was built for \
+             another group"
+        ))
     }
 }
+
+/// The most an `sr_tag` may be (MPI's smallest guaranteed tag bound).
+const MAX_SR_TAG: i64 = 32767;
 
 /// What each collective does, read from its node once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +63,9 @@ enum Kind {
     AllGather,
     ReduceScatter(ReduceOp),
     Broadcast(usize),
+    AllToAllV,
+    /// To this rank (of the group), with this tag.
+    Send(usize, i32),
 }
 
 impl Kind {
@@ -60,6 +77,8 @@ impl Kind {
             Kind::AllGather => [2, 0],
             Kind::ReduceScatter(r) => [3, red(r)],
             Kind::Broadcast(root) => [4, root as i64],
+            Kind::AllToAllV => [5, 0],
+            Kind::Send(..) => [6, 0],
         }
     }
 }
@@ -68,13 +87,12 @@ impl Kind {
 /// one) and the group size or root its attributes ask for.
 fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
     let op = info.op().to_string();
-    let group = str_attr(info, "group", WORLD_GROUP)?;
-    if group != WORLD_GROUP {
-        return Err(Error::unsupported(format!(
-            "{op} on group {group:?}: ge-rs runs collectives on {WORLD_GROUP} (every rank) only"
-        )));
-    }
-    let comm = world()?;
+    let group_name = str_attr(info, "group", WORLD_GROUP)?;
+    let comm = group(&group_name).map_err(|e| match e {
+        Error::Option(m) => Error::Compile(format!("node '{}' ({op}): {m}", info.node.name)),
+        e => e,
+    })?;
+    let group = group_name.as_str();
     let reduction = || -> Result<ReduceOp> {
         let r = str_attr(info, "reduction", "")?;
         ReduceOp::parse(&r).map_err(|_| {
@@ -91,11 +109,51 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
                 &op,
                 format!("{n} ranks (rank_size={n})"),
                 &*comm,
+                group,
             ));
         }
         Ok(())
     };
+    // A peer of a send or receive: another rank of the group; the tag: MPI's.
+    let peer = |attr: &str| -> Result<(usize, i32)> {
+        let r = info.int(attr, -1)?;
+        let tag = info.int("sr_tag", 0)?;
+        if !(0..=MAX_SR_TAG).contains(&tag) {
+            return Err(Error::unsupported(format!(
+                "{op} with sr_tag {tag} (ge-rs takes 0..={MAX_SR_TAG})"
+            )));
+        }
+        if r < 0 || r >= comm.size() as i64 {
+            return Err(needs_ranks(
+                &op,
+                format!("at least {} ranks ({attr}={r})", r.saturating_add(1)),
+                &*comm,
+                group,
+            ));
+        }
+        if r as usize == comm.rank() {
+            return Err(Error::unsupported(format!(
+                "{op} with {attr}={r}, this rank itself: a send and its receive run on two \
+                 ranks"
+            )));
+        }
+        Ok((r as usize, tag as i32))
+    };
     let kind = match op.as_str() {
+        "HcomAllToAllV" => Kind::AllToAllV,
+        "HcomSend" => {
+            let (r, t) = peer("dest_rank")?;
+            Kind::Send(r, t)
+        }
+        "HcomReceive" => {
+            let (r, t) = peer("src_rank")?;
+            let dims = info.ints("shape")?.unwrap_or_default();
+            let dt = info.dtype_attr("dtype")?.unwrap_or(DataType::UNDEFINED);
+            let want = Want { dtype: dt, dims };
+            return Ok(Box::new(move |_| {
+                receive(&*comm, r, t, &want).map(|v| vec![v])
+            }));
+        }
         "HcomAllReduce" => Kind::AllReduce(reduction()?),
         "HcomAllGather" => {
             rank_size()?;
@@ -116,6 +174,7 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
                         root.saturating_add(1)
                     ),
                     &*comm,
+                    group,
                 ));
             }
             Kind::Broadcast(root as usize)
@@ -131,6 +190,15 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
 
 /// Runs one collective on the world.
 fn run(comm: &Arc<dyn Communicator>, op: &str, kind: Kind, xs: &[&Value]) -> Result<Vec<Value>> {
+    let tag_errors = |e| match e {
+        Error::Device(m) => Error::Device(format!("{op}: {m}")),
+        e => e,
+    };
+    match kind {
+        Kind::AllToAllV => return all_to_all_v(&**comm, op, xs).map_err(tag_errors),
+        Kind::Send(dest, tag) => return send(&**comm, dest, tag, xs[0]).map_err(tag_errors),
+        _ => {}
+    }
     if comm.size() == 1 {
         // One rank: every collective hands each input through.
         return Ok(xs.iter().map(|&x| x.clone()).collect());
@@ -181,7 +249,261 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
                 Value::from_le_bytes(x.dtype(), x.shape(), &bytes)
             })
             .collect(),
+        Kind::AllToAllV | Kind::Send(..) => Err(Error::kernel(
+            "a send or an all-to-all-v reached the collectives' path".to_string(),
+        )),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HcomAllToAllV
+// ---------------------------------------------------------------------------------------------
+
+/// The counts (or displacements) input `i` of an all-to-all-v, in elements.
+fn counts_of(
+    xs: &[&Value],
+    i: usize,
+    name: &str,
+    n: usize,
+) -> std::result::Result<Vec<i64>, String> {
+    let v = xs[i].to_i64_vec();
+    if xs[i].shape().len() != 1 || v.len() != n {
+        return Err(format!(
+            "{name} has shape {:?}; it must be 1-D with one entry per rank ({n})",
+            xs[i].shape()
+        ));
+    }
+    if let Some(k) = v.iter().position(|&c| c < 0) {
+        return Err(format!("{name}[{k}] is {}; it must be >= 0", v[k]));
+    }
+    Ok(v)
+}
+
+/// This rank's all-to-all-v, in elements, checked against its own buffers.
+struct Plan {
+    sc: Vec<i64>,
+    sd: Vec<i64>,
+    rc: Vec<i64>,
+    rd: Vec<i64>,
+    /// The output's length: the largest `rd[j] + rc[j]` (GE's shape rule).
+    len: i64,
+}
+
+fn local_plan(xs: &[&Value], n: usize) -> std::result::Result<Plan, String> {
+    let sc = counts_of(xs, 1, "send_counts", n)?;
+    let sd = counts_of(xs, 2, "send_displacements", n)?;
+    let rc = counts_of(xs, 3, "recv_counts", n)?;
+    let rd = counts_of(xs, 4, "recv_displacements", n)?;
+    let total = xs[0].shape().iter().product::<usize>() as i64;
+    for j in 0..n {
+        if sd[j].checked_add(sc[j]).is_none_or(|e| e > total) {
+            return Err(format!(
+                "the block for rank {j} ({} elements from element {}) is outside send_data's \
+                 {total} elements",
+                sc[j], sd[j]
+            ));
+        }
+    }
+    let mut len = 0i64;
+    let mut blocks: Vec<(i64, i64)> = Vec::with_capacity(n);
+    for j in 0..n {
+        let end = rd[j]
+            .checked_add(rc[j])
+            .ok_or_else(|| format!("recv_displacements[{j}] + recv_counts[{j}] overflows"))?;
+        len = len.max(end);
+        if rc[j] > 0 {
+            blocks.push((rd[j], end));
+        }
+    }
+    blocks.sort_unstable();
+    if let Some(w) = blocks.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(format!(
+            "the receive blocks [{}, {}) and [{}, {}) overlap",
+            w[0].0, w[0].1, w[1].0, w[1].1
+        ));
+    }
+    Ok(Plan {
+        sc,
+        sd,
+        rc,
+        rd,
+        len,
+    })
+}
+
+/// Runs an all-to-all-v: the ranks first agree on the dtype, then exchange every rank's send
+/// and receive counts and check that they pair up; every rank raises the same error otherwise.
+fn all_to_all_v(comm: &dyn Communicator, op: &str, xs: &[&Value]) -> Result<Vec<Value>> {
+    let n = comm.size();
+    let x = xs[0];
+    let dt = x.dtype();
+    if n > 1 {
+        let mut d = descriptor(Kind::AllToAllV, &[]);
+        d[3] = 1;
+        d[4] = dt.value() as i64;
+        d[5] = -1; // the shapes may differ: only the dtype is compared
+        agree_on(comm, op, d)?;
+    }
+    let local = local_plan(xs, n);
+    // [status, send counts, receive counts] of every rank.
+    let mut mine = vec![0i64; 1 + 2 * n];
+    match &local {
+        Ok(p) => {
+            mine[1..1 + n].copy_from_slice(&p.sc);
+            mine[1 + n..].copy_from_slice(&p.rc);
+        }
+        Err(_) => mine[0] = 1,
+    }
+    let all = exchange_words(comm, op, &mine)?;
+    let p = match local {
+        Ok(p) => p,
+        Err(m) => return Err(Error::kernel(format!("{op} on rank {}: {m}", comm.rank()))),
+    };
+    if let Some(r) = all.iter().position(|d| d[0] != 0) {
+        return Err(Error::kernel(format!(
+            "{op}: the counts or displacements of rank {r} are invalid (its error says why)"
+        )));
+    }
+    for (r, dr) in all.iter().enumerate() {
+        for (j, dj) in all.iter().enumerate() {
+            let (sent, expected) = (dr[1 + j], dj[1 + n + r]);
+            if sent != expected {
+                return Err(Error::kernel(format!(
+                    "the ranks disagree on the counts of {op}: rank {r} sends {sent} elements \
+                     to rank {j} (send_counts[{j}]), which expects {expected} from it \
+                     (recv_counts[{r}]); every send count must be its peer's receive count"
+                )));
+            }
+        }
+    }
+    let size = dt
+        .size()
+        .ok_or_else(|| Error::unsupported(format!("{op} of {dt}")))?;
+    let bytes = |v: &[i64]| v.iter().map(|&c| c as usize * size).collect::<Vec<usize>>();
+    let ex = Exchange {
+        send_counts: bytes(&p.sc),
+        send_displs: bytes(&p.sd),
+        recv_counts: bytes(&p.rc),
+        recv_displs: bytes(&p.rd),
+    };
+    let send = x.to_le_bytes();
+    let mut recv = vec![0u8; p.len as usize * size];
+    comm.all_to_all_v(&send, &mut recv, &ex)?;
+    Ok(vec![Value::from_le_bytes(dt, &[p.len as usize], &recv)?])
+}
+
+/// Every rank's `words` (each rank gives as many), in rank order.
+fn exchange_words(comm: &dyn Communicator, op: &str, words: &[i64]) -> Result<Vec<Vec<i64>>> {
+    let send: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut recv = vec![0u8; send.len() * comm.size()];
+    comm.all_gather(&send, &mut recv).map_err(|e| match e {
+        Error::Device(m) => Error::Device(format!(
+            "{op}: {m} (exchanging the ranks' input descriptors before it)"
+        )),
+        e => e,
+    })?;
+    Ok(recv
+        .chunks_exact(words.len().max(1) * 8)
+        .map(|c| {
+            c.chunks_exact(8)
+                .map(|w| i64::from_le_bytes(w.try_into().unwrap_or_default()))
+                .collect()
+        })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// HcomSend / HcomReceive
+// ---------------------------------------------------------------------------------------------
+
+/// A send's header and data go out, and a receive's come in, without another send or receive
+/// of this process between them (the two messages of one tensor stay together).
+static P2P: Mutex<()> = Mutex::new(());
+
+const P2P_MAGIC: i64 = 0x4745_5032_5048; // "GEP2PH"
+const HEADER_WORDS: usize = 16;
+
+/// What a receive expects: its `dtype` and `shape` attributes.
+struct Want {
+    dtype: DataType,
+    dims: Vec<i64>,
+}
+
+/// The header of a sent tensor: magic, dtype, rank, bytes, the first dims, a hash of all dims.
+fn header(dtype: DataType, dims: &[usize], nbytes: usize) -> [i64; HEADER_WORDS] {
+    let mut h = [0i64; HEADER_WORDS];
+    h[0] = P2P_MAGIC;
+    h[1] = dtype.value() as i64;
+    h[2] = dims.len() as i64;
+    h[3] = nbytes as i64;
+    for (slot, &d) in h[4..4 + DESC_DIMS].iter_mut().zip(dims) {
+        *slot = d as i64;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &d in dims {
+        for b in (d as u64).to_le_bytes() {
+            hash = (hash ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h[4 + DESC_DIMS] = hash as i64;
+    h
+}
+
+/// A header's tensor as text ("DT_FLOAT [2, 3]").
+fn header_text(h: &[i64]) -> String {
+    let mut d = [0i64; DESC_WORDS];
+    d[3] = 1;
+    d[4] = h[1];
+    d[5] = h[2];
+    d[6..6 + DESC_DIMS].copy_from_slice(&h[4..4 + DESC_DIMS]);
+    describe(&d)
+}
+
+fn send(comm: &dyn Communicator, dest: usize, tag: i32, x: &Value) -> Result<Vec<Value>> {
+    let data = x.to_le_bytes();
+    let h: Vec<u8> = header(x.dtype(), x.shape(), data.len())
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let _g = P2P.lock().unwrap_or_else(|p| p.into_inner());
+    comm.send(&h, dest, tag)?;
+    comm.send(&data, dest, tag)?;
+    Ok(Vec::new())
+}
+
+fn receive(comm: &dyn Communicator, src: usize, tag: i32, want: &Want) -> Result<Value> {
+    let ctx = |e: Error| match e {
+        Error::Device(m) => {
+            Error::Device(format!("HcomReceive from rank {src} (sr_tag {tag}): {m}"))
+        }
+        e => e,
+    };
+    let _g = P2P.lock().unwrap_or_else(|p| p.into_inner());
+    let mut hb = vec![0u8; HEADER_WORDS * 8];
+    comm.recv(&mut hb, src, tag).map_err(ctx)?;
+    let h: Vec<i64> = hb
+        .chunks_exact(8)
+        .map(|w| i64::from_le_bytes(w.try_into().unwrap_or_default()))
+        .collect();
+    if h[0] != P2P_MAGIC || h[3] < 0 {
+        return Err(Error::kernel(format!(
+            "HcomReceive from rank {src} (sr_tag {tag}): what arrived is no HcomSend's tensor"
+        )));
+    }
+    // The data is taken off the wire whatever it is, so the next message stays in step.
+    let mut data = vec![0u8; h[3] as usize];
+    comm.recv(&mut data, src, tag).map_err(ctx)?;
+    let dims: Vec<usize> = want.dims.iter().map(|&d| d.max(0) as usize).collect();
+    let w = header(want.dtype, &dims, 0);
+    if h[1..3] != w[1..3] || h[4..5 + DESC_DIMS] != w[4..5 + DESC_DIMS] {
+        return Err(Error::kernel(format!(
+            "HcomReceive from rank {src} (sr_tag {tag}) expects {} (its dtype and shape), but \
+             rank {src} sent {}",
+            header_text(&w),
+            header_text(&h)
+        )));
+    }
+    Value::from_le_bytes(want.dtype, &dims, &data)
 }
 
 /// The element type MPI reduces `dt` as (16-bit floats widen to f32).
@@ -311,7 +633,10 @@ fn descriptor(kind: Kind, xs: &[&Value]) -> [i64; DESC_WORDS] {
 fn describe(d: &[i64]) -> String {
     let dt =
         DataType::from_value(d[4]).map_or_else(|_| format!("dtype {}", d[4]), |t| t.to_string());
-    let rank = d[5].max(0) as usize;
+    if d[5] < 0 {
+        return dt; // no shape (an all-to-all-v's inputs differ in shape from rank to rank)
+    }
+    let rank = d[5] as usize;
     let mut dims: Vec<String> = d[6..6 + rank.min(DESC_DIMS)]
         .iter()
         .map(i64::to_string)
@@ -328,23 +653,12 @@ fn describe(d: &[i64]) -> String {
 
 /// Exchanges the descriptors and fails, on every rank alike, when the ranks disagree.
 fn agree(comm: &dyn Communicator, op: &str, kind: Kind, xs: &[&Value]) -> Result<()> {
-    let mine = descriptor(kind, xs);
-    let send: Vec<u8> = mine.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut recv = vec![0u8; send.len() * comm.size()];
-    comm.all_gather(&send, &mut recv).map_err(|e| match e {
-        Error::Device(m) => Error::Device(format!(
-            "{op}: {m} (exchanging the ranks' input descriptors before it)"
-        )),
-        e => e,
-    })?;
-    let all: Vec<Vec<i64>> = recv
-        .chunks_exact(DESC_WORDS * 8)
-        .map(|c| {
-            c.chunks_exact(8)
-                .map(|w| i64::from_le_bytes(w.try_into().unwrap_or_default()))
-                .collect()
-        })
-        .collect();
+    agree_on(comm, op, descriptor(kind, xs))
+}
+
+/// Exchanges this rank's descriptor `mine` and fails, on every rank alike, when they differ.
+fn agree_on(comm: &dyn Communicator, op: &str, mine: [i64; DESC_WORDS]) -> Result<()> {
+    let all = exchange_words(comm, op, &mine)?;
     if all.iter().all(|d| d[..] == all[0][..]) {
         return Ok(());
     }
@@ -377,6 +691,9 @@ pub(super) const KERNELS: Kernels = &[(
         "HcomAllGather",
         "HcomReduceScatter",
         "HcomBroadcast",
+        "HcomAllToAllV",
+        "HcomSend",
+        "HcomReceive",
     ],
     collective_factory,
 )];
@@ -402,6 +719,66 @@ mod tests {
         );
         let d3 = descriptor(Kind::Broadcast(1), &[&a, &a]);
         assert_ne!(d2[6 + DESC_DIMS], d3[6 + DESC_DIMS]);
+    }
+
+    fn ints(v: &[i64]) -> Value {
+        Value::I64(ArrayD::from_shape_vec(vec![v.len()], v.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn all_to_all_v_on_one_rank_copies_its_block() {
+        let c = crate::collective::SingleProcess;
+        let x = Value::F32(
+            ArrayD::from_shape_vec(vec![2, 3], (0..6).map(|i| i as f32).collect()).unwrap(),
+        );
+        let (sc, sd, rc, rd) = (ints(&[4]), ints(&[1]), ints(&[4]), ints(&[2]));
+        let y = all_to_all_v(&c, "HcomAllToAllV", &[&x, &sc, &sd, &rc, &rd]).unwrap();
+        assert_eq!(y[0].shape(), [6]);
+        assert_eq!(y[0].to_f64_vec(), [0.0, 0.0, 1.0, 2.0, 3.0, 4.0]);
+        for (ins, want) in [
+            (
+                [ints(&[4]), ints(&[3]), ints(&[4]), ints(&[0])],
+                "outside send_data's 6 elements",
+            ),
+            (
+                [ints(&[4]), ints(&[0]), ints(&[3]), ints(&[0])],
+                "rank 0 sends 4 elements to rank 0",
+            ),
+            (
+                [ints(&[4, 0]), ints(&[0]), ints(&[4]), ints(&[0])],
+                "one entry per rank (1)",
+            ),
+            (
+                [ints(&[-1]), ints(&[0]), ints(&[4]), ints(&[0])],
+                "send_counts[0] is -1",
+            ),
+        ] {
+            let xs = [&x, &ins[0], &ins[1], &ins[2], &ins[3]];
+            let e = all_to_all_v(&c, "HcomAllToAllV", &xs)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn receive_blocks_must_not_overlap() {
+        let x = Value::F32(ArrayD::zeros(vec![4]));
+        let xs = [ints(&[2, 2]), ints(&[0, 2]), ints(&[2, 2]), ints(&[0, 1])];
+        let e = local_plan(&[&x, &xs[0], &xs[1], &xs[2], &xs[3]], 2)
+            .err()
+            .unwrap();
+        assert!(e.contains("[0, 2) and [1, 3) overlap"), "{e}");
+    }
+
+    #[test]
+    fn p2p_headers_name_dtype_and_shape() {
+        let h = header(DataType::FLOAT, &[2, 3], 24);
+        assert_eq!(header_text(&h), "DT_FLOAT [2, 3]");
+        assert_ne!(h, header(DataType::FLOAT, &[3, 2], 24));
+        assert_eq!(h[1..3], header(DataType::FLOAT, &[2, 3], 0)[1..3]);
+        let c = crate::collective::SingleProcess;
+        assert!(send(&c, 0, 1, &Value::F32(ArrayD::zeros(vec![1]))).is_err());
     }
 
     #[test]
