@@ -97,6 +97,7 @@ def main() -> None:
     if mpiexec is None:
         raise SystemExit("mpiexec not found: pip install ge-rs[mpi]")
     env = {**os.environ, "GE_THREADS": "1"}
+    print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     mlp = {}
     for n in [1] + [int(r) for r in a.ranks.split(",")]:
         cmd = [mpiexec, "-n", str(n), sys.executable, __file__, "--worker", "--max-mib", str(a.max_mib if n > 1 else 0),
@@ -116,7 +117,8 @@ def main() -> None:
                   f"{row['ge_s'] / row['mpi4py_s']:>10.2f} {row['ge_busbw_gbs']:>9.2f} {row['mpi4py_busbw_gbs']:>12.2f}")
     print("\ntensor-parallel MLP [64, 1024] x [1024, 4096] x [4096, 1024], one thread per rank")
     for n, t in mlp.items():
-        print(f"{n} rank(s): {t * 1e3:.3f} ms")
+        print(f"{n} rank(s): {t * 1e3:.3f} ms ({mlp[1] / t:.2f}x one rank's speed)")
+    print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":
