@@ -21,8 +21,10 @@ from ge.es import GraphBuilder, control_dependency_scope
 from ge.es import all as es
 from ge.graph import DataType
 from ge.session import Session
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kernel_harness import GE_DT, proto_dtypes
+from kernel_harness import GE_DT, HYP, proto_dtypes
 
 WORLD = "hccl_world_group"
 
@@ -197,3 +199,18 @@ def test_a_collective_on_an_unknown_group_is_refused_when_it_compiles():
     with pytest.raises(ge.GeError, match=r"group 'p2p_nowhere' does not exist on rank 0: create it with "
                                          r"ge.distributed.create_group"):
         run_graph(b, [y], [np.zeros(2, np.float32)])
+
+
+@HYP(25)
+@given(st.integers(1, 12), st.data())
+def test_all_to_all_v_of_one_rank_moves_its_block(n_x, data):
+    """Any block of send_data lands at its receive displacement; the rest of recv_data is 0."""
+    c = data.draw(st.integers(0, n_x), label="count")
+    sd = data.draw(st.integers(0, n_x - c), label="send displacement")
+    rd = data.draw(st.integers(0, 6), label="receive displacement")
+    b, y = a2a_graph(n_x)
+    x = np.arange(n_x, dtype=np.float32) + 1
+    (got,) = run_graph(b, [y], [x, i64(c), i64(sd), i64(c), i64(rd)])
+    want = np.zeros(rd + c, np.float32)
+    want[rd:] = x[sd:sd + c]
+    np.testing.assert_array_equal(got, want)
