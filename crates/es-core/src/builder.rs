@@ -8,7 +8,7 @@ use crate::graph::{
 };
 use crate::infer::{bind_types, infer, InferCtx};
 use crate::ops::{global_registry, CountRule, IoKind, OpProto, OpRegistry, SubgraphKind};
-use crate::types::{DataType, Format, Shape, Tensor, TensorDesc};
+use crate::types::{DataType, Format, Shape, SharedDesc, Tensor, TensorDesc};
 use smallvec::SmallVec;
 use smol_str::format_smolstr;
 use std::collections::HashMap;
@@ -485,7 +485,7 @@ impl GraphBuilder {
                 proto: p,
                 node_name: &node_name,
                 attrs: &attrs,
-                inputs: slots.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
+                inputs: slots.iter().map(|s| s.source.map(|_| &*s.desc)).collect(),
                 input_ir: slots.iter().map(|s| s.ir_index).collect(),
                 consts: slots
                     .iter()
@@ -513,7 +513,8 @@ impl GraphBuilder {
                     .map(|s| {
                         let mut s = s.clone();
                         if s.source.is_some_and(|src| self.hinted.contains(&src.node)) {
-                            s.desc = TensorDesc::new(DataType::UNDEFINED, Shape::unknown_rank());
+                            s.desc
+                                .set(TensorDesc::new(DataType::UNDEFINED, Shape::unknown_rank()));
                         }
                         s
                     })
@@ -579,20 +580,25 @@ impl GraphBuilder {
         ir: usize,
         src: Option<OutPort>,
     ) -> Result<InputSlot> {
-        let desc = match src {
+        let desc: SharedDesc = match src {
             Some(src) => {
-                let mut d = self
+                let out = self
                     .graph
-                    .out_desc(src)
-                    .map_err(|e| Error::build(format!("{}: input '{name}': {e}", p.name)))?
-                    .clone();
+                    .out_desc_shared(src)
+                    .map_err(|e| Error::build(format!("{}: input '{name}': {e}", p.name)))?;
                 // The producer's own attributes stay with it; what a list or optional holds
-                // (crate::infer::sequence) travels with the value.
-                d.attrs
-                    .retain(|k, _| crate::infer::sequence::is_content_attr(k));
-                d
+                // (crate::infer::sequence) travels with the value. Without such attributes
+                // the input's description is the producer's, shared until either changes.
+                let is_content = crate::infer::sequence::is_content_attr;
+                if out.attrs.keys().all(|k| is_content(k)) {
+                    out.clone()
+                } else {
+                    let mut d = TensorDesc::clone(out);
+                    d.attrs.retain(|k, _| is_content(k));
+                    d.into()
+                }
             }
-            None => TensorDesc::new(DataType::UNDEFINED, Shape::scalar()),
+            None => TensorDesc::new(DataType::UNDEFINED, Shape::scalar()).into(),
         };
         let mut slot = InputSlot::new(name, ir as u32, desc);
         slot.source = src;
@@ -675,19 +681,23 @@ mod naming_tests {
 mod plain_call_tests {
     use super::*;
 
+    /// Input 0 of `b`: a FLOAT `Data` of shape `dims`.
+    pub(super) fn data_input(b: &mut GraphBuilder, dims: Vec<i64>) -> OutPort {
+        b.create_input(
+            0,
+            None,
+            "Data",
+            DataType::FLOAT,
+            Format::ND,
+            Shape::new(dims),
+        )
+        .unwrap()
+    }
+
     /// The same chain through `add_op` (argument vectors) and `add_op_ports`.
     fn chain(plain: bool, ops: &[&str]) -> (Graph, Vec<Result<NodeId>>) {
         let mut b = GraphBuilder::new("g");
-        let x = b
-            .create_input(
-                0,
-                None,
-                "Data",
-                DataType::FLOAT,
-                Format::ND,
-                Shape::new(vec![2, 3]),
-            )
-            .unwrap();
+        let x = data_input(&mut b, vec![2, 3]);
         let mut cur = x;
         let mut results = Vec::new();
         for op in ops {
@@ -735,16 +745,7 @@ mod plain_call_tests {
     #[test]
     fn a_plain_call_with_a_removed_producer_fails_as_the_general_one() {
         let mut b = GraphBuilder::new("g");
-        let x = b
-            .create_input(
-                0,
-                None,
-                "Data",
-                DataType::FLOAT,
-                Format::ND,
-                Shape::new(vec![2]),
-            )
-            .unwrap();
+        let x = data_input(&mut b, vec![2]);
         let r = b.add_op(
             "Relu",
             OpArgs {
@@ -773,5 +774,88 @@ mod plain_call_tests {
         // A wrong input count too.
         let two = b.add_op_ports(&p, &[x, x]).unwrap_err().to_string();
         assert!(two.contains("expected 1 inputs"), "{two}");
+    }
+}
+
+#[cfg(test)]
+mod shared_desc_tests {
+    use super::plain_call_tests::data_input;
+    use super::*;
+
+    fn relu_of_input(b: &mut GraphBuilder) -> (OutPort, NodeId) {
+        let x = data_input(b, vec![2, 3]);
+        let p = b.proto("Relu").unwrap();
+        (x, b.add_op_ports(&p, &[x]).unwrap())
+    }
+
+    #[test]
+    fn an_input_description_is_the_producers_shared_until_either_changes() {
+        let mut b = GraphBuilder::new("g");
+        let (x, relu) = relu_of_input(&mut b);
+        let g = b.graph_mut();
+        let out = g.out_desc_shared(x).unwrap().clone();
+        assert!(g.node(relu).unwrap().inputs[0].desc.is_shared_with(&out));
+        drop(out);
+        // Changing the producer's output leaves the consumer's copy as it was (GE's OpDesc:
+        // the input description is the consumer's own).
+        g.node_mut(x.node).unwrap().outputs[0].desc.shape = Shape::new(vec![5]);
+        let n = g.node(relu).unwrap();
+        assert_eq!(n.inputs[0].desc.shape, Shape::new(vec![2, 3]));
+        assert!(!n.inputs[0]
+            .desc
+            .is_shared_with(&g.node(x.node).unwrap().outputs[0].desc));
+        // And the reverse: changing the input leaves the producer's output alone.
+        let g = b.graph_mut();
+        g.node_mut(relu).unwrap().inputs[0].desc.dtype = DataType::INT8;
+        assert_eq!(g.out_desc(x).unwrap().dtype, DataType::FLOAT);
+        assert_eq!(g.out_desc(x).unwrap().shape, Shape::new(vec![5]));
+    }
+
+    #[test]
+    fn a_producer_attribute_is_not_shared_into_the_input() {
+        let mut b = GraphBuilder::new("g");
+        let (x, _) = relu_of_input(&mut b);
+        b.graph_mut().node_mut(x.node).unwrap().outputs[0]
+            .desc
+            .attrs
+            .insert("mine".into(), AttrValue::Int(1));
+        let p = b.proto("Relu").unwrap();
+        let r2 = b.add_op_ports(&p, &[x]).unwrap();
+        let g = b.graph();
+        let input = &g.node(r2).unwrap().inputs[0].desc;
+        assert!(input.attrs.is_empty());
+        assert_eq!(input.shape, Shape::new(vec![2, 3]));
+        assert!(!input.is_shared_with(g.out_desc_shared(x).unwrap()));
+    }
+
+    #[test]
+    fn shared_descriptions_save_and_compare_as_copies() {
+        let mut b = GraphBuilder::new("g");
+        let (_, relu) = relu_of_input(&mut b);
+        b.set_output(
+            OutPort {
+                node: relu,
+                index: 0,
+            },
+            0,
+        )
+        .unwrap();
+        let g = b.build_and_reset().unwrap();
+        let mut copy = g.clone();
+        // Unshare every description of the copy: equal graphs still.
+        for id in copy.nodes() {
+            let n = copy.node_mut(id).unwrap();
+            for i in &mut n.inputs {
+                i.desc = SharedDesc::new(TensorDesc::clone(&i.desc));
+            }
+        }
+        assert_eq!(g, copy);
+        let d = SharedDesc::new(TensorDesc::new(DataType::FLOAT, Shape::new(vec![4])));
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            serde_json::to_string(&*d).unwrap()
+        );
+        let back: SharedDesc = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::attr::{AttrMap, AttrValue};
 use crate::error::{Error, Result};
-use crate::types::{Tensor, TensorDesc};
+use crate::types::{SharedDesc, Tensor, TensorDesc};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use slotmap::{new_key_type, SlotMap};
@@ -40,7 +40,9 @@ pub struct InputSlot {
     pub ir_index: u32,
     /// The producer, or None for an unconnected optional input.
     pub source: Option<OutPort>,
-    pub desc: TensorDesc,
+    /// The input's description: its producer's when connected and not changed since (shared,
+    /// copy-on-write: see [`SharedDesc`]).
+    pub desc: SharedDesc,
     /// Where this input stands in its producer's consumer list (0 when unconnected), so that
     /// an edge is removed in O(1) however many consumers the producer has. Kept by the graph;
     /// not saved (rebuilt on load).
@@ -50,12 +52,12 @@ pub struct InputSlot {
 
 impl InputSlot {
     /// An unconnected input instance.
-    pub fn new(name: impl Into<Name>, ir_index: u32, desc: TensorDesc) -> Self {
+    pub fn new(name: impl Into<Name>, ir_index: u32, desc: impl Into<SharedDesc>) -> Self {
         InputSlot {
             name: name.into(),
             ir_index,
             source: None,
-            desc,
+            desc: desc.into(),
             consumer_pos: 0,
         }
     }
@@ -66,7 +68,9 @@ impl InputSlot {
 pub struct OutputSlot {
     pub name: Name,
     pub ir_index: u32,
-    pub desc: TensorDesc,
+    /// The output's description (shared copy-on-write with the consumers' input
+    /// descriptions taken from it: see [`SharedDesc`]).
+    pub desc: SharedDesc,
     /// Consumers, in the order the edges were made, except that removing an edge moves the
     /// last consumer into the removed one's place (O(1) removal; the order stays
     /// deterministic).
@@ -75,11 +79,11 @@ pub struct OutputSlot {
 
 impl OutputSlot {
     /// An output instance without consumers.
-    pub fn new(name: impl Into<Name>, ir_index: u32, desc: TensorDesc) -> Self {
+    pub fn new(name: impl Into<Name>, ir_index: u32, desc: impl Into<SharedDesc>) -> Self {
         OutputSlot {
             name: name.into(),
             ir_index,
-            desc,
+            desc: desc.into(),
             consumers: Vec::new(),
         }
     }
@@ -939,6 +943,12 @@ impl Graph {
 
     /// The description of an output.
     pub fn out_desc(&self, p: OutPort) -> Result<&TensorDesc> {
+        self.check_out(p)?;
+        Ok(&self.nodes[p.node].outputs[p.index as usize].desc)
+    }
+
+    /// The description of an output as shared (cloning it shares the allocation).
+    pub fn out_desc_shared(&self, p: OutPort) -> Result<&SharedDesc> {
         self.check_out(p)?;
         Ok(&self.nodes[p.node].outputs[p.index as usize].desc)
     }

@@ -37,4 +37,4 @@ pub use builder::{GraphBuilder, OpArgs};
 pub use error::{Error, Result};
 pub use graph::{Graph, InPort, Node, NodeId, OutPort};
 pub use ops::{OpProto, OpRegistry};
-pub use types::{DataType, Format, Placement, Shape, Tensor, TensorDesc};
+pub use types::{DataType, Format, Placement, Shape, SharedDesc, Tensor, TensorDesc};

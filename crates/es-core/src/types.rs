@@ -377,6 +377,94 @@ impl TensorDesc {
     }
 }
 
+/// A [`TensorDesc`] shared copy-on-write: an input's description starts as its producer's
+/// (GE's OpDesc keeps a copy; here the copy is the same allocation until one side changes).
+/// Reads go through `Deref`; a write (`DerefMut`, [`SharedDesc::set`]) first makes the
+/// description this owner's own (`Arc::make_mut`), so every owner sees value semantics:
+/// changing an output's description never changes a consumer's, nor the reverse. Equality,
+/// `Debug` and the saved form are those of the description itself.
+#[derive(Clone, Default)]
+pub struct SharedDesc(Arc<TensorDesc>);
+
+impl SharedDesc {
+    pub fn new(desc: TensorDesc) -> Self {
+        SharedDesc(Arc::new(desc))
+    }
+    /// Replaces the description (this owner's only; others keep theirs).
+    pub fn set(&mut self, desc: TensorDesc) {
+        self.0 = Arc::new(desc);
+    }
+    /// The description, moved out when no other owner shares it.
+    pub fn into_inner(self) -> TensorDesc {
+        Arc::unwrap_or_clone(self.0)
+    }
+    /// Whether both owners share one allocation (a copy made by cloning, not changed since).
+    pub fn is_shared_with(&self, other: &SharedDesc) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::ops::Deref for SharedDesc {
+    type Target = TensorDesc;
+    fn deref(&self) -> &TensorDesc {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SharedDesc {
+    fn deref_mut(&mut self) -> &mut TensorDesc {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<TensorDesc> for SharedDesc {
+    fn from(d: TensorDesc) -> Self {
+        SharedDesc::new(d)
+    }
+}
+
+impl PartialEq for SharedDesc {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+    }
+}
+
+impl PartialEq<TensorDesc> for SharedDesc {
+    fn eq(&self, other: &TensorDesc) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<SharedDesc> for TensorDesc {
+    fn eq(&self, other: &SharedDesc) -> bool {
+        *self == *other.0
+    }
+}
+
+impl fmt::Debug for SharedDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for SharedDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for SharedDesc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedDesc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        TensorDesc::deserialize(d).map(SharedDesc::new)
+    }
+}
+
 impl fmt::Display for TensorDesc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{} {}", self.dtype, self.shape, self.format)

@@ -793,7 +793,7 @@ impl<'a> Reader<'a> {
                 node.outputs.push(OutputSlot {
                     name: out_names[i].as_str().into(),
                     ir_index: out_ir[i],
-                    desc: desc_from_def(d, &format!("{what}, output {i}"))?,
+                    desc: desc_from_def(d, &format!("{what}, output {i}"))?.into(),
                     consumers: Vec::new(),
                 });
             }

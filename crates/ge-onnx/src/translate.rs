@@ -605,7 +605,7 @@ impl Program {
             node.outputs.push(es_core::graph::OutputSlot {
                 name: format!("y{i}").into(),
                 ir_index: i as u32,
-                desc: TensorDesc::default(),
+                desc: TensorDesc::default().into(),
                 consumers: Vec::new(),
             });
         }
@@ -1247,7 +1247,7 @@ pub fn unify_captures(subs: &mut [Subgraph]) -> Result<Vec<OutPort>> {
                     node.outputs.push(es_core::graph::OutputSlot {
                         name: "y".into(),
                         ir_index: 0,
-                        desc,
+                        desc: desc.into(),
                         consumers: Vec::new(),
                     });
                     s.graph.add_node(node)?;

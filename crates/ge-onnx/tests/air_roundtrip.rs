@@ -148,7 +148,7 @@ fn build(
             n.outputs.push(OutputSlot {
                 name: format!("y{i}").into(),
                 ir_index: *ir,
-                desc: d.clone(),
+                desc: d.clone().into(),
                 consumers: vec![],
             });
         }
@@ -509,7 +509,7 @@ fn writes_what_ge_writes() {
     n.outputs.push(OutputSlot {
         name: "y".into(),
         ir_index: 0,
-        desc: TensorDesc::new(DataType::INT32, Shape::new(vec![3])),
+        desc: TensorDesc::new(DataType::INT32, Shape::new(vec![3])).into(),
         consumers: vec![],
     });
     n.attrs.insert("t".into(), AttrValue::Type(DataType::INT64));

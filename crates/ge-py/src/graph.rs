@@ -1038,15 +1038,15 @@ impl Side {
     fn desc(self, n: &es_core::Node, i: i64) -> Option<&TensorDesc> {
         let i = usize::try_from(i).ok()?;
         match self {
-            Side::Input => n.inputs.get(i).map(|s| &s.desc),
-            Side::Output => n.outputs.get(i).map(|s| &s.desc),
+            Side::Input => n.inputs.get(i).map(|s| &*s.desc),
+            Side::Output => n.outputs.get(i).map(|s| &*s.desc),
         }
     }
     fn desc_mut(self, n: &mut es_core::Node, i: i64) -> Option<&mut TensorDesc> {
         let i = usize::try_from(i).ok()?;
         match self {
-            Side::Input => n.inputs.get_mut(i).map(|s| &mut s.desc),
-            Side::Output => n.outputs.get_mut(i).map(|s| &mut s.desc),
+            Side::Input => n.inputs.get_mut(i).map(|s| &mut *s.desc),
+            Side::Output => n.outputs.get_mut(i).map(|s| &mut *s.desc),
         }
     }
 }

@@ -723,7 +723,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
                 let act_node = f.act.map(|a| g.node(a)).transpose()?;
                 let act_info = act_node.map(|a| NodeInfo {
                     node: a,
-                    inputs: vec![Some(n.outputs[0].desc.clone())],
+                    inputs: vec![Some(es_core::TensorDesc::clone(&n.outputs[0].desc))],
                     const_inputs: vec![None],
                 });
                 let bias = f.add.as_ref().map(|(_, b)| b.clone());

@@ -34,7 +34,7 @@ pub(crate) fn tensor_const(g: &Graph, base: &str, t: es_core::Tensor) -> Node {
     n.outputs.push(OutputSlot {
         name: "y".into(),
         ir_index: 0,
-        desc: t.desc.clone(),
+        desc: t.desc.clone().into(),
         consumers: Vec::new(),
     });
     n.attrs.insert("value".into(), AttrValue::Tensor(t));

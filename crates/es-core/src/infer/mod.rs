@@ -553,7 +553,7 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
         let n = graph.node_mut(id)?;
         for (slot, d) in n.inputs.iter_mut().zip(descs) {
             if let Some(d) = d {
-                slot.desc = d;
+                slot.desc.set(d);
             }
         }
     }
@@ -578,7 +578,7 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
         proto,
         node_name: &n.name,
         attrs: &attrs,
-        inputs: n.inputs.iter().map(|s| s.source.map(|_| &s.desc)).collect(),
+        inputs: n.inputs.iter().map(|s| s.source.map(|_| &*s.desc)).collect(),
         input_ir: n.inputs.iter().map(|s| s.ir_index).collect(),
         consts,
         output_ir: n.outputs.iter().map(|o| o.ir_index).collect(),
@@ -593,7 +593,7 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
     drop(ctx);
     let n = graph.node_mut(id)?;
     for (slot, d) in n.outputs.iter_mut().zip(out) {
-        slot.desc = d;
+        slot.desc.set(d);
     }
     Ok(())
 }

@@ -348,7 +348,7 @@ fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
             old_node.name, old.index
         )));
     };
-    let old_desc = std::mem::take(&mut old_slot.desc);
+    let old_desc = std::mem::take(&mut old_slot.desc).into_inner();
     let node = target.node_mut(new.node)?;
     for (k, v) in old_private {
         node.private_attrs.entry(k).or_insert(v);

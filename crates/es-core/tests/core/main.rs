@@ -117,7 +117,7 @@ fn raw_node(name: &str, op: &str, n_in: usize, n_out: usize) -> Node {
         n.outputs.push(OutputSlot {
             name: format!("y{i}").into(),
             ir_index: i as u32,
-            desc: TensorDesc::default(),
+            desc: TensorDesc::default().into(),
             consumers: Vec::new(),
         });
     }

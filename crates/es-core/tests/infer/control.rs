@@ -131,7 +131,7 @@ fn case_outputs_merge_every_branch_and_reinference_keeps_them() {
     assert_eq!(t.outs(id), vec![(FLOAT, vec![3, U])]);
     // Re-inference (the compile's) sees the branches too.
     let mut g = t.b.graph().clone();
-    g.node_mut(id).unwrap().outputs[0].desc = TensorDesc::default();
+    *g.node_mut(id).unwrap().outputs[0].desc = TensorDesc::default();
     es_core::infer::infer_graph(&mut g).unwrap();
     let d = &g.node(id).unwrap().outputs[0].desc;
     assert_eq!((d.dtype, d.shape.clone()), (FLOAT, Shape::new(vec![3, U])));

@@ -36,7 +36,7 @@ fn carry_replacement(edit: impl FnOnce(&mut es_core::Node)) -> Graph {
 fn carry_over_desc_when_unknown() {
     let (mut g, bd, _) = carry_graph();
     let old = g.out_desc(bd.outputs[0]).unwrap().clone();
-    let rep = carry_replacement(|n| n.outputs[0].desc = TensorDesc::default());
+    let rep = carry_replacement(|n| *n.outputs[0].desc = TensorDesc::default());
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     check(&g);
     let d = &g.node(created[0]).unwrap().outputs[0].desc;
@@ -50,7 +50,7 @@ fn carry_over_desc_when_unknown() {
     // Only the dtype unknown: the shape set by the replacement stays.
     let (mut g, bd, _) = carry_graph();
     let rep = carry_replacement(|n| {
-        n.outputs[0].desc = TensorDesc::new(DataType::UNDEFINED, Shape::from_slice(&[7]))
+        *n.outputs[0].desc = TensorDesc::new(DataType::UNDEFINED, Shape::from_slice(&[7]))
     });
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     let d = &g.node(created[0]).unwrap().outputs[0].desc;
@@ -65,7 +65,7 @@ fn carry_over_desc_when_unknown() {
     // Only the rank unknown: the dtype set by the replacement stays.
     let (mut g, bd, _) = carry_graph();
     let rep = carry_replacement(|n| {
-        n.outputs[0].desc = TensorDesc::new(DataType::FLOAT16, Shape::unknown_rank())
+        *n.outputs[0].desc = TensorDesc::new(DataType::FLOAT16, Shape::unknown_rank())
     });
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     let d = &g.node(created[0]).unwrap().outputs[0].desc;
@@ -78,7 +78,7 @@ fn carry_over_desc_when_unknown() {
 fn carry_over_fills_unknown_dims_of_the_same_rank() {
     let (mut g, bd, _) = carry_graph();
     let rep = carry_replacement(|n| {
-        n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1]))
+        *n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1]))
     });
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     assert_eq!(
@@ -89,7 +89,7 @@ fn carry_over_fills_unknown_dims_of_the_same_rank() {
     // Another rank, or a known dim, is the replacement's to keep.
     let (mut g, bd, _) = carry_graph();
     let rep = carry_replacement(|n| {
-        n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1, 2]))
+        *n.outputs[0].desc = TensorDesc::new(DataType::FLOAT, Shape::from_slice(&[-1, 2]))
     });
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     assert_eq!(
@@ -102,7 +102,7 @@ fn carry_over_fills_unknown_dims_of_the_same_rank() {
 fn carry_over_desc_not_when_set() {
     let (mut g, bd, _) = carry_graph();
     let set = TensorDesc::new(DataType::FLOAT16, Shape::from_slice(&[3]));
-    let rep = carry_replacement(|n| n.outputs[0].desc = set.clone());
+    let rep = carry_replacement(|n| *n.outputs[0].desc = set.clone());
     let created = rewrite(&mut g, &bd, &rep).unwrap();
     let d = &g.node(created[0]).unwrap().outputs[0].desc;
     assert_eq!(d.dtype, DataType::FLOAT16);

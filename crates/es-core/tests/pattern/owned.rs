@@ -78,7 +78,7 @@ fn owned_rewrite_equals_copied_rewrite() {
     let s = op_named(&mut b, "Sigmoid", &[Some(m)], &[], Some("sig"));
     let mut rep = finish(b, &[s]);
     rep.add_control_edge(m.node, s.node).unwrap();
-    rep.node_mut(s.node).unwrap().outputs[0].desc = TensorDesc::default();
+    *rep.node_mut(s.node).unwrap().outputs[0].desc = TensorDesc::default();
     let first = g.node(bd.nodes[0]).unwrap().name.to_string();
     let out = both_ways(&g, &bd, &rep);
     assert!(out.find(&format!("{first}/mul")).is_some());

@@ -842,7 +842,7 @@ pub(super) mod testing {
             n.outputs.push(es_core::graph::OutputSlot {
                 name: format!("y{i}").into(),
                 ir_index: i as u32,
-                desc: TensorDesc::new(dt, Shape::scalar()),
+                desc: TensorDesc::new(dt, Shape::scalar()).into(),
                 consumers: Vec::new(),
             });
         }

@@ -312,7 +312,7 @@ fn check_variants(info: &NodeInfo) -> Result<()> {
     if VARIANT_OPS.contains(&op) || sequence::KERNELS.iter().any(|(ops, _)| ops.contains(&op)) {
         return Ok(());
     }
-    let outs = info.node.outputs.iter().map(|o| &o.desc);
+    let outs = info.node.outputs.iter().map(|o| &*o.desc);
     match info
         .inputs
         .iter()

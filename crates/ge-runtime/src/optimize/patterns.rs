@@ -94,7 +94,7 @@ pub(super) fn absorb_transposes(g: &mut Graph) -> Result<usize> {
             g.remove_data_edge(src, dst)?;
             g.add_data_edge(x, dst)?;
             let n = g.node_mut(id)?;
-            n.inputs[i].desc = desc;
+            n.inputs[i].desc.set(desc);
             n.attrs.insert(flag_name.into(), AttrValue::Bool(!flag));
             absorbed += 1;
         }

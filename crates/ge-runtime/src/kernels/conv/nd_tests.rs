@@ -566,7 +566,7 @@ fn a_constant_filter_is_packed_once_with_the_same_results() {
     n.outputs.push(es_core::graph::OutputSlot {
         name: "y".into(),
         ir_index: 0,
-        desc: TensorDesc::new(DataType::FLOAT16, Shape::scalar()),
+        desc: TensorDesc::new(DataType::FLOAT16, Shape::scalar()).into(),
         consumers: Vec::new(),
     });
     let kernel = |consts: Vec<Option<Value>>| {
