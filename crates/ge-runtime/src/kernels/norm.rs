@@ -4,7 +4,7 @@
 
 use super::common::{
     alloc, array, count_attr, float_out, floats, from_f64, input_desc, need_rank, str_attr, sub,
-    zip2,
+    with_capacity, zip2,
 };
 use super::reduce::{axes_of, fold};
 use super::vmath;
@@ -302,24 +302,41 @@ fn per_channel_affine<T: Elem>(
     }
     // One unit: a channel's run of `inner` elements, or one position's `c` channels.
     let unit = if channel_last { c } else { inner }.max(1);
-    let mut out = alloc(xs.len(), T::from_f64(0.0))?;
-    par::for_chunks_mut(&mut out, unit, xs.len(), |start, chunk| {
-        let src = &xs[start..start + chunk.len()];
-        for (k, (dst, src)) in chunk.chunks_mut(unit).zip(src.chunks(unit)).enumerate() {
+    let at = |e: T, ch: usize| T::from_f64((e.to_f64() - shift[ch]) * factor[ch] + offset[ch]);
+    let out = if par::chunks_for(xs.len()) <= 1 {
+        // One thread: the output built as it is computed (not zeroed first).
+        let mut out = with_capacity(xs.len())?;
+        for (k, src) in xs.chunks(unit).enumerate() {
             if channel_last {
-                for (j, (d, &e)) in dst.iter_mut().zip(src).enumerate() {
-                    *d = T::from_f64((e.to_f64() - shift[j]) * factor[j] + offset[j]);
-                }
+                out.extend(src.iter().enumerate().map(|(j, &e)| at(e, j)));
             } else {
-                let ch = (start / unit + k) % c;
+                let ch = k % c;
                 let (m, f, b) = (shift[ch], factor[ch], offset[ch]);
-                for (d, &e) in dst.iter_mut().zip(src) {
-                    *d = T::from_f64((e.to_f64() - m) * f + b);
-                }
+                out.extend(src.iter().map(|&e| T::from_f64((e.to_f64() - m) * f + b)));
             }
         }
-        Ok(())
-    })?;
+        out
+    } else {
+        let mut out = alloc(xs.len(), T::from_f64(0.0))?;
+        par::for_chunks_mut(&mut out, unit, xs.len(), |start, chunk| {
+            let src = &xs[start..start + chunk.len()];
+            for (k, (dst, src)) in chunk.chunks_mut(unit).zip(src.chunks(unit)).enumerate() {
+                if channel_last {
+                    for (j, (d, &e)) in dst.iter_mut().zip(src).enumerate() {
+                        *d = at(e, j);
+                    }
+                } else {
+                    let ch = (start / unit + k) % c;
+                    let (m, f, b) = (shift[ch], factor[ch], offset[ch]);
+                    for (d, &e) in dst.iter_mut().zip(src) {
+                        *d = T::from_f64((e.to_f64() - m) * f + b);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        out
+    };
     let y = ArrayD::from_shape_vec(x.raw_dim(), out)
         .map_err(|e| Error::kernel(format!("internal error: {e}")))?;
     Ok(Some(T::wrap(y)))

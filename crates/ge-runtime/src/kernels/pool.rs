@@ -189,17 +189,36 @@ impl PoolGeom {
 
     /// One window: the input rows and columns it reads, and its size within the padded input.
     fn window(&self, oy: usize, ox: usize) -> (Range<usize>, Range<usize>, usize) {
-        let span = |o: usize, s: usize, p0: usize, k: usize, size: usize, p1: usize| {
-            let start = (o * s) as i64 - p0 as i64;
-            let end = start + k as i64;
-            let lo = start.max(0) as usize;
-            let hi = end.clamp(0, size as i64) as usize;
-            let padded = (end.min((size + p1) as i64) - start).max(0) as usize;
-            (lo..hi.max(lo), padded)
-        };
-        let (ry, py) = span(oy, self.sh, self.pt, self.kh, self.h, self.pb);
-        let (rx, px) = span(ox, self.sw, self.pl, self.kw, self.w, self.pr);
+        let (ry, py) = self.row_span(oy);
+        let (rx, px) = self.col_span(ox);
         (ry, rx, py * px)
+    }
+
+    /// The input rows output row `oy`'s windows read, and their height within the padded input.
+    fn row_span(&self, oy: usize) -> (Range<usize>, usize) {
+        Self::span(oy, self.sh, self.pt, self.kh, self.h, self.pb)
+    }
+
+    /// The input columns output column `ox`'s windows read, and their width within the padded
+    /// input.
+    fn col_span(&self, ox: usize) -> (Range<usize>, usize) {
+        Self::span(ox, self.sw, self.pl, self.kw, self.w, self.pr)
+    }
+
+    fn span(
+        o: usize,
+        s: usize,
+        p0: usize,
+        k: usize,
+        size: usize,
+        p1: usize,
+    ) -> (Range<usize>, usize) {
+        let start = (o * s) as i64 - p0 as i64;
+        let end = start + k as i64;
+        let lo = start.max(0) as usize;
+        let hi = end.clamp(0, size as i64) as usize;
+        let padded = (end.min((size + p1) as i64) - start).max(0) as usize;
+        (lo..hi.max(lo), padded)
     }
 
     /// Calls `f(out_index, rows, cols, padded_count, n, c)` for every output element.
@@ -277,6 +296,7 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
         return Ok(());
     }
     let work = numel(&[g.n, g.c, plane_out, g.kh * g.kw])?;
+    let taps = tap_runs(g);
     par::for_chunks_mut(y, plane_out, work, |start, ys| {
         // tmp[iy][ox]: the maximum of input row iy over output column ox's window.
         let mut tmp: Vec<T> = Vec::with_capacity(g.h * g.ow);
@@ -286,7 +306,7 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
             tmp.clear();
             tmp.resize(g.h * g.ow, low);
             for (iy, t) in tmp.chunks_exact_mut(g.ow).enumerate() {
-                row_maxima(sub(xp, iy * g.w, g.w)?, g, t);
+                row_maxima(sub(xp, iy * g.w, g.w)?, g.sw, &taps, t);
             }
             // (y starts as `low`: a row of windows with no input row keeps it.)
             for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
@@ -305,14 +325,23 @@ fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
     })
 }
 
-/// `t[ox]`: the maximum of input row `xr` over output column ox's window, tap by tap (a pass
-/// per kernel column, vectorised at unit stride), in the window scan's order: the first valid
-/// tap of each window assigns (tap 0, or the tap that reads input column 0 at the left edge),
-/// later ones combine; windows with no valid tap keep `t`'s value.
-fn row_maxima<T: Copy + PartialOrd>(xr: &[T], g: &PoolGeom, t: &mut [T]) {
+/// One pass of [`row_maxima`]: kernel column tap `j` over the windows `windows` (output
+/// columns), reading the input row from `src` at the W stride; `first`: the windows' first
+/// valid tap (it assigns; later ones combine).
+struct TapRun {
+    windows: Range<usize>,
+    src: usize,
+    first: bool,
+}
+
+/// The passes of [`row_maxima`] for `g` (the same for every input row), in the window scan's
+/// order: per kernel column, the windows it reaches; the first valid tap of each window
+/// assigns (tap 0, or the tap that reads input column 0 at the left edge), later ones combine.
+fn tap_runs(g: &PoolGeom) -> Vec<TapRun> {
+    let mut runs = Vec::new();
     for j in 0..g.kw {
         let off = j as i64 - g.pl as i64;
-        let (lo, hi) = super::conv::nd::span(t.len(), g.sw, off, xr.len());
+        let (lo, hi) = super::conv::nd::span(g.ow, g.sw, off, g.w);
         if lo >= hi {
             continue;
         }
@@ -325,38 +354,82 @@ fn row_maxima<T: Copy + PartialOrd>(xr: &[T], g: &PoolGeom, t: &mut [T]) {
         } else {
             lo
         };
-        for (range, first) in [(lo..mid, true), (mid..hi, false)] {
-            if range.is_empty() {
-                continue;
+        for (windows, first) in [(lo..mid, true), (mid..hi, false)] {
+            if !windows.is_empty() {
+                let src = ix(windows.start);
+                runs.push(TapRun {
+                    windows,
+                    src,
+                    first,
+                });
             }
-            let src = &xr[ix(range.start)..];
-            let dst = &mut t[range];
-            match (g.sw, first) {
-                (1, true) => dst.copy_from_slice(&src[..dst.len()]),
-                (1, false) => {
-                    for (d, &v) in dst.iter_mut().zip(src) {
-                        *d = keep_max(*d, v);
-                    }
+        }
+    }
+    runs
+}
+
+/// `t[ox]`: the maximum of input row `xr` over output column ox's window, tap by tap (a pass
+/// per kernel column from [`tap_runs`], vectorised at unit stride and stride 2); windows with
+/// no valid tap keep `t`'s value.
+fn row_maxima<T: Copy + PartialOrd>(xr: &[T], sw: usize, runs: &[TapRun], t: &mut [T]) {
+    for run in runs {
+        let (Some(src), Some(dst)) = (xr.get(run.src..), t.get_mut(run.windows.clone())) else {
+            continue;
+        };
+        match (sw, run.first) {
+            (1, true) => {
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = v;
                 }
-                (sw, true) => {
-                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
-                        *d = v;
-                    }
+            }
+            (1, false) => {
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = keep_max(*d, v);
                 }
-                (sw, false) => {
-                    for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
-                        *d = keep_max(*d, v);
-                    }
+            }
+            (2, true) => each_even(dst, src, |_, v| v),
+            (2, false) => each_even(dst, src, keep_max),
+            (sw, true) => {
+                for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                    *d = v;
+                }
+            }
+            (sw, false) => {
+                for (d, &v) in dst.iter_mut().zip(src.iter().step_by(sw)) {
+                    *d = keep_max(*d, v);
                 }
             }
         }
     }
 }
 
+/// `dst[i] = f(dst[i], src[2 * i])` for the `i` of `dst` that `src` reaches, read by pairs
+/// (the even elements de-interleaved, which vectorises) rather than a strided scalar loop.
+#[inline(always)]
+fn each_even<T: Copy>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T) {
+    let (pairs, rest) = src.as_chunks::<2>();
+    for (d, p) in dst.iter_mut().zip(pairs) {
+        *d = f(*d, p[0]);
+    }
+    if let (Some(&v), Some(d)) = (rest.first(), dst.get_mut(pairs.len())) {
+        *d = f(*d, v);
+    }
+}
+
 pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Result<Value> {
     let g = PoolGeom::new(x.shape(), a)?;
-    let src = floats(x, "x")?;
     let dims = g.out_dims();
+    if g.nchw {
+        let planes = match x {
+            Value::F32(v) => v.as_slice().map(|s| avg_pool_planes(s, &g, avg)),
+            Value::F64(v) => v.as_slice().map(|s| avg_pool_planes(s, &g, avg)),
+            _ => None,
+        };
+        if let Some(y) = planes {
+            return from_f64(out, &dims, y?);
+        }
+    }
+    let src = floats(x, "x")?;
     let mut y = alloc(numel(&dims)?, 0.0f64)?;
     g.each(|at, ry, rx, padded, n, c| {
         let mut sum = 0.0;
@@ -381,6 +454,45 @@ pub(super) fn avg_pool(x: &Value, a: &PoolAttrs, avg: Avg, out: DataType) -> Res
         }
     });
     from_f64(out, &dims, y)
+}
+
+/// NCHW average pooling plane by plane, reading x in its own type (no f64 copy of it): each
+/// window summed in f64 in the order of [`avg_pool`]'s scan (rows, then columns), so the same
+/// bits; the rows and columns of each output row and column found once.
+fn avg_pool_planes<T: Elem>(src: &[T], g: &PoolGeom, avg: Avg) -> Result<Vec<f64>> {
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    let mut y = alloc(numel(&[g.n, g.c, plane_out])?, 0.0f64)?;
+    if plane_out == 0 || y.is_empty() {
+        return Ok(y);
+    }
+    let rows: Vec<_> = (0..g.oh).map(|oy| g.row_span(oy)).collect();
+    let cols: Vec<_> = (0..g.ow).map(|ox| g.col_span(ox)).collect();
+    let work = numel(&[g.n, g.c, plane_out, g.kh * g.kw])?;
+    par::for_chunks_mut(&mut y, plane_out, work, |start, ys| {
+        for (k, yp) in ys.chunks_exact_mut(plane_out).enumerate() {
+            let xp = sub(src, (start / plane_out + k) * plane_in, plane_in)?;
+            for (yr, (ry, py)) in yp.chunks_exact_mut(g.ow).zip(&rows) {
+                for (slot, (rx, px)) in yr.iter_mut().zip(&cols) {
+                    let mut sum = 0.0;
+                    for iy in ry.clone() {
+                        for &v in sub(xp, iy * g.w + rx.start, rx.len())? {
+                            sum += v.to_f64();
+                        }
+                    }
+                    let div = if avg.divisor > 0 {
+                        avg.divisor
+                    } else if avg.exclusive {
+                        ry.len() * rx.len()
+                    } else {
+                        py * px
+                    };
+                    *slot = sum / div as f64;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(y)
 }
 
 fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
@@ -457,14 +569,21 @@ fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
         let x = input(inputs, 0)?;
         let xs = x.shape();
         need_rank("GlobalAveragePool", xs, 3)?;
-        let v = floats(x, "x")?;
         let inner: usize = xs[2..].iter().product();
+        // Each plane summed in f64 in order; f32 and f64 read as they are (no f64 copy of x).
+        fn means<T: Elem>(v: &[T], inner: usize) -> Vec<f64> {
+            v.chunks_exact(inner)
+                .map(|c| c.iter().map(|e| e.to_f64()).sum::<f64>() / inner as f64)
+                .collect()
+        }
         let y: Vec<f64> = if inner == 0 {
             vec![f64::NAN; xs[0] * xs[1]]
         } else {
-            v.chunks_exact(inner)
-                .map(|c| c.iter().sum::<f64>() / inner as f64)
-                .collect()
+            match x {
+                Value::F32(a) => means(&std_slice(a), inner),
+                Value::F64(a) => means(&std_slice(a), inner),
+                _ => means(&floats(x, "x")?, inner),
+            }
         };
         let mut dims = vec![xs[0], xs[1]];
         dims.resize(xs.len(), 1);
@@ -640,29 +759,14 @@ mod tests {
         /// keeps (NaN skipped, the first of +0/-0): checked against the NHWC scan of the same data.
         #[test]
         fn separable_max_pool_matches_the_window_scan(
-            (n, c, h, w) in (1usize..3, 1usize..4, 1usize..9, 1usize..9),
-            k in (1usize..4, 1usize..4),
-            s in (1usize..4, 1usize..4),
-            pads in proptest::array::uniform4(0usize..3),
-            ceil in any::<bool>(),
-            same in any::<bool>(),
+            ([n, c, h, w], geo) in pool_case(),
             picks in proptest::collection::vec(0usize..6, 512),
         ) {
             const VALUES: [f32; 6] = [f32::NAN, 0.0, -0.0, 1.0, -2.0, f32::NEG_INFINITY];
             let len = n * c * h * w;
             let data: Vec<f32> = (0..len).map(|i| VALUES[picks[i % picks.len()]]).collect();
             let x = ArrayD::from_shape_vec(IxDyn(&[n, c, h, w]), data).unwrap();
-            // Pads smaller than the window, as the operators require.
-            let pads = [pads[0] % k.0, pads[1] % k.0, pads[2] % k.1, pads[3] % k.1];
-            let pad = if same { PoolPad::Same } else { PoolPad::Explicit { pads, ceil } };
-            let attrs = |nchw| PoolAttrs {
-                nchw,
-                k: [k.0, k.1],
-                s: [s.0, s.1],
-                pad,
-                global: false,
-                avg: None,
-            };
+            let attrs = |nchw| PoolAttrs { nchw, ..geo };
             let planes = max_pool(&x, &attrs(true));
             let nhwc = x.view().permuted_axes(IxDyn(&[0, 2, 3, 1])).as_standard_layout().into_owned();
             let scan = max_pool(&nhwc, &attrs(false));
@@ -676,6 +780,92 @@ mod tests {
                 }
                 (Err(_), Err(_)) => {}
                 (a, b) => prop_assert!(false, "one failed: {:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+    }
+
+    /// A small x's dims [n, c, h, w] and a pooling geometry (NCHW, max) over them: windows and
+    /// strides 1-3, pads smaller than the window (as the operators require), SAME or explicit
+    /// with either rounding.
+    fn pool_case() -> impl Strategy<Value = ([usize; 4], PoolAttrs)> {
+        (
+            (1usize..3, 1usize..4, 1usize..9, 1usize..9),
+            (1usize..4, 1usize..4),
+            (1usize..4, 1usize..4),
+            proptest::array::uniform4(0usize..3),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|((n, c, h, w), k, s, pads, ceil, same)| {
+                let pads = [pads[0] % k.0, pads[1] % k.0, pads[2] % k.1, pads[3] % k.1];
+                let pad = if same {
+                    PoolPad::Same
+                } else {
+                    PoolPad::Explicit { pads, ceil }
+                };
+                let geo = PoolAttrs {
+                    nchw: true,
+                    k: [k.0, k.1],
+                    s: [s.0, s.1],
+                    pad,
+                    global: false,
+                    avg: None,
+                };
+                ([n, c, h, w], geo)
+            })
+    }
+
+    /// `x` (f32 or f64) with its axes permuted, in standard layout.
+    fn permuted(x: &Value, p: &[usize]) -> Value {
+        match x {
+            Value::F32(a) => Value::F32(
+                a.view()
+                    .permuted_axes(IxDyn(p))
+                    .as_standard_layout()
+                    .into_owned(),
+            ),
+            Value::F64(a) => Value::F64(
+                a.view()
+                    .permuted_axes(IxDyn(p))
+                    .as_standard_layout()
+                    .into_owned(),
+            ),
+            _ => unreachable!("f32 or f64"),
+        }
+    }
+
+    proptest! {
+        /// The NCHW plane-by-plane average pool (x read in its own type) gives the bits of the
+        /// window-by-window scan (over x converted to f64), f32 and f64, every divisor rule.
+        #[test]
+        fn planar_avg_pool_matches_the_window_scan(
+            ([n, c, h, w], geo) in pool_case(),
+            exclusive in any::<bool>(),
+            divisor in 0usize..3,
+            data in proptest::collection::vec(-1e3f64..1e3, 200),
+        ) {
+            let len = n * c * h * w;
+            let data: Vec<f64> = (0..len).map(|i| data[i % data.len()]).collect();
+            let avg = Avg { exclusive, divisor };
+            let attrs = |nchw| PoolAttrs { nchw, avg: Some(avg), ..geo };
+            let x = ArrayD::from_shape_vec(IxDyn(&[n, c, h, w]), data).unwrap();
+            for x in [Value::F64(x.clone()), Value::F32(x.mapv(|v| v as f32))] {
+                let dt = x.dtype();
+                let planes = avg_pool(&x, &attrs(true), avg, dt);
+                let nhwc = permuted(&x, &[0, 2, 3, 1]);
+                let scan = avg_pool(&nhwc, &attrs(false), avg, dt);
+                match (planes, scan) {
+                    (Ok(a), Ok(b)) => {
+                        let b = permuted(&b, &[0, 3, 1, 2]);
+                        prop_assert_eq!(a.shape(), b.shape());
+                        let (a, b) = (a.to_f64_vec(), b.to_f64_vec());
+                        for (p, q) in a.iter().zip(&b) {
+                            prop_assert_eq!(p.to_bits(), q.to_bits());
+                        }
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => prop_assert!(false, "one failed: {:?} vs {:?}", a.err(), b.err()),
+                }
             }
         }
     }
@@ -699,6 +889,32 @@ mod tests {
         let n = node("Pooling", attrs);
         let k = factory(pooling_factory, &n, Vec::new())?;
         Ok(k(&[Some(x)])?.remove(0))
+    }
+
+    #[test]
+    fn global_average_pool_sums_each_plane_in_f64() {
+        // Values whose f32 running sum would round: the f64 sum, rounded once.
+        let vals: Vec<f32> = (0..2 * 3 * 7)
+            .map(|i| 1.0 + i as f32 * 1e-7 + (i % 3) as f32 * 3e7)
+            .collect();
+        let n = node("GlobalAveragePool", &[]);
+        let k = factory(global_avg_pool_factory, &n, Vec::new()).unwrap();
+        for strided in [false, true] {
+            let mut a = arr(&[2, 3, 7, 1], vals.clone());
+            if strided {
+                // The same values, not in standard layout.
+                let mut t = arr(&[2, 3, 1, 7], vals.clone());
+                t.swap_axes(2, 3);
+                a = t;
+            }
+            let y = k(&[Some(&Value::F32(a))]).unwrap().remove(0);
+            assert_eq!(y.shape(), &[2, 3, 1, 1]);
+            let got = y.to_f64_vec();
+            for (p, plane) in vals.chunks(7).enumerate() {
+                let want = (plane.iter().map(|&v| f64::from(v)).sum::<f64>() / 7.0) as f32;
+                assert_eq!(got[p] as f32, want, "plane {p}, strided {strided}");
+            }
+        }
     }
 
     #[test]

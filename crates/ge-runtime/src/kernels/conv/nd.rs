@@ -229,7 +229,9 @@ fn each_channel_run(
 }
 
 /// Unfolds the `cg` channels of one image and group (`xs`: [cg, i...]) into `col`:
-/// [cg * k_len, pixels of the output rows `rows`], zeros where a window reads padding.
+/// [cg * k_len, pixels of the output rows `rows`], zeros where a window reads padding. Every
+/// element is written once: the runs come in increasing column order (channel, tap, output
+/// row, column), so the zeros are the gaps between consecutive runs and the tail after the last.
 fn vol2col<T: Copy>(
     xs: &[T],
     v: &Vol,
@@ -239,12 +241,21 @@ fn vol2col<T: Copy>(
     zero: T,
 ) -> Result<()> {
     let sw = v.s[2];
-    col.fill(zero);
+    let mut done = 0;
     each_channel_run(v, cg, rows, |co, vo, n| {
+        let gap = co
+            .checked_sub(done)
+            .ok_or_else(|| Error::kernel("internal error: convolution columns out of order"))?;
+        sub_mut(col, done, gap)?.fill(zero);
         let dst = sub_mut(col, co, n)?;
         gather_strided(dst, sub(xs, vo, (n - 1) * sw + 1)?, sw);
+        done = co + n;
         Ok(())
-    })
+    })?;
+    col.get_mut(done..)
+        .ok_or_else(|| Error::kernel("internal error: convolution columns out of bounds"))?
+        .fill(zero);
+    Ok(())
 }
 
 /// `dst[j] = src[j * s]` for the `j` of `dst` that `src` reaches; stride 2 by pairs
@@ -340,6 +351,59 @@ fn tile_rows(v: &Vol, kk: usize, elem: usize, direct: bool, parts: usize) -> usi
     per.clamp(1, rows.max(1))
 }
 
+thread_local! {
+    /// Each thread's column buffers, kept between convolutions (no allocation, no page faults
+    /// on every run).
+    static SCRATCH_F32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH_F64: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most bytes a thread's kept column buffer may hold; a larger one is freed after use.
+const SCRATCH_KEEP: usize = 64 << 20;
+
+/// `f` on this thread's column buffer of `T` (f32, f64), any length and contents; a new empty
+/// buffer for other types, or when the thread's is in use (a convolution whose product ran
+/// another one's tile on this thread).
+fn with_scratch<T: 'static, R>(f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    use std::any::Any;
+    fn on<U: 'static, T: 'static, R, F: FnOnce(&mut Vec<T>) -> R>(
+        key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<U>>>,
+        f: F,
+    ) -> std::result::Result<R, F> {
+        key.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut kept) => match (&mut *kept as &mut dyn Any).downcast_mut::<Vec<T>>() {
+                Some(col) => {
+                    let r = f(col);
+                    if col.capacity() * std::mem::size_of::<T>() > SCRATCH_KEEP {
+                        *col = Vec::new();
+                    }
+                    Ok(r)
+                }
+                None => Err(f),
+            },
+            Err(_) => Err(f),
+        })
+    }
+    let f = match on(&SCRATCH_F32, f) {
+        Ok(r) => return r,
+        Err(f) => f,
+    };
+    match on(&SCRATCH_F64, f) {
+        Ok(r) => r,
+        Err(f) => f(&mut Vec::new()),
+    }
+}
+
+/// `y` ([n, o, pix]) `+= bias` per output channel.
+fn add_plane_bias<T: LinalgScalar>(y: &mut [T], bias: Option<&[T]>, o: usize, pix: usize) {
+    if let Some(b) = bias {
+        for (k, plane) in y.chunks_exact_mut(pix.max(1)).enumerate() {
+            let bv = b[k % o];
+            plane.iter_mut().for_each(|v| *v = *v + bv);
+        }
+    }
+}
+
 /// `c += bias` per row (output channel).
 fn add_row_bias<T: LinalgScalar>(c: &mut ArrayViewMut2<'_, T>, bias: Option<&[T]>) {
     if let Some(b) = bias {
@@ -388,7 +452,7 @@ fn conv_fwd<T: LinalgScalar + Send + Sync>(
     Ok(y)
 }
 
-/// [`conv_fwd`] into `y` ([n, o, o...], all zeros).
+/// [`conv_fwd`] into `y` ([n, o, o...]; its previous contents are overwritten).
 fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
     x: &[T],
     f: &[T],
@@ -417,13 +481,16 @@ fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
             )));
         }
     }
+    if kk == 0 || (cg == 1 && ch.groups > 1) {
+        // The direct depthwise kernel accumulates into zeros; no filter values: the bias alone.
+        y.fill(T::zero());
+    }
+    if kk == 0 {
+        add_plane_bias(y, bias, ch.o, pix);
+        return Ok(());
+    }
     if cg == 1 && ch.groups > 1 && depthwise::depthwise(x, f, ch, v, y)? {
-        if let Some(b) = bias {
-            for (k, plane) in y.chunks_exact_mut(pix.max(1)).enumerate() {
-                let bv = b[k % ch.o];
-                plane.iter_mut().for_each(|v| *v = *v + bv);
-            }
-        }
+        add_plane_bias(y, bias, ch.o, pix);
         return Ok(());
     }
     let direct = v.direct();
@@ -461,19 +528,25 @@ fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
             if rows >= all {
                 if parts > 1 && og >= parts * MIN_SPLIT_CHANNELS {
                     // Too few pixels to split: split the output channels instead.
-                    let col = if direct {
-                        Vec::new()
-                    } else {
-                        let mut col = alloc(numel(&[kk, pix])?, T::zero())?;
-                        vol2col(xs, v, cg, 0..all, &mut col, T::zero())?;
-                        col
-                    };
-                    let b = ArrayView2::from_shape((kk, pix), if direct { xs } else { &col })
-                        .map_err(shape_err)?;
-                    gemm_by_rows(a, b, c.view_mut(), parts);
-                    add_row_bias(&mut c, bg);
+                    with_scratch(|col: &mut Vec<T>| {
+                        let b = if direct {
+                            xs
+                        } else {
+                            let need = numel(&[kk, pix])?;
+                            if col.len() < need {
+                                *col = alloc(need, T::zero())?;
+                            }
+                            let col = &mut col[..need];
+                            vol2col(xs, v, cg, 0..all, col, T::zero())?;
+                            &*col
+                        };
+                        let b = ArrayView2::from_shape((kk, pix), b).map_err(shape_err)?;
+                        gemm_by_rows(a, b, c.view_mut(), parts);
+                        add_row_bias(&mut c, bg);
+                        Ok::<_, Error>(())
+                    })?;
                 } else {
-                    tile(&mut Vec::new(), 0..all, c)?;
+                    with_scratch(|col| tile(col, 0..all, c))?;
                 }
                 continue;
             }
@@ -490,10 +563,7 @@ fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
                         .try_for_each_init(Vec::new, |col, (r, c)| tile(col, r, c))
                 })?;
             } else {
-                let mut col = Vec::new();
-                for (r, c) in tiles {
-                    tile(&mut col, r, c)?;
-                }
+                with_scratch(|col| tiles.into_iter().try_for_each(|(r, c)| tile(col, r, c)))?;
             }
         }
     }
@@ -1110,7 +1180,6 @@ impl ConvInto {
             let dt = d.out.dtype();
             let y = out_slice::<T>(d.out, d.range)
                 .ok_or_else(|| Error::kernel(format!("an output buffer of {dt} does not fit")))?;
-            y.fill(T::zero());
             conv_fwd_into(x, f, ch, &v, bias, y)
         }
         match d.out.dtype() {

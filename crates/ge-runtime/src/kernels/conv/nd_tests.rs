@@ -464,6 +464,13 @@ fn check_fwd(ch: Chans, v: &Vol, what: &str) {
         let y = par::run_with(threads, || conv_fwd(&x, &f, ch, v, Some(&b))).unwrap();
         // Quarter-integer inputs: the f64 sums are exact.
         assert_eq!(y, want, "f64 {threads} threads: {what}");
+        // Into a buffer of garbage (a reused arena slot): every element is written.
+        let mut into = vec![f64::NAN; want.len()];
+        par::run_with(threads, || {
+            conv_fwd_into(&x, &f, ch, v, Some(&b), &mut into)
+        })
+        .unwrap();
+        assert_eq!(into, want, "f64 into NaNs, {threads} threads: {what}");
         let (x32, f32s, b32): (Vec<f32>, Vec<f32>, Vec<f32>) = (
             x.iter().map(|&v| v as f32).collect(),
             f.iter().map(|&v| v as f32).collect(),
@@ -516,6 +523,10 @@ fn tiled_and_split_convolutions_match_the_definition() {
         ),
         // A 1-pixel image.
         (chans(1, 8, 8, 2), two([1, 1], [3, 3], 1, 1, [1, 1, 1, 1])),
+        // No input channels: the bias alone.
+        (chans(1, 0, 5, 1), two([4, 3], [3, 3], 1, 1, [1, 1, 1, 1])),
+        // Trailing pads only (windows past the end read zeros), stride 2 along W.
+        (chans(1, 5, 7, 1), two([9, 10], [3, 3], 2, 1, [0, 2, 0, 2])),
         // Depthwise with multiplier 2 (the direct kernel) and its bias.
         (chans(2, 6, 12, 6), two([9, 17], [3, 3], 2, 1, [1, 1, 1, 1])),
     ];
