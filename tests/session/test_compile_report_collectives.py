@@ -72,3 +72,22 @@ def test_a_graph_without_collectives_has_no_such_section():
     s.add_graph(1, b.build_and_reset([es.Relu(x)]))
     s.run_graph(1, [Tensor(np.zeros(2, np.float32))])
     assert collective_lines(s.compile_report(1)) == (None, [])
+
+
+def test_a_group_from_a_rank_list_shows_its_own_size():
+    import ge.distributed
+
+    ge.distributed.create_group("report_group", [0])
+    try:
+        b = GraphBuilder("grp")
+        x = b.create_input(0, data_type=DataType.DT_INT32, shape=[6])
+        s = Session()
+        s.add_graph(1, b.build_and_reset([es.HcomAllReduce(x, reduction="sum", group="report_group")]))
+        s.run_graph(1, [Tensor(np.arange(6, dtype=np.int32))])
+        n, entries = collective_lines(s.compile_report(1))
+        assert n == 1
+        assert entries[0].split("'", 2)[2] == (
+            ": group report_group (1 ranks), reduction sum, DT_INT32 [6]; "
+            "per rank: 24 bytes in, 24 bytes out, 0 bytes moved")
+    finally:
+        ge.distributed.destroy_group("report_group")

@@ -22,6 +22,7 @@
 //! bit ([`Plan::execute_reference`] runs every step through them, for comparison).
 
 use crate::arena::{self, Pool, Workspace};
+use crate::collective::WORLD_GROUP;
 use crate::error::{Error, Result};
 use crate::kernels::{self, IntoOp, Kernel, NodeInfo};
 use crate::memplan::{MemoryPlan, TensorSpec};
@@ -90,8 +91,8 @@ pub struct CollectiveReport {
     pub reduction: Option<String>,
     /// The root of a broadcast.
     pub root_rank: Option<i64>,
-    /// The ranks of its group: `rank_size` where the node has it, else the world's size for
-    /// `hccl_world_group` (None where neither is known).
+    /// The ranks of its group: `rank_size` where the node has it, else the size of its group on
+    /// this rank (None where neither is known).
     pub ranks: Option<usize>,
     /// Each input's dtype and shape.
     pub inputs: Vec<(DataType, Shape)>,
@@ -108,8 +109,12 @@ pub struct CollectiveReport {
 
 impl CollectiveReport {
     /// The entry of node `id` of `g` (shapes inferred), or None when it is not a collective.
-    /// `world`: the size of `hccl_world_group`.
-    pub fn of_node(g: &Graph, id: NodeId, world: Option<usize>) -> Result<Option<Self>> {
+    /// `group_size`: the size of a group, by name (None where it is not known).
+    pub fn of_node(
+        g: &Graph,
+        id: NodeId,
+        group_size: &dyn Fn(&str) -> Option<usize>,
+    ) -> Result<Option<Self>> {
         let node = g.node(id)?;
         if !node.op_type.starts_with("Hcom") {
             return Ok(None);
@@ -122,11 +127,10 @@ impl CollectiveReport {
             Some(es_core::AttrValue::Int(n)) => Some(*n),
             _ => None,
         };
-        let group = text("group").unwrap_or_else(|| kernels::WORLD_GROUP.to_string());
+        let group = text("group").unwrap_or_else(|| WORLD_GROUP.to_string());
         let ranks = match int("rank_size") {
             Some(n) if n > 0 => Some(n as usize),
-            _ if group == kernels::WORLD_GROUP => world,
-            _ => None,
+            _ => group_size(&group),
         };
         let bytes = |d: &es_core::TensorDesc| {
             let n = usize::try_from(d.shape.num_elements()?).ok()?;
@@ -210,15 +214,11 @@ fn collectives_of(g: &Graph) -> Result<Vec<CollectiveReport>> {
     if !g.iter().any(|(_, n)| n.op_type.starts_with("Hcom")) {
         return Ok(Vec::new());
     }
-    let mut world = None;
+    // The kernels asked for their groups when they were built: these are lookups.
+    let size = |name: &str| crate::collective::group(name).ok().map(|c| c.size());
     let mut out = Vec::new();
     for id in crate::optimize::needed_nodes(g)? {
-        if !g.node(id)?.op_type.starts_with("Hcom") {
-            continue;
-        }
-        // The kernels asked for the world when they were built: this is a lookup.
-        let w = *world.get_or_insert_with(|| crate::collective::world().ok().map(|c| c.size()));
-        out.extend(CollectiveReport::of_node(g, id, w)?);
+        out.extend(CollectiveReport::of_node(g, id, &size)?);
     }
     Ok(out)
 }

@@ -109,12 +109,13 @@ fn bytes_moved_follow_the_ring_algorithms_at_4_ranks() {
     let mut g = graph(4);
     es_core::infer::infer_graph(&mut g).unwrap();
     let find = |op: &str| g.iter().find(|(_, n)| n.op_type == op).unwrap().0;
-    let ar = CollectiveReport::of_node(&g, find("HcomAllReduce"), Some(4))
+    let four = |name: &str| (name == "hccl_world_group").then_some(4);
+    let ar = CollectiveReport::of_node(&g, find("HcomAllReduce"), &four)
         .unwrap()
         .unwrap();
     // 128 bytes reduced over 4 ranks: each sends 2 * 3/4 of it.
     assert_eq!((ar.ranks, ar.moved_bytes), (Some(4), Some(192)));
-    let ag = CollectiveReport::of_node(&g, find("HcomAllGather"), None)
+    let ag = CollectiveReport::of_node(&g, find("HcomAllGather"), &|_: &str| None)
         .unwrap()
         .unwrap();
     // rank_size gives the ranks; the output is 4 x 128 bytes, 3/4 of which come from peers.
@@ -123,5 +124,5 @@ fn bytes_moved_follow_the_ring_algorithms_at_4_ranks() {
         (Some(4), Some(128), Some(512), Some(384))
     );
     let data = find("Data");
-    assert_eq!(CollectiveReport::of_node(&g, data, Some(4)).unwrap(), None);
+    assert_eq!(CollectiveReport::of_node(&g, data, &four).unwrap(), None);
 }

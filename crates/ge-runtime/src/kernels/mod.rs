@@ -6,7 +6,6 @@
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
 mod collective;
-pub(crate) use collective::WORLD_GROUP;
 mod common;
 mod control;
 pub(crate) use control::install_subgraph_compiler;
