@@ -28,6 +28,7 @@ use crate::collective::{group, Communicator, Elem, Exchange, ReduceOp, INSTALL_H
 use crate::error::{Error, Result};
 use crate::value::Value;
 use es_core::DataType;
+use ndarray::{ArrayD, IxDyn};
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
@@ -221,6 +222,16 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
             let n = comm.size();
             let mut dims = xs[0].shape().to_vec();
             dims[0] /= n;
+            // From the input's buffer straight into the output's, where both are one block.
+            let x = xs[0];
+            if let (Some(elem), Some(send), Some(mut y)) =
+                (elem_of(x.dtype()), le_bytes(x), block(x.dtype(), &dims))
+            {
+                if let Some(recv) = le_bytes_mut(&mut y) {
+                    comm.reduce_scatter(send, recv, elem, r)?;
+                    return Ok(vec![y]);
+                }
+            }
             Ok(vec![reduce(xs[0], |bytes, elem| {
                 let mut out = vec![0u8; bytes.len() / n];
                 comm.reduce_scatter(bytes, &mut out, elem, r)?;
@@ -230,10 +241,16 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
         Kind::AllGather => {
             let x = xs[0];
             let send = le_bytes(x).map_or_else(|| x.to_le_bytes().into(), Cow::Borrowed);
-            let mut recv = vec![0u8; send.len() * comm.size()];
-            comm.all_gather(&send, &mut recv)?;
             let mut dims = x.shape().to_vec();
             dims[0] *= comm.size();
+            if let Some(mut y) = block(x.dtype(), &dims) {
+                if let Some(recv) = le_bytes_mut(&mut y) {
+                    comm.all_gather(&send, recv)?;
+                    return Ok(vec![y]);
+                }
+            }
+            let mut recv = vec![0u8; send.len() * comm.size()];
+            comm.all_gather(&send, &mut recv)?;
             Ok(vec![Value::from_le_bytes(x.dtype(), &dims, &recv)?])
         }
         Kind::Broadcast(root) => xs
@@ -575,6 +592,25 @@ fn le_bytes(v: &Value) -> Option<&[u8]> {
     pod!(F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
 }
 
+/// A zero tensor of `dt` and `dims` that [`le_bytes_mut`] takes (plain numbers), for a
+/// collective to write into; None for other dtypes.
+fn block(dt: DataType, dims: &[usize]) -> Option<Value> {
+    let d = IxDyn(dims);
+    Some(match dt {
+        DataType::FLOAT => Value::F32(ArrayD::zeros(d)),
+        DataType::DOUBLE => Value::F64(ArrayD::zeros(d)),
+        DataType::INT8 => Value::I8(ArrayD::zeros(d)),
+        DataType::INT16 => Value::I16(ArrayD::zeros(d)),
+        DataType::INT32 => Value::I32(ArrayD::zeros(d)),
+        DataType::INT64 => Value::I64(ArrayD::zeros(d)),
+        DataType::UINT8 => Value::U8(ArrayD::zeros(d)),
+        DataType::UINT16 => Value::U16(ArrayD::zeros(d)),
+        DataType::UINT32 => Value::U32(ArrayD::zeros(d)),
+        DataType::UINT64 => Value::U64(ArrayD::zeros(d)),
+        _ => return None,
+    })
+}
+
 /// [`le_bytes`] to write: a collective works in place on a tensor it owns.
 fn le_bytes_mut(v: &mut Value) -> Option<&mut [u8]> {
     macro_rules! pod {
@@ -830,5 +866,10 @@ mod tests {
         le_bytes_mut(&mut j).unwrap()[0] = 7;
         assert_eq!(j.to_f64_vec(), vec![7.0, 1.0, 2.0, 3.0]);
         assert!(le_bytes(&Value::Bool(ArrayD::from_elem(vec![2], true))).is_none());
+        // The outputs a reduce-scatter or all-gather writes into.
+        let mut b = block(DataType::INT16, &[2, 3]).unwrap();
+        assert_eq!((b.dtype(), b.shape()), (DataType::INT16, &[2, 3][..]));
+        assert_eq!(le_bytes_mut(&mut b).map(|s| s.len()), Some(12));
+        assert!(block(DataType::FLOAT16, &[2]).is_none() && block(DataType::BOOL, &[2]).is_none());
     }
 }
