@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::graph::{
     Graph, InPort, InputSlot, Name, Node, NodeId, OutPort, OutputSlot, SubgraphSlot,
 };
-use crate::infer::{bind_types, infer, InferCtx};
+use crate::infer::{bind_types, infer, InferCtx, PerInstance};
 use crate::ops::{global_registry, CountRule, IoKind, OpProto, OpRegistry, SubgraphKind};
 use crate::types::{DataType, Format, Shape, SharedDesc, Tensor, TensorDesc};
 use smallvec::SmallVec;
@@ -480,23 +480,28 @@ impl GraphBuilder {
                 .any(|s| s.source.is_some_and(|src| self.hinted.contains(&src.node)));
         let (node_name, next_name) = self.node_name(&p.name, name)?;
         let graph = &self.graph;
+        let output_ir: PerInstance<u32> = out_names.iter().map(|o| o.1).collect();
         let run = |slots: &[InputSlot]| -> Result<Vec<TensorDesc>> {
+            let inputs: PerInstance<_> = slots.iter().map(|s| s.source.map(|_| &*s.desc)).collect();
+            let input_ir: PerInstance<_> = slots.iter().map(|s| s.ir_index).collect();
+            let consts: PerInstance<_> = slots
+                .iter()
+                .map(|s| {
+                    s.source
+                        .and_then(|src| graph.node(src.node).ok())
+                        .and_then(Node::const_value)
+                })
+                .collect();
+            let bound = bind_types(p, slots)?;
             let ctx = InferCtx {
                 proto: p,
                 node_name: &node_name,
                 attrs: &attrs,
-                inputs: slots.iter().map(|s| s.source.map(|_| &*s.desc)).collect(),
-                input_ir: slots.iter().map(|s| s.ir_index).collect(),
-                consts: slots
-                    .iter()
-                    .map(|s| {
-                        s.source
-                            .and_then(|src| graph.node(src.node).ok())
-                            .and_then(Node::const_value)
-                    })
-                    .collect(),
-                output_ir: out_names.iter().map(|o| o.1).collect(),
-                bound: bind_types(p, slots)?,
+                inputs: &inputs,
+                input_ir: &input_ir,
+                consts: &consts,
+                output_ir: &output_ir,
+                bound: &bound,
                 subgraph_outputs: subgraphs
                     .iter()
                     .flatten()

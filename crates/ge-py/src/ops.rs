@@ -85,7 +85,7 @@ guarded! {
             Arc::new(move |ctx: &InferCtx| -> es_core::Result<Vec<TensorDesc>> {
                 Python::with_gil(|py| -> PyResult<Vec<TensorDesc>> {
                     let inputs = PyList::empty(py);
-                    for d in &ctx.inputs {
+                    for d in ctx.inputs {
                         match d {
                             Some(d) => inputs.append(desc_tuple(py, d)?)?,
                             None => inputs.append(py.None())?,

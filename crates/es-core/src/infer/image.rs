@@ -83,11 +83,11 @@ mod tests {
             proto: &proto,
             node_name: "dec",
             attrs: &attrs,
-            inputs: vec![Some(x)],
-            input_ir: vec![0],
-            consts: vec![None],
-            output_ir: vec![0],
-            bound: Default::default(),
+            inputs: &[Some(x)],
+            input_ir: &[0],
+            consts: &[None],
+            output_ir: &[0],
+            bound: &[],
             subgraph_outputs: Vec::new(),
         };
         infer(&ctx)

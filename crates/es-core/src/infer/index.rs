@@ -71,7 +71,7 @@ fn top_k(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
         }
     };
     let mut out = Vec::with_capacity(ctx.num_outputs());
-    for &ir in &ctx.output_ir {
+    for &ir in ctx.output_ir {
         let name = out_name(ctx, ir);
         let ir = ir as usize;
         let t = if name == "indices" {

@@ -37,21 +37,26 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 pub use promote::insert_promotion_casts;
 
-/// What a rule sees.
+/// A per-instance list the caller of a rule builds: inline up to four entries (most
+/// operators), so building an [`InferCtx`] allocates nothing for its lists.
+pub type PerInstance<T> = smallvec::SmallVec<[T; 4]>;
+
+/// What a rule sees. The per-instance lists are slices of the caller's own lists
+/// ([`PerInstance`]), so that a context costs no allocation.
 pub struct InferCtx<'a> {
     pub proto: &'a OpProto,
     pub node_name: &'a str,
     pub attrs: &'a AttrMap,
     /// One entry per input instance; None for an absent optional input.
-    pub inputs: Vec<Option<&'a TensorDesc>>,
+    pub inputs: &'a [Option<&'a TensorDesc>],
     /// The IR input index of each instance.
-    pub input_ir: Vec<u32>,
+    pub input_ir: &'a [u32],
     /// Constant values of inputs whose producer is a Const node.
-    pub consts: Vec<Option<&'a Tensor>>,
+    pub consts: &'a [Option<&'a Tensor>],
     /// The IR output index of each output instance.
-    pub output_ir: Vec<u32>,
+    pub output_ir: &'a [u32],
     /// Dtypes bound to type variables by the inputs.
-    pub bound: Vec<(&'a str, DataType)>,
+    pub bound: &'a [(&'a str, DataType)],
     /// The output descriptions of each subgraph of the node, in order (If/Case: the branches).
     pub subgraph_outputs: Vec<Vec<&'a TensorDesc>>,
 }
@@ -107,7 +112,7 @@ impl<'a> InferCtx<'a> {
         Ok(self
             .input_ir
             .iter()
-            .zip(&self.inputs)
+            .zip(self.inputs)
             .filter(move |(i, _)| **i == ir)
             .map(|(_, d)| *d))
     }
@@ -462,8 +467,11 @@ pub fn promotes(op_type: &str) -> bool {
 /// Checks the dtype of every connected input instance against the prototype and binds type
 /// variables (for a [`promotes`] operator, to the operands' promoted dtype). Instances whose
 /// dtype is UNDEFINED are skipped.
-pub fn bind_types<'a>(proto: &'a OpProto, slots: &[InputSlot]) -> Result<Vec<(&'a str, DataType)>> {
-    let mut bound: Vec<(&'a str, DataType, usize)> = Vec::new();
+pub fn bind_types<'a>(
+    proto: &'a OpProto,
+    slots: &[InputSlot],
+) -> Result<PerInstance<(&'a str, DataType)>> {
+    let mut bound: PerInstance<(&'a str, DataType, usize)> = PerInstance::new();
     for (k, slot) in slots.iter().enumerate() {
         if slot.source.is_none() || slot.desc.dtype == DataType::UNDEFINED {
             continue;
@@ -559,7 +567,7 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
     }
     let n = graph.node(id)?;
     let bound = bind_types(proto, &n.inputs)?;
-    let consts: Vec<Option<&Tensor>> = n
+    let consts: PerInstance<Option<&Tensor>> = n
         .inputs
         .iter()
         .map(|s| {
@@ -574,15 +582,22 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
             attrs.insert(a.name.clone(), v.clone());
         }
     }
+    let inputs: PerInstance<_> = n
+        .inputs
+        .iter()
+        .map(|s| s.source.map(|_| &*s.desc))
+        .collect();
+    let input_ir: PerInstance<_> = n.inputs.iter().map(|s| s.ir_index).collect();
+    let output_ir: PerInstance<_> = n.outputs.iter().map(|o| o.ir_index).collect();
     let ctx = InferCtx {
         proto,
         node_name: &n.name,
         attrs: &attrs,
-        inputs: n.inputs.iter().map(|s| s.source.map(|_| &*s.desc)).collect(),
-        input_ir: n.inputs.iter().map(|s| s.ir_index).collect(),
-        consts,
-        output_ir: n.outputs.iter().map(|o| o.ir_index).collect(),
-        bound,
+        inputs: &inputs,
+        input_ir: &input_ir,
+        consts: &consts,
+        output_ir: &output_ir,
+        bound: &bound,
         subgraph_outputs: n
             .subgraphs
             .iter()
@@ -591,6 +606,7 @@ pub fn infer_node(graph: &mut crate::graph::Graph, id: crate::graph::NodeId) -> 
     };
     let out = infer(&ctx)?;
     drop(ctx);
+    drop((inputs, input_ir, consts, output_ir, bound, attrs));
     let n = graph.node_mut(id)?;
     for (slot, d) in n.outputs.iter_mut().zip(out) {
         slot.desc.set(d);

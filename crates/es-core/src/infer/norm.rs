@@ -80,7 +80,7 @@ fn batch_norm(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     }
     let stat_like = ctx.input("scale")?;
     let mut out = Vec::with_capacity(ctx.num_outputs());
-    for &ir in &ctx.output_ir {
+    for &ir in ctx.output_ir {
         let name = out_name(ctx, ir);
         let ir = ir as usize;
         let d = match name {

@@ -178,7 +178,10 @@ impl T {
         self.call_full(ty, ins, attrs, &[], Vec::new())
     }
     pub fn out(&self, id: NodeId, k: usize) -> TensorDesc {
-        self.b.graph().node(id).unwrap().outputs[k].desc.clone().into_inner()
+        self.b.graph().node(id).unwrap().outputs[k]
+            .desc
+            .clone()
+            .into_inner()
     }
     pub fn outs(&self, id: NodeId) -> Vec<(DataType, Vec<i64>)> {
         self.b

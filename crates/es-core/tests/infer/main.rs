@@ -49,11 +49,11 @@ fn infer_raw(
         proto: &proto,
         node_name: "n",
         attrs,
-        inputs,
-        input_ir,
-        consts,
-        output_ir,
-        bound: Default::default(),
+        inputs: &inputs,
+        input_ir: &input_ir,
+        consts: &consts,
+        output_ir: &output_ir,
+        bound: &[],
         subgraph_outputs: Vec::new(),
     };
     infer(&ctx)
