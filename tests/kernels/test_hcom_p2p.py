@@ -214,3 +214,24 @@ def test_all_to_all_v_of_one_rank_moves_its_block(n_x, data):
     want = np.zeros(rd + c, np.float32)
     want[rd:] = x[sd:sd + c]
     np.testing.assert_array_equal(got, want)
+
+
+def test_ges_group_list_option_creates_groups():
+    """GE's ge.exec.hcomGrouplist: a JSON list of group_name/group_rank_list, at any level."""
+    opts = {"ge.exec.hcomGrouplist": '[{"group_name": "p2p_opt", "group_rank_list": [0]}, '
+                                     '{"group_name": "hccl_world_group", "group_rank_list": [0]}]'}
+    s = Session(opts)
+    try:
+        assert dist.group_ranks("p2p_opt") == [0]
+        Session(opts)  # again, the same group: kept
+        b = GraphBuilder("grp")
+        x = b.create_input(0, data_type=DataType.DT_FLOAT, shape=[2])
+        s.add_graph(1, b.build_and_reset([es.HcomAllReduce(x, reduction="max", group="p2p_opt")]))
+        np.testing.assert_array_equal(s.run_graph(1, [np.ones(2, np.float32)])[0].numpy(), np.ones(2))
+        with pytest.raises(ge.GeError, match=r"ge.exec.hcomGrouplist gives group 'p2p_opt' ranks \[0, 1\], but it "
+                                             r"exists with ranks \[0\]"):
+            Session({"ge.exec.hcomGrouplist": '[{"group_name": "p2p_opt", "group_rank_list": [0, 1]}]'})
+    finally:
+        dist.destroy_group("p2p_opt")
+    with pytest.raises(ge.GeError, match="ge.exec.hcomGrouplist must be a JSON list"):
+        Session({"ge.exec.hcomGrouplist": "{}"})

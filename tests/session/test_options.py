@@ -57,13 +57,14 @@ def test_the_table_has_ge_keys_at_their_levels():
     assert set("GSRB") <= set(GE_OPTION_LEVELS["ge.exec.precision_mode"])
     assert len(GE_OPTION_LEVELS) > 250
     assert all(set(levels) <= set("GSRB") for levels in GE_OPTION_LEVELS.values())
-    # ge-rs's own keys: GE's ge.exec.deviceId and its collective keys (the timeout, the rank table
-    # and rank id, docs/distributed.md) are GE's too, the others are ge-rs's.
+    # ge-rs's own keys: GE's ge.exec.deviceId and its collective keys (the timeout, the group
+    # list, the rank table and rank id, docs/distributed.md) are GE's too, the others are ge-rs's.
     assert set(OPTION_KEYS) == {"ge.device", "ge.exec.deviceId", "ge.graphMode", "ge.graphCacheCapacity", "ge.threads",
-                                "ge.memoryLimit", "ge.exec.hcclExecuteTimeOut", "ge.exec.rankTableFile",
-                                "ge.exec.rankId"}
+                                "ge.memoryLimit", "ge.exec.hcclExecuteTimeOut", "ge.exec.hcomGrouplist",
+                                "ge.exec.rankTableFile", "ge.exec.rankId"}
     assert [k for k in OPTION_KEYS if k in GE_OPTION_LEVELS] == [
-        "ge.exec.deviceId", "ge.exec.hcclExecuteTimeOut", "ge.exec.rankTableFile", "ge.exec.rankId"]
+        "ge.exec.deviceId", "ge.exec.hcclExecuteTimeOut", "ge.exec.hcomGrouplist", "ge.exec.rankTableFile",
+        "ge.exec.rankId"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,6 +122,7 @@ def test_every_ge_key_is_accepted_without_a_warning_at_every_level(tmp_path):
     table = tmp_path / "rank_table.json"
     table.write_text('{"server_list": [{"device": [{"device_id": "0", "rank_id": "0"}]}]}')
     every["ge.exec.rankTableFile"] = str(table)
+    every["ge.exec.hcomGrouplist"] = '[{"group_name": "opts_g0", "group_rank_list": [0]}]'
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert GeApi.ge_initialize(every) == 0

@@ -35,10 +35,11 @@ pub struct Options {
 }
 
 /// The option keys a session or graph accepts.
-pub const OPTION_KEYS: [&str; 9] = [
+pub const OPTION_KEYS: [&str; 10] = [
     "ge.device",
     "ge.exec.deviceId",
     "ge.exec.hcclExecuteTimeOut",
+    "ge.exec.hcomGrouplist",
     "ge.exec.rankTableFile",
     "ge.exec.rankId",
     "ge.graphMode",
@@ -212,6 +213,9 @@ impl Options {
                     crate::collective::set_timeout(crate::collective::parse_timeout(v, k)?)
                 }
                 "ge.exec.rankTableFile" => o.rank_table_file = Some(v.clone()),
+                // GE's groups from rank lists, created where the option is given (every rank
+                // of a group gives it).
+                "ge.exec.hcomGrouplist" => crate::collective::create_groups_from_option(v)?,
                 "ge.exec.rankId" => {
                     o.rank_id = Some(v.trim().parse::<usize>().map_err(|_| {
                         Error::Option(format!(

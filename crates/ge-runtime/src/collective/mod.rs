@@ -441,6 +441,49 @@ pub fn create_group(name: &str, ranks: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// Creates the groups of GE's `ge.exec.hcomGrouplist` option: a JSON list of
+/// `{"group_name": ..., "group_rank_list": [...]}` (GE's `InitGroup`). `hccl_world_group` is
+/// skipped, as is a group that exists with the same ranks (the option is read at every level);
+/// one that exists with other ranks is an error.
+pub fn create_groups_from_option(text: &str) -> Result<()> {
+    let key = "ge.exec.hcomGrouplist";
+    let bad = |why: String| Error::Option(format!("{key} {why}"));
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("is not JSON ({e}): '{text}'")))?;
+    let list = json.as_array().ok_or_else(|| {
+        bad(format!(
+            "must be a JSON list of {{\"group_name\": ..., \"group_rank_list\": [...]}}, got \
+             '{text}'"
+        ))
+    })?;
+    for g in list {
+        let name = g.get("group_name").and_then(|v| v.as_str());
+        let ranks: Option<Vec<usize>> = g
+            .get("group_rank_list")
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.iter().map(|r| r.as_u64().map(|r| r as usize)).collect());
+        let (Some(name), Some(ranks)) = (name, ranks) else {
+            return Err(bad(format!(
+                "entry {g} needs \"group_name\" (a string) and \"group_rank_list\" (rank \
+                 numbers)"
+            )));
+        };
+        if name == WORLD_GROUP {
+            continue;
+        }
+        match group_ranks(name)? {
+            Some(have) if have == ranks => continue,
+            Some(have) => {
+                return Err(bad(format!(
+                    "gives group '{name}' ranks {ranks:?}, but it exists with ranks {have:?}"
+                )))
+            }
+            None => create_group(name, &ranks)?,
+        }
+    }
+    Ok(())
+}
+
 /// Forgets group `name` (graphs compiled with it keep their communicator); false when there is
 /// no such group.
 pub fn destroy_group(name: &str) -> bool {
@@ -652,6 +695,32 @@ mod tests {
         assert!(e.contains("group 'm1_g0' does not exist on rank 0"), "{e}");
         assert_eq!(group(WORLD_GROUP).unwrap().size(), 1);
         assert!(SingleProcess.subgroup(&[0, 1], 0).is_err());
+    }
+
+    #[test]
+    fn ge_group_lists_create_groups() {
+        let list = r#"[{"group_name": "m1_l0", "group_rank_list": [0]},
+                       {"group_name": "hccl_world_group", "group_rank_list": [0]}]"#;
+        create_groups_from_option(list).unwrap();
+        create_groups_from_option(list).unwrap(); // again: the same group, skipped
+        assert_eq!(group_ranks("m1_l0").unwrap(), Some(vec![0]));
+        for (text, want) in [
+            ("nope", "is not JSON"),
+            ("{}", "must be a JSON list"),
+            (r#"[{"group_name": "m1_l1"}]"#, "needs \"group_name\""),
+            (
+                r#"[{"group_name": "m1_l0", "group_rank_list": [0, 1]}]"#,
+                "exists with ranks [0]",
+            ),
+            (
+                r#"[{"group_name": "m1_l2", "group_rank_list": [1]}]"#,
+                "rank 1 is outside the world",
+            ),
+        ] {
+            let e = create_groups_from_option(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        assert!(destroy_group("m1_l0"));
     }
 
     #[test]
