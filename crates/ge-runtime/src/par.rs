@@ -6,9 +6,14 @@
 //! pool threads plus the caller). A kernel with large work calls [`install`], which then runs
 //! its parallel section right on the caller: rayon's work stealing hands part of it to the
 //! other workers while the caller works through the rest, so a worker that wakes late costs
-//! nothing but the wake-up (the caller takes back what was not stolen), and the idle workers
-//! sleep between kernels (rayon spins a few rounds of `yield_now`, then parks) instead of
-//! competing with the caller for its core. A thread that cannot have its own pool (already a
+//! nothing but the wake-up (the caller takes back what was not stolen). After each parallel
+//! section the caller hands its pool a *spinner* (one at a time): a worker keeps looking for
+//! work for [`SPIN`] after the last job it ran, so a section that follows soon finds it awake
+//! instead of paying a wake-up, then returns to rayon's sleep (a few rounds of `yield_now`, then
+//! parked). A spinner that finds itself descheduled for [`PREEMPTED`] (another process wants the
+//! core) stops at once and no spinner starts for [`BACK_OFF`]: on a loaded machine the workers
+//! sleep between kernels instead of competing with the caller for its core (`GE_CPU_SPIN_US`
+//! sets the spin in microseconds; 0: none). A thread that cannot have its own pool (already a
 //! worker of another rayon pool, a second thread count on the same thread, or more calling
 //! threads than [`MAX_CALLER_POOLS`]) hands its parallel sections to a shared pool of `n`
 //! threads instead and waits for them. Small kernels never leave the caller's thread, and
@@ -17,8 +22,9 @@
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Work (elements, or multiply-adds divided by [`MACS_PER_UNIT`]) below which a kernel stays
 /// on one thread: waking the pool would cost more than splitting saves.
@@ -29,6 +35,16 @@ pub const MACS_PER_UNIT: usize = 8;
 
 /// Calling threads that may own a pool (each keeps `n - 1` pool threads for its life).
 pub const MAX_CALLER_POOLS: usize = 8;
+
+/// How long a spinning worker keeps looking for work after the last job it ran (unless
+/// `GE_CPU_SPIN_US` says otherwise).
+pub const SPIN: Duration = Duration::from_micros(100);
+
+/// A gap this long between two looks of a spinning worker means it lost its core.
+pub const PREEMPTED: Duration = Duration::from_micros(500);
+
+/// How long no spinner starts after one lost its core.
+pub const BACK_OFF: Duration = Duration::from_millis(20);
 
 thread_local! {
     static THREADS: Cell<usize> = const { Cell::new(1) };
@@ -42,11 +58,104 @@ static OWN_POOLS: AtomicUsize = AtomicUsize::new(0);
 /// A calling thread's pool: its workers stop when the thread ends.
 struct OwnPool {
     size: usize,
-    _pool: rayon::ThreadPool,
+    pool: rayon::ThreadPool,
+    spin: Arc<Spin>,
+}
+
+/// How long spinners look for work: [`SPIN`], or `GE_CPU_SPIN_US` microseconds (read once; 0:
+/// no spinners, the workers sleep right after each section as rayon has them).
+fn spin_time() -> Duration {
+    static T: OnceLock<Duration> = OnceLock::new();
+    *T.get_or_init(|| {
+        std::env::var("GE_CPU_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_micros)
+            .unwrap_or(SPIN)
+    })
+}
+
+/// The spinner state of one caller's pool.
+struct Spin {
+    /// A spinner is queued or running.
+    active: AtomicBool,
+    /// No spinner starts before this many nanoseconds after `epoch`.
+    quiet_until: AtomicU64,
+    epoch: Instant,
+    /// Spinners that ran on a worker, and those of them that stopped because they lost their
+    /// core (logged when the pool ends).
+    runs: AtomicUsize,
+    preempted: AtomicUsize,
+}
+
+impl Spin {
+    fn new() -> Self {
+        Spin {
+            active: AtomicBool::new(false),
+            quiet_until: AtomicU64::new(0),
+            epoch: Instant::now(),
+            runs: AtomicUsize::new(0),
+            preempted: AtomicUsize::new(0),
+        }
+    }
+
+    fn nanos(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Hands `pool` a spinner unless one is active or spinning backs off now.
+    fn start(self: &Arc<Self>, pool: &rayon::ThreadPool) {
+        if spin_time().is_zero()
+            || self.nanos(Instant::now()) < self.quiet_until.load(Ordering::Relaxed)
+            || self.active.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let spin = self.clone();
+        // From worker 0 this goes on the caller's own deque, where a worker steals it.
+        pool.spawn(move || spin.run());
+    }
+
+    /// Looks for work on a worker until [`SPIN`] passes without any (or the core is lost).
+    fn run(&self) {
+        // The caller may pop the spinner itself while it waits for a stolen job: it must not
+        // spin there.
+        if rayon::current_thread_index() != Some(0) {
+            self.runs.fetch_add(1, Ordering::Relaxed);
+            let mut last_work = Instant::now();
+            let mut last_look = last_work;
+            loop {
+                if let Some(rayon::Yield::Executed) = rayon::yield_now() {
+                    last_work = Instant::now();
+                    last_look = last_work;
+                    continue;
+                }
+                let now = Instant::now();
+                if now.saturating_duration_since(last_look) >= PREEMPTED {
+                    self.preempted.fetch_add(1, Ordering::Relaxed);
+                    self.quiet_until
+                        .store(self.nanos(now + BACK_OFF), Ordering::Relaxed);
+                    break;
+                }
+                if now.saturating_duration_since(last_work) >= spin_time() {
+                    break;
+                }
+                last_look = now;
+                std::thread::yield_now();
+            }
+        }
+        self.active.store(false, Ordering::Release);
+    }
 }
 
 impl Drop for OwnPool {
     fn drop(&mut self) {
+        log::debug!(
+            "a caller's pool of {} threads ends: {} spinners ran, {} of them lost their core",
+            self.size,
+            self.spin.runs.load(Ordering::Relaxed),
+            self.spin.preempted.load(Ordering::Relaxed)
+        );
         OWN_POOLS.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -123,7 +232,8 @@ fn own_pool(n: usize) -> bool {
             Ok(pool) => {
                 *own = Some(OwnPool {
                     size: n,
-                    _pool: pool,
+                    pool,
+                    spin: Arc::new(Spin::new()),
                 });
                 true
             }
@@ -139,6 +249,15 @@ fn own_pool(n: usize) -> bool {
 /// True when this thread is worker 0 of its own pool of `n` threads.
 fn in_own_pool(n: usize) -> bool {
     OWN_POOL.with(|own| matches!(own.borrow().as_ref(), Some(p) if p.size == n))
+}
+
+/// Hands this thread's own pool a spinner (after a parallel section).
+fn spin_own_pool() {
+    OWN_POOL.with(|own| {
+        if let Some(p) = own.borrow().as_ref() {
+            p.spin.start(&p.pool);
+        }
+    })
 }
 
 /// Runs `f` with `n` threads available to its kernels (on the calling thread, which becomes
@@ -170,8 +289,12 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         return f();
     }
     if in_own_pool(n) {
-        let _restore = Restore(THREADS.with(|t| t.replace(1)));
-        return f();
+        let r = {
+            let _restore = Restore(THREADS.with(|t| t.replace(1)));
+            f()
+        };
+        spin_own_pool();
+        return r;
     }
     match pool(n) {
         Ok(p) => p.install(f),
@@ -271,6 +394,95 @@ mod tests {
             })
             .unwrap();
             assert!(others.load(Ordering::Relaxed) > 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// This thread's spinner state (after it has its own pool).
+    fn own_spin() -> Arc<Spin> {
+        OWN_POOL.with(|own| own.borrow().as_ref().unwrap().spin.clone())
+    }
+
+    /// Waits (up to a minute: a liveness bound, not a timing claim) until no spinner is active.
+    fn wait_idle(spin: &Spin) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while spin.active.load(Ordering::Acquire) {
+            assert!(Instant::now() < end, "the spinner never stopped");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_section_leaves_a_spinner_that_stops_and_later_sections_still_split() {
+        std::thread::spawn(|| {
+            let me = std::thread::current().id();
+            let count_others = || {
+                let others = AtomicUsize::new(0);
+                let mut v = vec![0u32; 64_000];
+                run_with(2, || {
+                    install(|| {
+                        use rayon::prelude::*;
+                        v.par_chunks_mut(1000).enumerate().for_each(|(i, c)| {
+                            if std::thread::current().id() != me {
+                                others.fetch_add(1, Ordering::Relaxed);
+                            }
+                            c.fill(i as u32);
+                            std::thread::sleep(Duration::from_millis(1));
+                        })
+                    });
+                    Ok(())
+                })
+                .unwrap();
+                assert!(v.iter().enumerate().all(|(i, &x)| x == (i / 1000) as u32));
+                others.load(Ordering::Relaxed)
+            };
+            assert!(count_others() > 0);
+            let spin = own_spin();
+            wait_idle(&spin);
+            // Back to back (the spinner of one section may take the next one's work) and after
+            // the workers went back to sleep: both workers still take part every time.
+            for _ in 0..20 {
+                assert!(count_others() > 0);
+            }
+            wait_idle(&spin);
+            assert!(count_others() > 0);
+            wait_idle(&spin);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// One (empty) parallel section at 2 threads.
+    fn section() {
+        run_with(2, || {
+            install(|| ());
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn no_spinner_starts_while_spinning_backs_off() {
+        if spin_time().is_zero() {
+            return; // GE_CPU_SPIN_US=0: no spinners at all
+        }
+        std::thread::spawn(|| {
+            section();
+            let spin = own_spin();
+            wait_idle(&spin);
+            let runs = || spin.runs.load(Ordering::Relaxed);
+            let before = runs();
+            let later = spin.nanos(Instant::now() + Duration::from_secs(3600));
+            spin.quiet_until.store(later, Ordering::Relaxed);
+            section();
+            assert!(!spin.active.load(Ordering::Acquire));
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(runs(), before);
+            spin.quiet_until.store(0, Ordering::Relaxed);
+            section();
+            wait_idle(&spin);
+            assert_eq!(runs(), before + 1, "a worker ran the spinner");
         })
         .join()
         .unwrap();
