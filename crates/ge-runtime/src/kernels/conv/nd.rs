@@ -242,7 +242,10 @@ fn vol2col<T: Copy>(
 ) -> Result<()> {
     let sw = v.s[2];
     let mut done = 0;
-    each_channel_run(v, cg, rows, |co, vo, n| {
+    // Runs that continue the previous one in both the columns and the volume (a whole output
+    // row after another: the centre taps at unit stride) are copied as one.
+    let mut pending: Option<(usize, usize, usize)> = None;
+    let mut copy = |(co, vo, n): (usize, usize, usize), col: &mut [T]| -> Result<()> {
         let gap = co
             .checked_sub(done)
             .ok_or_else(|| Error::kernel("internal error: convolution columns out of order"))?;
@@ -251,7 +254,22 @@ fn vol2col<T: Copy>(
         gather_strided(dst, sub(xs, vo, (n - 1) * sw + 1)?, sw);
         done = co + n;
         Ok(())
+    };
+    each_channel_run(v, cg, rows, |co, vo, n| {
+        match pending {
+            Some((pc, pv, pn)) if co == pc + pn && vo == pv + pn * sw => {
+                pending = Some((pc, pv, pn + n));
+                return Ok(());
+            }
+            Some(run) => copy(run, col)?,
+            None => {}
+        }
+        pending = Some((co, vo, n));
+        Ok(())
     })?;
+    if let Some(run) = pending {
+        copy(run, col)?;
+    }
     col.get_mut(done..)
         .ok_or_else(|| Error::kernel("internal error: convolution columns out of bounds"))?
         .fill(zero);
