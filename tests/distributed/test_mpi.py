@@ -67,6 +67,14 @@ def lines(out: str, tag: str) -> List[str]:
     return [line[len(tag) + 1:] for line in out.splitlines() if line.startswith(tag + " ")]
 
 
+def the_same_error_on_every_rank(r: subprocess.CompletedProcess, n: int, scenario: str) -> str:
+    """The scenario ran on n ranks and each printed one ERROR line, all the same: that line."""
+    expect_ok(r, n, scenario)
+    errors = lines(r.stdout, "ERROR")
+    assert len(errors) == n and len(set(errors)) == 1, r.stdout
+    return errors[0]
+
+
 def expect_ok(r: subprocess.CompletedProcess, n: int, *scenarios: str) -> None:
     assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     ok = lines(r.stdout, "OK")
@@ -84,14 +92,10 @@ def test_collectives_across_ranks_equal_the_single_process_graph(n):
 @needs_mpiexec
 @pytest.mark.parametrize("n", [2, 4])
 def test_a_shape_mismatch_is_the_same_clear_error_on_every_rank(n):
-    r = launch(n, "mismatch")
-    expect_ok(r, n, "mismatch")
-    errors = lines(r.stdout, "ERROR")
-    assert len(errors) == n, r.stdout
-    assert len(set(errors)) == 1, errors
+    error = the_same_error_on_every_rank(launch(n, "mismatch"), n, "mismatch")
     ranks = "; ".join(f"rank {q}: DT_FLOAT [4, {8 if q == 0 else 6}]" for q in range(n))
     assert f"the ranks disagree on the inputs of HcomAllReduce: {ranks}; every rank must give the same " \
-           "dtype and shape" in errors[0], errors[0]
+           "dtype and shape" in error, error
 
 
 @needs_mpiexec
@@ -104,12 +108,9 @@ def test_expert_parallel_moe_and_send_receive_equal_numpy(n):
 @needs_mpiexec
 @pytest.mark.parametrize("n", [2, 4])
 def test_all_to_all_v_counts_that_do_not_pair_up_are_the_same_error_on_every_rank(n):
-    r = launch(n, "a2a_mismatch")
-    expect_ok(r, n, "a2a_mismatch")
-    errors = lines(r.stdout, "ERROR")
-    assert len(errors) == n and len(set(errors)) == 1, r.stdout
+    error = the_same_error_on_every_rank(launch(n, "a2a_mismatch"), n, "a2a_mismatch")
     assert (f"the ranks disagree on the counts of HcomAllToAllV: rank {n - 1} sends 1 elements to rank 0 "
-            f"(send_counts[0]), which expects 2 from it (recv_counts[{n - 1}])") in errors[0], errors[0]
+            f"(send_counts[0]), which expects 2 from it (recv_counts[{n - 1}])") in error, error
 
 
 @needs_mpiexec

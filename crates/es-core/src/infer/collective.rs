@@ -164,26 +164,28 @@ fn all_to_all_v(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     Ok(single(dt, Shape::from(vec![len])))
 }
 
-/// HcomSend: no output; its attributes are checked.
-fn send(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+/// The attributes HcomSend and HcomReceive share: `group`, `sr_tag` and the peer's rank
+/// (`dest_rank` or `src_rank`), which must be >= 0.
+fn p2p_attrs(ctx: &InferCtx, peer: &str) -> Result<()> {
     ctx.attr_str("group")?;
     ctx.attr_int("sr_tag")?;
-    let dest = ctx.attr_int("dest_rank")?;
-    if dest < 0 {
-        return Err(ctx.err(format!("attribute 'dest_rank' is {dest}; it must be >= 0")));
+    let rank = ctx.attr_int(peer)?;
+    if rank < 0 {
+        return Err(ctx.err(format!("attribute '{peer}' is {rank}; it must be >= 0")));
     }
+    Ok(())
+}
+
+/// HcomSend: no output; its attributes are checked.
+fn send(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    p2p_attrs(ctx, "dest_rank")?;
     ctx.req("x")?;
     Ok(Vec::new())
 }
 
 /// HcomReceive: y of the `shape` and `dtype` attributes (GE's `HcomReceiveInferShape`).
 fn receive(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
-    ctx.attr_str("group")?;
-    ctx.attr_int("sr_tag")?;
-    let src = ctx.attr_int("src_rank")?;
-    if src < 0 {
-        return Err(ctx.err(format!("attribute 'src_rank' is {src}; it must be >= 0")));
-    }
+    p2p_attrs(ctx, "src_rank")?;
     let dims = ctx.attr_ints("shape")?;
     if let Some(n) = dims.iter().find(|&&n| n < 0) {
         return Err(ctx.err(format!(
