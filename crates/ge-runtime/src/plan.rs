@@ -209,15 +209,16 @@ impl std::fmt::Display for CollectiveReport {
     }
 }
 
-/// The collectives of `g` (shapes inferred), in the order the plan runs them.
-fn collectives_of(g: &Graph) -> Result<Vec<CollectiveReport>> {
+/// The collectives of `g` (shapes inferred) among `order`, the nodes the plan runs, in that
+/// order.
+fn collectives_of(g: &Graph, order: &[NodeId]) -> Result<Vec<CollectiveReport>> {
     if !g.iter().any(|(_, n)| n.op_type.starts_with("Hcom")) {
         return Ok(Vec::new());
     }
     // The kernels asked for their groups when they were built: these are lookups.
     let size = |name: &str| crate::collective::group(name).ok().map(|c| c.size());
     let mut out = Vec::new();
-    for id in crate::optimize::needed_nodes(g)? {
+    for &id in order {
         out.extend(CollectiveReport::of_node(g, id, &size)?);
     }
     Ok(out)
@@ -528,9 +529,10 @@ pub fn compile_prepared(graph: &Graph, sig: &Signature) -> Result<Plan> {
 pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
     let t = Instant::now();
     let before = p.graph.node_count();
-    let mut plan = build(&p.graph, &p.data, sig.clone())?;
+    let order = crate::optimize::needed_nodes(&p.graph)?;
+    let mut plan = build(&p.graph, &order, &p.data, sig.clone())?;
     p.report.memory = Some(plan.memory.clone());
-    p.report.collectives = collectives_of(&p.graph)?;
+    p.report.collectives = collectives_of(&p.graph, &order)?;
     p.report.finish_plan(
         before,
         plan.steps.len(),
@@ -642,9 +644,9 @@ pub(crate) fn graph_outputs(g: &Graph, slot_of: &FxHashMap<OutPort, Src>) -> Res
         .collect()
 }
 
-fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
-    let order = crate::optimize::needed_nodes(g)?;
-    let fusions = crate::fuse::find(g, &order)?;
+/// The plan of `g`'s nodes `order` (its needed nodes, in topological order).
+fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> Result<Plan> {
+    let fusions = crate::fuse::find(g, order)?;
     let absorbed: rustc_hash::FxHashSet<NodeId> = fusions
         .values()
         .flat_map(|f| f.add.iter().map(|(a, _)| *a).chain(f.act))
@@ -658,7 +660,7 @@ fn build(g: &Graph, data: &[NodeId], signature: Signature) -> Result<Plan> {
     // Per slot a step produces: (slot, step, output index, node), for the memory plan.
     let mut produced: Vec<(usize, usize, usize, NodeId)> = Vec::new();
     let mut unsupported: Vec<String> = Vec::new();
-    for &id in &order {
+    for &id in order {
         let n = g.node(id)?;
         if is_data_op(&n.op_type) {
             let k = data.iter().position(|&d| d == id).ok_or_else(|| {
