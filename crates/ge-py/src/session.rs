@@ -6,7 +6,6 @@ use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::Graph;
 use crate::guard::guarded;
-use crate::tensor::tensor_from_py;
 use ge_runtime::{Error, Session, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -31,8 +30,7 @@ fn variant_inputs(graph: &es_core::Graph) -> Vec<i64> {
 fn value_from_py(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Value> {
     use ge_runtime::value::Variant;
     let tensor = |x: &Bound<'_, PyAny>| -> PyResult<Value> {
-        let t = tensor_from_py(x)?;
-        Value::from_tensor(&t).map_err(|e| match e {
+        crate::tensor::value_from_py(x)?.map_err(|e| match e {
             Error::Input(m) => PyValueError::new_err(m),
             e => crate::errors::Error::from(e).into(),
         })
@@ -65,20 +63,21 @@ fn value_from_py(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Value> {
 }
 
 /// A run's output for Python: a `ge.graph.Tensor`, a list of them for a sequence, None for an
-/// empty optional (an optional holding a value gives that value).
-fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
+/// empty optional (an optional holding a value gives that value). The tensors hold the values
+/// as they are (no copy: `numpy()` views them).
+fn value_to_py(py: Python<'_>, v: Value) -> PyResult<PyObject> {
     use ge_runtime::value::Variant;
     match v {
         Value::Variant(Variant::List(_, items)) => {
             let objs = items
-                .iter()
+                .into_iter()
                 .map(|x| value_to_py(py, x))
                 .collect::<PyResult<Vec<_>>>()?;
             Ok(pyo3::types::PyList::new(py, objs)?.into_any().unbind())
         }
         Value::Variant(Variant::Optional(None)) => Ok(py.None()),
-        Value::Variant(Variant::Optional(Some(x))) => value_to_py(py, x),
-        v => crate::tensor::wrap_tensor(py, v.to_tensor().py()?),
+        Value::Variant(Variant::Optional(Some(x))) => value_to_py(py, *x),
+        v => crate::tensor::wrap_value(py, v),
     }
 }
 
@@ -163,7 +162,7 @@ guarded! {
             let outs = py
                 .allow_threads(move || session.run_graph(graph_id, values))
                 .py()?;
-            outs.iter().map(|v| value_to_py(py, v)).collect()
+            outs.into_iter().map(|v| value_to_py(py, v)).collect()
         }
 
         fn graph_cache_stats<'py>(
@@ -398,8 +397,7 @@ fn call_python_kernel(
         }
         let mut outs = Vec::with_capacity(items.len());
         for (i, (item, &dt)) in items.iter().zip(out_dtypes).enumerate() {
-            let t = tensor_from_py(item)?;
-            let v = match Value::from_tensor(&t) {
+            let v = match crate::tensor::value_from_py(item)? {
                 Ok(v) => v,
                 Err(e) => return Ok(Err(e)),
             };

@@ -427,10 +427,17 @@ class Tensor:
     # Beyond GE.
 
     def numpy(self) -> np.ndarray:
-        """The data as a writable numpy array of its own (the bytes are copied once; bf16 and the
-        float8, float4, int4 and int2 types come back as their raw bits, uint16 and uint8, one
-        element a byte; ``.view()`` them as ml_dtypes' types where it is installed; DT_STRING as
-        an object array of str, as ONNX and onnxruntime give strings)."""
+        """The data as a numpy array (bf16 and the float8, float4, int4 and int2 types come back
+        as their raw bits, uint16 and uint8, one element a byte; ``.view()`` them as ml_dtypes'
+        types where it is installed; DT_STRING as an object array of str, as ONNX and onnxruntime
+        give strings).
+
+        A session run's numeric result gives a read-only view of the result's own memory, no
+        copy (it stays valid after the tensor is dropped; nothing else writes it;
+        ``np.array(t.numpy())`` or ``.copy()`` for a writable array); any other tensor gives a
+        writable array of its own (the bytes copied once)."""
+        if self._tensor.viewable:
+            return np.asarray(self._tensor)
         if DataType(self._tensor.dtype) == DataType.DT_STRING:
             values = self._tensor.strings()
             out = np.empty(len(values), dtype=object)
