@@ -353,8 +353,10 @@ const MIN_TILE_PIX: usize = 256;
 const MIN_SPLIT_CHANNELS: usize = 16;
 
 /// Output rows (z * oh + y) per tile of a convolution with `kk` filter values per output
-/// channel: about [`TILE_BYTES`] of columns (all rows when nothing is unfolded), and at least
-/// `parts` tiles when the pixels allow.
+/// channel: about [`TILE_BYTES`] of columns (all rows when nothing is unfolded), and, when the
+/// pixels allow a split into `parts`, a multiple of `parts` tiles of near-equal rows (three
+/// tiles of 10, 10 and 8 rows on two threads would leave one idle for a third of the time;
+/// four of 7 keep both busy).
 fn tile_rows(v: &Vol, kk: usize, elem: usize, direct: bool, parts: usize) -> usize {
     let (rows, ow) = (v.o[0] * v.o[1], v.o[2].max(1));
     let mut per = if direct {
@@ -363,8 +365,10 @@ fn tile_rows(v: &Vol, kk: usize, elem: usize, direct: bool, parts: usize) -> usi
         let cols = (TILE_BYTES / kk.saturating_mul(elem).max(1)).max(MIN_TILE_PIX);
         cols.div_ceil(ow)
     };
+    per = per.clamp(1, rows.max(1));
     if parts > 1 && rows * ow >= parts * MIN_TILE_PIX / 4 {
-        per = per.min(rows.div_ceil(parts));
+        let tiles = rows.div_ceil(per).div_ceil(parts) * parts;
+        per = rows.div_ceil(tiles.min(rows).max(1));
     }
     per.clamp(1, rows.max(1))
 }
@@ -575,10 +579,12 @@ fn conv_fwd_into<T: LinalgScalar + Send + Sync>(
                 .collect();
             if parts > 1 {
                 use rayon::prelude::*;
+                // Each tile unfolds into its thread's kept buffer (a new one per tile cost an
+                // allocation and its page faults every time).
                 par::install(|| {
                     tiles
                         .into_par_iter()
-                        .try_for_each_init(Vec::new, |col, (r, c)| tile(col, r, c))
+                        .try_for_each(|(r, c)| with_scratch(|col| tile(col, r, c)))
                 })?;
             } else {
                 with_scratch(|col| tiles.into_iter().try_for_each(|(r, c)| tile(col, r, c)))?;

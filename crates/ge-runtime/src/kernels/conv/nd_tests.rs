@@ -625,3 +625,47 @@ fn strided_gathers_take_every_s_th_element() {
         }
     }
 }
+
+#[test]
+fn tiles_split_into_a_multiple_of_the_threads_of_near_equal_rows() {
+    let v = |h: usize, w: usize| {
+        Vol::forward(
+            [1, h, w],
+            [1, 3, 3],
+            [1; 3],
+            [1; 3],
+            [[0, 0], [1, 1], [1, 1]],
+        )
+        .unwrap()
+    };
+    // 28 rows of 3x3 columns over 192 channels: L2 tiles of 10 rows (10, 10, 8) on one
+    // thread; on two, four tiles of 7.
+    let kk = 192 * 9;
+    assert_eq!(tile_rows(&v(28, 28), kk, 4, false, 1), 10);
+    assert_eq!(tile_rows(&v(28, 28), kk, 4, false, 2), 7);
+    // Three threads: three tiles of 10 (already a multiple); 2 threads on 14 rows: 2 of 7.
+    assert_eq!(tile_rows(&v(28, 28), kk, 4, false, 3), 10);
+    assert_eq!(tile_rows(&v(14, 14), kk, 4, false, 2), 7);
+    // Direct 1x1 products: one tile per thread.
+    assert_eq!(tile_rows(&v(28, 28), 64, 4, true, 2), 14);
+    // Too few pixels to split (7x7 = 49 < 2 x 64): one tile of all rows.
+    assert_eq!(tile_rows(&v(7, 7), kk, 4, false, 2), 7);
+    // Fewer rows than tiles wanted: one row per tile, never 0.
+    assert_eq!(tile_rows(&v(3, 200), kk, 4, false, 4), 1);
+    assert_eq!(tile_rows(&v(1, 1), kk, 4, false, 2), 1);
+    for (h, w, parts) in [
+        (56, 56, 2),
+        (112, 112, 2),
+        (57, 45, 3),
+        (29, 31, 2),
+        (3, 70, 2),
+    ] {
+        let rows = tile_rows(&v(h, w), kk, 4, false, parts);
+        let tiles = h.div_ceil(rows);
+        assert!(rows >= 1 && rows <= h);
+        assert!(
+            tiles >= parts.min(h),
+            "{h}x{w} on {parts}: {tiles} tiles of {rows}"
+        );
+    }
+}
