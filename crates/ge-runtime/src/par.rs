@@ -48,6 +48,12 @@ pub const BACK_OFF: Duration = Duration::from_millis(20);
 
 thread_local! {
     static THREADS: Cell<usize> = const { Cell::new(1) };
+    /// Parallel sections this thread ran in its own pool (a count that wraps).
+    static SECTIONS: Cell<usize> = const { Cell::new(0) };
+    /// Whether this thread's last outermost [`run_with`] ran a section in its own pool.
+    static SPLIT_LAST_RUN: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread is inside an outermost [`run_with`].
+    static IN_RUN: Cell<bool> = const { Cell::new(false) };
     /// The pool this thread is worker 0 of (made by [`run_with`]).
     static OWN_POOL: RefCell<Option<OwnPool>> = const { RefCell::new(None) };
 }
@@ -165,14 +171,28 @@ pub fn threads() -> usize {
     THREADS.with(Cell::get)
 }
 
+/// The work below which kernels stay on one thread: [`MIN_PARALLEL_WORK`], or `GE_CPU_MIN_WORK`
+/// units (read once; at least 2).
+pub fn min_parallel_work() -> usize {
+    static W: OnceLock<usize> = OnceLock::new();
+    *W.get_or_init(|| {
+        std::env::var("GE_CPU_MIN_WORK")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .map(|w| w.max(2))
+            .unwrap_or(MIN_PARALLEL_WORK)
+    })
+}
+
 /// The number of chunks to split `work` units into: 1 unless the work is large and threads are
 /// available.
 pub fn chunks_for(work: usize) -> usize {
     let t = threads();
-    if t <= 1 || work < MIN_PARALLEL_WORK {
+    let min = min_parallel_work();
+    if t <= 1 || work < min {
         1
     } else {
-        t.min(work / (MIN_PARALLEL_WORK / 2)).max(1)
+        t.min(work / (min / 2)).max(1)
     }
 }
 
@@ -261,14 +281,33 @@ fn spin_own_pool() {
 }
 
 /// Runs `f` with `n` threads available to its kernels (on the calling thread, which becomes
-/// worker 0 of its own pool of `n` threads when `n > 1`).
+/// worker 0 of its own pool of `n` threads when `n > 1`). When the thread's previous run split
+/// work in its own pool, a spinner starts right away: the workers, asleep since then, wake
+/// while the run does its first serial steps instead of when its first parallel section is
+/// already under way (a run that never splits wakes nobody).
 pub fn run_with<R>(n: usize, f: impl FnOnce() -> Result<R>) -> Result<R> {
     let n = n.max(1);
-    if n > 1 {
-        own_pool(n);
+    let outer = threads() == 1 && !IN_RUN.with(Cell::get);
+    if n > 1 && own_pool(n) && outer && SPLIT_LAST_RUN.with(Cell::get) {
+        spin_own_pool();
     }
+    let sections = SECTIONS.with(Cell::get);
     let _restore = Restore(THREADS.with(|t| t.replace(n)));
-    f()
+    let _in_run = outer.then(|| InRun(IN_RUN.with(|r| r.replace(true))));
+    let r = f();
+    if outer {
+        SPLIT_LAST_RUN.with(|s| s.set(SECTIONS.with(Cell::get) != sections));
+    }
+    r
+}
+
+/// Clears [`IN_RUN`] when the outermost run ends (also when it unwinds).
+struct InRun(bool);
+
+impl Drop for InRun {
+    fn drop(&mut self) {
+        IN_RUN.with(|r| r.set(self.0));
+    }
 }
 
 /// Puts the previous thread count back when a scope ends (also when it unwinds).
@@ -289,6 +328,7 @@ pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         return f();
     }
     if in_own_pool(n) {
+        SECTIONS.with(|s| s.set(s.get().wrapping_add(1)));
         let r = {
             let _restore = Restore(THREADS.with(|t| t.replace(1)));
             f()
@@ -483,6 +523,42 @@ mod tests {
             section();
             wait_idle(&spin);
             assert_eq!(runs(), before + 1, "a worker ran the spinner");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_run_after_one_that_split_wakes_the_workers_at_its_start() {
+        if spin_time().is_zero() {
+            return; // GE_CPU_SPIN_US=0: no spinners at all
+        }
+        std::thread::spawn(|| {
+            section();
+            let spin = own_spin();
+            let runs = || spin.runs.load(Ordering::Relaxed);
+            let quiet = || {
+                wait_idle(&spin);
+                // (A spinner that lost its core on a busy machine backs off: not here.)
+                spin.quiet_until.store(0, Ordering::Relaxed);
+                runs()
+            };
+            // The last run split: the next one starts a spinner before any section of its own.
+            let before = quiet();
+            run_with(2, || Ok(())).unwrap();
+            assert_eq!(quiet(), before + 1, "the run after a split woke a worker");
+            // That run did not split: the next one wakes nobody.
+            run_with(2, || Ok(())).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(quiet(), before + 1);
+            // Nested runs neither wake the workers nor count as the thread's last run.
+            section();
+            let before = quiet();
+            run_with(2, || run_with(2, || Ok(()))).unwrap();
+            assert_eq!(quiet(), before + 1, "only the outer run woke a worker");
+            run_with(2, || Ok(())).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(quiet(), before + 1);
         })
         .join()
         .unwrap();

@@ -140,7 +140,7 @@ fn thin<T: LinalgScalar + Send + Sync>(
         return false;
     }
     let threads = par::threads();
-    let parallelism = if threads > 1 && work >= par::MIN_PARALLEL_WORK {
+    let parallelism = if threads > 1 && work >= par::min_parallel_work() {
         gemm::Parallelism::Rayon(threads)
     } else {
         gemm::Parallelism::None
