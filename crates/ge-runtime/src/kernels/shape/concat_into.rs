@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::{norm_axis, NodeInfo};
+use crate::par;
 use crate::value::{usize_dims, Value};
 use ndarray::{Axis, Slice};
 use std::ops::Range;
@@ -100,6 +101,24 @@ impl ConcatInto {
                     x.shape()
                 )));
             }
+            // Standard layouts: runs of memcpy, split across the run's threads when large.
+            let inner: usize = dims[self.axis + 1..].iter().product();
+            let run = pdims[self.axis] * inner;
+            let row = dims[self.axis] * inner;
+            macro_rules! runs {
+                ($($v:ident),*) => {
+                    match (&mut *out, x) {
+                        $((Value::$v(o), Value::$v(a)) => match (o.as_slice_mut(), a.as_slice()) {
+                            (Some(o), Some(a)) => copy_runs(o, a, row, start * inner, run).map(|()| true),
+                            _ => Ok(false),
+                        },)*
+                        _ => Ok(false),
+                    }
+                };
+            }
+            if runs!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool)? {
+                continue;
+            }
             let s = Slice::from(*start..start + pdims[self.axis]);
             macro_rules! copy {
                 ($($v:ident),*) => {
@@ -118,5 +137,72 @@ impl ConcatInto {
             copy!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
         }
         Ok(())
+    }
+}
+
+/// Copies `src` (rows of `run` elements) into `out` (rows of `row`), each row at `off`: one
+/// `memcpy` per row (one for the whole part when there is one row), split across the run's
+/// threads by rows, or by pieces of the one row, when the copy is large.
+fn copy_runs<T: Copy + Send + Sync>(
+    out: &mut [T],
+    src: &[T],
+    row: usize,
+    off: usize,
+    run: usize,
+) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    let rows = src.len().checked_div(run).unwrap_or(0);
+    if run == 0 || rows * run != src.len() || out.len() != rows * row || off + run > row {
+        return Err(Error::kernel("internal error: concat runs do not fit"));
+    }
+    if rows == 1 {
+        return par::for_chunks_mut(&mut out[off..off + run], 1, run, |start, dst| {
+            dst.copy_from_slice(&src[start..start + dst.len()]);
+            Ok(())
+        });
+    }
+    par::for_chunks_mut(out, row, src.len(), |start, dst| {
+        let first = start / row;
+        for (i, r) in dst.chunks_exact_mut(row).enumerate() {
+            let s = &src[(first + i) * run..(first + i + 1) * run];
+            r[off..off + run].copy_from_slice(s);
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`copy_runs`] against a plain loop, one row and several, at 1 and 2 threads (the large
+    /// cases split).
+    #[test]
+    fn copy_runs_writes_each_row_at_its_offset() {
+        for (rows, row, off, run) in [
+            (1, 700_000, 123, 600_001),
+            (3, 400_000, 0, 399_999),
+            (5, 9, 4, 5),
+        ] {
+            let src: Vec<u32> = (0..rows * run).map(|i| i as u32).collect();
+            let mut want = vec![u32::MAX; rows * row];
+            for r in 0..rows {
+                want[r * row + off..r * row + off + run]
+                    .copy_from_slice(&src[r * run..(r + 1) * run]);
+            }
+            for threads in [1, 2] {
+                let mut out = vec![u32::MAX; rows * row];
+                par::run_with(threads, || copy_runs(&mut out, &src, row, off, run)).unwrap();
+                assert!(
+                    out == want,
+                    "{rows} rows of {run} at {off} in {row}, {threads} threads"
+                );
+            }
+        }
+        let mut out = vec![0u8; 10];
+        assert!(copy_runs(&mut out, &[1, 2, 3], 5, 3, 3).is_err());
+        assert!(copy_runs(&mut out, &[], 5, 3, 3).is_ok());
     }
 }
