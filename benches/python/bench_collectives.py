@@ -1,6 +1,7 @@
 """All-reduce over MPI: ge-rs's HcomAllReduce (a one-node graph, replayed) beside mpi4py's own
 Allreduce on numpy arrays, over message sizes, at 2 and 4 ranks on one machine; and the end-to-end
-time of a tensor-parallel MLP at 1, 2 and 4 ranks (docs/distributed.md).
+time of a tensor-parallel MLP at 1, 2 and 4 ranks, and of an all-reduce beside independent compute
+with the plan's overlap off and on (GE_COLLECTIVE_OVERLAP; docs/distributed.md).
 
     python benches/python/bench_collectives.py [--ranks 2,4] [--max-mib 256] [--repeats 20]
 
@@ -78,8 +79,41 @@ def worker(max_mib: int, repeats: int) -> None:
     feed = [Tensor(xin)]
     s.run_graph(1, feed)
     t_mlp = timed(lambda: s.run_graph(1, feed))
+    overlap = overlap_step(np, es, GraphBuilder, DataType, Tensor, Session, timed) if size > 1 else None
     if rank == 0:
-        print("RESULT " + json.dumps({"ranks": size, "allreduce": rows, "tp_mlp_s": t_mlp}), flush=True)
+        print("RESULT " + json.dumps({"ranks": size, "allreduce": rows, "tp_mlp_s": t_mlp, "overlap": overlap}),
+              flush=True)
+
+
+def overlap_step(np, es, GraphBuilder, DataType, Tensor, Session, timed) -> dict:
+    """An all-reduce of [1024, 4096] float32 (16 MiB, of a fed tensor times 2) beside a MatMul
+    chain [128, 512] x [512, 1024] x [1024, 512] that does not read it: the plan run with the
+    collective where it stands (GE_COLLECTIVE_OVERLAP=0) and split, started before the chain
+    and waited for after it."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((1024, 4096)).astype(np.float32)
+    xin = rng.standard_normal((128, 512)).astype(np.float32)
+    w = [rng.standard_normal(shape).astype(np.float32) for shape in ((512, 1024), (1024, 512))]
+
+    def graph():
+        b = GraphBuilder("overlap")
+        big = b.create_input(0, data_type=DataType.DT_FLOAT, shape=list(a.shape))
+        x = b.create_input(1, data_type=DataType.DT_FLOAT, shape=list(xin.shape))
+        c = [b.create_const_float(v.ravel().tolist(), list(v.shape)) for v in w]
+        g = es.HcomAllReduce(es.Mul(big, b.create_const_float(2.0)), reduction="sum", group="hccl_world_group")
+        z = es.MatMulV2(es.MatMulV2(x, c[0]), c[1])
+        return b.build_and_reset([g, z])
+
+    out = {}
+    for label, setting in (("blocking_s", "0"), ("overlapped_s", "1")):
+        os.environ["GE_COLLECTIVE_OVERLAP"] = setting
+        s = Session()
+        s.add_graph(1, graph())
+        feed = [Tensor(a), Tensor(xin)]
+        s.run_graph(1, feed)
+        out[label] = timed(lambda: s.run_graph(1, feed))
+    os.environ.pop("GE_COLLECTIVE_OVERLAP", None)
+    return out
 
 
 def main() -> None:
@@ -98,7 +132,7 @@ def main() -> None:
         raise SystemExit("mpiexec not found: pip install ge-rs[mpi]")
     env = {**os.environ, "GE_THREADS": "1"}
     print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    mlp = {}
+    mlp, overlaps = {}, {}
     for n in [1] + [int(r) for r in a.ranks.split(",")]:
         cmd = [mpiexec, "-n", str(n), sys.executable, __file__, "--worker", "--max-mib", str(a.max_mib if n > 1 else 0),
                "--repeats", str(a.repeats)]
@@ -108,6 +142,8 @@ def main() -> None:
             raise SystemExit(f"{n} ranks failed (exit {r.returncode}):\n{r.stdout}\n{r.stderr}")
         res = json.loads(line[7:])
         mlp[n] = res["tp_mlp_s"]
+        if res["overlap"]:
+            overlaps[n] = res["overlap"]
         if n == 1:
             continue
         print(f"\nall-reduce, {n} ranks (float32; time: min over {a.repeats} of the slowest rank)")
@@ -118,6 +154,10 @@ def main() -> None:
     print("\ntensor-parallel MLP [64, 1024] x [1024, 4096] x [4096, 1024], one thread per rank")
     for n, t in mlp.items():
         print(f"{n} rank(s): {t * 1e3:.3f} ms ({mlp[1] / t:.2f}x one rank's speed)")
+    print("\nan all-reduce of 16 MiB beside an independent [128, 512] x [512, 1024] x [1024, 512] chain")
+    for n, o in overlaps.items():
+        print(f"{n} ranks: collective where it stands {o['blocking_s'] * 1e3:.3f} ms, overlapped "
+              f"{o['overlapped_s'] * 1e3:.3f} ms ({o['blocking_s'] / o['overlapped_s']:.2f}x)")
     print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 

@@ -10,6 +10,7 @@ each rank got (``ERROR <message>``) for the test to compare across ranks.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 if "--mpi4py" in sys.argv:  # mpi4py first: ge-rs shares its MPI
@@ -392,8 +393,68 @@ def groups():
         ge.distributed.destroy_group(name)
 
 
+def overlap():
+    """Two collectives with compute beside them that does not need them: each started where its
+    input is ready and waited for before its first reader, the compute run meanwhile (the compile
+    report says how many steps each overlaps). The same bits as when each collective runs where it
+    stands (GE_COLLECTIVE_OVERLAP=0), and equal to numpy. Then a receive started early beside
+    the send its peer waits for."""
+    rng = np.random.default_rng(11)
+    m, k, n = 16, 32, 24
+    base = rng.standard_normal((m, k)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((k, n)).astype(np.float32) for _ in range(2))
+    w3 = rng.standard_normal((n, n)).astype(np.float32)
+    x = base + RANK
+
+    def build(b, x, w1, w2, w3):
+        h = es.MatMulV2(x, w1)
+        y = es.HcomAllReduce(h, reduction="sum", group=WORLD)
+        # The same input as the all-reduce's (copied to one, moved to the other); its output is
+        # a graph output nothing reads: waited for at the end.
+        g = es.HcomAllGather(h, rank_size=SIZE, group=WORLD)
+        z = es.MatMulV2(es.Relu(es.MatMulV2(x, w2)), w3)
+        return [es.Add(y, z), g]
+
+    feeds = [x, w1, w2, w3]
+    results, reports = [], []
+    for setting in ("0", None):
+        if setting is None:
+            os.environ.pop("GE_COLLECTIVE_OVERLAP", None)
+        else:
+            os.environ["GE_COLLECTIVE_OVERLAP"] = setting
+        s = Session({})
+        s.add_graph(1, graph_of("overlap", feeds, build))
+        results.append([t.numpy() for t in s.run_graph(1, [Tensor(f) for f in feeds])])
+        reports.append(s.compile_report(1))
+    blocking, overlapped = results
+    for a, b in zip(blocking, overlapped):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), (a, b)
+    xs = [(base + r).astype(np.float64) for r in range(SIZE)]
+    want_y = sum(xr @ w1 for xr in xs) + np.maximum(x.astype(np.float64) @ w2, 0) @ w3
+    np.testing.assert_allclose(overlapped[0], want_y, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(overlapped[1], np.concatenate([xr @ w1 for xr in xs]), rtol=1e-4, atol=1e-3)
+    steps = [int(v) for v in re.findall(r"overlaps (\d+) steps", reports[1])]
+    assert len(steps) == 2 and min(steps) >= 2, reports[1]
+    assert "overlaps" not in reports[0], reports[0]
+    # A receive started first, on the communication thread, while this rank's send to the peer
+    # that waits for it goes out from the plan (pairs 0-1, 2-3): no deadlock.
+    partner = RANK ^ 1
+    v = rank_value(RANK, (4, 5), np.float32)
+
+    def exchange(b, h):
+        r = es.HcomReceive(b, group=WORLD, sr_tag=7, src_rank=partner, shape=[4, 5], dtype=DataType.DT_FLOAT)
+        es.HcomSend(h, group=WORLD, sr_tag=7, dest_rank=partner)
+        return [es.Add(r, es.Relu(es.Mul(h, h)))]
+
+    s = Session({})
+    s.add_graph(1, graph_of("exchange", [v], exchange))
+    got = s.run_graph(1, [Tensor(v)])[0].numpy()
+    np.testing.assert_array_equal(got, rank_value(partner, (4, 5), np.float32) + np.maximum(v * v, 0))
+    assert re.search(r"HcomReceive .*overlaps \d+ steps", s.compile_report(1)), s.compile_report(1)
+
+
 SCENARIOS = {f.__name__: f for f in (tp_mlp, gather_scatter, broadcast, mismatch, rank_options, diverge,
-                                     with_mpi4py, moe_ep, a2a_mismatch, p2p, p2p_mismatch, groups)}
+                                     with_mpi4py, moe_ep, a2a_mismatch, p2p, p2p_mismatch, groups, overlap)}
 
 if __name__ == "__main__":
     for name in (a for a in sys.argv[1:] if not a.startswith("--")):

@@ -125,6 +125,12 @@ def test_a_receive_of_another_shape_is_an_error_not_garbage(n):
 
 
 @needs_mpiexec
+@pytest.mark.parametrize("n", [2, 4])
+def test_collectives_overlap_independent_compute_with_the_same_bits(n):
+    expect_ok(launch(n, "overlap"), n, "overlap")
+
+
+@needs_mpiexec
 def test_mpi4py_and_ge_share_one_mpi():
     expect_ok(launch(2, "with_mpi4py", "--mpi4py"), 2, "with_mpi4py")
 

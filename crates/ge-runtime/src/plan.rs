@@ -22,6 +22,7 @@
 //! bit ([`Plan::execute_reference`] runs every step through them, for comparison).
 
 use crate::arena::{self, Pool, Workspace};
+use crate::collective::worker::{self, Pending};
 use crate::collective::WORLD_GROUP;
 use crate::error::{Error, Result};
 use crate::kernels::{self, IntoOp, Kernel, NodeInfo};
@@ -99,6 +100,9 @@ pub struct CollectiveReport {
     /// The bytes of its inputs and of its outputs on each rank (None where a shape is unknown).
     pub input_bytes: Option<u64>,
     pub output_bytes: Option<u64>,
+    /// The plan steps that run between its start and the wait for its result: the compute it
+    /// overlaps (0: it runs where it stands, blocking; see [`crate::collective::worker`]).
+    pub overlapped_steps: usize,
     /// The bytes each rank sends for it with the ring algorithms (NCCL's bus bytes):
     /// all-reduce 2 (n - 1) / n of its input, all-gather (n - 1) / n of its output,
     /// reduce-scatter (n - 1) / n of its input, broadcast its inputs (0 on one rank), a send
@@ -176,6 +180,7 @@ impl CollectiveReport {
             input_bytes,
             output_bytes,
             moved_bytes,
+            overlapped_steps: 0,
         }))
     }
 }
@@ -205,7 +210,11 @@ impl std::fmt::Display for CollectiveReport {
             opt(self.input_bytes),
             opt(self.output_bytes),
             opt(self.moved_bytes)
-        )
+        )?;
+        if self.overlapped_steps > 0 {
+            write!(f, "; overlaps {} steps", self.overlapped_steps)?;
+        }
+        Ok(())
     }
 }
 
@@ -307,6 +316,11 @@ enum Exec {
     /// Its into-kernel, in a reused buffer (its allocating kernel where the into-kernel does
     /// not take the inputs of a run).
     Into(Box<IntoStep>),
+    /// A collective handed to the communication thread with its inputs (its allocating kernel,
+    /// blocking, in a reference run); the `Wait` step of the same id takes its outputs.
+    Start(usize, Arc<kernels::Collective>),
+    /// Takes the outputs of the collective started with this id.
+    Wait(usize),
     /// A Reshape, Squeeze, Unsqueeze or Flatten whose input (a step's output) dies here: the
     /// value moved and given the output's `dims`, no copy (its kernel where the value is not in
     /// standard layout).
@@ -377,6 +391,8 @@ pub struct Plan {
     buf_cap: Vec<usize>,
     /// The workspaces of finished runs.
     pool: Pool,
+    /// The collectives started in one step and waited for in a later one.
+    started: usize,
 }
 
 impl std::fmt::Debug for Plan {
@@ -529,13 +545,18 @@ pub fn compile_prepared(graph: &Graph, sig: &Signature) -> Result<Plan> {
 pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
     let t = Instant::now();
     let before = p.graph.node_count();
-    let order = crate::optimize::needed_nodes(&p.graph)?;
+    let order = collectives_first(&p.graph, crate::optimize::needed_nodes(&p.graph)?)?;
     let mut plan = build(&p.graph, &order, &p.data, sig.clone())?;
     p.report.memory = Some(plan.memory.clone());
     p.report.collectives = collectives_of(&p.graph, &order)?;
+    for (name, between) in plan.overlaps() {
+        if let Some(c) = p.report.collectives.iter_mut().find(|c| c.node == name) {
+            c.overlapped_steps = between;
+        }
+    }
     p.report.finish_plan(
         before,
-        plan.steps.len(),
+        plan.steps.len() - plan.started,
         format!(
             "products fused with their bias and activation: {}",
             plan.fused
@@ -739,7 +760,10 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
             [o] if bufferable(o.desc.dtype) => static_dims(&o.desc).map(|d| (o.desc.dtype, d)),
             _ => None,
         };
+        let collective = overlapping(&info)?;
         let exec = match out_static {
+            // Its id is set when it is split (or it becomes a kernel step again).
+            _ if collective.is_some() => collective.map_or(Exec::Kernel, |c| Exec::Start(0, c)),
             Some((dtype, dims)) => {
                 match IntoOp::of(&info, &dims).map_err(|e| e.at(&n.name, &n.op_type))? {
                     Some(op) if fusion.is_none() || op.takes_epilogue() => {
@@ -805,6 +829,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
         )));
     }
     let outputs = graph_outputs(g, &slot_of)?;
+    let (mut steps, started) = split_collectives(steps, &mut produced);
     // Liveness: a slot is freed after its last reader (an output nothing reads, right after
     // its own step), unless it is a graph output.
     let mut last: FxHashMap<usize, usize> = FxHashMap::default();
@@ -891,7 +916,128 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
         slot_buf,
         buf_cap,
         pool: Pool::default(),
+        started,
     })
+}
+
+/// The collective of a node that a plan may start in one step and wait for in a later one:
+/// one that waits for other ranks, unless overlapping is off (`GE_COLLECTIVE_OVERLAP=0`) or
+/// a custom kernel replaced it.
+fn overlapping(info: &NodeInfo) -> Result<Option<Arc<kernels::Collective>>> {
+    let op = info.op();
+    if !kernels::COLLECTIVE_OPS.contains(&op)
+        || !crate::collective::worker::overlap_enabled()
+        || kernels::is_custom(op)
+    {
+        return Ok(None);
+    }
+    let c = kernels::collective_of(info).map_err(|e| e.at(&info.node.name, op))?;
+    Ok(c.waits_for_peers().then(|| Arc::new(c)))
+}
+
+/// Splits each collective with steps between it and its first reader into its start (where it
+/// stands) and a wait step right before that reader (at the end, for a graph output nothing
+/// reads), so the steps between run while it communicates; a collective its next step reads
+/// stays one blocking step. Renumbers `produced`'s steps; returns the steps and the number of
+/// collectives split.
+fn split_collectives(
+    mut steps: Vec<Step>,
+    produced: &mut [(usize, usize, usize, NodeId)],
+) -> (Vec<Step>, usize) {
+    if !steps.iter().any(|s| matches!(s.exec, Exec::Start(..))) {
+        return (steps, 0);
+    }
+    let n = steps.len();
+    let mut first_reader: FxHashMap<usize, usize> = FxHashMap::default();
+    for (i, s) in steps.iter().enumerate() {
+        for src in s.inputs.iter().flatten() {
+            if let Src::Slot(k) = src {
+                first_reader.entry(*k).or_insert(i);
+            }
+        }
+    }
+    let mut waits: Vec<Vec<Step>> = (0..=n).map(|_| Vec::new()).collect();
+    let mut id = 0;
+    for (i, st) in steps.iter_mut().enumerate() {
+        if !matches!(st.exec, Exec::Start(..)) {
+            continue;
+        }
+        let j = st
+            .outputs
+            .iter()
+            .filter_map(|k| first_reader.get(k).copied())
+            .min()
+            .unwrap_or(n);
+        if j == i + 1 {
+            st.exec = Exec::Kernel;
+            continue;
+        }
+        if let Exec::Start(x, _) = &mut st.exec {
+            *x = id;
+        }
+        let (name, op) = (st.name.clone(), st.op.clone());
+        let what = format!("the wait for collective '{name}' ({op}) runs no kernel");
+        waits[j].push(Step {
+            name,
+            op,
+            kernel: Box::new(move |_| Err(Error::kernel(what.clone()))),
+            exec: Exec::Wait(id),
+            inputs: Vec::new(),
+            outputs: st.outputs.clone(),
+            free: Vec::new(),
+        });
+        id += 1;
+    }
+    let mut at = vec![0usize; n];
+    let mut out = Vec::with_capacity(n + id);
+    for (i, st) in steps.into_iter().enumerate() {
+        out.append(&mut waits[i]);
+        at[i] = out.len();
+        out.push(st);
+    }
+    out.append(&mut waits[n]);
+    for p in produced.iter_mut() {
+        p.1 = at[p.1];
+    }
+    (out, id)
+}
+
+/// `order` (topological) with the ancestors of every collective that waits for other ranks
+/// (and those collectives) first, in `order`'s order among themselves, then the other nodes:
+/// a collective starts as early as the graph allows and the compute that does not lead to it
+/// runs while it communicates. The collectives keep their order, so every rank still issues
+/// them alike. `order` itself where there is no such collective or overlapping is off.
+fn collectives_first(g: &Graph, order: Vec<NodeId>) -> Result<Vec<NodeId>> {
+    if !crate::collective::worker::overlap_enabled() {
+        return Ok(order);
+    }
+    let waits = |n: &es_core::Node| {
+        let op = n.op_type.as_str();
+        if op == "HcomSend" || !kernels::COLLECTIVE_OPS.contains(&op) || kernels::is_custom(op) {
+            return false;
+        }
+        let group = match n.attr("group") {
+            Some(es_core::AttrValue::String(s)) => s.as_str(),
+            _ => WORLD_GROUP,
+        };
+        crate::collective::group(group).is_ok_and(|c| c.size() > 1)
+    };
+    let mut first: rustc_hash::FxHashSet<NodeId> = rustc_hash::FxHashSet::default();
+    for &id in order.iter().rev() {
+        let n = g.node(id)?;
+        if first.contains(&id) || waits(n) {
+            first.insert(id);
+            first.extend(n.inputs.iter().filter_map(|i| i.source).map(|p| p.node));
+            first.extend(n.in_control.iter().copied());
+        }
+    }
+    if first.is_empty() {
+        return Ok(order);
+    }
+    let (mut ahead, rest): (Vec<NodeId>, Vec<NodeId>) =
+        order.into_iter().partition(|id| first.contains(id));
+    ahead.extend(rest);
+    Ok(ahead)
 }
 
 /// Decides, once the slots' last readers are known (`last`, graph outputs left out), which
@@ -1048,7 +1194,7 @@ fn assign_buffers(steps: &[Step], slots: usize) -> (Vec<Option<usize>>, Vec<usiz
                     donated[*k] = true;
                 }
             }
-            Exec::Kernel => {}
+            Exec::Kernel | Exec::Start(..) | Exec::Wait(_) => {}
         }
         for &k in &st.free {
             if let (false, Some(b)) = (donated[k], slot_buf[k]) {
@@ -1258,13 +1404,34 @@ impl Plan {
                 ws.slots[*k] = Some(v);
             }
         }
+        // The collectives handed to the communication thread, by id, until their wait steps.
+        let mut pending: Vec<Option<Pending>> = (0..self.started).map(|_| None).collect();
         for step in &self.steps {
-            let done = reuse
-                && match &step.exec {
-                    Exec::Kernel => false,
-                    Exec::Into(s) => self.run_into(step, s, &mut ws)?,
-                    Exec::Move(dims) => Self::run_move(step, dims, &mut ws)?,
-                };
+            let done = match &step.exec {
+                Exec::Start(id, c) if reuse => {
+                    pending[*id] = Some(self.start(step, c, &mut ws));
+                    true
+                }
+                Exec::Wait(id) if reuse => {
+                    let p = pending[*id].take().ok_or_else(|| {
+                        Error::kernel("a collective was waited for before it started")
+                    });
+                    let outs = p
+                        .and_then(Pending::wait)
+                        .map_err(|e| e.at(&step.name, &step.op))?;
+                    check_output_count(step, outs.len())?;
+                    for (v, &k) in outs.into_iter().zip(&step.outputs) {
+                        ws.slots[k] = Some(v);
+                    }
+                    true
+                }
+                // A reference run: the start step ran the collective where it stands.
+                Exec::Wait(_) => true,
+                _ if !reuse => false,
+                Exec::Start(..) | Exec::Kernel => false,
+                Exec::Into(s) => self.run_into(step, s, &mut ws)?,
+                Exec::Move(dims) => Self::run_move(step, dims, &mut ws)?,
+            };
             if !done {
                 self.run_kernel(step, &mut ws)?;
             }
@@ -1300,6 +1467,46 @@ impl Plan {
             self.pool.give(ws);
         }
         Ok(outs)
+    }
+
+    /// Hands a start step's collective to the communication thread with its inputs: each
+    /// one this step reads last moved (no copy), the others copied.
+    fn start(&self, step: &Step, c: &Arc<kernels::Collective>, ws: &mut Workspace) -> Pending {
+        let mut owned: Vec<Option<Value>> = Vec::with_capacity(step.inputs.len());
+        for src in &step.inputs {
+            owned.push(match src {
+                None => None,
+                Some(Src::Const(i)) => Some(self.consts[*i].clone()),
+                Some(Src::Slot(k)) => {
+                    let reads = step.inputs.iter().filter(|s| **s == Some(Src::Slot(*k)));
+                    if reads.count() == 1 && step.free.contains(k) {
+                        ws.slots[*k].take()
+                    } else {
+                        ws.slots[*k].clone()
+                    }
+                }
+            });
+        }
+        let c = c.clone();
+        worker::start(move || {
+            let args: Vec<Option<&Value>> = owned.iter().map(Option::as_ref).collect();
+            c.call_args(&args)
+        })
+    }
+
+    /// For each collective started in one step and waited for in a later one: its node's
+    /// name and the steps between.
+    fn overlaps(&self) -> Vec<(String, usize)> {
+        let mut at = vec![0usize; self.started];
+        let mut out = Vec::new();
+        for (i, st) in self.steps.iter().enumerate() {
+            match st.exec {
+                Exec::Start(id, _) => at[id] = i,
+                Exec::Wait(id) => out.push((st.name.clone(), i - at[id] - 1)),
+                _ => {}
+            }
+        }
+        out
     }
 
     /// The step's arguments: its inputs' values (None: unconnected, or moved away).

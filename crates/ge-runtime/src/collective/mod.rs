@@ -20,6 +20,7 @@
 //! wheel's library), else `libmpi.so.12` from the loader's path.
 
 pub mod mpi;
+pub mod worker;
 
 use crate::error::{Error, Result};
 use std::collections::HashMap;

@@ -7,7 +7,8 @@
 //!
 //! MPI is initialised here (`MPI_Init_thread`, `MPI_THREAD_MULTIPLE` asked) unless the process
 //! already did (mpi4py shares the same library: `MPI_Initialized` first); what was initialised
-//! here is finalised at exit. Calls are serialised by a mutex and are all nonblocking
+//! here is finalised at exit. Calls are serialised by a mutex (held for each call, not between
+//! polls) and are all nonblocking
 //! (`MPI_I*`), polled with `MPI_Test` until they finish or the collective timeout passes; after
 //! a timeout the communicator is unusable (a collective cannot be cancelled) and says so.
 //!
@@ -127,6 +128,7 @@ type FnCommGroup = unsafe extern "C" fn(Comm, *mut Group) -> c_int;
 type FnGroupIncl = unsafe extern "C" fn(Group, c_int, *const c_int, *mut Group) -> c_int;
 type FnGroupFree = unsafe extern "C" fn(*mut Group) -> c_int;
 type FnCommCreateGroup = unsafe extern "C" fn(Comm, Group, c_int, *mut Comm) -> c_int;
+type FnCommFree = unsafe extern "C" fn(*mut Comm) -> c_int;
 
 /// The MPI functions ge-rs calls.
 struct Fns {
@@ -151,6 +153,7 @@ struct Fns {
     group_incl: FnGroupIncl,
     group_free: FnGroupFree,
     comm_create_group: FnCommCreateGroup,
+    comm_free: FnCommFree,
 }
 
 /// What the world's communicator and its groups share: the library, the lock that serialises
@@ -345,6 +348,7 @@ impl Mpi {
             group_incl: sym(lib, "MPI_Group_incl")?,
             group_free: sym(lib, "MPI_Group_free")?,
             comm_create_group: sym(lib, "MPI_Comm_create_group")?,
+            comm_free: sym(lib, "MPI_Comm_free")?,
         };
         let mut m = Mpi {
             sh: Arc::new(Shared {
@@ -433,25 +437,33 @@ impl Mpi {
 
     /// Starts one nonblocking call (`start` fills in its request) and polls it until it
     /// finishes or the collective timeout passes.
+    /// The lock is held for each MPI call only, not between the polls: a send from another
+    /// thread goes out while a collective or receive of the communication thread waits.
     fn run(&self, what: &str, start: impl FnOnce(*mut Request) -> c_int) -> Result<()> {
-        let mut g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if self.sh.broken.load(Ordering::Relaxed) {
-            return Err(Error::Device(format!(
-                "{what}: MPI is unusable in this process since an earlier collective timed \
-                 out (its ranks stopped running the same collectives)"
-            )));
-        }
-        self.reap(&mut g, what)?;
         let mut req: Request = MPI_REQUEST_NULL;
-        self.check(start(&mut req), what)?;
+        {
+            let mut g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+            if self.sh.broken.load(Ordering::Relaxed) {
+                return Err(Error::Device(format!(
+                    "{what}: MPI is unusable in this process since an earlier collective timed \
+                     out (its ranks stopped running the same collectives)"
+                )));
+            }
+            self.reap(&mut g, what)?;
+            self.check(start(&mut req), what)?;
+        }
         let limit = timeout();
         let t0 = Instant::now();
         let mut spins = 0u32;
         loop {
             let mut done: c_int = 0;
-            // SAFETY: `int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)` on
-            // the request just started; MPI_STATUS_IGNORE is MPICH's (MPI_Status *)1.
-            let rc = unsafe { (self.sh.fns.test)(&mut req, &mut done, MPI_STATUS_IGNORE) };
+            let rc = {
+                let _g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+                // SAFETY: `int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)`
+                // on the request this call started (only this thread tests it);
+                // MPI_STATUS_IGNORE is MPICH's (MPI_Status *)1.
+                unsafe { (self.sh.fns.test)(&mut req, &mut done, MPI_STATUS_IGNORE) }
+            };
             self.check(rc, what)?;
             if done != 0 {
                 return Ok(());
@@ -583,6 +595,26 @@ impl Mpi {
             )));
         }
         Ok(r as c_int)
+    }
+}
+
+/// A group's communicator is freed when the last plan using it and its name are gone
+/// (`destroy_group`); the world's is MPI's own. Nothing is freed after MPI was finalised, or
+/// once a timed-out call left MPI unusable.
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        if self.comm == MPI_COMM_WORLD || self.sh.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let _g = self.sh.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut finalized = 1;
+        // SAFETY: `MPI_Finalized` is callable at any time; `MPI_Comm_free` on a communicator
+        // this value made (`subgroup`) and no one else holds.
+        unsafe {
+            if (self.sh.fns.finalized)(&mut finalized) == MPI_SUCCESS && finalized == 0 {
+                (self.sh.fns.comm_free)(&mut self.comm);
+            }
+        }
     }
 }
 

@@ -84,9 +84,68 @@ impl Kind {
     }
 }
 
+/// A collective node read once: its communicator and what it does.
+pub(crate) struct Collective {
+    comm: Arc<dyn Communicator>,
+    op: String,
+    action: Action,
+}
+
+enum Action {
+    Run(Kind),
+    /// A receive from this rank (of the group), with this tag.
+    Receive(usize, i32, Want),
+}
+
+impl Collective {
+    /// Runs it on the arguments of one call (a kernel's: each input present).
+    pub(crate) fn call_args(&self, inputs: &[Option<&Value>]) -> Result<Vec<Value>> {
+        let xs = (0..inputs.len())
+            .map(|i| input(inputs, i))
+            .collect::<Result<Vec<&Value>>>()?;
+        self.call(&xs)
+    }
+
+    /// Runs it on the inputs of one call.
+    fn call(&self, xs: &[&Value]) -> Result<Vec<Value>> {
+        match &self.action {
+            Action::Run(kind) => run(&self.comm, &self.op, *kind, xs),
+            Action::Receive(r, t, want) => receive(&*self.comm, *r, *t, want).map(|v| vec![v]),
+        }
+    }
+
+    /// Whether a plan may start it and take its result later ([`crate::collective::worker`]):
+    /// a collective on more than one rank that waits for its peers (a send does not: its
+    /// transfer already finishes in the background).
+    pub(crate) fn waits_for_peers(&self) -> bool {
+        self.comm.size() > 1 && !matches!(self.action, Action::Run(Kind::Send(..)))
+    }
+}
+
+/// The ops [`collective_of`] reads.
+pub(crate) const COLLECTIVE_OPS: &[&str] = &[
+    "HcomAllReduce",
+    "HcomAllGather",
+    "HcomReduceScatter",
+    "HcomBroadcast",
+    "HcomAllToAllV",
+    "HcomSend",
+    "HcomReceive",
+];
+
+fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
+    let c = collective_of(info)?;
+    Ok(Box::new(move |inputs| {
+        if c.waits_for_peers() {
+            crate::collective::worker::wait_idle();
+        }
+        c.call_args(inputs)
+    }))
+}
+
 /// The checks every collective makes at compile time: its group, its reduction (where it has
 /// one) and the group size or root its attributes ask for.
-fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
+pub(crate) fn collective_of(info: &NodeInfo) -> Result<Collective> {
     let op = info.op().to_string();
     let group_name = str_attr(info, "group", WORLD_GROUP)?;
     let comm = group(&group_name).map_err(|e| match e {
@@ -151,9 +210,11 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
             let dims = info.ints("shape")?.unwrap_or_default();
             let dt = info.dtype_attr("dtype")?.unwrap_or(DataType::UNDEFINED);
             let want = Want { dtype: dt, dims };
-            return Ok(Box::new(move |_| {
-                receive(&*comm, r, t, &want).map(|v| vec![v])
-            }));
+            return Ok(Collective {
+                comm,
+                op,
+                action: Action::Receive(r, t, want),
+            });
         }
         "HcomAllReduce" => Kind::AllReduce(reduction()?),
         "HcomAllGather" => {
@@ -181,12 +242,11 @@ fn collective_factory(info: &NodeInfo) -> Result<Kernel> {
             Kind::Broadcast(root as usize)
         }
     };
-    Ok(Box::new(move |inputs| {
-        let xs = (0..inputs.len())
-            .map(|i| input(inputs, i))
-            .collect::<Result<Vec<&Value>>>()?;
-        run(&comm, &op, kind, &xs)
-    }))
+    Ok(Collective {
+        comm,
+        op,
+        action: Action::Run(kind),
+    })
 }
 
 /// Runs one collective on the world.
@@ -433,9 +493,12 @@ fn exchange_words(comm: &dyn Communicator, op: &str, words: &[i64]) -> Result<Ve
 // HcomSend / HcomReceive
 // ---------------------------------------------------------------------------------------------
 
-/// A send's header and data go out, and a receive's come in, without another send or receive
-/// of this process between them (the two messages of one tensor stay together).
-static P2P: Mutex<()> = Mutex::new(());
+/// A send's header and data go out without another send of this process between them, and a
+/// receive's come in without another receive between them (the two messages of one tensor stay
+/// together). Sends and receives do not wait for each other: a receive started early (see
+/// [`crate::collective::worker`]) must not hold back the send its peer waits for.
+static SENDING: Mutex<()> = Mutex::new(());
+static RECEIVING: Mutex<()> = Mutex::new(());
 
 const P2P_MAGIC: i64 = 0x4745_5032_5048; // "GEP2PH"
 const HEADER_WORDS: usize = 16;
@@ -482,7 +545,7 @@ fn send(comm: &dyn Communicator, dest: usize, tag: i32, x: &Value) -> Result<Vec
         .iter()
         .flat_map(|w| w.to_le_bytes())
         .collect();
-    let _g = P2P.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = SENDING.lock().unwrap_or_else(|p| p.into_inner());
     comm.send(&h, dest, tag)?;
     comm.send(&data, dest, tag)?;
     Ok(Vec::new())
@@ -495,7 +558,7 @@ fn receive(comm: &dyn Communicator, src: usize, tag: i32, want: &Want) -> Result
         }
         e => e,
     };
-    let _g = P2P.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = RECEIVING.lock().unwrap_or_else(|p| p.into_inner());
     let mut hb = vec![0u8; HEADER_WORDS * 8];
     comm.recv(&mut hb, src, tag).map_err(ctx)?;
     let h: Vec<i64> = hb
@@ -721,18 +784,7 @@ fn agree_on(comm: &dyn Communicator, op: &str, mine: [i64; DESC_WORDS]) -> Resul
 }
 
 /// This family's kernels, which [`super::registry`] collects.
-pub(super) const KERNELS: Kernels = &[(
-    &[
-        "HcomAllReduce",
-        "HcomAllGather",
-        "HcomReduceScatter",
-        "HcomBroadcast",
-        "HcomAllToAllV",
-        "HcomSend",
-        "HcomReceive",
-    ],
-    collective_factory,
-)];
+pub(super) const KERNELS: Kernels = &[(COLLECTIVE_OPS, collective_factory)];
 
 #[cfg(test)]
 mod tests {

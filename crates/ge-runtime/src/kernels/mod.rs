@@ -6,6 +6,7 @@
 //! the node's input order (dynamic inputs expanded), `None` for an unconnected optional input.
 
 mod collective;
+pub(crate) use collective::{collective_of, Collective, COLLECTIVE_OPS};
 mod common;
 mod control;
 pub(crate) use control::install_subgraph_compiler;
