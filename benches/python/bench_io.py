@@ -10,7 +10,8 @@ Columns (microseconds, the minimum over the repeats; GB/s = bytes / time):
   np.copy     ``np.copy(x)``: one read and one write of the bytes;
   run(np)     ``run_graph(gid, [x])`` with x a numpy array;
   run(T)      ``run_graph(gid, [t])`` with t a ``ge.graph.Tensor`` made once from x;
-  run+numpy   ``run_graph(gid, [x])[0].numpy()``: the result as a numpy array.
+  run+numpy   ``run_graph(gid, [x])[0].numpy()``: the result as a numpy array;
+  Tensor(x)   ``ge.graph.Tensor(x)``: making the tensor a GE-style program feeds.
 ``copies`` is run(np) / np.copy: about how many memcpys of the bytes the run costs.
 ``--graph relu`` runs a Relu instead (one kernel that reads and writes the bytes once).
 """
@@ -61,7 +62,7 @@ def main() -> None:
     print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"graph: {a.graph}; time: min over {a.repeats} calls (at most {a.budget} s each)")
     print(f"{'bytes':>10} {'np.copy us':>11} {'run(np) us':>11} {'run(T) us':>10} {'run+numpy us':>13} "
-          f"{'copy GB/s':>10} {'run GB/s':>9} {'copies':>7}")
+          f"{'Tensor(x) us':>13} {'copy GB/s':>10} {'run GB/s':>9} {'copies':>7}")
     nbytes = 1024
     while nbytes <= a.max_mib << 20:
         x = np.random.default_rng(0).standard_normal(nbytes // 4, dtype=np.float32)
@@ -75,9 +76,10 @@ def main() -> None:
         t_np = best_of(lambda: s.run_graph(1, [x]), a.repeats, a.budget)
         t_t = best_of(lambda: s.run_graph(1, [t]), a.repeats, a.budget)
         t_numpy = best_of(lambda: s.run_graph(1, [x])[0].numpy(), a.repeats, a.budget)
+        t_make = best_of(lambda: Tensor(x), a.repeats, a.budget)
         print(f"{nbytes:>10} {t_copy * 1e6:>11.1f} {t_np * 1e6:>11.1f} {t_t * 1e6:>10.1f} "
-              f"{t_numpy * 1e6:>13.1f} {nbytes / t_copy / 1e9:>10.2f} {nbytes / t_np / 1e9:>9.2f} "
-              f"{t_np / t_copy:>7.2f}", flush=True)
+              f"{t_numpy * 1e6:>13.1f} {t_make * 1e6:>13.1f} {nbytes / t_copy / 1e9:>10.2f} "
+              f"{nbytes / t_np / 1e9:>9.2f} {t_np / t_copy:>7.2f}", flush=True)
         nbytes *= 4
     print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 

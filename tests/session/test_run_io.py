@@ -221,3 +221,20 @@ if given is not None:
 @functools.lru_cache(maxsize=1)
 def _identity() -> Session:
     return session_of(Identity)
+
+
+def test_built_tensors_copy_their_array_once_and_keep_their_checks():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = Tensor(x)
+    x[0, 0] = 99.0  # the tensor has its own copy
+    assert t.numpy()[0, 0] == 0.0 and t.numpy().flags.writeable
+    for view in (x.T, x[:, ::2], x.astype(">f4"), np.asfortranarray(x)):
+        assert Tensor(view) == Tensor(np.ascontiguousarray(view).astype(np.float32))
+    assert Tensor(x, shape=[12]).get_shape().get_dims() == [12]
+    with pytest.raises(ValueError, match=r"data of shape \[3, 4\] cannot take shape \[5\]"):
+        Tensor(x, shape=[5])
+    with pytest.raises(RuntimeError, match="Failed to set datatype"):
+        Tensor(x).set_data_type(DataType.DT_INT8)  # 4-byte elements are not 1-byte ones
+    assert same_bits(Tensor(x).set_data_type(DataType.DT_UINT32).numpy(), x.view(np.uint32))
+    with pytest.raises(TypeError, match="C-contiguous numpy.ndarray"):
+        ge._native.TensorData.from_array(x.T, int(DataType.DT_FLOAT), [4, 3])

@@ -7,7 +7,7 @@ use crate::errors::IntoPyResult;
 use crate::guard::guarded;
 use es_core::{DataType, Shape, Tensor, TensorDesc};
 use ge_runtime::Value;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -118,6 +118,44 @@ guarded! {
                 desc = desc.with_format(format_from_py(f)?);
             }
             Ok(TensorData::from_tensor(Tensor::new(desc, data.to_vec()).py()?))
+        }
+
+        /// A tensor of `dtype` and `shape` from the memory of a C-contiguous `numpy.ndarray`
+        /// (its bytes, little-endian, copied once); TypeError for anything else.
+        #[staticmethod]
+        #[pyo3(signature = (array, dtype, shape, format = None))]
+        fn from_array(
+            array: &Bound<'_, PyAny>,
+            dtype: &Bound<'_, PyAny>,
+            shape: &Bound<'_, PyAny>,
+            format: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let Some(data) = with_contiguous(array, |_, _, bytes| bytes.to_vec())? else {
+                return Err(PyTypeError::new_err(
+                    "TensorData.from_array needs a C-contiguous numpy.ndarray of numbers",
+                ));
+            };
+            let mut desc = TensorDesc::new(dtype_from_py(dtype)?, Shape::new(shape_from_py(shape)?));
+            if let Some(f) = format {
+                desc = desc.with_format(format_from_py(f)?);
+            }
+            Ok(TensorData::from_tensor(Tensor::new(desc, data).py()?))
+        }
+
+        /// These bytes under another description (`dtype`, `shape`, `format`), not copied: the
+        /// checks (and errors) of a tensor made from them.
+        #[pyo3(signature = (dtype, shape, format = None))]
+        fn with_desc(
+            &self,
+            dtype: &Bound<'_, PyAny>,
+            shape: &Bound<'_, PyAny>,
+            format: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let mut desc = TensorDesc::new(dtype_from_py(dtype)?, Shape::new(shape_from_py(shape)?));
+            if let Some(f) = format {
+                desc = desc.with_format(format_from_py(f)?);
+            }
+            Ok(TensorData::from_tensor(share_bytes(self.tensor()?, desc)?))
         }
 
         /// A `DT_STRING` tensor of `strings` (row-major) and `shape`, in GE's layout.
@@ -297,12 +335,28 @@ fn dtype_of_typestr(ts: &str) -> Option<DataType> {
     })
 }
 
-/// A value read straight from a numpy array's memory in one copy, where the array is exactly a
-/// `numpy.ndarray` (no subclass), C-contiguous, and of a dtype [`dtype_of_typestr`] knows; None
-/// for anything else (the general path converts it, with today's checks and errors). The
-/// result is the value the general path gives for the same array (`_native_from_array` keeps an
-/// ndarray's dtype and shape).
-fn value_from_ndarray(v: &Bound<'_, PyAny>) -> PyResult<Option<ge_runtime::Result<Value>>> {
+/// `t`'s bytes under `desc`, shared (not copied) where they fit it; otherwise (strings, whose
+/// layout is checked, or bytes that do not fit) what [`Tensor::new`] makes of a copy: its error.
+fn share_bytes(t: &Tensor, desc: TensorDesc) -> PyResult<Tensor> {
+    if desc.dtype != DataType::STRING && t.desc.dtype != DataType::STRING {
+        let want = es_core::opmath::byte_size("tensor", desc.dtype, &desc.shape).py()?;
+        if want == Some(t.data.len()) {
+            return Ok(Tensor {
+                desc,
+                data: t.data.clone(),
+            });
+        }
+    }
+    Tensor::new(desc, t.data.to_vec()).py()
+}
+
+/// Lends `f` the memory of `v` (its `__array_interface__` typestr, its shape and its bytes)
+/// where `v` is exactly a `numpy.ndarray` (no subclass), C-contiguous, of numbers or bool (no
+/// object, string or structured elements); None for anything else.
+fn with_contiguous<R>(
+    v: &Bound<'_, PyAny>,
+    f: impl FnOnce(&str, &[usize], &[u8]) -> R,
+) -> PyResult<Option<R>> {
     let py = v.py();
     let nd = NDARRAY.get_or_try_init(py, || -> PyResult<PyObject> {
         Ok(py.import("numpy")?.getattr("ndarray")?.unbind())
@@ -314,36 +368,53 @@ fn value_from_ndarray(v: &Bound<'_, PyAny>) -> PyResult<Option<ge_runtime::Resul
     let Ok(d) = iface.downcast::<PyDict>() else {
         return Ok(None);
     };
-    let item = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { d.get_item(k) };
     // strides None: C-contiguous (numpy's array interface).
-    if item("strides")?.is_some_and(|s| !s.is_none()) {
+    if d.get_item("strides")?.is_some_and(|s| !s.is_none()) {
         return Ok(None);
     }
-    let Some(dt) = item("typestr")?
+    let Some(typestr) = d
+        .get_item("typestr")?
         .and_then(|t| t.extract::<String>().ok())
-        .and_then(|t| dtype_of_typestr(&t))
     else {
         return Ok(None);
     };
-    let (Some(shape), Some(data)) = (item("shape")?, item("data")?) else {
+    // Plain numbers and bool: the digits after the kind are the element size in bytes.
+    if !matches!(
+        typestr.as_bytes().get(1),
+        Some(b'b' | b'i' | b'u' | b'f' | b'c')
+    ) {
+        return Ok(None);
+    }
+    let Some(itemsize) = typestr.get(2..).and_then(|n| n.parse::<usize>().ok()) else {
+        return Ok(None);
+    };
+    let (Some(shape), Some(data)) = (d.get_item("shape")?, d.get_item("data")?) else {
         return Ok(None);
     };
     let dims: Vec<usize> = shape.extract()?;
     let (ptr, _read_only): (usize, bool) = data.extract()?;
-    let nbytes = dims
-        .iter()
-        .try_fold(dt.size().unwrap_or(1), |n, &d| n.checked_mul(d));
-    let Some(nbytes) = nbytes else {
+    let Some(nbytes) = dims.iter().try_fold(itemsize, |n, &d| n.checked_mul(d)) else {
         return Ok(None);
     };
     let bytes: &[u8] = if nbytes == 0 || ptr == 0 {
         &[]
     } else {
-        // SAFETY: `v` is a live, C-contiguous numpy.ndarray (checked above) whose data starts at
-        // `ptr` and spans `nbytes` = itemsize * its element count; the GIL is held for the whole
-        // copy below and `v` is borrowed throughout, so the array (and its memory) cannot be
-        // freed or resized meanwhile; the slice is only read, by the one copy into the value.
+        // SAFETY: `v` is a live, C-contiguous numpy.ndarray of plain elements (checked above)
+        // whose data starts at `ptr` and spans `nbytes` bytes; the GIL is held until `f`
+        // returns and `v` is borrowed throughout, so the array (and its memory) cannot be freed
+        // or resized meanwhile; the slice is only read, and does not outlive this call.
         unsafe { std::slice::from_raw_parts(ptr as *const u8, nbytes) }
     };
-    Ok(Some(Value::from_le_bytes(dt, &dims, bytes)))
+    Ok(Some(f(&typestr, &dims, bytes)))
+}
+
+/// A value read straight from a numpy array's memory in one copy ([`with_contiguous`]), where
+/// its dtype is one [`dtype_of_typestr`] knows; None for anything else (the general path
+/// converts it, with today's checks and errors). The result is the value the general path gives
+/// for the same array (`_native_from_array` keeps an ndarray's dtype and shape).
+fn value_from_ndarray(v: &Bound<'_, PyAny>) -> PyResult<Option<ge_runtime::Result<Value>>> {
+    Ok(with_contiguous(v, |typestr, dims, bytes| {
+        dtype_of_typestr(typestr).map(|dt| Value::from_le_bytes(dt, dims, bytes))
+    })?
+    .flatten())
 }

@@ -222,8 +222,23 @@ macro_rules! pod_bytes {
             cfg!(target_endian = "little").then(|| bytemuck::cast_slice(s))
         }
         fn vec_from_le_bytes(b: &[u8]) -> Option<Vec<Self>> {
-            (cfg!(target_endian = "little") && b.len() % std::mem::size_of::<Self>() == 0)
-                .then(|| bytemuck::pod_collect_to_vec(b))
+            if !cfg!(target_endian = "little") || b.len() % std::mem::size_of::<Self>() != 0 {
+                return None;
+            }
+            // One pass over the memory: the bytes copied into uninitialised capacity (bytemuck's
+            // pod_collect_to_vec zero-fills the vector first, a second pass).
+            fn plain_data<T: bytemuck::Pod>() {}
+            plain_data::<Self>(); // what the SAFETY below relies on, checked at compile time
+            let n = b.len() / std::mem::size_of::<Self>();
+            let mut v = Vec::<Self>::with_capacity(n);
+            // SAFETY: `v` has room for `n` elements, `b.len()` bytes, and does not overlap `b`;
+            // `Self` is plain data (bytemuck::Pod: every bit pattern is a value, no padding), so
+            // once the bytes are written the first `n` elements are initialised.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr().cast::<u8>(), b.len());
+                v.set_len(n);
+            }
+            Some(v)
         }
     };
 }
@@ -643,6 +658,27 @@ mod tests {
             let t = v.to_tensor().unwrap();
             assert_eq!(Value::from_tensor(&t).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn bytes_are_read_bit_for_bit_from_any_address() {
+        use DataType::*;
+        // All 256 byte values scrambled (NaN payloads, subnormals, -0.0), read from an odd address.
+        let raw: Vec<u8> = (0..=255u8)
+            .map(|i| i.wrapping_mul(97).wrapping_add(3))
+            .collect();
+        let b = &raw[1..];
+        for dt in [
+            FLOAT, DOUBLE, FLOAT16, BF16, INT16, INT32, INT64, UINT16, UINT32, UINT64,
+        ] {
+            let n = b.len() / dt.size().unwrap();
+            let bytes = &b[..n * dt.size().unwrap()];
+            let v = Value::from_le_bytes(dt, &[n], bytes).unwrap();
+            assert_eq!(v.to_le_bytes(), bytes, "{dt}");
+            assert!(Value::from_le_bytes(dt, &[n + 1], bytes).is_err(), "{dt}");
+        }
+        let v = Value::from_le_bytes(BOOL, &[4], &[0, 1, 2, 255]).unwrap();
+        assert_eq!(v.to_le_bytes(), [0, 1, 1, 1]);
     }
 
     #[test]

@@ -238,11 +238,19 @@ def _native_from_array(value: Any, data_type: Optional[DataType] = None) -> Tens
     return _native(array, dt, list(array.shape), Format.FORMAT_ND)
 
 
+# From this many bytes on, a tensor's bytes are read from the array's memory in one copy
+# (TensorData.from_array) rather than through ``tobytes`` (two copies, but less overhead for
+# small arrays: the crossover measured by benches/python/bench_io.py's Tensor(x) column).
+_READ_IN_PLACE_FROM = 32 << 10
+
+
 def _native(array: np.ndarray, dt: DataType, dims: List[int], format: Format) -> TensorData:
     if dt in _SUB_BYTE:
         return TensorData(_pack(array, dt), int(dt), dims, int(format))
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    return TensorData(little.tobytes(order="C"), int(dt), dims, int(format))
+    if little.nbytes < _READ_IN_PLACE_FROM:  # small: bytes are cheaper than the array interface
+        return TensorData(little.tobytes(order="C"), int(dt), dims, int(format))
+    return TensorData.from_array(np.ascontiguousarray(little), int(dt), dims, int(format))  # one copy
 
 
 def _size(dims: Sequence[int]) -> int:
@@ -420,7 +428,7 @@ class Tensor:
     def _relabel(self, dt: DataType, fmt: Format, failure: str) -> None:
         t = self._tensor
         try:
-            self._tensor = TensorData(t.data, int(dt), list(t.shape), int(fmt))
+            self._tensor = t.with_desc(int(dt), list(t.shape), int(fmt))
         except Exception as e:  # noqa: BLE001 - the native error, under GE's message
             raise RuntimeError(f"{failure}: {e}") from None
 
@@ -485,7 +493,7 @@ def _from_data(data: Any, data_type: Optional[DataType], fmt: Format,
             if _size(shape) != _size(dims):
                 raise ValueError(f"data of shape {dims} cannot take shape {shape}")
             dims = _known(shape)
-        return TensorData(t.data, t.dtype, dims, int(fmt))
+        return t.with_desc(t.dtype, dims, int(fmt))  # the same bytes, not copied
     if not isinstance(data, list):
         raise TypeError("data should be List")
     dt = DataType.DT_FLOAT if data_type is None else _ge_data_type(data_type)
