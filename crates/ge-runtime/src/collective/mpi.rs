@@ -18,7 +18,7 @@
 //! with `MPI_Comm_create_group` by the group's ranks only; they share the library, the lock
 //! and the pending sends of the world's.
 
-use super::{timeout, Communicator, Elem, Exchange, ReduceOp};
+use super::{timeout, worker, Communicator, Elem, Exchange, ReduceOp};
 use crate::error::{Error, Result};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
@@ -480,11 +480,19 @@ impl Mpi {
                     limit.as_secs_f64()
                 )));
             }
-            spins += 1;
-            if spins < 1000 {
+            spins = spins.saturating_add(1);
+            // Polled hard (as MPICH's blocking calls poll: spinning, then yielding the core to
+            // any other runnable rank) while someone waits for the result; gently (a sleep
+            // between polls) while a started collective runs beside the plan's compute, so the
+            // compute keeps its core.
+            if worker::awaited() {
+                if spins < 1000 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            } else if spins < 100 {
                 std::hint::spin_loop();
-            } else if spins < 2000 {
-                std::thread::yield_now();
             } else {
                 std::thread::sleep(Duration::from_micros(50));
             }

@@ -18,6 +18,8 @@
 
 use crate::error::{Error, Result};
 use crate::value::Value;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Condvar, Mutex, OnceLock};
 
@@ -32,10 +34,41 @@ fn in_flight(change: isize) {
     }
 }
 
+/// Runs waiting for the communication thread ([`Pending::wait`], [`wait_idle`]).
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static ON_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a result is awaited now: always on a thread other than the communication thread
+/// (its collective runs where it stands, blocking); on the communication thread, while a run
+/// waits for it. MPI's polling is eager then, and gentle otherwise.
+pub fn awaited() -> bool {
+    !ON_THREAD.with(Cell::get) || WAITERS.load(Ordering::Relaxed) > 0
+}
+
+/// Counts a waiter while it lives.
+struct Waiting;
+
+impl Waiting {
+    fn new() -> Waiting {
+        WAITERS.fetch_add(1, Ordering::Relaxed);
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Waits until every collective handed to the communication thread finished: a collective
 /// about to run where it stands (blocking) then comes after them, as on every other rank.
 pub fn wait_idle() {
     let mut n = IN_FLIGHT.0.lock().unwrap_or_else(|p| p.into_inner());
+    let _w = (*n > 0).then(Waiting::new);
     while *n > 0 {
         n = IN_FLIGHT.1.wait(n).unwrap_or_else(|p| p.into_inner());
     }
@@ -53,6 +86,7 @@ impl Pending {
     /// Waits for the collective and gives its outputs (or its error). A collective always
     /// ends: each of its MPI calls fails after the collective timeout.
     pub fn wait(self) -> Result<Vec<Value>> {
+        let _w = Waiting::new();
         self.0.recv().unwrap_or_else(|_| {
             Err(Error::Device(
                 "the communication thread stopped before the collective finished".into(),
@@ -75,6 +109,7 @@ fn queue() -> Option<&'static Mutex<Sender<Queued>>> {
             std::thread::Builder::new()
                 .name("ge-collectives".into())
                 .spawn(move || {
+                    ON_THREAD.with(|t| t.set(true));
                     for (job, reply) in rx {
                         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
                             .unwrap_or_else(|_| Err(Error::Device("a collective panicked".into())));
