@@ -316,6 +316,9 @@ enum Exec {
     /// Its into-kernel, in a reused buffer (its allocating kernel where the into-kernel does
     /// not take the inputs of a run).
     Into(Box<IntoStep>),
+    /// A collective that waits for other ranks, run where it stands on inputs it owns (each
+    /// one this step reads last moved in: an all-reduce then works in place on it).
+    Collective(Arc<kernels::Collective>),
     /// A collective handed to the communication thread with its inputs (its allocating kernel,
     /// blocking, in a reference run); the `Wait` step of the same id takes its outputs.
     Start(usize, Arc<kernels::Collective>),
@@ -760,10 +763,9 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
             [o] if bufferable(o.desc.dtype) => static_dims(&o.desc).map(|d| (o.desc.dtype, d)),
             _ => None,
         };
-        let collective = overlapping(&info)?;
+        let collective = waiting_collective(&info)?;
         let exec = match out_static {
-            // Its id is set when it is split (or it becomes a kernel step again).
-            _ if collective.is_some() => collective.map_or(Exec::Kernel, |c| Exec::Start(0, c)),
+            _ if collective.is_some() => collective.map_or(Exec::Kernel, Exec::Collective),
             Some((dtype, dims)) => {
                 match IntoOp::of(&info, &dims).map_err(|e| e.at(&n.name, &n.op_type))? {
                     Some(op) if fusion.is_none() || op.takes_epilogue() => {
@@ -920,15 +922,11 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
     })
 }
 
-/// The collective of a node that a plan may start in one step and wait for in a later one:
-/// one that waits for other ranks, unless overlapping is off (`GE_COLLECTIVE_OVERLAP=0`) or
-/// a custom kernel replaced it.
-fn overlapping(info: &NodeInfo) -> Result<Option<Arc<kernels::Collective>>> {
+/// The collective of a node that waits for other ranks (unless a custom kernel replaced it):
+/// what a plan runs on inputs it owns, and may start in one step and wait for in a later one.
+fn waiting_collective(info: &NodeInfo) -> Result<Option<Arc<kernels::Collective>>> {
     let op = info.op();
-    if !kernels::COLLECTIVE_OPS.contains(&op)
-        || !crate::collective::worker::overlap_enabled()
-        || kernels::is_custom(op)
-    {
+    if !kernels::COLLECTIVE_OPS.contains(&op) || kernels::is_custom(op) {
         return Ok(None);
     }
     let c = kernels::collective_of(info).map_err(|e| e.at(&info.node.name, op))?;
@@ -938,13 +936,16 @@ fn overlapping(info: &NodeInfo) -> Result<Option<Arc<kernels::Collective>>> {
 /// Splits each collective with steps between it and its first reader into its start (where it
 /// stands) and a wait step right before that reader (at the end, for a graph output nothing
 /// reads), so the steps between run while it communicates; a collective its next step reads
-/// stays one blocking step. Renumbers `produced`'s steps; returns the steps and the number of
-/// collectives split.
+/// stays one blocking step, as does every one where overlapping is off
+/// (`GE_COLLECTIVE_OVERLAP=0`). Renumbers `produced`'s steps; returns the steps and the number
+/// of collectives split.
 fn split_collectives(
     mut steps: Vec<Step>,
     produced: &mut [(usize, usize, usize, NodeId)],
 ) -> (Vec<Step>, usize) {
-    if !steps.iter().any(|s| matches!(s.exec, Exec::Start(..))) {
+    if !crate::collective::worker::overlap_enabled()
+        || !steps.iter().any(|s| matches!(s.exec, Exec::Collective(_)))
+    {
         return (steps, 0);
     }
     let n = steps.len();
@@ -959,9 +960,10 @@ fn split_collectives(
     let mut waits: Vec<Vec<Step>> = (0..=n).map(|_| Vec::new()).collect();
     let mut id = 0;
     for (i, st) in steps.iter_mut().enumerate() {
-        if !matches!(st.exec, Exec::Start(..)) {
+        let Exec::Collective(c) = &st.exec else {
             continue;
-        }
+        };
+        let c = c.clone();
         let j = st
             .outputs
             .iter()
@@ -969,12 +971,9 @@ fn split_collectives(
             .min()
             .unwrap_or(n);
         if j == i + 1 {
-            st.exec = Exec::Kernel;
             continue;
         }
-        if let Exec::Start(x, _) = &mut st.exec {
-            *x = id;
-        }
+        st.exec = Exec::Start(id, c);
         let (name, op) = (st.name.clone(), st.op.clone());
         let what = format!("the wait for collective '{name}' ({op}) runs no kernel");
         waits[j].push(Step {
@@ -1194,7 +1193,7 @@ fn assign_buffers(steps: &[Step], slots: usize) -> (Vec<Option<usize>>, Vec<usiz
                     donated[*k] = true;
                 }
             }
-            Exec::Kernel | Exec::Start(..) | Exec::Wait(_) => {}
+            Exec::Kernel | Exec::Collective(_) | Exec::Start(..) | Exec::Wait(_) => {}
         }
         for &k in &st.free {
             if let (false, Some(b)) = (donated[k], slot_buf[k]) {
@@ -1425,10 +1424,21 @@ impl Plan {
                     }
                     true
                 }
+                Exec::Collective(c) if reuse => {
+                    worker::wait_idle();
+                    let outs = c
+                        .call_owned(self.owned_args(step, &mut ws))
+                        .map_err(|e| e.at(&step.name, &step.op))?;
+                    check_output_count(step, outs.len())?;
+                    for (v, &k) in outs.into_iter().zip(&step.outputs) {
+                        ws.slots[k] = Some(v);
+                    }
+                    true
+                }
                 // A reference run: the start step ran the collective where it stands.
                 Exec::Wait(_) => true,
                 _ if !reuse => false,
-                Exec::Start(..) | Exec::Kernel => false,
+                Exec::Start(..) | Exec::Collective(_) | Exec::Kernel => false,
                 Exec::Into(s) => self.run_into(step, s, &mut ws)?,
                 Exec::Move(dims) => Self::run_move(step, dims, &mut ws)?,
             };
@@ -1469,9 +1479,9 @@ impl Plan {
         Ok(outs)
     }
 
-    /// Hands a start step's collective to the communication thread with its inputs: each
-    /// one this step reads last moved (no copy), the others copied.
-    fn start(&self, step: &Step, c: &Arc<kernels::Collective>, ws: &mut Workspace) -> Pending {
+    /// A collective step's inputs, owned: each one this step reads last moved out of its slot
+    /// (no copy), the others copied.
+    fn owned_args(&self, step: &Step, ws: &mut Workspace) -> Vec<Option<Value>> {
         let mut owned: Vec<Option<Value>> = Vec::with_capacity(step.inputs.len());
         for src in &step.inputs {
             owned.push(match src {
@@ -1487,11 +1497,14 @@ impl Plan {
                 }
             });
         }
+        owned
+    }
+
+    /// Hands a start step's collective to the communication thread with its inputs.
+    fn start(&self, step: &Step, c: &Arc<kernels::Collective>, ws: &mut Workspace) -> Pending {
+        let owned = self.owned_args(step, ws);
         let c = c.clone();
-        worker::start(move || {
-            let args: Vec<Option<&Value>> = owned.iter().map(Option::as_ref).collect();
-            c.call_args(&args)
-        })
+        worker::start(move || c.call_owned(owned))
     }
 
     /// For each collective started in one step and waited for in a later one: its node's

@@ -106,6 +106,44 @@ impl Collective {
         self.call(&xs)
     }
 
+    /// Runs it on inputs it owns (a plan's: each input its step reads last moved in): an
+    /// all-reduce and a broadcast then work in place on their input, without a copy.
+    pub(crate) fn call_owned(&self, inputs: Vec<Option<Value>>) -> Result<Vec<Value>> {
+        let kind = match self.action {
+            Action::Run(k @ (Kind::AllReduce(_) | Kind::Broadcast(_))) => k,
+            _ => {
+                let args: Vec<Option<&Value>> = inputs.iter().map(Option::as_ref).collect();
+                return self.call_args(&args);
+            }
+        };
+        let xs = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| v.ok_or_else(|| Error::kernel(format!("input {i} is missing"))))
+            .collect::<Result<Vec<Value>>>()?;
+        if self.comm.size() == 1 {
+            return Ok(xs);
+        }
+        let op = self.op.as_str();
+        agree(&*self.comm, op, kind, &xs.iter().collect::<Vec<_>>())?;
+        let comm = &self.comm;
+        let outs: Result<Vec<Value>> = match kind {
+            Kind::AllReduce(r) => xs
+                .into_iter()
+                .take(1)
+                .map(|x| {
+                    let dims = x.shape().to_vec();
+                    reduce(x, |bytes, elem| {
+                        comm.all_reduce(bytes, elem, r)?;
+                        Ok((dims, None))
+                    })
+                })
+                .collect(),
+            _ => xs.into_iter().map(|x| broadcast(comm, x, kind)).collect(),
+        };
+        outs.map_err(|e| device_error_of(op, e))
+    }
+
     /// Runs it on the inputs of one call.
     fn call(&self, xs: &[&Value]) -> Result<Vec<Value>> {
         match &self.action {
@@ -265,16 +303,35 @@ fn run(comm: &Arc<dyn Communicator>, op: &str, kind: Kind, xs: &[&Value]) -> Res
         return Ok(xs.iter().map(|&x| x.clone()).collect());
     }
     agree(&**comm, op, kind, xs)?;
-    collective(comm, kind, xs).map_err(|e| match e {
+    collective(comm, kind, xs).map_err(|e| device_error_of(op, e))
+}
+
+/// A device error of collective `op` named as its.
+fn device_error_of(op: &str, e: Error) -> Error {
+    match e {
         Error::Device(m) => Error::Device(format!("{op}: {m}")),
         e => e,
-    })
+    }
+}
+
+/// Broadcasts `x` (in place where its elements are one block) from the root of `kind`.
+fn broadcast(comm: &Arc<dyn Communicator>, mut x: Value, kind: Kind) -> Result<Value> {
+    let Kind::Broadcast(root) = kind else {
+        return Err(Error::kernel("a broadcast without its root".to_string()));
+    };
+    if let Some(bytes) = le_bytes_mut(&mut x) {
+        comm.broadcast(bytes, root)?;
+        return Ok(x);
+    }
+    let mut bytes = x.to_le_bytes();
+    comm.broadcast(&mut bytes, root)?;
+    Value::from_le_bytes(x.dtype(), x.shape(), &bytes)
 }
 
 /// The collective itself, once the ranks agree on its inputs.
 fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result<Vec<Value>> {
     match kind {
-        Kind::AllReduce(r) => Ok(vec![reduce(xs[0], |bytes, elem| {
+        Kind::AllReduce(r) => Ok(vec![reduce(xs[0].clone(), |bytes, elem| {
             comm.all_reduce(bytes, elem, r)?;
             Ok((xs[0].shape().to_vec(), None))
         })?]),
@@ -292,7 +349,7 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
                     return Ok(vec![y]);
                 }
             }
-            Ok(vec![reduce(xs[0], |bytes, elem| {
+            Ok(vec![reduce(xs[0].clone(), |bytes, elem| {
                 let mut out = vec![0u8; bytes.len() / n];
                 comm.reduce_scatter(bytes, &mut out, elem, r)?;
                 Ok((dims, Some(out)))
@@ -313,18 +370,9 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
             comm.all_gather(&send, &mut recv)?;
             Ok(vec![Value::from_le_bytes(x.dtype(), &dims, &recv)?])
         }
-        Kind::Broadcast(root) => xs
+        Kind::Broadcast(_) => xs
             .iter()
-            .map(|&x| {
-                let mut y = x.clone();
-                if let Some(bytes) = le_bytes_mut(&mut y) {
-                    comm.broadcast(bytes, root)?;
-                    return Ok(y);
-                }
-                let mut bytes = x.to_le_bytes();
-                comm.broadcast(&mut bytes, root)?;
-                Value::from_le_bytes(x.dtype(), x.shape(), &bytes)
-            })
+            .map(|&x| broadcast(comm, x.clone(), kind))
             .collect(),
         Kind::AllToAllV | Kind::Send(..) => Err(Error::kernel(
             "a send or an all-to-all-v reached the collectives' path".to_string(),
@@ -606,18 +654,14 @@ fn elem_of(dt: DataType) -> Option<Elem> {
 /// Runs a reduction `f` over `x`'s bytes (widened to f32 for 16-bit floats); `f` gives the
 /// result's dims and, where it wrote elsewhere, its bytes.
 fn reduce(
-    x: &Value,
+    x: Value,
     f: impl FnOnce(&mut [u8], Elem) -> Result<(Vec<usize>, Option<Vec<u8>>)>,
 ) -> Result<Value> {
     let dt = x.dtype();
     let elem =
         elem_of(dt).ok_or_else(|| Error::unsupported(format!("a collective reduction of {dt}")))?;
     let wide = matches!(dt, DataType::FLOAT16 | DataType::BF16);
-    let mut src = if wide {
-        x.cast(DataType::FLOAT)?
-    } else {
-        x.clone()
-    };
+    let mut src = if wide { x.cast(DataType::FLOAT)? } else { x };
     // In place on the copy where its elements are one block (no copy in or out of bytes).
     let v = if let Some(bytes) = le_bytes_mut(&mut src) {
         match f(bytes, elem)? {
@@ -874,7 +918,7 @@ mod tests {
         let x = Value::F32(ArrayD::from_shape_vec(vec![2], vec![1.5, -2.0]).unwrap())
             .cast(DataType::FLOAT16)
             .unwrap();
-        let y = reduce(&x, |bytes, elem| {
+        let y = reduce(x, |bytes, elem| {
             assert_eq!(elem, Elem::F32);
             assert_eq!(bytes.len(), 8);
             let copy = bytes.to_vec();
@@ -885,7 +929,7 @@ mod tests {
         assert_eq!(y.dtype(), DataType::FLOAT16);
         assert_eq!(y.to_f64_vec(), vec![3.0, -4.0]);
         let s = Value::Bool(ArrayD::from_elem(vec![1], true));
-        assert!(reduce(&s, |_, _| Ok((vec![1], None))).is_err());
+        assert!(reduce(s, |_, _| Ok((vec![1], None))).is_err());
     }
 
     #[test]
@@ -903,15 +947,15 @@ mod tests {
                 ReduceOp::Sum.apply(elem, bytes, &copy);
                 Ok((v.shape().to_vec(), None))
             };
-            let y = reduce(v, double).unwrap();
+            let y = reduce(v.clone(), double).unwrap();
             let want = v.to_f64_vec().iter().map(|e| e * 2.0).collect::<Vec<_>>();
             assert_eq!((y.dtype(), y.shape()), (v.dtype(), v.shape()));
             assert_eq!(y.to_f64_vec(), want);
         }
         // A result of other dims, or written elsewhere.
-        let r = reduce(&x, |bytes, _| Ok((vec![15], Some(bytes[..60].to_vec())))).unwrap();
+        let r = reduce(x.clone(), |bytes, _| Ok((vec![15], Some(bytes[..60].to_vec())))).unwrap();
         assert_eq!((r.shape(), r.to_f64_vec()), (&[15][..], x.to_f64_vec()));
-        let r = reduce(&x, |_, _| Ok((vec![5, 3], None))).unwrap();
+        let r = reduce(x.clone(), |_, _| Ok((vec![5, 3], None))).unwrap();
         assert_eq!((r.shape(), r.to_f64_vec()), (&[5, 3][..], x.to_f64_vec()));
         let i = Value::I64(ArrayD::from_shape_fn(vec![4], |i| i[0] as i64));
         let mut j = i.clone();
