@@ -953,7 +953,10 @@ mod tests {
             assert_eq!(y.to_f64_vec(), want);
         }
         // A result of other dims, or written elsewhere.
-        let r = reduce(x.clone(), |bytes, _| Ok((vec![15], Some(bytes[..60].to_vec())))).unwrap();
+        let r = reduce(x.clone(), |bytes, _| {
+            Ok((vec![15], Some(bytes[..60].to_vec())))
+        })
+        .unwrap();
         assert_eq!((r.shape(), r.to_f64_vec()), (&[15][..], x.to_f64_vec()));
         let r = reduce(x.clone(), |_, _| Ok((vec![5, 3], None))).unwrap();
         assert_eq!((r.shape(), r.to_f64_vec()), (&[5, 3][..], x.to_f64_vec()));
