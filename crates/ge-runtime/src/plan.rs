@@ -1001,18 +1001,20 @@ fn split_collectives(
     (out, id)
 }
 
-/// `order` (topological) with the ancestors of every collective that waits for other ranks
-/// (and those collectives) first, in `order`'s order among themselves, then the other nodes:
+/// `order` (topological) with the ancestors of every collective, send or receive on more than
+/// one rank (and those nodes) first, in `order`'s order among themselves, then the other nodes:
 /// a collective starts as early as the graph allows and the compute that does not lead to it
-/// runs while it communicates. The collectives keep their order, so every rank still issues
-/// them alike. `order` itself where there is no such collective or overlapping is off.
+/// runs while it communicates. The collectives, sends and receives keep their order (a send
+/// moved after a collective that another rank reaches only after receiving it would deadlock),
+/// so every rank still issues them alike. `order` itself where there is none or overlapping is
+/// off.
 fn collectives_first(g: &Graph, order: Vec<NodeId>) -> Result<Vec<NodeId>> {
     if !crate::collective::worker::overlap_enabled() {
         return Ok(order);
     }
     let waits = |n: &es_core::Node| {
         let op = n.op_type.as_str();
-        if op == "HcomSend" || !kernels::COLLECTIVE_OPS.contains(&op) || kernels::is_custom(op) {
+        if !kernels::COLLECTIVE_OPS.contains(&op) || kernels::is_custom(op) {
             return false;
         }
         let group = match n.attr("group") {
