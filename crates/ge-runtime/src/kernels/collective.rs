@@ -144,9 +144,12 @@ impl Collective {
         outs.map_err(|e| device_error_of(op, e))
     }
 
-    /// Runs it on the inputs of one call.
+    /// Runs it on the inputs of one call (an all-reduce or broadcast on copies of them).
     fn call(&self, xs: &[&Value]) -> Result<Vec<Value>> {
         match &self.action {
+            Action::Run(Kind::AllReduce(_) | Kind::Broadcast(_)) => {
+                self.call_owned(xs.iter().map(|&x| Some(x.clone())).collect())
+            }
             Action::Run(kind) => run(&self.comm, &self.op, *kind, xs),
             Action::Receive(r, t, want) => receive(&*self.comm, *r, *t, want).map(|v| vec![v]),
         }
@@ -331,10 +334,6 @@ fn broadcast(comm: &Arc<dyn Communicator>, mut x: Value, kind: Kind) -> Result<V
 /// The collective itself, once the ranks agree on its inputs.
 fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result<Vec<Value>> {
     match kind {
-        Kind::AllReduce(r) => Ok(vec![reduce(xs[0].clone(), |bytes, elem| {
-            comm.all_reduce(bytes, elem, r)?;
-            Ok((xs[0].shape().to_vec(), None))
-        })?]),
         Kind::ReduceScatter(r) => {
             let n = comm.size();
             let mut dims = xs[0].shape().to_vec();
@@ -370,13 +369,11 @@ fn collective(comm: &Arc<dyn Communicator>, kind: Kind, xs: &[&Value]) -> Result
             comm.all_gather(&send, &mut recv)?;
             Ok(vec![Value::from_le_bytes(x.dtype(), &dims, &recv)?])
         }
-        Kind::Broadcast(_) => xs
-            .iter()
-            .map(|&x| broadcast(comm, x.clone(), kind))
-            .collect(),
-        Kind::AllToAllV | Kind::Send(..) => Err(Error::kernel(
-            "a send or an all-to-all-v reached the collectives' path".to_string(),
-        )),
+        Kind::AllReduce(_) | Kind::Broadcast(_) | Kind::AllToAllV | Kind::Send(..) => {
+            Err(Error::kernel(format!(
+                "{kind:?} reached the path of the collectives that copy their input"
+            )))
+        }
     }
 }
 
