@@ -44,7 +44,6 @@ pub fn set_locator(f: Locator) {
 pub struct GraphBuilder {
     graph: Graph,
     registry: Arc<OpRegistry>,
-    counters: rustc_hash::FxHashMap<Name, u64>,
     /// Nodes whose output descriptions are hints, not facts: inputs created without a shape,
     /// descriptions set by hand, and every node computed from such a node. GE checks nothing
     /// while building and takes input descriptions from the fed tensors; so an op built on a
@@ -64,7 +63,6 @@ impl GraphBuilder {
         GraphBuilder {
             graph,
             registry,
-            counters: Default::default(),
             hinted: Default::default(),
         }
     }
@@ -128,21 +126,9 @@ impl GraphBuilder {
         })
     }
 
-    /// The next automatic name `<op_type>_<n>` not used yet, and the counter value after it.
-    /// The counter moves only when a node is really added ([`GraphBuilder::commit_name`]).
-    fn auto_name(&self, op_type: &str) -> (Name, u64) {
-        let mut c = self.counters.get(op_type).copied().unwrap_or(0);
-        loop {
-            let name = numbered_name(op_type, c);
-            c += 1;
-            if self.graph.find(&name).is_none() {
-                return (name, c);
-            }
-        }
-    }
-
-    /// A node name: the given one (which must be free) or the next automatic one.
-    fn node_name(&self, op_type: &str, name: Option<String>) -> Result<(Name, Option<u64>)> {
+    /// A node name: the given one (which must be free) or the next automatic one with the
+    /// counter value [`GraphBuilder::add_named`] hands to the graph.
+    fn node_name(&mut self, op_type: &str, name: Option<String>) -> Result<(Name, Option<u64>)> {
         match name {
             Some(n) => {
                 if self.graph.find(&n).is_some() {
@@ -154,20 +140,18 @@ impl GraphBuilder {
                 Ok((Name::new(n), None))
             }
             None => {
-                let (n, next) = self.auto_name(op_type);
+                let (n, next) = self.graph.next_auto_name(op_type);
                 Ok((n, Some(next)))
             }
         }
     }
 
-    fn commit_name(&mut self, op_type: &str, next: Option<u64>) {
-        if let Some(next) = next {
-            match self.counters.get_mut(op_type) {
-                Some(c) => *c = next,
-                None => {
-                    self.counters.insert(Name::new(op_type), next);
-                }
-            }
+    /// Adds `node` named by [`GraphBuilder::node_name`]: an automatic name (`next`) is not
+    /// indexed until a lookup needs it.
+    fn add_named(&mut self, node: Node, next: Option<u64>) -> Result<NodeId> {
+        match next {
+            Some(next) => self.graph.add_auto_named(node, next),
+            None => self.graph.add_node(node),
         }
     }
 
@@ -234,8 +218,7 @@ impl GraphBuilder {
         let desc = value.desc.clone();
         node.attrs.insert("value".into(), AttrValue::Tensor(value));
         node.outputs.push(OutputSlot::new("y", 0, desc));
-        let id = self.graph.add_node(node)?;
-        self.commit_name("Const", next);
+        let id = self.add_named(node, next)?;
         Ok(OutPort { node: id, index: 0 })
     }
 
@@ -559,8 +542,7 @@ impl GraphBuilder {
                 });
             }
         }
-        let id = self.graph.add_node(node)?;
-        self.commit_name(&p.name, next_name);
+        let id = self.add_named(node, next_name)?;
         if hinted {
             self.hinted.insert(id);
         }
@@ -629,7 +611,6 @@ impl GraphBuilder {
         self.graph.validate()?;
         let mut fresh = Graph::new(name);
         fresh.ops_version = self.registry.version.clone();
-        self.counters.clear();
         self.hinted.clear();
         Ok(std::mem::replace(&mut self.graph, fresh))
     }
@@ -639,47 +620,6 @@ impl GraphBuilder {
 /// undefined dtype.
 fn desc_is_hint(d: &TensorDesc) -> bool {
     d.shape.is_unknown_rank() || d.dtype == DataType::UNDEFINED
-}
-
-/// `<base>_<n>` (an automatic node name), written without the formatting machinery when it
-/// fits a small buffer.
-fn numbered_name(base: &str, n: u64) -> Name {
-    let mut digits = [0u8; 20];
-    let mut k = digits.len();
-    let mut v = n;
-    loop {
-        k -= 1;
-        digits[k] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let mut buf = [0u8; 64];
-    let len = base.len() + 1 + (digits.len() - k);
-    if len > buf.len() {
-        return format_smolstr!("{base}_{n}");
-    }
-    buf[..base.len()].copy_from_slice(base.as_bytes());
-    buf[base.len()] = b'_';
-    buf[base.len() + 1..len].copy_from_slice(&digits[k..]);
-    // `base` is UTF-8 and the rest ASCII: the buffer is valid UTF-8.
-    std::str::from_utf8(&buf[..len]).map_or_else(|_| format_smolstr!("{base}_{n}"), Name::new)
-}
-
-#[cfg(test)]
-mod naming_tests {
-    use super::numbered_name;
-
-    #[test]
-    fn numbered_names_match_the_formatted_ones() {
-        let long = "L".repeat(70);
-        for base in ["Add", "Relu", "", "Ünïcode", long.as_str()] {
-            for n in [0u64, 1, 9, 10, 99, 100, 12345, u64::MAX] {
-                assert_eq!(numbered_name(base, n), format!("{base}_{n}"));
-            }
-        }
-    }
 }
 
 #[cfg(test)]

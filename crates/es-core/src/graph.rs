@@ -7,6 +7,7 @@ use crate::types::{SharedDesc, Tensor, TensorDesc};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use slotmap::{new_key_type, SlotMap};
+use smol_str::format_smolstr;
 use std::collections::BTreeSet;
 
 /// Names of nodes, ports and subgraph slots: up to 23 bytes inline, O(1) clone.
@@ -172,8 +173,13 @@ pub struct Graph {
     /// records (a node record is ~260 bytes; copying them at every doubling of the arena was a
     /// fifth of an op call's time when building large graphs).
     nodes: SlotMap<NodeId, Box<Node>>,
+    /// Which node has which name (completed lazily: see [`NameIndex`]).
     #[serde(skip)]
-    by_name: FxHashMap<Name, NodeId>,
+    names: NameIndex,
+    /// Per op type, the number after the last automatic name `<op_type>_<n>` given here (see
+    /// [`Graph::next_auto_name`]); automatic names are unique by construction.
+    #[serde(skip)]
+    auto_counters: FxHashMap<Name, u64>,
     next_seq: u64,
     /// Graph outputs, in order.
     pub outputs: Vec<OutPort>,
@@ -186,6 +192,83 @@ pub struct Graph {
     /// Output indexes skipped over by `set_output` and not set yet.
     #[serde(default)]
     missing_outputs: BTreeSet<usize>,
+}
+
+/// The name index of a graph. A node added with an automatic name (`<op_type>_<n>`, from
+/// [`Graph::next_auto_name`]) is not hashed into the index when it is added: it waits in
+/// `pending` until a lookup needs the whole index ([`Graph::find`], an explicitly named node
+/// added, a rename). Building a large graph from automatically named ops then inserts no name
+/// into a hash table per node. Lookups take `&self`, hence the lock (never contended: a graph
+/// is changed by one owner at a time); changes go through `get_mut` without locking.
+#[derive(Debug, Default)]
+struct NameIndex(std::sync::Mutex<Names>);
+
+#[derive(Debug, Default, Clone)]
+struct Names {
+    map: FxHashMap<Name, NodeId>,
+    /// Automatically named nodes not in `map` yet, in creation order (removed ones are
+    /// skipped when they are indexed). Names are unique over `map` and `pending` together.
+    pending: Vec<NodeId>,
+}
+
+impl Clone for NameIndex {
+    fn clone(&self) -> Self {
+        NameIndex(std::sync::Mutex::new(self.lock().clone()))
+    }
+}
+
+impl NameIndex {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Names> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    fn get_mut(&mut self) -> &mut Names {
+        self.0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Names {
+    /// Indexes the pending nodes: `map` then holds every node of `nodes`.
+    fn complete(&mut self, nodes: &SlotMap<NodeId, Box<Node>>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.map.reserve(self.pending.len());
+        for id in self.pending.drain(..) {
+            if let Some(n) = nodes.get(id) {
+                self.map.insert(n.name.clone(), id);
+            }
+        }
+    }
+    /// Forgets a node being removed (a pending one is not in `map`, and no other node there
+    /// has its name; its stale id in `pending` is skipped later).
+    fn remove(&mut self, node: &Node) {
+        self.map.remove(&node.name);
+    }
+}
+
+/// Puts a node into the arena with no edges and the next creation number (its name is the
+/// caller's to index).
+fn insert_boxed(
+    nodes: &mut SlotMap<NodeId, Box<Node>>,
+    next_seq: &mut u64,
+    mut node: Box<Node>,
+) -> NodeId {
+    for i in &mut node.inputs {
+        i.source = None;
+        i.consumer_pos = 0;
+    }
+    for o in &mut node.outputs {
+        o.consumers.clear();
+    }
+    node.in_control.clear();
+    node.out_control.clear();
+    node.seq = *next_seq;
+    *next_seq += 1;
+    nodes.insert(node)
 }
 
 impl PartialEq for Graph {
@@ -244,7 +327,8 @@ impl Graph {
         Graph {
             name: name.into(),
             nodes: SlotMap::with_key(),
-            by_name: FxHashMap::default(),
+            names: NameIndex::default(),
+            auto_counters: FxHashMap::default(),
             next_seq: 0,
             outputs: Vec::new(),
             attrs: AttrMap::new(),
@@ -259,11 +343,14 @@ impl Graph {
         if let Some(m) = self.nodes.values().map(|n| n.seq).max() {
             self.next_seq = self.next_seq.max(m.saturating_add(1));
         }
-        self.by_name = self
-            .nodes
-            .iter()
-            .map(|(id, n)| (n.name.clone(), id))
-            .collect();
+        *self.names.get_mut() = Names {
+            map: self
+                .nodes
+                .iter()
+                .map(|(id, n)| (n.name.clone(), id))
+                .collect(),
+            ..Names::default()
+        };
         // Each input's place in its producer's consumer list (a damaged file's dangling
         // entries are skipped here and reported by `check_integrity`).
         let places: Vec<(InPort, u32)> = self
@@ -292,7 +379,7 @@ impl Graph {
     /// Reserves room for `additional` more nodes.
     pub fn reserve(&mut self, additional: usize) {
         self.nodes.reserve(additional);
-        self.by_name.reserve(additional);
+        self.names.get_mut().map.reserve(additional);
     }
 
     pub fn node_count(&self) -> usize {
@@ -330,22 +417,66 @@ impl Graph {
     }
 
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        self.by_name.get(name).copied()
+        let mut names = self.names.lock();
+        names.complete(&self.nodes);
+        names.map.get(name).copied()
     }
 
     /// A name not used yet in this graph: `base`, else `base_1`, `base_2`, ...
     pub fn unique_name(&self, base: &str) -> String {
-        if !self.by_name.contains_key(base) {
+        let mut names = self.names.lock();
+        names.complete(&self.nodes);
+        if !names.map.contains_key(base) {
             return base.to_string();
         }
         let mut i = 1usize;
         loop {
             let cand = format!("{base}_{i}");
-            if !self.by_name.contains_key(cand.as_str()) {
+            if !names.map.contains_key(cand.as_str()) {
                 return cand;
             }
             i += 1;
         }
+    }
+
+    /// The next automatic name `<op_type>_<n>` free in this graph, and the counter value to
+    /// hand to [`Graph::add_auto_named`] with the node (the counter moves only when the node
+    /// is added). Numbers already given here to `op_type` are never given again, so the name
+    /// differs from every automatically named node without looking them up; only the indexed
+    /// (explicitly named or already looked-up) nodes are probed.
+    pub fn next_auto_name(&mut self, op_type: &str) -> (Name, u64) {
+        let mut c = self.auto_counters.get(op_type).copied().unwrap_or(0);
+        let names = self.names.get_mut();
+        loop {
+            let name = numbered_name(op_type, c);
+            c += 1;
+            if !names.map.contains_key(&name) {
+                return (name, c);
+            }
+        }
+    }
+
+    /// Adds a node named by [`Graph::next_auto_name`] (`next` is the counter value it
+    /// returned) without indexing its name: it is indexed when a lookup needs it. A node whose
+    /// name is not that automatic name, or whose number was given already, is added as
+    /// [`Graph::add_node`] adds it.
+    pub fn add_auto_named(&mut self, node: Node, next: u64) -> Result<NodeId> {
+        let given = self.auto_counters.get(node.op_type.as_str()).copied();
+        let fresh = next > given.unwrap_or(0)
+            && numbered_name(&node.op_type, next - 1) == node.name
+            && !self.names.get_mut().map.contains_key(&node.name);
+        if !fresh {
+            return self.add_node(node);
+        }
+        match self.auto_counters.get_mut(node.op_type.as_str()) {
+            Some(c) => *c = next,
+            None => {
+                self.auto_counters.insert(node.op_type.clone(), next);
+            }
+        }
+        let id = insert_boxed(&mut self.nodes, &mut self.next_seq, Box::new(node));
+        self.names.get_mut().pending.push(id);
+        Ok(id)
     }
 
     /// Adds a node; its name must be unique in the graph. Edges stored in `node` are ignored:
@@ -356,33 +487,21 @@ impl Graph {
 
     /// [`Graph::add_node`] for a node already boxed (one taken out of another graph by
     /// [`Graph::take_boxed`]): the record is not copied.
-    pub(crate) fn add_boxed(&mut self, mut node: Box<Node>) -> Result<NodeId> {
+    pub(crate) fn add_boxed(&mut self, node: Box<Node>) -> Result<NodeId> {
         if node.name.is_empty() {
             return Err(Error::build("a node needs a name"));
         }
-        let slot = match self.by_name.entry(node.name.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                return Err(Error::build(format!(
-                    "graph '{}' already has a node named '{}'",
-                    self.name, node.name
-                )));
+        let names = self.names.get_mut();
+        names.complete(&self.nodes);
+        match names.map.entry(node.name.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => Err(Error::build(format!(
+                "graph '{}' already has a node named '{}'",
+                self.name, node.name
+            ))),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                Ok(*slot.insert(insert_boxed(&mut self.nodes, &mut self.next_seq, node)))
             }
-            std::collections::hash_map::Entry::Vacant(v) => v,
-        };
-        for i in &mut node.inputs {
-            i.source = None;
-            i.consumer_pos = 0;
         }
-        for o in &mut node.outputs {
-            o.consumers.clear();
-        }
-        node.in_control.clear();
-        node.out_control.clear();
-        node.seq = self.next_seq;
-        self.next_seq += 1;
-        let id = self.nodes.insert(node);
-        slot.insert(id);
-        Ok(id)
     }
 
     /// Takes node `id` out of the arena as it is, with its edge lists, and out of the name
@@ -391,7 +510,7 @@ impl Graph {
     /// replacement consumed by [`crate::pattern::rewrite_owned`]).
     pub(crate) fn take_boxed(&mut self, id: NodeId) -> Option<Box<Node>> {
         let node = self.nodes.remove(id)?;
-        self.by_name.remove(&node.name);
+        self.names.get_mut().remove(&node);
         Some(node)
     }
 
@@ -524,7 +643,7 @@ impl Graph {
             .nodes
             .remove(id)
             .ok_or_else(|| Error::value("node already removed"))?;
-        self.by_name.remove(&node.name);
+        self.names.get_mut().remove(&node);
         for out in &node.outputs {
             for c in &out.consumers {
                 self.unhook_input(*c);
@@ -607,7 +726,7 @@ impl Graph {
             let Some(node) = self.nodes.remove(id) else {
                 continue;
             };
-            self.by_name.remove(&node.name);
+            self.names.get_mut().remove(&node);
             for out in &node.outputs {
                 for c in out.consumers.iter().filter(|c| !set(&c.node)) {
                     self.unhook_input(*c);
@@ -638,7 +757,9 @@ impl Graph {
     /// Renames a node (names stay unique).
     pub fn rename_node(&mut self, id: NodeId, new_name: &str) -> Result<()> {
         self.node(id)?;
-        if let Some(&other) = self.by_name.get(new_name) {
+        let names = self.names.get_mut();
+        names.complete(&self.nodes);
+        if let Some(&other) = names.map.get(new_name) {
             if other != id {
                 return Err(Error::build(format!(
                     "graph '{}' already has a node named '{new_name}'",
@@ -648,8 +769,8 @@ impl Graph {
             return Ok(());
         }
         let old = std::mem::replace(&mut self.nodes[id].name, Name::new(new_name));
-        self.by_name.remove(&old);
-        self.by_name.insert(Name::new(new_name), id);
+        names.map.remove(&old);
+        names.map.insert(Name::new(new_name), id);
         Ok(())
     }
 
@@ -976,7 +1097,12 @@ impl Graph {
     /// ports, both directions agree, names are unique, outputs are real.
     pub fn check_integrity(&self) -> Result<()> {
         let bad = |m: String| Error::serial(format!("damaged graph '{}': {m}", self.name));
-        if self.by_name.len() != self.nodes.len() {
+        let indexed = {
+            let mut names = self.names.lock();
+            names.complete(&self.nodes);
+            names.map.len()
+        };
+        if indexed != self.nodes.len() {
             return Err(bad("node names are not unique".into()));
         }
         for (id, n) in &self.nodes {
@@ -1188,5 +1314,180 @@ mod order_tests {
         edge(&mut g, b, c);
         let d = relu(&mut g, "d", 0);
         assert_eq!(g.topo_order().unwrap(), vec![a, b, c, d]);
+    }
+}
+
+/// `<base>_<n>` (an automatic node name), written without the formatting machinery when it
+/// fits a small buffer.
+pub(crate) fn numbered_name(base: &str, n: u64) -> Name {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    let mut v = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut buf = [0u8; 64];
+    let len = base.len() + 1 + (digits.len() - k);
+    if len > buf.len() {
+        return format_smolstr!("{base}_{n}");
+    }
+    buf[..base.len()].copy_from_slice(base.as_bytes());
+    buf[base.len()] = b'_';
+    buf[base.len() + 1..len].copy_from_slice(&digits[k..]);
+    // `base` is UTF-8 and the rest ASCII: the buffer is valid UTF-8.
+    std::str::from_utf8(&buf[..len]).map_or_else(|_| format_smolstr!("{base}_{n}"), Name::new)
+}
+
+#[cfg(test)]
+mod naming_tests {
+    use super::numbered_name;
+
+    #[test]
+    fn numbered_names_match_the_formatted_ones() {
+        let long = "L".repeat(70);
+        for base in ["Add", "Relu", "", "Ünïcode", long.as_str()] {
+            for n in [0u64, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+                assert_eq!(numbered_name(base, n), format!("{base}_{n}"));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod name_index_tests {
+    use super::{numbered_name, Graph, Node, NodeId};
+    use proptest::prelude::*;
+    use std::collections::hash_map::Entry;
+    use std::collections::HashMap;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// An automatically named node of op type `ops[k]`.
+        Auto(usize),
+        /// A node named explicitly (automatic-looking names included).
+        Named(String),
+        /// Removes the live node at this position (modulo the count).
+        Remove(usize),
+        /// Renames the live node at this position.
+        Rename(usize, String),
+        /// Looks a name up.
+        Find(String),
+        /// Clones the graph and goes on with the clone.
+        Clone,
+    }
+
+    const OPS: [&str; 3] = ["Add", "Relu", "Add_1"];
+
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0usize..3, 0u64..6).prop_map(|(k, n)| numbered_name(OPS[k], n).to_string()),
+            "[a-c]{1,2}",
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0usize..3).prop_map(Step::Auto),
+            2 => name().prop_map(Step::Named),
+            2 => any::<usize>().prop_map(Step::Remove),
+            1 => (any::<usize>(), name()).prop_map(|(i, n)| Step::Rename(i, n)),
+            2 => name().prop_map(Step::Find),
+            1 => Just(Step::Clone),
+        ]
+    }
+
+    proptest! {
+        /// The lazily completed index answers as an index kept complete at every step would:
+        /// names stay unique, every live node is found by its name, removed and renamed-away
+        /// names are not found, duplicates are refused, and automatic names are the first
+        /// free `<op>_<n>` after the numbers given before (as a builder's counters gave them).
+        #[test]
+        fn lazy_index_matches_an_eager_one(steps in proptest::collection::vec(step(), 1..60)) {
+            let mut g = Graph::new("g");
+            let mut model: HashMap<String, NodeId> = HashMap::new();
+            let mut counters: HashMap<&str, u64> = HashMap::new();
+            for s in steps {
+                match s {
+                    Step::Auto(k) => {
+                        let op = OPS[k];
+                        let mut c = counters.get(op).copied().unwrap_or(0);
+                        let expect = loop {
+                            let n = numbered_name(op, c).to_string();
+                            c += 1;
+                            if !model.contains_key(&n) {
+                                break n;
+                            }
+                        };
+                        let (name, next) = g.next_auto_name(op);
+                        prop_assert_eq!(name.as_str(), expect.as_str());
+                        prop_assert_eq!(next, c);
+                        let id = g.add_auto_named(Node::new(name, op), next).unwrap();
+                        counters.insert(op, c);
+                        model.insert(expect, id);
+                    }
+                    Step::Named(n) => {
+                        let r = g.add_node(Node::new(n.as_str(), "Relu"));
+                        match model.entry(n) {
+                            Entry::Occupied(_) => prop_assert!(r.is_err()),
+                            Entry::Vacant(e) => {
+                                e.insert(r.unwrap());
+                            }
+                        }
+                    }
+                    Step::Remove(i) if !model.is_empty() => {
+                        let mut live: Vec<_> = model.keys().cloned().collect();
+                        live.sort();
+                        let n = live[i % live.len()].clone();
+                        let id = model.remove(&n).unwrap();
+                        g.remove_node(id).unwrap();
+                    }
+                    Step::Rename(i, to) if !model.is_empty() => {
+                        let mut live: Vec<_> = model.keys().cloned().collect();
+                        live.sort();
+                        let from = live[i % live.len()].clone();
+                        let id = model[&from];
+                        let r = g.rename_node(id, &to);
+                        match model.get(&to) {
+                            Some(&other) if other != id => prop_assert!(r.is_err()),
+                            _ => {
+                                r.unwrap();
+                                model.remove(&from);
+                                model.insert(to, id);
+                            }
+                        }
+                    }
+                    Step::Find(n) => prop_assert_eq!(g.find(&n), model.get(&n).copied()),
+                    Step::Clone => g = g.clone(),
+                    Step::Remove(_) | Step::Rename(..) => {}
+                }
+            }
+            prop_assert_eq!(g.node_count(), model.len());
+            for (n, id) in &model {
+                prop_assert_eq!(g.find(n), Some(*id));
+                prop_assert_eq!(g.node(*id).unwrap().name.as_str(), n.as_str());
+            }
+            g.check_integrity().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_wrong_counter_or_name_falls_back_to_the_checked_add() {
+        let mut g = Graph::new("g");
+        let (name, next) = g.next_auto_name("Add");
+        let a = g
+            .add_auto_named(Node::new(name.clone(), "Add"), next)
+            .unwrap();
+        // The same number again: refused as a duplicate, not added unindexed.
+        assert!(g.add_auto_named(Node::new(name, "Add"), next).is_err());
+        // A name that is not the automatic one for the counter: indexed at once.
+        let b = g.add_auto_named(Node::new("x", "Add"), 7).unwrap();
+        assert_eq!(g.find("Add_0"), Some(a));
+        assert_eq!(g.find("x"), Some(b));
+        assert_eq!(g.next_auto_name("Add").0, "Add_1");
     }
 }
