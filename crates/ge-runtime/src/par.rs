@@ -26,12 +26,40 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Work (elements, or multiply-adds divided by [`MACS_PER_UNIT`]) below which a kernel stays
-/// on one thread: waking the pool would cost more than splitting saves.
+/// Work below which a kernel stays on one thread: waking the pool would cost more than
+/// splitting saves. Work is counted in units of about the same time in every kernel (see
+/// [`cost`]): this bound is about 27 us of work on the project's 2-core VM.
 pub const MIN_PARALLEL_WORK: usize = 1 << 18;
 
-/// Multiply-adds that count as one unit of work (they cost about one element-wise operation).
+/// Multiply-adds of a matrix product that count as one unit of work (they cost about one
+/// element-wise operation).
 pub const MACS_PER_UNIT: usize = 8;
+
+/// What one element of each kind of kernel costs, in units of work: one unit is one element of
+/// a plain element-wise f32 operation over contiguous memory (an Add of two arrays, 0.10 ns per
+/// element at 1 thread on the project's 2-core AMD EPYC VM), so that [`MIN_PARALLEL_WORK`]
+/// means about the same time for every kernel. Measured per element at 1 thread over chains
+/// of nine operators in cache (docs/perf-runtime.md, "Both cores, session 25").
+pub mod cost {
+    /// A plain element-wise element or a contiguous copy's (Add 0.10 ns, Relu 0.07, a Split
+    /// into contiguous halves and their Concat 0.12 each).
+    pub const ELEMENT: usize = 1;
+    /// An element copied through a strided view (Transpose, the channel shuffle, Slice and
+    /// Split of non-contiguous runs, element-wise ops over views that are not contiguous):
+    /// 0.16 ns.
+    pub const STRIDED: usize = 2;
+    /// An element of an inference BatchNorm (per-channel shift and scale in f64, rounded
+    /// once): 0.34 ns.
+    pub const NORM: usize = 3;
+    /// One filter tap of a depthwise convolution's output element (a 3x3 output element is
+    /// nine taps, 1.1 ns: 0.13 ns a tap).
+    pub const DEPTHWISE_TAP: usize = 1;
+}
+
+/// `elements` of a kernel whose elements cost `per` units each (see [`cost`]), saturating.
+pub fn work(elements: usize, per: usize) -> usize {
+    elements.saturating_mul(per)
+}
 
 /// Calling threads that may own a pool (each keeps `n - 1` pool threads for its life).
 pub const MAX_CALLER_POOLS: usize = 8;

@@ -965,7 +965,12 @@ impl Epilogue {
             add: impl Fn(T, T) -> T + Sync,
             act: Option<impl Fn(T) -> T + Sync>,
         ) -> Result<()> {
-            let parallel = par::chunks_for(y.len()) > 1;
+            let per = if y.is_standard_layout() {
+                par::cost::ELEMENT
+            } else {
+                par::cost::STRIDED
+            };
+            let parallel = par::chunks_for(par::work(y.len(), per)) > 1;
             match (bias, act) {
                 (Some(b), act) => {
                     let bv = b.broadcast(y.raw_dim()).ok_or_else(|| {

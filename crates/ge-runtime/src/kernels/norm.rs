@@ -303,7 +303,8 @@ fn per_channel_affine<T: Elem>(
     // One unit: a channel's run of `inner` elements, or one position's `c` channels.
     let unit = if channel_last { c } else { inner }.max(1);
     let at = |e: T, ch: usize| T::from_f64((e.to_f64() - shift[ch]) * factor[ch] + offset[ch]);
-    let out = if par::chunks_for(xs.len()) <= 1 {
+    let work = par::work(xs.len(), par::cost::NORM);
+    let out = if par::chunks_for(work) <= 1 {
         // One thread: the output built as it is computed (not zeroed first).
         let mut out = with_capacity(xs.len())?;
         for (k, src) in xs.chunks(unit).enumerate() {
@@ -318,7 +319,7 @@ fn per_channel_affine<T: Elem>(
         out
     } else {
         let mut out = alloc(xs.len(), T::from_f64(0.0))?;
-        par::for_chunks_mut(&mut out, unit, xs.len(), |start, chunk| {
+        par::for_chunks_mut(&mut out, unit, work, |start, chunk| {
             let src = &xs[start..start + chunk.len()];
             for (k, (dst, src)) in chunk.chunks_mut(unit).zip(src.chunks(unit)).enumerate() {
                 if channel_last {

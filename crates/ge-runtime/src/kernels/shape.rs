@@ -214,12 +214,54 @@ pub(crate) fn concat(xs: &[&Value], axis: i64) -> Result<Value> {
                     }
                 }
             }
+            if let Some(y) = concat_runs(&views, ax)? {
+                return Ok(Value::$var(y));
+            }
             Value::$var(
                 ndarray::concatenate(Axis(ax), &views).map_err(|e| Error::kernel(e.to_string()))?,
             )
         }};
     }
     Ok(by_variant!(first, go))
+}
+
+/// [`concat`] of standard-layout parts that agree off the axis: runs of `memcpy` (one per outer
+/// row of each part, one per part at batch 1), split across the run's threads when large; None
+/// for other layouts or shapes (ndarray's concatenate then says what is wrong).
+fn concat_runs<T: Clone + Send + Sync>(
+    views: &[ndarray::ArrayViewD<'_, T>],
+    ax: usize,
+) -> Result<Option<ArrayD<T>>> {
+    let Some(first) = views.first() else {
+        return Ok(None);
+    };
+    let rank = first.ndim();
+    let fits = |v: &ndarray::ArrayViewD<'_, T>| {
+        v.ndim() == rank
+            && (0..rank).all(|k| k == ax || v.shape()[k] == first.shape()[k])
+            && v.is_standard_layout()
+    };
+    if ax >= rank || !views.iter().all(fits) {
+        return Ok(None);
+    }
+    let mut dims = first.shape().to_vec();
+    dims[ax] = views.iter().map(|v| v.shape()[ax]).sum();
+    let n = numel(&dims)?;
+    let Some(fill) = views.iter().find_map(|v| v.iter().next()).cloned() else {
+        return Ok(None);
+    };
+    let inner: usize = dims[ax + 1..].iter().product();
+    let row = dims[ax] * inner;
+    let mut out = super::common::alloc(n, fill)?;
+    let mut at = 0;
+    for v in views {
+        let run = v.shape()[ax] * inner;
+        if let Some(src) = v.as_slice().filter(|s| !s.is_empty()) {
+            concat_into::copy_runs(&mut out, src, row, at, run)?;
+        }
+        at += run;
+    }
+    array(&dims, out).map(Some)
 }
 
 fn concat_v2_factory(_: &NodeInfo) -> Result<Kernel> {
@@ -489,6 +531,61 @@ pub(super) const KERNELS: Kernels = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::par;
+
+    /// [`concat`] by runs of memcpy at 1, 2 and 3 threads against ndarray's concatenate: large
+    /// enough to split (checked), parts of odd sizes, an empty part, batch 1 and batch 3, and
+    /// strings (cloned) and a part that is not in standard layout (ndarray's path).
+    #[test]
+    fn concat_runs_match_ndarray_at_every_thread_count() {
+        let iota = |dims: &[usize], from: usize| {
+            let n: usize = dims.iter().product();
+            ArrayD::from_shape_vec(IxDyn(dims), (from..from + n).map(|i| i as f32).collect())
+                .unwrap()
+        };
+        for (parts, axis) in [
+            (
+                vec![
+                    vec![1, 301, 29, 31],
+                    vec![1, 0, 29, 31],
+                    vec![1, 17, 29, 31],
+                ],
+                1,
+            ),
+            (vec![vec![3, 101, 33, 31], vec![3, 5, 33, 31]], 1),
+            (vec![vec![2, 8, 300, 57], vec![2, 8, 1, 57]], 2),
+        ] {
+            let arrays: Vec<ArrayD<f32>> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, d)| iota(d, i * 1_000_000))
+                .collect();
+            let total: usize = arrays.iter().map(|a| a.len()).sum();
+            assert!(par::run_with(2, || Ok(par::chunks_for(total))).unwrap() > 1);
+            let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
+            let want = Value::F32(ndarray::concatenate(Axis(axis), &views).unwrap());
+            let vals: Vec<Value> = arrays.into_iter().map(Value::F32).collect();
+            let refs: Vec<&Value> = vals.iter().collect();
+            for n in [1, 2, 3] {
+                let got = par::run_with(n, || concat(&refs, axis as i64)).unwrap();
+                assert_eq!(got, want, "{parts:?} axis {axis}, {n} threads");
+            }
+        }
+        let s = |v: &[&str], d: &[usize]| {
+            Value::Str(
+                ArrayD::from_shape_vec(IxDyn(d), v.iter().map(|x| x.to_string()).collect())
+                    .unwrap(),
+            )
+        };
+        let got = concat(&[&s(&["a", "b"], &[2, 1]), &s(&["c", "d"], &[2, 1])], 1).unwrap();
+        assert_eq!(got, s(&["a", "c", "b", "d"], &[2, 2]));
+        let t = iota(&[4, 3], 0).reversed_axes();
+        let u = iota(&[3, 2], 100);
+        let want = ndarray::concatenate(Axis(1), &[t.view(), u.view()]).unwrap();
+        let got = concat(&[&Value::F32(t), &Value::F32(u)], 1).unwrap();
+        assert_eq!(got, Value::F32(want));
+        assert!(concat(&[&s(&["a"], &[1, 1]), &s(&["b", "c"], &[1, 2])], 0).is_err());
+    }
     use crate::kernels::common::testing::run1;
 
     #[test]

@@ -260,7 +260,10 @@ fn run<L: Lane>(x: &[L], f: &[L], ch: Chans, v: &Vol, y: &mut [L], level: Simd) 
     let og = ch.o / ch.groups;
     let unit = numel(&[og, v.out_len])?;
     let g = Geo::new(v)?;
-    let work = numel(&[ch.n, ch.o, v.out_len, v.k_len])? / par::MACS_PER_UNIT;
+    let work = par::work(
+        numel(&[ch.n, ch.o, v.out_len, v.k_len])?,
+        par::cost::DEPTHWISE_TAP,
+    );
     par::for_chunks_mut(y, unit, work, |start, ys| {
         let mut buf = alloc(g.len(), L::zero())?;
         for (i, yg) in ys.chunks_exact_mut(unit.max(1)).enumerate() {

@@ -242,7 +242,7 @@ fn depthwise_splits_large_work_across_threads() {
         o: 96,
         groups: 96,
     };
-    let work = ch.o * v.out_len * v.k_len / par::MACS_PER_UNIT;
+    let work = par::work(ch.o * v.out_len * v.k_len, par::cost::DEPTHWISE_TAP);
     assert!(par::run_with(2, || Ok(par::chunks_for(work))).unwrap() > 1);
     let x: Vec<f32> = seq(ch.c * v.in_len, 7).iter().map(|&v| v as f32).collect();
     let f: Vec<f32> = seq(ch.o * v.k_len, 8).iter().map(|&v| v as f32).collect();

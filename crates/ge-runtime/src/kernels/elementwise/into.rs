@@ -174,8 +174,8 @@ pub(crate) fn zip_into<T: Copy + Send + Sync>(
     dims: &[usize],
     f: impl Fn(T, T) -> T + Sync,
 ) -> Result<()> {
-    let chunks = par::chunks_for(out.len());
     if let (Some(x), Some(y)) = (Opnd::of(a, dims), Opnd::of(b, dims)) {
+        let chunks = par::chunks_for(par::work(out.len(), par::cost::ELEMENT));
         if chunks > 1 {
             let len = out.len().div_ceil(chunks);
             par::install(|| {
@@ -189,6 +189,8 @@ pub(crate) fn zip_into<T: Copy + Send + Sync>(
         }
         return Ok(());
     }
+    // Broadcast or strided operands: about a strided copy's cost per element.
+    let par = par::chunks_for(par::work(out.len(), par::cost::STRIDED)) > 1;
     let mut ov =
         ArrayViewMutD::from_shape(IxDyn(dims), out).map_err(|e| Error::kernel(e.to_string()))?;
     let fits = |x: &ArrayD<T>| broadcasts(x.shape(), dims);
@@ -197,7 +199,6 @@ pub(crate) fn zip_into<T: Copy + Send + Sync>(
             "inputs do not broadcast to {dims:?}"
         )));
     }
-    let par = chunks > 1;
     match (a, b) {
         (None, Some(y)) => {
             let z = Zip::from(&mut ov).and_broadcast(y);

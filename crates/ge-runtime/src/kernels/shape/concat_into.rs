@@ -141,9 +141,9 @@ impl ConcatInto {
 }
 
 /// Copies `src` (rows of `run` elements) into `out` (rows of `row`), each row at `off`: one
-/// `memcpy` per row (one for the whole part when there is one row), split across the run's
+/// `memcpy` per row for plain values (one for the whole part when there is one row), split across the run's
 /// threads by rows, or by pieces of the one row, when the copy is large.
-fn copy_runs<T: Copy + Send + Sync>(
+pub(super) fn copy_runs<T: Clone + Send + Sync>(
     out: &mut [T],
     src: &[T],
     row: usize,
@@ -159,7 +159,7 @@ fn copy_runs<T: Copy + Send + Sync>(
     }
     if rows == 1 {
         return par::for_chunks_mut(&mut out[off..off + run], 1, run, |start, dst| {
-            dst.copy_from_slice(&src[start..start + dst.len()]);
+            dst.clone_from_slice(&src[start..start + dst.len()]);
             Ok(())
         });
     }
@@ -167,7 +167,7 @@ fn copy_runs<T: Copy + Send + Sync>(
         let first = start / row;
         for (i, r) in dst.chunks_exact_mut(row).enumerate() {
             let s = &src[(first + i) * run..(first + i + 1) * run];
-            r[off..off + run].copy_from_slice(s);
+            r[off..off + run].clone_from_slice(s);
         }
         Ok(())
     })

@@ -5,7 +5,8 @@
 //! Dims of size 1 are dropped and neighbours that are contiguous in the source merged (the
 //! channel shuffle's [1, 2, c, h, w] -> [1, c, 2, h, w] becomes 2 x c blocks of h * w), so the
 //! innermost dim is as long as it can be: with stride 1 each output row is one `memcpy`, else a
-//! strided gather. Large copies split across the run's threads by whole rows.
+//! strided gather. Large copies split across the run's threads by whole rows (a view that is
+//! one contiguous run, by pieces of it).
 
 use crate::error::Result;
 use crate::kernels::common::{array, std_slice, strides_of, with_capacity, Maps};
@@ -139,7 +140,19 @@ impl View {
         }
         let bad =
             || crate::error::Error::kernel("internal error: a strided view outside its source");
-        par::for_chunks_mut(out, inner.max(1), out.len(), |start, rows| {
+        if step == 1 && v.dims.len() == 1 {
+            // One contiguous run (a Slice or Split of the outermost axis): pieces of it.
+            let at = v.base;
+            let s = src.get(at..at + out.len()).ok_or_else(bad)?;
+            let work = par::work(out.len(), par::cost::ELEMENT);
+            return par::for_chunks_mut(out, 1, work, |start, o| {
+                o.copy_from_slice(&s[start..start + o.len()]);
+                Ok(())
+            });
+        }
+        // Rows gathered from apart cost about twice a contiguous copy's element.
+        let work = par::work(out.len(), par::cost::STRIDED);
+        par::for_chunks_mut(out, inner.max(1), work, |start, rows| {
             for (row, o) in (start / inner.max(1)..).zip(rows.chunks_exact_mut(inner.max(1))) {
                 let at = usize::try_from(v.row_start(row)).map_err(|_| bad())?;
                 if step == 1 {

@@ -152,3 +152,30 @@ fn other_dtypes_and_views_outside_the_source_are_errors() {
     };
     assert!(bad.copy_into(&[0f32; 6], &mut [0f32; 4]).is_err());
 }
+
+#[test]
+fn one_contiguous_run_splits_into_pieces_with_the_same_bits() {
+    // A Slice of the outermost axis is one run: it splits by pieces (checked), at an odd base
+    // and length, and gives the same values at 1, 2 and 3 threads.
+    let dims = [1usize, 1101, 23, 23];
+    let x = Value::F32(iota(&dims));
+    let maps: Maps = vec![full(1), (1..1101).map(Some).collect(), full(23), full(23)];
+    let v = View::of_maps(&dims, &maps).unwrap().simplified();
+    assert_eq!(v.dims.len(), 1);
+    let work = par::work(v.len(), par::cost::ELEMENT);
+    assert!(par::run_with(2, || Ok(par::chunks_for(work))).unwrap() > 1);
+    let want = take_value(&x, &maps, None).unwrap();
+    for n in [1, 2, 3] {
+        assert_eq!(
+            par::run_with(n, || take(&x, &maps)).unwrap(),
+            want,
+            "{n} threads"
+        );
+    }
+    // A one-element run and a run that ends at the source's end.
+    let maps: Maps = vec![full(1), vec![Some(1100)], vec![Some(22)], vec![Some(22)]];
+    assert_eq!(
+        par::run_with(2, || take(&x, &maps)).unwrap(),
+        take_value(&x, &maps, None).unwrap()
+    );
+}
