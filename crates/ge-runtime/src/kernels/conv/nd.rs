@@ -232,6 +232,8 @@ fn each_channel_run(
 /// [cg * k_len, pixels of the output rows `rows`], zeros where a window reads padding. Every
 /// element is written once: the runs come in increasing column order (channel, tap, output
 /// row, column), so the zeros are the gaps between consecutive runs and the tail after the last.
+/// One channel's runs are found once ([`channel_runs`]); every channel copies the same runs
+/// from its own plane into its own rows.
 fn vol2col<T: Copy>(
     xs: &[T],
     v: &Vol,
@@ -241,39 +243,57 @@ fn vol2col<T: Copy>(
     zero: T,
 ) -> Result<()> {
     let sw = v.s[2];
-    let mut done = 0;
-    // Runs that continue the previous one in both the columns and the volume (a whole output
-    // row after another: the centre taps at unit stride) are copied as one.
-    let mut pending: Option<(usize, usize, usize)> = None;
-    let mut copy = |(co, vo, n): (usize, usize, usize), col: &mut [T]| -> Result<()> {
-        let gap = co
-            .checked_sub(done)
-            .ok_or_else(|| Error::kernel("internal error: convolution columns out of order"))?;
-        sub_mut(col, done, gap)?.fill(zero);
-        let dst = sub_mut(col, co, n)?;
-        gather_strided(dst, sub(xs, vo, (n - 1) * sw + 1)?, sw);
-        done = co + n;
-        Ok(())
-    };
-    each_channel_run(v, cg, rows, |co, vo, n| {
-        match pending {
-            Some((pc, pv, pn)) if co == pc + pn && vo == pv + pn * sw => {
-                pending = Some((pc, pv, pn + n));
-                return Ok(());
-            }
-            Some(run) => copy(run, col)?,
-            None => {}
+    let per = numel(&[v.k_len, rows.len(), v.o[2]])?;
+    let runs = channel_runs(v, rows)?;
+    for c in 0..cg {
+        let dst = sub_mut(col, c * per, per)?;
+        let src = sub(xs, c * v.in_len, v.in_len)?;
+        let mut done = 0;
+        for &(co, vo, n) in &runs {
+            fill_gap(sub_mut(dst, done, co - done)?, zero);
+            gather_strided(sub_mut(dst, co, n)?, sub(src, vo, (n - 1) * sw + 1)?, sw);
+            done = co + n;
         }
-        pending = Some((co, vo, n));
-        Ok(())
-    })?;
-    if let Some(run) = pending {
-        copy(run, col)?;
+        fill_gap(sub_mut(dst, done, per - done)?, zero);
     }
-    col.get_mut(done..)
+    col.get_mut(cg * per..)
         .ok_or_else(|| Error::kernel("internal error: convolution columns out of bounds"))?
         .fill(zero);
     Ok(())
+}
+
+/// The runs of one channel's unfolding (see [`vol2col`]) for the output rows `rows`: (column
+/// offset into [k_len, pixels of `rows`], volume offset into [i...], count), in increasing
+/// column order, not empty and not overlapping; runs that continue the previous one in both the
+/// columns and the volume (a whole output row after another: the centre taps at unit stride)
+/// merged into one.
+fn channel_runs(v: &Vol, rows: Range<usize>) -> Result<Vec<(usize, usize, usize)>> {
+    let sw = v.s[2];
+    let pix = rows.len() * v.o[2];
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    each_run(v, rows, |r, o0, i0, n| {
+        let co = r * pix + o0;
+        match runs.last_mut() {
+            Some((pc, pv, pn)) if co == *pc + *pn && i0 == *pv + *pn * sw => *pn += n,
+            Some((pc, _, pn)) if co < *pc + *pn => {
+                return Err(Error::kernel(
+                    "internal error: convolution columns out of order",
+                ))
+            }
+            _ => runs.push((co, i0, n)),
+        }
+        Ok(())
+    })?;
+    Ok(runs)
+}
+
+/// `d.fill(zero)`, a gap of one element (a window's one column of padding) without a call.
+fn fill_gap<T: Copy>(d: &mut [T], zero: T) {
+    match d {
+        [] => {}
+        [x] => *x = zero,
+        d => d.fill(zero),
+    }
 }
 
 /// `dst[j] = src[j * s]` for the `j` of `dst` that `src` reaches; stride 2 by pairs

@@ -406,6 +406,16 @@ fn conv3d_factory_errors() {
     assert!(k(&[Some(&x), Some(&x)]).is_err());
 }
 
+/// The input position (z, y, x) that tap `t` of output `o` reads, None in the padding.
+fn tap_input(v: &Vol, o: [usize; 3], t: [usize; 3]) -> Option<[usize; 3]> {
+    let mut at = [0; 3];
+    for a in 0..3 {
+        let i = (o[a] * v.s[a] + t[a] * v.d[a]) as i64 - v.p[a] as i64;
+        at[a] = usize::try_from(i).ok().filter(|&i| i < v.i[a])?;
+    }
+    Some(at)
+}
+
 /// A convolution by definition (f64): y[n, o, z, y, x] = bias[o] + sum over the group's input
 /// channels and the taps of w * x, zero outside the input.
 fn naive_conv(x: &[f64], f: &[f64], ch: Chans, v: &Vol, bias: Option<&[f64]>) -> Vec<f64> {
@@ -428,16 +438,11 @@ fn naive_conv(x: &[f64], f: &[f64], ch: Chans, v: &Vol, bias: Option<&[f64]>) ->
                                     for kw in 0..v.k[2] {
                                         let w = f[(o * cg + ci) * v.k_len + t];
                                         t += 1;
-                                        let iz = (z * v.s[0] + kd * v.d[0]) as i64 - v.p[0] as i64;
-                                        let iy = (yy * v.s[1] + kh * v.d[1]) as i64 - v.p[1] as i64;
-                                        let ix = (xx * v.s[2] + kw * v.d[2]) as i64 - v.p[2] as i64;
-                                        if (0..id as i64).contains(&iz)
-                                            && (0..ih as i64).contains(&iy)
-                                            && (0..iw as i64).contains(&ix)
+                                        if let Some([iz, iy, ix]) =
+                                            tap_input(v, [z, yy, xx], [kd, kh, kw])
                                         {
-                                            let at = ((n * ch.c + c) * id + iz as usize) * ih * iw
-                                                + iy as usize * iw
-                                                + ix as usize;
+                                            let at =
+                                                ((n * ch.c + c) * id + iz) * ih * iw + iy * iw + ix;
                                             s += w * x[at];
                                         }
                                     }
@@ -667,5 +672,64 @@ fn tiles_split_into_a_multiple_of_the_threads_of_near_equal_rows() {
             tiles >= parts.min(h),
             "{h}x{w} on {parts}: {tiles} tiles of {rows}"
         );
+    }
+}
+
+/// The unfolding by definition: col[(c * k_len + tap) * pix + p] = x at the tap's input of
+/// output pixel p of the rows `rows` (0 in the padding).
+fn naive_vol2col(xs: &[f64], v: &Vol, cg: usize, rows: Range<usize>) -> Vec<f64> {
+    let [id, ih, iw] = v.i;
+    let [_, oh, ow] = v.o;
+    let pix = rows.len() * ow;
+    let mut col = vec![0.0; cg * v.k_len * pix];
+    for c in 0..cg {
+        let mut t = 0;
+        for kd in 0..v.k[0] {
+            for kh in 0..v.k[1] {
+                for kw in 0..v.k[2] {
+                    for (p, row) in rows.clone().enumerate() {
+                        let (z, y) = (row / oh, row % oh);
+                        for xx in 0..ow {
+                            if let Some([iz, iy, ix]) = tap_input(v, [z, y, xx], [kd, kh, kw]) {
+                                let at = ((c * id + iz) * ih + iy) * iw + ix;
+                                col[(c * v.k_len + t) * pix + p * ow + xx] = xs[at];
+                            }
+                        }
+                    }
+                    t += 1;
+                }
+            }
+        }
+    }
+    col
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// vol2col writes every element of its columns (into a buffer of NaNs) as the definition
+    /// does, for any geometry and any band of output rows: strides, dilations, pads larger than
+    /// the kernel, 1-pixel images, 3-D.
+    #[test]
+    fn vol2col_is_the_unfolding_by_definition(
+        i in proptest::array::uniform3(1usize..7),
+        k in proptest::array::uniform3(1usize..4),
+        s in proptest::array::uniform3(1usize..4),
+        d in proptest::array::uniform3(1usize..3),
+        p in proptest::array::uniform3(proptest::array::uniform2(0usize..5)),
+        cg in 1usize..4,
+        band in (0usize..64, 1usize..64),
+    ) {
+        let Ok(v) = Vol::forward(i, k, s, d, p) else {
+            return Ok(());
+        };
+        let all = all_rows(&v).len();
+        let start = band.0 % all;
+        let rows = start..(start + band.1).min(all);
+        let xs: Vec<f64> = (0..cg * v.in_len).map(|j| j as f64 + 1.0).collect();
+        let want = naive_vol2col(&xs, &v, cg, rows.clone());
+        let mut col = vec![f64::NAN; want.len()];
+        vol2col(&xs, &v, cg, rows.clone(), &mut col, 0.0).unwrap();
+        proptest::prop_assert_eq!(col, want, "{:?} rows {:?}", v, rows);
     }
 }
