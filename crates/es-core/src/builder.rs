@@ -511,10 +511,19 @@ impl GraphBuilder {
             }
             Err(e) => return Err(e),
         };
+        // An output described exactly as one of the inputs (elementwise ops: most nodes of a
+        // network) shares that input's description, copy-on-write like every shared one,
+        // instead of holding an equal copy of its own: one allocation less per node.
         let outputs: Vec<OutputSlot> = out_names
             .into_iter()
             .zip(descs)
-            .map(|((name, ir_index), desc)| OutputSlot::new(name, ir_index, desc))
+            .map(|((name, ir_index), desc)| {
+                let desc = match slots.iter().find(|s| s.source.is_some() && *s.desc == desc) {
+                    Some(s) => s.desc.clone(),
+                    None => desc.into(),
+                };
+                OutputSlot::new(name, ir_index, desc)
+            })
             .collect();
         // Commit.
         let mut node = Node::new(node_name, p.name.clone());
@@ -754,6 +763,46 @@ mod shared_desc_tests {
         g.node_mut(relu).unwrap().inputs[0].desc.dtype = DataType::INT8;
         assert_eq!(g.out_desc(x).unwrap().dtype, DataType::FLOAT);
         assert_eq!(g.out_desc(x).unwrap().shape, Shape::new(vec![5]));
+    }
+
+    #[test]
+    fn an_output_described_as_its_input_shares_it_until_either_changes() {
+        let mut b = GraphBuilder::new("g");
+        let (x, relu) = relu_of_input(&mut b);
+        // A Cast to another dtype is described differently: an own description.
+        let p = b.proto("Cast").unwrap();
+        let mut args = OpArgs {
+            inputs: vec![vec![Some(x)]],
+            ..Default::default()
+        };
+        args.attrs.insert(
+            "dst_type".into(),
+            AttrValue::Int(DataType::INT32.value() as i64),
+        );
+        let cast = b.add_op_with(&p, args).unwrap();
+        let g = b.graph_mut();
+        let n = g.node(relu).unwrap();
+        assert!(n.outputs[0].desc.is_shared_with(&n.inputs[0].desc));
+        let c = g.node(cast).unwrap();
+        assert!(!c.outputs[0].desc.is_shared_with(&c.inputs[0].desc));
+        assert_eq!(c.outputs[0].desc.dtype, DataType::INT32);
+        // Value semantics: changing the Relu's output leaves its input (and the producer's
+        // output) as they were, and the reverse.
+        g.node_mut(relu).unwrap().outputs[0].desc.shape = Shape::new(vec![7]);
+        let n = g.node(relu).unwrap();
+        assert_eq!(n.inputs[0].desc.shape, Shape::new(vec![2, 3]));
+        assert_eq!(g.out_desc(x).unwrap().shape, Shape::new(vec![2, 3]));
+        g.node_mut(relu).unwrap().inputs[0].desc.dtype = DataType::INT8;
+        assert_eq!(g.out_desc(x).unwrap().dtype, DataType::FLOAT);
+        assert_eq!(
+            g.out_desc(OutPort {
+                node: relu,
+                index: 0
+            })
+            .unwrap()
+            .dtype,
+            DataType::FLOAT
+        );
     }
 
     #[test]
