@@ -3,7 +3,7 @@
 //! GroupNorm, LRN and the softmaxes accumulate in f64 and round once to the output dtype.
 
 use super::common::{
-    alloc, array, count_attr, float_out, floats, from_f64, input_desc, need_rank, str_attr, sub,
+    array, count_attr, float_out, floats, from_f64, input_desc, need_rank, str_attr, sub,
     with_capacity, zip2,
 };
 use super::reduce::{axes_of, fold};
@@ -318,24 +318,30 @@ fn per_channel_affine<T: Elem>(
         }
         out
     } else {
-        let mut out = alloc(xs.len(), T::from_f64(0.0))?;
-        par::for_chunks_mut(&mut out, unit, work, |start, chunk| {
+        // Written in place of uninitialised capacity (a zeroed buffer cost a serial pass).
+        let mut out: Vec<T> = with_capacity(xs.len())?;
+        let spare = &mut out.spare_capacity_mut()[..xs.len()];
+        par::for_chunks_mut(spare, unit, work, |start, chunk| {
             let src = &xs[start..start + chunk.len()];
             for (k, (dst, src)) in chunk.chunks_mut(unit).zip(src.chunks(unit)).enumerate() {
                 if channel_last {
                     for (j, (d, &e)) in dst.iter_mut().zip(src).enumerate() {
-                        *d = at(e, j);
+                        d.write(at(e, j));
                     }
                 } else {
                     let ch = (start / unit + k) % c;
                     let (m, f, b) = (shift[ch], factor[ch], offset[ch]);
                     for (d, &e) in dst.iter_mut().zip(src) {
-                        *d = T::from_f64((e.to_f64() - m) * f + b);
+                        d.write(T::from_f64((e.to_f64() - m) * f + b));
                     }
                 }
             }
             Ok(())
         })?;
+        // SAFETY: the chunks cover the first `xs.len()` slots (`for_chunks_mut` calls the
+        // closure on every chunk of the slice, which never fails) and every slot of a chunk
+        // was written above (`src` and the chunk have the same length).
+        unsafe { out.set_len(xs.len()) };
         out
     };
     let y = ArrayD::from_shape_vec(x.raw_dim(), out)

@@ -6,6 +6,7 @@ use super::common::{
 };
 use super::{input, norm_axes, norm_axis, Kernel, Kernels, NodeInfo};
 use crate::error::{Error, Result};
+use crate::par;
 use crate::value::Value;
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
 
@@ -252,6 +253,19 @@ fn concat_runs<T: Clone + Send + Sync>(
     };
     let inner: usize = dims[ax + 1..].iter().product();
     let row = dims[ax] * inner;
+    if par::chunks_for(n) <= 1 {
+        // One thread: the output built as it is copied (not filled first).
+        let mut out = super::common::with_capacity(n)?;
+        for o in 0..n.checked_div(row).unwrap_or(0) {
+            for v in views {
+                let run = v.shape()[ax] * inner;
+                if let Some(src) = v.as_slice() {
+                    out.extend_from_slice(&src[o * run..(o + 1) * run]);
+                }
+            }
+        }
+        return array(&dims, out).map(Some);
+    }
     let mut out = super::common::alloc(n, fill)?;
     let mut at = 0;
     for v in views {
@@ -531,7 +545,6 @@ pub(super) const KERNELS: Kernels = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::par;
 
     /// [`concat`] by runs of memcpy at 1, 2 and 3 threads against ndarray's concatenate: large
     /// enough to split (checked), parts of odd sizes, an empty part, batch 1 and batch 3, and
