@@ -453,8 +453,37 @@ def overlap():
     assert re.search(r"HcomReceive .*overlaps \d+ steps", s.compile_report(1)), s.compile_report(1)
 
 
+def send_first():
+    """A send made before a collective it does not feed stays before it: the even rank sends h
+    to its partner, then all-reduces 2h; the odd rank all-reduces what it received. Were the
+    even rank's all-reduce (or its start) moved ahead of the send, it would wait for a partner
+    that waits for the send: the collective timeout instead of a result. With the overlap on
+    and off."""
+    partner = RANK ^ 1
+    h = rank_value(RANK, (4, 5), np.float32)
+
+    def even(b, x):
+        es.HcomSend(x, group=WORLD, sr_tag=9, dest_rank=partner)
+        return [es.HcomAllReduce(es.Mul(x, b.create_const(np.full((4, 5), 2, np.float32), DataType.DT_FLOAT)),
+                                 reduction="sum", group=WORLD)]
+
+    def odd(b, x):
+        r = es.HcomReceive(b, group=WORLD, sr_tag=9, src_rank=partner, shape=[4, 5], dtype=DataType.DT_FLOAT)
+        return [es.HcomAllReduce(r, reduction="sum", group=WORLD)]
+
+    want = sum(3 * rank_value(e, (4, 5), np.float32) for e in range(0, SIZE, 2))
+    for setting in ("0", None):
+        if setting is None:
+            os.environ.pop("GE_COLLECTIVE_OVERLAP", None)
+        else:
+            os.environ["GE_COLLECTIVE_OVERLAP"] = setting
+        got = run(p2p_graph("send_first", h, even if RANK % 2 == 0 else odd), [h])[0]
+        np.testing.assert_array_equal(got, want)
+
+
 SCENARIOS = {f.__name__: f for f in (tp_mlp, gather_scatter, broadcast, mismatch, rank_options, diverge,
-                                     with_mpi4py, moe_ep, a2a_mismatch, p2p, p2p_mismatch, groups, overlap)}
+                                     with_mpi4py, moe_ep, a2a_mismatch, p2p, p2p_mismatch, groups, overlap,
+                                     send_first)}
 
 if __name__ == "__main__":
     for name in (a for a in sys.argv[1:] if not a.startswith("--")):

@@ -127,7 +127,7 @@ def test_a_receive_of_another_shape_is_an_error_not_garbage(n):
 @needs_mpiexec
 @pytest.mark.parametrize("n", [2, 4])
 def test_collectives_overlap_independent_compute_with_the_same_bits(n):
-    expect_ok(launch(n, "overlap"), n, "overlap")
+    expect_ok(launch(n, "overlap", "send_first"), n, "overlap", "send_first")
 
 
 @needs_mpiexec
