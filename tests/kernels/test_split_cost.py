@@ -51,7 +51,7 @@ def test_batchnorm_splits_by_planes_with_the_same_bits(shape):
     check(make(nodes, [shape], params), [rand(shape, 1)])
 
 
-# Depthwise convolutions: one unit a filter tap, so a 3x3 one splits from 29k outputs (was
+# Depthwise convolutions: 2 units a filter tap, so a 3x3 one splits from 15k outputs (was
 # 233k). ShuffleNet's 28x28 and stride-2 shapes, channels that are not a multiple of 16, a
 # 1-pixel image with pads, a channel multiplier of 2.
 DEPTHWISE = {

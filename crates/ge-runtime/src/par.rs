@@ -51,9 +51,10 @@ pub mod cost {
     /// An element of an inference BatchNorm (per-channel shift and scale in f64, rounded
     /// once): 0.34 ns.
     pub const NORM: usize = 3;
-    /// One filter tap of a depthwise convolution's output element (a 3x3 output element is
-    /// nine taps, 1.1 ns: 0.13 ns a tap).
-    pub const DEPTHWISE_TAP: usize = 1;
+    /// One filter tap of a depthwise convolution's output element: a 3x3 output element is
+    /// nine taps, 1.1 ns over 28x28 images, 2.6 ns over 7x7 ones (0.12-0.29 ns a tap). At 2
+    /// units a 3x3 one over 7x7x464 (60 us) splits: 33-37 us at 2 threads.
+    pub const DEPTHWISE_TAP: usize = 2;
 }
 
 /// `elements` of a kernel whose elements cost `per` units each (see [`cost`]), saturating.
