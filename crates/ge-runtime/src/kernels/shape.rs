@@ -259,9 +259,10 @@ fn concat_runs<T: Clone + Send + Sync>(
         for o in 0..n.checked_div(row).unwrap_or(0) {
             for v in views {
                 let run = v.shape()[ax] * inner;
-                if let Some(src) = v.as_slice() {
-                    out.extend_from_slice(&src[o * run..(o + 1) * run]);
-                }
+                let Some(src) = v.as_slice() else {
+                    return Ok(None);
+                };
+                out.extend_from_slice(&src[o * run..(o + 1) * run]);
             }
         }
         return array(&dims, out).map(Some);
