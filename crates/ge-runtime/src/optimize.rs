@@ -9,7 +9,8 @@
 //! - Conv+BatchNorm folding ([`crate::fuse::fold_conv_batch_norm`]);
 //! - transformer patterns ([`patterns`]): last-two-dims Transposes absorbed into the matrix
 //!   products they feed, GPT-2's tanh-Gelu written out in element-wise ops replaced by `Gelu`,
-//!   divisions by a power-of-two constant made multiplications (same bits);
+//!   divisions by a power-of-two constant made multiplications (same bits), rank-2 constants
+//!   read transposed by products laid out transposed once;
 //! - dead nodes: nodes the outputs do not need are removed.
 //!
 //! Each keeps what the graph computes; the counts go to the compile report.
@@ -61,6 +62,7 @@ pub struct OptimizeCounts {
     pub transposes_absorbed: usize,
     pub gelus_fused: usize,
     pub divisions_to_products: usize,
+    pub constant_operands_laid_out: usize,
 }
 
 impl std::fmt::Display for OptimizeCounts {
@@ -70,7 +72,8 @@ impl std::fmt::Display for OptimizeCounts {
             "identities removed {}, constants folded {}, duplicates merged {}, \
              BatchNorms folded into convolutions {}, dead nodes removed {}, \
              transposes absorbed into products {}, tanh-Gelus fused {}, \
-             divisions by powers of two made products {}",
+             divisions by powers of two made products {}, \
+             transposed constant operands laid out {}",
             self.identities_removed,
             self.constants_folded,
             self.duplicates_merged,
@@ -78,7 +81,8 @@ impl std::fmt::Display for OptimizeCounts {
             self.dead_removed,
             self.transposes_absorbed,
             self.gelus_fused,
-            self.divisions_to_products
+            self.divisions_to_products,
+            self.constant_operands_laid_out
         )
     }
 }
@@ -268,6 +272,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
     let identities_removed = remove_identities(g)?;
     // Before folding: a transposed constant too large to fold is read in place.
     let transposes_absorbed = patterns::absorb_transposes(g)?;
+    let constant_operands_laid_out = patterns::contiguous_const_operands(g)?;
     let gelus_fused = patterns::fuse_tanh_gelu(g)?;
     let divisions_to_products = patterns::div_to_mul(g)?;
     let constants_folded = fold_constants(g)?;
@@ -283,6 +288,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
         transposes_absorbed,
         gelus_fused,
         divisions_to_products,
+        constant_operands_laid_out,
     })
 }
 
@@ -322,6 +328,7 @@ mod tests {
                 transposes_absorbed: 0,
                 gelus_fused: 0,
                 divisions_to_products: 0,
+                constant_operands_laid_out: 0,
             }
         );
         g.validate().unwrap();

@@ -6,6 +6,16 @@
 //!   are 2-D, `adj_x1/2` of BatchMatMul/BatchMatMulV2) flipped. The product kernels take a
 //!   transposed operand as a strided view, so a tied LM head (`x @ Transpose(embedding)`) no
 //!   longer copies the whole table on every run. Exact: the same products, no copy.
+//! - **Transposed constant operands laid out once**: a rank-2 f32/f64 constant read transposed
+//!   as a product's `x2` (after the step above: a tied LM head, ONNX's `Gemm` with `transB`) is
+//!   replaced by a constant holding its transpose and the flag cleared, unless the product's
+//!   rows are known to be 1. The `gemm` crate packs a transposed right operand on every run
+//!   (a strided gather: GPT's 8192×256 LM head 1.1× slower, a 16×768×768 product 3.8×; measured
+//!   in docs/perf-runtime.md "Transformers, session 26"), and reads a contiguous one in place; a
+//!   one-row product (a matrix-vector product) is faster on the transposed layout and keeps it.
+//!   The copy is made once at compile time; the original stays only while something else reads
+//!   it (a tied embedding's Gather), and is then copied only up to [`CONTIGUOUS_COPY_LIMIT`]
+//!   elements. Exact: the same products of the same values.
 //! - **tanh-Gelu**: GPT-2's `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` written out in
 //!   element-wise ops (the cube as `Pow(x, 3)`, `x * x * x` or `(x * x) * x`, products and sums in
 //!   any operand order, the factors `x`, `0.5` and `1 + tanh(..)` multiplied in any grouping,
@@ -100,6 +110,102 @@ pub(super) fn absorb_transposes(g: &mut Graph) -> Result<usize> {
         }
     }
     Ok(absorbed)
+}
+
+/// The most elements a transposed constant still read by other nodes is copied for (64 MiB of
+/// f32): the copy then adds to the model's memory.
+pub(crate) const CONTIGUOUS_COPY_LIMIT: usize = 1 << 24;
+
+/// The rows of a product's `x1` (all its dims but the contracted one): None when not known.
+fn product_rows(g: &Graph, n: &Node, flag: &str) -> Option<i64> {
+    let x1 = g.out_desc(n.inputs[0].source?).ok()?;
+    let dims = x1.shape.dims();
+    let r = x1.shape.rank()?;
+    if r < 2 || dims.iter().any(|&d| d < 0) {
+        return None;
+    }
+    let t = n.attr(flag).and_then(AttrValue::as_bool).unwrap_or(false);
+    let k = if t { r - 2 } else { r - 1 };
+    Some(
+        dims.iter()
+            .enumerate()
+            .filter(|&(i, _)| i != k)
+            .map(|(_, &d)| d)
+            .product(),
+    )
+}
+
+/// The transpose of the rank-2 f32/f64 constant `t`, as a Value (None for other constants).
+fn transposed_const(t: &es_core::Tensor) -> Option<crate::value::Value> {
+    use crate::value::Value;
+    match Value::from_tensor(t).ok()? {
+        Value::F32(a) if a.ndim() == 2 => Some(Value::F32(a.t().as_standard_layout().into_owned())),
+        Value::F64(a) if a.ndim() == 2 => Some(Value::F64(a.t().as_standard_layout().into_owned())),
+        _ => None,
+    }
+}
+
+/// Replaces rank-2 f32/f64 constants read transposed as a product's `x2` by their transpose
+/// (the flag cleared), except where the product has one row; the number of products changed.
+pub(super) fn contiguous_const_operands(g: &mut Graph) -> Result<usize> {
+    let mut made: Vec<(OutPort, OutPort)> = Vec::new();
+    let mut changed = 0;
+    for id in g.topo_order()? {
+        let n = g.node(id)?;
+        let Some(([flag1, flag2], _)) = transpose_flags(&n.op_type) else {
+            continue;
+        };
+        if !plain(n) || n.inputs.len() < 2 {
+            continue;
+        }
+        if !n.attr(flag2).and_then(AttrValue::as_bool).unwrap_or(false) {
+            continue;
+        }
+        let Some(src) = n.inputs[1].source else {
+            continue;
+        };
+        if matches!(product_rows(g, n, flag1), Some(1)) {
+            continue;
+        }
+        let new = match made.iter().find(|(old, _)| *old == src) {
+            Some(&(_, new)) => new,
+            None => {
+                let c = producer(g, src);
+                let Some(t) = c.filter(|c| plain(c)).and_then(Node::const_value) else {
+                    continue;
+                };
+                let shared = g.node(src.node)?.outputs[src.index as usize]
+                    .consumers
+                    .len()
+                    > 1
+                    || g.outputs.iter().any(|o| o.node == src.node);
+                let elements = t.desc.shape.num_elements().unwrap_or(i64::MAX);
+                if shared && elements > CONTIGUOUS_COPY_LIMIT as i64 {
+                    continue;
+                }
+                let Some(v) = transposed_const(t) else {
+                    continue;
+                };
+                let base = format!("{}_t", c.map_or("const", |c| c.name.as_str()));
+                let node = crate::rewrite::tensor_const(g, &base, v.to_tensor()?);
+                let new = OutPort {
+                    node: g.add_node(node)?,
+                    index: 0,
+                };
+                made.push((src, new));
+                new
+            }
+        };
+        let dst = InPort { node: id, index: 1 };
+        let desc = g.out_desc(new)?.clone();
+        g.remove_data_edge(src, dst)?;
+        g.add_data_edge(new, dst)?;
+        let n = g.node_mut(id)?;
+        n.inputs[1].desc.set(desc);
+        n.attrs.insert(flag2.into(), AttrValue::Bool(false));
+        changed += 1;
+    }
+    Ok(changed)
 }
 
 /// Whether `v` is ±2^k with |k| <= 100 (its reciprocal exact in every float dtype's f32
@@ -463,6 +569,105 @@ mod tests {
             }
         }
         close(&got[3], &by_w(&moved, 6));
+    }
+
+    /// A [7, 5] constant read transposed: by x [3, 5] @ Transpose(w) (laid out once, shared by
+    /// a [2, 3, 5] BatchMatMulV2, the original still read by a Relu), by a one-row product
+    /// (kept transposed) and by a flagged MatMulV2 of a second, unshared constant (whose
+    /// original is then dead); every result against a naive product.
+    #[test]
+    fn transposed_constant_operands_are_laid_out_once() {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, 0, &[3, 5]);
+        let x3 = input(&mut b, 1, &[2, 3, 5]);
+        let x1 = input(&mut b, 2, &[1, 5]);
+        let wv: Vec<f32> = (0..35).map(|i| ((i * 7) % 11) as f32 / 4.0 - 1.2).collect();
+        let vv: Vec<f32> = (0..35).map(|i| ((i * 5) % 13) as f32 / 8.0 - 0.7).collect();
+        let w = konst(&mut b, &[7, 5], &wv);
+        let v = konst(&mut b, &[7, 5], &vv);
+        let p2 = konst(&mut b, &[2], &[1i64, 0]);
+        let wt = es::transpose(&mut b, w, p2).unwrap();
+        let y1 = es::mat_mul_v2(&mut b, x, wt, None, None, Default::default()).unwrap();
+        let y2 = es::batch_mat_mul_v2(&mut b, x3, wt, None, None, Default::default()).unwrap();
+        let y3 = es::mat_mul_v2(&mut b, x1, wt, None, None, Default::default()).unwrap();
+        let tr = es::MatMulV2Attrs {
+            transpose_x2: Some(true),
+            ..Default::default()
+        };
+        let y4 = es::mat_mul_v2(&mut b, x, v, None, None, tr).unwrap();
+        let y5 = es::relu(&mut b, w).unwrap();
+        for (i, y) in [y1, y2, y3, y4, y5].into_iter().enumerate() {
+            b.set_output(y, i).unwrap();
+        }
+        let g = b.build_and_reset().unwrap();
+        let mut h = g.clone();
+        let counts = optimize(&mut h).unwrap();
+        assert_eq!(counts.constant_operands_laid_out, 3);
+        h.validate().unwrap();
+        // w (still read by the one-row product), the folded Relu of it, w's transpose and v's
+        // (v itself is dead).
+        let consts: Vec<Vec<i64>> = h
+            .nodes()
+            .into_iter()
+            .filter_map(|n| {
+                h.node(n)
+                    .unwrap()
+                    .const_value()
+                    .map(|t| t.desc.shape.dims().to_vec())
+            })
+            .collect();
+        assert_eq!(
+            consts.iter().filter(|d| *d == &vec![5, 7]).count(),
+            2,
+            "{consts:?}"
+        );
+        assert_eq!(
+            consts.iter().filter(|d| *d == &vec![7, 5]).count(),
+            2,
+            "{consts:?}"
+        );
+        let flags: Vec<bool> = h
+            .nodes()
+            .into_iter()
+            .map(|n| h.node(n).unwrap())
+            .filter(|n| n.op_type == "MatMulV2")
+            .map(|n| {
+                n.attr("transpose_x2")
+                    .and_then(|a| a.as_bool())
+                    .unwrap_or(false)
+            })
+            .collect();
+        assert_eq!(
+            flags.iter().filter(|f| **f).count(),
+            1,
+            "the one-row product: {flags:?}"
+        );
+
+        let xv = f32s(&[3, 5], |i| (i as f32 * 0.3).sin());
+        let x3v = f32s(&[2, 3, 5], |i| (i as f32 * 0.7).cos());
+        let x1v = f32s(&[1, 5], |i| i as f32 - 2.5);
+        let got = run(&h, vec![xv.clone(), x3v.clone(), x1v.clone()]);
+        let by = |a: &[f64], m: usize, w: &[f32]| -> Vec<f64> {
+            let mut out = vec![0.0; m * 7];
+            for r in 0..m {
+                for c in 0..7 {
+                    out[r * 7 + c] = (0..5).map(|k| a[r * 5 + k] * f64::from(w[c * 5 + k])).sum();
+                }
+            }
+            out
+        };
+        let close = |a: &[f64], b: &[f64]| {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
+            }
+        };
+        close(&got[0], &by(&xv.to_f64_vec(), 3, &wv));
+        close(&got[1], &by(&x3v.to_f64_vec(), 6, &wv));
+        close(&got[2], &by(&x1v.to_f64_vec(), 1, &wv));
+        close(&got[3], &by(&xv.to_f64_vec(), 3, &vv));
+        let relu: Vec<f64> = wv.iter().map(|&v| f64::from(v.max(0.0))).collect();
+        close(&got[4], &relu);
     }
 
     /// (p q) r, or p (q r) where `right`.
