@@ -6,6 +6,7 @@
 use super::conv::nd::ConvInto;
 use super::elementwise::{ArithInto, UnaryInto};
 use super::matmul::MatmulInto;
+use super::pool::MaxPoolInto;
 use super::shape::ConcatInto;
 use super::NodeInfo;
 use crate::arena::Dest;
@@ -25,6 +26,8 @@ pub(crate) enum IntoOp {
     Matmul(MatmulInto),
     /// A channels-first convolution (Conv2D, DepthwiseConv2D, Conv3D).
     Conv(Box<ConvInto>),
+    /// An NCHW max pool of f32 or f64.
+    MaxPool(MaxPoolInto),
 }
 
 impl IntoOp {
@@ -45,6 +48,9 @@ impl IntoOp {
         }
         if let Some(c) = ConvInto::of(info)? {
             return Ok(Some(IntoOp::Conv(Box::new(c))));
+        }
+        if let Some(m) = MaxPoolInto::of(info)? {
+            return Ok(Some(IntoOp::MaxPool(m)));
         }
         Ok(ConcatInto::of(info, dims)?.map(IntoOp::Concat))
     }
@@ -80,6 +86,7 @@ impl IntoOp {
             IntoOp::Concat(_) => true,
             IntoOp::Matmul(m) => m.accepts(args, dtype, dims),
             IntoOp::Conv(c) => c.accepts(args, dtype, dims),
+            IntoOp::MaxPool(m) => m.accepts(args, dtype, dims),
         }
     }
 
@@ -91,6 +98,7 @@ impl IntoOp {
             IntoOp::Concat(c) => c.run(args, d.out, d.dims),
             IntoOp::Matmul(m) => m.run(args, d),
             IntoOp::Conv(c) => c.run(args, d),
+            IntoOp::MaxPool(m) => m.run(args, d),
         }
     }
 }

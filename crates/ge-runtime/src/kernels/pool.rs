@@ -13,9 +13,11 @@
 
 use super::common::{
     alloc, array, bad_attr, float_out, floats, four, from_f64, input_desc, layout_2d, need_rank,
-    numel, pads_attr, positive_hw, std_slice, str_attr, sub,
+    numel, pads_attr, positive_hw, std_slice, str_attr, sub, sub_mut,
 };
+use super::conv::nd::depthwise::{simd as conv_simd, Simd};
 use super::{input, Kernel, Kernels, NodeInfo};
+use crate::arena::{out_slice, Dest, ElemArray};
 use crate::error::{Error, Result};
 use crate::map_array;
 use crate::par;
@@ -283,46 +285,182 @@ pub(super) fn max_pool<T: Copy + PartialOrd + Elem>(
 /// NCHW max pooling plane by plane, separably: each input row's window maxima along W, then
 /// those rows' maxima along H per output row. Rows and columns are visited in the order the
 /// window-by-window scan visits them, so [`keep_max`] keeps the same element (NaN skipped, the
-/// first of equal values); a window with no input element gives `low`.
+/// first of equal values); a window with no input element gives `low`. Planes go in groups of
+/// about 16 KiB; the passes are compiled for AVX-512 or AVX2 where the CPU has them.
 fn max_pool_planes<T: Copy + PartialOrd + Send + Sync>(
     src: &[T],
     g: &PoolGeom,
     low: T,
     y: &mut [T],
 ) -> Result<()> {
-    let rows: Vec<Range<usize>> = (0..g.oh).map(|oy| g.window(oy, 0).0).collect();
+    max_pool_planes_at(src, g, low, y, conv_simd())
+}
+
+fn max_pool_planes_at<T: Copy + PartialOrd + Send + Sync>(
+    src: &[T],
+    g: &PoolGeom,
+    low: T,
+    y: &mut [T],
+    level: Simd,
+) -> Result<()> {
     let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
     if plane_out == 0 || y.is_empty() {
         return Ok(());
     }
+    let p = MaxPlanes {
+        g,
+        rows: (0..g.oh).map(|oy| g.window(oy, 0).0).collect(),
+        taps: tap_runs(g),
+        group: (4096 / plane_in.max(1)).max(1),
+        low,
+    };
     let work = numel(&[g.n, g.c, plane_out, g.kh * g.kw])?;
-    let taps = tap_runs(g);
     par::for_chunks_mut(y, plane_out, work, |start, ys| {
-        // tmp[iy][ox]: the maximum of input row iy over output column ox's window.
-        let mut tmp: Vec<T> = Vec::with_capacity(g.h * g.ow);
-        for (k, yp) in ys.chunks_exact_mut(plane_out).enumerate() {
-            let p = start / plane_out + k;
-            let xp = sub(src, p * plane_in, plane_in)?;
-            tmp.clear();
-            tmp.resize(g.h * g.ow, low);
-            for (iy, t) in tmp.chunks_exact_mut(g.ow).enumerate() {
-                row_maxima(sub(xp, iy * g.w, g.w)?, g.sw, &taps, t);
+        // tmp[iy][ox]: the maximum of input row iy over output column ox's window. Columns no
+        // tap reaches are never written and keep `low`.
+        let mut tmp: Vec<T> = Vec::new();
+        let first = start / plane_out;
+        for (k, yg) in ys.chunks_mut(plane_out * p.group).enumerate() {
+            let planes = yg.len() / plane_out;
+            let xg = sub(src, (first + k * p.group) * plane_in, planes * plane_in)?;
+            if tmp.len() < planes * g.h * g.ow {
+                tmp.resize(planes * g.h * g.ow, low);
             }
-            // (y starts as `low`: a row of windows with no input row keeps it.)
-            for (yr, r) in yp.chunks_exact_mut(g.ow).zip(&rows) {
+            p.group_at(level, xg, &mut tmp[..planes * g.h * g.ow], yg)?;
+        }
+        Ok(())
+    })
+}
+
+/// What every group of planes of one max pool shares.
+struct MaxPlanes<'g, T> {
+    g: &'g PoolGeom,
+    /// Per output row, the input rows its windows read.
+    rows: Vec<Range<usize>>,
+    taps: Vec<TapRun>,
+    /// Planes per group.
+    group: usize,
+    low: T,
+}
+
+impl<T: Copy + PartialOrd> MaxPlanes<'_, T> {
+    fn group_at(&self, level: Simd, x: &[T], tmp: &mut [T], y: &mut [T]) -> Result<()> {
+        #[cfg(target_arch = "x86_64")]
+        match level {
+            // SAFETY: the CPU has the features each copy is compiled for (`simd` checked them
+            // at run time; a lower level is only ever asked for, never a higher one).
+            Simd::Avx512 => return unsafe { self.group_avx512(x, tmp, y) },
+            Simd::Avx2 => return unsafe { self.group_avx2(x, tmp, y) },
+            Simd::Portable => {}
+        }
+        let _ = level;
+        self.group(x, tmp, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn group_avx512(&self, x: &[T], tmp: &mut [T], y: &mut [T]) -> Result<()> {
+        self.group(x, tmp, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn group_avx2(&self, x: &[T], tmp: &mut [T], y: &mut [T]) -> Result<()> {
+        self.group(x, tmp, y)
+    }
+
+    /// Max pools the planes of `x` (whole planes) into `y`, through `tmp` (h × ow per plane).
+    /// A stride-1 pass whose output is as wide (tall) as its input ("same" pads) runs over the
+    /// group's rows as one flat array, its edge columns (rows) then redone window by window.
+    #[inline(always)]
+    fn group(&self, x: &[T], tmp: &mut [T], y: &mut [T]) -> Result<()> {
+        let g = self.g;
+        let rows_in = x.len() / g.w.max(1);
+        if g.sw == 1 && g.ow == g.w {
+            flat_taps(x, tmp, g.kw, g.pl, 1);
+            for (t, xr) in tmp.chunks_exact_mut(g.ow).zip(x.chunks_exact(g.w)) {
+                for ox in edges(g.ow, g.kw, g.pl) {
+                    let (rx, _) = g.col_span(ox);
+                    if let Some(m) = scan_max(rx.map(|ix| xr[ix])) {
+                        t[ox] = m;
+                    }
+                }
+            }
+        } else {
+            for iy in 0..rows_in {
+                row_maxima(
+                    sub(x, iy * g.w, g.w)?,
+                    g.sw,
+                    &self.taps,
+                    sub_mut(tmp, iy * g.ow, g.ow)?,
+                );
+            }
+        }
+        let (plane_t, plane_y) = (g.h * g.ow, g.oh * g.ow);
+        let flat = g.sh == 1 && g.oh == g.h;
+        if flat {
+            flat_taps(tmp, y, g.kh, g.pt, g.ow);
+        }
+        for (yp, tp) in y.chunks_exact_mut(plane_y).zip(tmp.chunks_exact(plane_t)) {
+            for (oy, (yr, r)) in yp.chunks_exact_mut(g.ow).zip(&self.rows).enumerate() {
+                let edge = oy < g.pt || oy + g.kh > g.h + g.pt;
+                if flat && !edge {
+                    continue;
+                }
                 let mut iys = r.clone();
-                if let Some(first) = iys.next() {
-                    yr.copy_from_slice(sub(&tmp, first * g.ow, g.ow)?);
+                match iys.next() {
+                    Some(first) => yr.copy_from_slice(sub(tp, first * g.ow, g.ow)?),
+                    None => yr.fill(self.low),
                 }
                 for iy in iys {
-                    for (d, &v) in yr.iter_mut().zip(sub(&tmp, iy * g.ow, g.ow)?) {
+                    for (d, &v) in yr.iter_mut().zip(sub(tp, iy * g.ow, g.ow)?) {
                         *d = keep_max(*d, v);
                     }
                 }
             }
         }
         Ok(())
-    })
+    }
+}
+
+/// `d[i]`: the [`keep_max`] of `s[i + (j - p) * unit]` over taps `j` in 0..k, in order, for
+/// every `i` where each of those is inside `s`; other `d[i]` are left partly combined (the
+/// caller redoes them: they are the edge columns or rows of a "same" window).
+#[inline(always)]
+fn flat_taps<T: Copy + PartialOrd>(s: &[T], d: &mut [T], k: usize, p: usize, unit: usize) {
+    let n = d.len().min(s.len());
+    for j in 0..k {
+        // d[i] combines s[i + off], off = (j - p) * unit: i in lo..hi keeps that inside s.
+        let (lo, hi, at) = if j < p {
+            let back = (p - j) * unit;
+            (back.min(n), n, 0)
+        } else {
+            let fwd = (j - p) * unit;
+            (0, n.saturating_sub(fwd), fwd)
+        };
+        let (Some(dst), Some(src)) = (d.get_mut(lo..hi), s.get(at..)) else {
+            continue;
+        };
+        if j == 0 {
+            dst.copy_from_slice(&src[..dst.len()]);
+        } else {
+            for (d, &v) in dst.iter_mut().zip(src) {
+                *d = keep_max(*d, v);
+            }
+        }
+    }
+}
+
+/// The output columns (or rows) of a stride-1 "same" window of `k` with `p` leading pads whose
+/// window is cut by an edge: the first `p`, the last `k - 1 - p`.
+fn edges(o: usize, k: usize, p: usize) -> impl Iterator<Item = usize> {
+    let tail = k.saturating_sub(1 + p);
+    (0..p.min(o)).chain(o.saturating_sub(tail).max(p.min(o))..o)
+}
+
+/// The [`keep_max`] of `v` in order; None when empty.
+fn scan_max<T: Copy + PartialOrd>(v: impl Iterator<Item = T>) -> Option<T> {
+    v.fold(None, |m, v| Some(m.map_or(v, |b| keep_max(b, v))))
 }
 
 /// One pass of [`row_maxima`]: kernel column tap `j` over the windows `windows` (output
@@ -496,6 +634,20 @@ fn avg_pool_planes<T: Elem>(src: &[T], g: &PoolGeom, avg: Avg) -> Result<Vec<f64
 }
 
 fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
+    let a = pool_attrs(info)?;
+    let out = info.out_dtype(0).ok();
+    Ok(Box::new(move |inputs| {
+        let x = input(inputs, 0)?;
+        let y = match a.avg {
+            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
+            None => map_array!(x, v => max_pool(v, &a)?),
+        };
+        Ok(vec![y])
+    }))
+}
+
+/// MaxPool/MaxPoolV3/AvgPool/AvgPoolV2's attributes.
+fn pool_attrs(info: &NodeInfo) -> Result<PoolAttrs> {
     let op = info.op().to_string();
     let v1 = op == "MaxPool" || op == "AvgPool";
     let nchw = layout_2d(info, 0, if v1 { "NHWC" } else { "NCHW" })?;
@@ -544,23 +696,78 @@ fn pool_factory(info: &NodeInfo) -> Result<Kernel> {
     } else {
         None
     };
-    let a = PoolAttrs {
+    Ok(PoolAttrs {
         nchw,
         k: hw[0],
         s: hw[1],
         pad,
         global: !v1 && info.bool("global_pooling", false)?,
         avg,
-    };
-    let out = info.out_dtype(0).ok();
-    Ok(Box::new(move |inputs| {
-        let x = input(inputs, 0)?;
-        let y = match a.avg {
-            Some(avg) => avg_pool(x, &a, avg, float_out(out, x.dtype()))?,
-            None => map_array!(x, v => max_pool(v, &a)?),
-        };
-        Ok(vec![y])
-    }))
+    })
+}
+
+/// An NCHW max pool of f32 or f64 written into a plan's buffer (the allocating kernel's
+/// [`max_pool`], without its new output and the fill of it).
+pub(crate) struct MaxPoolInto {
+    a: PoolAttrs,
+}
+
+impl MaxPoolInto {
+    pub(crate) fn of(info: &NodeInfo) -> Result<Option<MaxPoolInto>> {
+        if !matches!(info.op(), "MaxPool" | "MaxPoolV3") {
+            return Ok(None);
+        }
+        // Bad attributes: the allocating kernel reports them.
+        match pool_attrs(info) {
+            Ok(a) if a.nchw && a.avg.is_none() => Ok(Some(MaxPoolInto { a })),
+            _ => Ok(None),
+        }
+    }
+
+    /// x as a slice and the geometry, when x is a standard-layout array of `T` whose pooled
+    /// dims are `dims`.
+    fn operands<'v, T: ElemArray>(
+        &self,
+        args: &[Option<&'v Value>],
+        dims: &[usize],
+    ) -> Option<(&'v [T], PoolGeom)> {
+        let x = T::array(args.first().copied().flatten()?)?;
+        let g = PoolGeom::new(x.shape(), &self.a).ok()?;
+        (g.out_dims() == dims).then_some(())?;
+        Some((x.as_slice()?, g))
+    }
+
+    pub(crate) fn accepts(&self, args: &[Option<&Value>], dtype: DataType, dims: &[usize]) -> bool {
+        match dtype {
+            DataType::FLOAT => self.operands::<f32>(args, dims).is_some(),
+            DataType::DOUBLE => self.operands::<f64>(args, dims).is_some(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn run(&self, args: &[Option<&Value>], d: Dest<'_>) -> Result<()> {
+        fn go<T: ElemArray + PartialOrd + Send + Sync>(
+            m: &MaxPoolInto,
+            args: &[Option<&Value>],
+            d: Dest<'_>,
+        ) -> Result<()> {
+            let (x, g) = m
+                .operands::<T>(args, d.dims)
+                .ok_or_else(|| Error::kernel("internal error: a max pool it does not take"))?;
+            let dt = d.out.dtype();
+            let y = out_slice::<T>(d.out, d.range)
+                .ok_or_else(|| Error::kernel(format!("an output buffer of {dt} does not fit")))?;
+            if y.len() != numel(&g.out_dims())? {
+                return Err(Error::kernel("internal error: a max pool output of another size"));
+            }
+            max_pool_planes(x, &g, T::from_f64(f64::NEG_INFINITY), y)
+        }
+        match d.out.dtype() {
+            DataType::FLOAT => go::<f32>(self, args, d),
+            DataType::DOUBLE => go::<f64>(self, args, d),
+            dt => Err(Error::unsupported(format!("a max pool into {dt}"))),
+        }
+    }
 }
 
 fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
@@ -572,8 +779,9 @@ fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
         let inner: usize = xs[2..].iter().product();
         // Each plane summed in f64 in order; f32 and f64 read as they are (no f64 copy of x).
         fn means<T: Elem>(v: &[T], inner: usize) -> Vec<f64> {
-            v.chunks_exact(inner)
-                .map(|c| c.iter().map(|e| e.to_f64()).sum::<f64>() / inner as f64)
+            plane_sums(v, inner)
+                .into_iter()
+                .map(|s| s / inner as f64)
                 .collect()
         }
         let y: Vec<f64> = if inner == 0 {
@@ -589,6 +797,31 @@ fn global_avg_pool_factory(info: &NodeInfo) -> Result<Kernel> {
         dims.resize(xs.len(), 1);
         Ok(vec![from_f64(float_out(out, x.dtype()), &dims, y)?])
     }))
+}
+
+/// The f64 sum of each plane of `inner` elements of `v`, each added in order from -0.0, so each
+/// is what `iter().sum()` gives (-0.0 for a plane of -0.0s); eight planes at a time, so the sums' additions are eight
+/// independent chains rather than one (a plane's chain waits on each addition's latency).
+fn plane_sums<T: Elem>(v: &[T], inner: usize) -> Vec<f64> {
+    const LANES: usize = 8;
+    let mut out = Vec::with_capacity(v.len().checked_div(inner).unwrap_or(0));
+    if inner == 0 {
+        return out;
+    }
+    let mut blocks = v.chunks_exact(inner * LANES);
+    for b in &mut blocks {
+        let mut acc = [-0.0f64; LANES];
+        for i in 0..inner {
+            for (l, a) in acc.iter_mut().enumerate() {
+                *a += b[l * inner + i].to_f64();
+            }
+        }
+        out.extend_from_slice(&acc);
+    }
+    for c in blocks.remainder().chunks_exact(inner) {
+        out.push(c.iter().fold(-0.0f64, |s, e| s + e.to_f64()));
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -712,6 +945,7 @@ pub(super) const KERNELS: Kernels = &[
 mod tests {
     use super::*;
     use crate::kernels::common::testing::{arr, factory, li, node, unsupported};
+    use crate::kernels::conv::nd::depthwise::levels;
     use es_core::attr::AttrValue;
     use ndarray::IxDyn;
     use proptest::prelude::*;
@@ -777,9 +1011,65 @@ mod tests {
                     for (p, q) in a.iter().zip(b.iter()) {
                         prop_assert_eq!(p.to_bits(), q.to_bits());
                     }
+                    // Every vector level the CPU has keeps the same elements.
+                    let g = PoolGeom::new(x.shape(), &attrs(true)).unwrap();
+                    for level in levels() {
+                        let mut y = vec![0.5f32; a.len()];
+                        max_pool_planes_at(x.as_slice().unwrap(), &g, f32::NEG_INFINITY, &mut y, level).unwrap();
+                        for (p, q) in y.iter().zip(b.iter()) {
+                            prop_assert_eq!(p.to_bits(), q.to_bits(), "{:?}", level);
+                        }
+                    }
                 }
                 (Err(_), Err(_)) => {}
                 (a, b) => prop_assert!(false, "one failed: {:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+    }
+
+    /// Planes larger than a group (4096 elements) and many small planes in one group, at every
+    /// vector level, the same bits as the window scan; "same" 3x3 windows (the flat passes) and
+    /// GoogLeNet's 3x3/2 ceil-mode one (the row passes).
+    #[test]
+    fn max_pool_groups_of_planes_match_the_window_scan() {
+        for (dims, k, s, pads, ceil) in [
+            ([1, 3, 70, 65], 3, 1, [1, 1, 1, 1], false),
+            ([2, 37, 7, 7], 3, 1, [1, 1, 1, 1], false),
+            ([1, 5, 1, 1], 3, 1, [1, 1, 1, 1], false),
+            ([1, 19, 9, 13], 5, 1, [2, 2, 2, 2], false),
+            ([1, 6, 112, 112], 3, 2, [0; 4], true),
+            ([1, 21, 14, 14], 3, 2, [0; 4], true),
+        ] {
+            let len: usize = dims.iter().product();
+            let data: Vec<f32> = (0..len)
+                .map(|i| ((i * 7919) % 1013) as f32 - 500.0)
+                .collect();
+            let x = ArrayD::from_shape_vec(IxDyn(&dims), data).unwrap();
+            let attrs = |nchw| PoolAttrs {
+                nchw,
+                k: [k, k],
+                s: [s, s],
+                pad: PoolPad::Explicit { pads, ceil },
+                global: false,
+                avg: None,
+            };
+            let nhwc = x
+                .view()
+                .permuted_axes(IxDyn(&[0, 2, 3, 1]))
+                .as_standard_layout()
+                .into_owned();
+            let b = max_pool(&nhwc, &attrs(false))
+                .unwrap()
+                .permuted_axes(IxDyn(&[0, 3, 1, 2]));
+            let g = PoolGeom::new(x.shape(), &attrs(true)).unwrap();
+            for level in levels() {
+                let mut y = vec![0.5f32; b.len()];
+                max_pool_planes_at(x.as_slice().unwrap(), &g, f32::NEG_INFINITY, &mut y, level)
+                    .unwrap();
+                assert!(
+                    y.iter().zip(b.iter()).all(|(p, q)| p == q),
+                    "{dims:?} {level:?}"
+                );
             }
         }
     }
@@ -889,6 +1179,35 @@ mod tests {
         let n = node("Pooling", attrs);
         let k = factory(pooling_factory, &n, Vec::new())?;
         Ok(k(&[Some(x)])?.remove(0))
+    }
+
+    #[test]
+    fn plane_sums_add_each_plane_in_order() {
+        // Values whose f64 sum depends on the order: eight-plane blocks and the remainder give
+        // exactly the in-order sum of each plane.
+        for (planes, inner) in [(1, 5), (8, 3), (19, 7), (16, 1), (3, 0)] {
+            let v: Vec<f32> = (0..planes * inner)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        1e8
+                    } else {
+                        (i as f32) * 0.37 - 3.3e-3
+                    }
+                })
+                .collect();
+            let want: Vec<f64> = if inner == 0 {
+                vec![]
+            } else {
+                v.chunks_exact(inner)
+                    .map(|c| c.iter().map(|&e| e as f64).sum::<f64>())
+                    .collect()
+            };
+            let got = plane_sums(&v, inner);
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.to_bits(), w.to_bits(), "{planes}x{inner}");
+            }
+        }
     }
 
     #[test]

@@ -215,15 +215,15 @@ mod x86 {
     compiled_for!(plane_avx512: "avx512f,fma", plane_avx2: "avx2,fma");
 }
 
-/// The vector extensions the direct kernel uses.
+/// The vector extensions the direct kernel (and the max pool's planes) use.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Simd {
+pub(in crate::kernels) enum Simd {
     Avx512,
     Avx2,
     Portable,
 }
 
-fn simd() -> Simd {
+pub(in crate::kernels) fn simd() -> Simd {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f")
@@ -328,6 +328,26 @@ fn depthwise_at<T: LinalgScalar + Send + Sync>(
     as_lane!(f64);
     as_lane!(i64);
     Ok(false)
+}
+
+/// Every level this CPU can run (tests run each kernel at all of them).
+#[cfg(test)]
+pub(in crate::kernels) fn levels() -> Vec<Simd> {
+    let mut l = vec![Simd::Portable];
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            l.push(Simd::Avx2);
+        }
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            l.push(Simd::Avx512);
+        }
+    }
+    assert!(l.contains(&simd()));
+    l
 }
 
 #[cfg(test)]

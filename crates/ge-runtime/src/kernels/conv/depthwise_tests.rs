@@ -60,24 +60,6 @@ fn naive(x: &[f64], f: &[f64], ch: Chans, v: &Vol) -> Vec<f64> {
     y
 }
 
-fn levels() -> Vec<Simd> {
-    let mut l = vec![Simd::Portable];
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            l.push(Simd::Avx2);
-        }
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            l.push(Simd::Avx512);
-        }
-    }
-    assert!(l.contains(&simd()));
-    l
-}
-
 /// One case: n images of c channels (multiplier m), input `i`, kernel `k`, strides, dilations,
 /// leading and trailing pads. Checks f64, f32 and i64 at every level against [`naive`].
 #[allow(clippy::too_many_arguments)]

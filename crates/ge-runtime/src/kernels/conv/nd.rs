@@ -1562,7 +1562,7 @@ pub(super) fn deformable_conv2d_factory(info: &NodeInfo) -> Result<Kernel> {
 }
 
 #[path = "depthwise.rs"]
-mod depthwise;
+pub(in crate::kernels) mod depthwise;
 
 #[cfg(test)]
 #[path = "nd_tests.rs"]
