@@ -71,18 +71,17 @@ impl std::fmt::Display for OptimizeCounts {
             f,
             "identities removed {}, constants folded {}, duplicates merged {}, \
              BatchNorms folded into convolutions {}, dead nodes removed {}, \
-             transposes absorbed into products {}, tanh-Gelus fused {}, \
-             divisions by powers of two made products {}, \
-             transposed constant operands laid out {}",
+             transposes absorbed into products {}, transposed constant operands laid out {}, \
+             tanh-Gelus fused {}, divisions by powers of two made products {}",
             self.identities_removed,
             self.constants_folded,
             self.duplicates_merged,
             self.batch_norms_folded,
             self.dead_removed,
             self.transposes_absorbed,
+            self.constant_operands_laid_out,
             self.gelus_fused,
-            self.divisions_to_products,
-            self.constant_operands_laid_out
+            self.divisions_to_products
         )
     }
 }
@@ -270,7 +269,9 @@ fn remove_dead(g: &mut Graph) -> Result<usize> {
 /// Runs the built-in optimisations on an inferred graph.
 pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
     let identities_removed = remove_identities(g)?;
-    // Before folding: a transposed constant too large to fold is read in place.
+    // Before folding: a transposed constant too large to fold becomes a flag of its products,
+    // and then, where it is rank 2 and the product has several rows, a constant laid out
+    // transposed once (a one-row product reads the original in place).
     let transposes_absorbed = patterns::absorb_transposes(g)?;
     let constant_operands_laid_out = patterns::contiguous_const_operands(g)?;
     let gelus_fused = patterns::fuse_tanh_gelu(g)?;
