@@ -311,6 +311,10 @@ fn max_pool_planes_at<T: Copy + PartialOrd + Send + Sync>(
         g,
         rows: (0..g.oh).map(|oy| g.window(oy, 0).0).collect(),
         taps: tap_runs(g),
+        edge_cols: edges(g.ow, g.kw, g.pl)
+            .map(|ox| (ox, g.col_span(ox).0))
+            .filter(|(_, r)| !r.is_empty())
+            .collect(),
         group: (4096 / plane_in.max(1)).max(1),
         low,
     };
@@ -338,6 +342,9 @@ struct MaxPlanes<'g, T> {
     /// Per output row, the input rows its windows read.
     rows: Vec<Range<usize>>,
     taps: Vec<TapRun>,
+    /// The edge columns of a stride-1 "same" window (see [`edges`]) and the input columns each
+    /// reads.
+    edge_cols: Vec<(usize, Range<usize>)>,
     /// Planes per group.
     group: usize,
     low: T,
@@ -379,10 +386,11 @@ impl<T: Copy + PartialOrd> MaxPlanes<'_, T> {
         if g.sw == 1 && g.ow == g.w {
             flat_taps(x, tmp, g.kw, g.pl, 1);
             for (t, xr) in tmp.chunks_exact_mut(g.ow).zip(x.chunks_exact(g.w)) {
-                for ox in edges(g.ow, g.kw, g.pl) {
-                    let (rx, _) = g.col_span(ox);
-                    if let Some(m) = scan_max(rx.map(|ix| xr[ix])) {
-                        t[ox] = m;
+                for (ox, rx) in &self.edge_cols {
+                    if let (Some(m), Some(d)) =
+                        (scan_max(sub(xr, rx.start, rx.len())?), t.get_mut(*ox))
+                    {
+                        *d = m;
                     }
                 }
             }
@@ -407,20 +415,46 @@ impl<T: Copy + PartialOrd> MaxPlanes<'_, T> {
                 if flat && !edge {
                     continue;
                 }
-                let mut iys = r.clone();
-                match iys.next() {
-                    Some(first) => yr.copy_from_slice(sub(tp, first * g.ow, g.ow)?),
-                    None => yr.fill(self.low),
-                }
-                for iy in iys {
-                    for (d, &v) in yr.iter_mut().zip(sub(tp, iy * g.ow, g.ow)?) {
-                        *d = keep_max(*d, v);
-                    }
-                }
+                combine_rows(yr, tp, r.clone(), self.low)?;
             }
         }
         Ok(())
     }
+}
+
+/// `yr[i]`: the [`keep_max`] of `tp`'s rows `r` (of `yr.len()` elements each) at `i`, in order;
+/// `low` for no rows. The first three rows in one pass (each output written once: a masked
+/// vector store read back by the next pass stalls), further rows one pass each.
+#[inline(always)]
+fn combine_rows<T: Copy + PartialOrd>(
+    yr: &mut [T],
+    tp: &[T],
+    r: Range<usize>,
+    low: T,
+) -> Result<()> {
+    let w = yr.len();
+    let row = |iy: usize| sub(tp, iy * w, w);
+    match r.len() {
+        0 => yr.fill(low),
+        1 => yr.copy_from_slice(row(r.start)?),
+        2 => {
+            for ((d, &a), &b) in yr.iter_mut().zip(row(r.start)?).zip(row(r.start + 1)?) {
+                *d = keep_max(a, b);
+            }
+        }
+        _ => {
+            let (a, b, c) = (row(r.start)?, row(r.start + 1)?, row(r.start + 2)?);
+            for (((d, &a), &b), &c) in yr.iter_mut().zip(a).zip(b).zip(c) {
+                *d = keep_max(keep_max(a, b), c);
+            }
+            for iy in r.start + 3..r.end {
+                for (d, &v) in yr.iter_mut().zip(row(iy)?) {
+                    *d = keep_max(*d, v);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `d[i]`: the [`keep_max`] of `s[i + (j - p) * unit]` over taps `j` in 0..k, in order, for
@@ -459,8 +493,10 @@ fn edges(o: usize, k: usize, p: usize) -> impl Iterator<Item = usize> {
 }
 
 /// The [`keep_max`] of `v` in order; None when empty.
-fn scan_max<T: Copy + PartialOrd>(v: impl Iterator<Item = T>) -> Option<T> {
-    v.fold(None, |m, v| Some(m.map_or(v, |b| keep_max(b, v))))
+#[inline(always)]
+fn scan_max<T: Copy + PartialOrd>(v: &[T]) -> Option<T> {
+    let (&first, rest) = v.split_first()?;
+    Some(rest.iter().fold(first, |b, &v| keep_max(b, v)))
 }
 
 /// One pass of [`row_maxima`]: kernel column tap `j` over the windows `windows` (output
@@ -758,7 +794,9 @@ impl MaxPoolInto {
             let y = out_slice::<T>(d.out, d.range)
                 .ok_or_else(|| Error::kernel(format!("an output buffer of {dt} does not fit")))?;
             if y.len() != numel(&g.out_dims())? {
-                return Err(Error::kernel("internal error: a max pool output of another size"));
+                return Err(Error::kernel(
+                    "internal error: a max pool output of another size",
+                ));
             }
             max_pool_planes(x, &g, T::from_f64(f64::NEG_INFINITY), y)
         }
