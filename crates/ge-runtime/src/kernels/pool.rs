@@ -315,6 +315,7 @@ fn max_pool_planes_at<T: Copy + PartialOrd + Send + Sync>(
             .map(|ox| (ox, g.col_span(ox).0))
             .filter(|(_, r)| !r.is_empty())
             .collect(),
+        pairs: pair_windows(g),
         group: (4096 / plane_in.max(1)).max(1),
         low,
     };
@@ -345,6 +346,8 @@ struct MaxPlanes<'g, T> {
     /// The edge columns of a stride-1 "same" window (see [`edges`]) and the input columns each
     /// reads.
     edge_cols: Vec<(usize, Range<usize>)>,
+    /// A stride-2 window of 2 or 3 columns: see [`PairWindows`].
+    pairs: Option<PairWindows>,
     /// Planes per group.
     group: usize,
     low: T,
@@ -394,6 +397,10 @@ impl<T: Copy + PartialOrd> MaxPlanes<'_, T> {
                     }
                 }
             }
+        } else if let Some(pw) = &self.pairs {
+            for iy in 0..rows_in {
+                pw.row(sub(x, iy * g.w, g.w)?, sub_mut(tmp, iy * g.ow, g.ow)?)?;
+            }
         } else {
             for iy in 0..rows_in {
                 row_maxima(
@@ -416,6 +423,70 @@ impl<T: Copy + PartialOrd> MaxPlanes<'_, T> {
                     continue;
                 }
                 combine_rows(yr, tp, r.clone(), self.low)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The horizontal pass of a stride-2 window 2 or 3 columns wide (GoogLeNet's and SqueezeNet's
+/// 3x3/2 pools) in one pass over the input's pairs of columns: each window's taps combined in
+/// order and written once (the tap-by-tap passes of [`row_maxima`] read each output back).
+struct PairWindows {
+    k: usize,
+    /// The windows whose taps are all inside the row, and the input column of the first's.
+    full: Range<usize>,
+    at: usize,
+    /// The other windows with input, and the input columns each reads.
+    cut: Vec<(usize, Range<usize>)>,
+}
+
+fn pair_windows(g: &PoolGeom) -> Option<PairWindows> {
+    if g.sw != 2 || !(g.kw == 2 || g.kw == 3) || g.w + g.pl < g.kw {
+        return None;
+    }
+    let lo = g.pl.div_ceil(2);
+    let hi = ((g.w + g.pl - g.kw) / 2 + 1).min(g.ow);
+    if lo >= hi {
+        return None;
+    }
+    let cut = (0..lo)
+        .chain(hi..g.ow)
+        .map(|ox| (ox, g.col_span(ox).0))
+        .filter(|(_, r)| !r.is_empty())
+        .collect();
+    Some(PairWindows {
+        k: g.kw,
+        full: lo..hi,
+        at: 2 * lo - g.pl,
+        cut,
+    })
+}
+
+impl PairWindows {
+    /// `t[ox]`: the maximum of input row `xr` over window `ox` (windows with no input keep it).
+    #[inline(always)]
+    fn row<T: Copy + PartialOrd>(&self, xr: &[T], t: &mut [T]) -> Result<()> {
+        let n = self.full.len();
+        // Window i of `full` reads xs[2i..2i + k]: n pairs, and one more column when k is 3.
+        let xs = sub(xr, self.at, 2 * n + self.k - 2)?;
+        let dst = sub_mut(t, self.full.start, n)?;
+        let (pairs, _) = xs.as_chunks::<2>();
+        if self.k == 2 {
+            for (d, p) in dst.iter_mut().zip(pairs) {
+                *d = keep_max(p[0], p[1]);
+            }
+        } else if let (Some((last, body)), Some(&end)) = (dst.split_last_mut(), xs.last()) {
+            for ((d, p), q) in body.iter_mut().zip(pairs).zip(&pairs[1..]) {
+                *d = keep_max(keep_max(p[0], p[1]), q[0]);
+            }
+            if let Some(p) = pairs.get(n - 1) {
+                *last = keep_max(keep_max(p[0], p[1]), end);
+            }
+        }
+        for (ox, r) in &self.cut {
+            if let (Some(m), Some(d)) = (scan_max(sub(xr, r.start, r.len())?), t.get_mut(*ox)) {
+                *d = m;
             }
         }
         Ok(())
