@@ -205,6 +205,10 @@ struct NameIndex(std::sync::Mutex<Names>);
 
 #[derive(Debug, Default, Clone)]
 struct Names {
+    /// Name -> node. Removing a node leaves its entry (a hash-table removal per node was the
+    /// largest part of a large graph's rewrite: cache misses): an entry whose node is gone is
+    /// stale, read as absent ([`Names::live`]), overwritten when the name is used again, and
+    /// dropped when stale entries may outnumber the nodes ([`Names::compact`]).
     map: FxHashMap<Name, NodeId>,
     /// Automatically named nodes not in `map` yet, in creation order (removed ones are
     /// skipped when they are indexed). Names are unique over `map` and `pending` together.
@@ -243,10 +247,21 @@ impl Names {
             }
         }
     }
-    /// Forgets a node being removed (a pending one is not in `map`, and no other node there
-    /// has its name; its stale id in `pending` is skipped later).
-    fn remove(&mut self, node: &Node) {
-        self.map.remove(&node.name);
+    /// The node of `nodes` named `name`, if any (a stale entry is no node).
+    fn live(&self, name: &str, nodes: &SlotMap<NodeId, Box<Node>>) -> Option<NodeId> {
+        self.map
+            .get(name)
+            .copied()
+            .filter(|&id| nodes.contains_key(id))
+    }
+    /// Drops the stale entries instead of growing the map when at least a quarter of it is
+    /// stale (live entries are at most the node count). The map then holds at most 4/3 of
+    /// the nodes when it grows, and a compaction frees at least a quarter of what it scans.
+    fn compact(&mut self, nodes: &SlotMap<NodeId, Box<Node>>) {
+        let len = self.map.len();
+        if len >= self.map.capacity() && len.saturating_sub(nodes.len()) * 4 >= len {
+            self.map.retain(|_, id| nodes.contains_key(*id));
+        }
     }
 }
 
@@ -419,20 +434,20 @@ impl Graph {
     pub fn find(&self, name: &str) -> Option<NodeId> {
         let mut names = self.names.lock();
         names.complete(&self.nodes);
-        names.map.get(name).copied()
+        names.live(name, &self.nodes)
     }
 
     /// A name not used yet in this graph: `base`, else `base_1`, `base_2`, ...
     pub fn unique_name(&self, base: &str) -> String {
         let mut names = self.names.lock();
         names.complete(&self.nodes);
-        if !names.map.contains_key(base) {
+        if names.live(base, &self.nodes).is_none() {
             return base.to_string();
         }
         let mut i = 1usize;
         loop {
             let cand = format!("{base}_{i}");
-            if !names.map.contains_key(cand.as_str()) {
+            if names.live(&cand, &self.nodes).is_none() {
                 return cand;
             }
             i += 1;
@@ -450,7 +465,7 @@ impl Graph {
         loop {
             let name = numbered_name(op_type, c);
             c += 1;
-            if !names.map.contains_key(&name) {
+            if names.live(&name, &self.nodes).is_none() {
                 return (name, c);
             }
         }
@@ -466,7 +481,8 @@ impl Graph {
             node.name
         );
         let given = self.auto_counters.get(node.op_type.as_str()).copied();
-        let fresh = next > given.unwrap_or(0) && !self.names.get_mut().map.contains_key(&node.name);
+        let fresh = next > given.unwrap_or(0)
+            && self.names.get_mut().live(&node.name, &self.nodes).is_none();
         if !fresh {
             return self.add_node(node);
         }
@@ -495,11 +511,19 @@ impl Graph {
         }
         let names = self.names.get_mut();
         names.complete(&self.nodes);
+        names.compact(&self.nodes);
         match names.map.entry(node.name.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => Err(Error::build(format!(
-                "graph '{}' already has a node named '{}'",
-                self.name, node.name
-            ))),
+            std::collections::hash_map::Entry::Occupied(e) if self.nodes.contains_key(*e.get()) => {
+                Err(Error::build(format!(
+                    "graph '{}' already has a node named '{}'",
+                    self.name, node.name
+                )))
+            }
+            std::collections::hash_map::Entry::Occupied(mut stale) => {
+                let id = insert_boxed(&mut self.nodes, &mut self.next_seq, node);
+                stale.insert(id);
+                Ok(id)
+            }
             std::collections::hash_map::Entry::Vacant(slot) => {
                 Ok(*slot.insert(insert_boxed(&mut self.nodes, &mut self.next_seq, node)))
             }
@@ -511,9 +535,8 @@ impl Graph {
     /// for a graph whose nodes are all being moved elsewhere before it is dropped (a
     /// replacement consumed by [`crate::pattern::rewrite_owned`]).
     pub(crate) fn take_boxed(&mut self, id: NodeId) -> Option<Box<Node>> {
-        let node = self.nodes.remove(id)?;
-        self.names.get_mut().remove(&node);
-        Some(node)
+        // Its name-index entry goes stale (see `Names::map`).
+        self.nodes.remove(id)
     }
 
     /// Clears an input's source (its producer is being removed); a stale port is ignored.
@@ -645,7 +668,6 @@ impl Graph {
             .nodes
             .remove(id)
             .ok_or_else(|| Error::value("node already removed"))?;
-        self.names.get_mut().remove(&node);
         for out in &node.outputs {
             for c in &out.consumers {
                 self.unhook_input(*c);
@@ -728,7 +750,6 @@ impl Graph {
             let Some(node) = self.nodes.remove(id) else {
                 continue;
             };
-            self.names.get_mut().remove(&node);
             for out in &node.outputs {
                 for c in out.consumers.iter().filter(|c| !set(&c.node)) {
                     self.unhook_input(*c);
@@ -761,7 +782,7 @@ impl Graph {
         self.node(id)?;
         let names = self.names.get_mut();
         names.complete(&self.nodes);
-        if let Some(&other) = names.map.get(new_name) {
+        if let Some(other) = names.live(new_name, &self.nodes) {
             if other != id {
                 return Err(Error::build(format!(
                     "graph '{}' already has a node named '{new_name}'",
@@ -1102,7 +1123,11 @@ impl Graph {
         let indexed = {
             let mut names = self.names.lock();
             names.complete(&self.nodes);
-            names.map.len()
+            names
+                .map
+                .values()
+                .filter(|&&id| self.nodes.contains_key(id))
+                .count()
         };
         if indexed != self.nodes.len() {
             return Err(bad("node names are not unique".into()));
@@ -1475,6 +1500,33 @@ mod name_index_tests {
             }
             g.check_integrity().unwrap();
         }
+    }
+
+    #[test]
+    fn removed_names_are_free_again_after_a_compaction() {
+        let mut g = Graph::new("g");
+        let ids: Vec<NodeId> = (0..50)
+            .map(|i| g.add_node(Node::new(format!("n{i}"), "Relu")).unwrap())
+            .collect();
+        assert_eq!(g.find("n7"), Some(ids[7]));
+        g.delete_nodes(&ids[..45]).unwrap();
+        // Fill the map up to its capacity: most of it is stale (the 45 removed names).
+        let cap = g.names.lock().map.capacity();
+        let mut i = 0;
+        while g.names.lock().map.len() < cap {
+            g.add_node(Node::new(format!("m{i}"), "Relu")).unwrap();
+            i += 1;
+        }
+        // This add drops the stale entries (instead of growing the map).
+        let again = g.add_node(Node::new("n7", "Relu")).unwrap();
+        assert_eq!(g.names.lock().map.len(), g.node_count());
+        assert_eq!(g.find("n7"), Some(again));
+        assert_eq!(g.find("n8"), None);
+        assert_eq!(g.find("n49"), Some(ids[49]));
+        assert_eq!(g.unique_name("n8"), "n8");
+        assert_eq!(g.unique_name("n49"), "n49_1");
+        assert!(g.add_node(Node::new("n49", "Relu")).is_err());
+        g.check_integrity().unwrap();
     }
 
     #[test]
