@@ -384,6 +384,35 @@ def test_fresh_instance_per_run_and_stage_order():
         run_passes(g, stage="Later")
 
 
+def test_a_match_kept_by_its_hook_is_still_rewritten_as_found():
+    """A hook that keeps its match view alive: the pass still rewrites each match from the
+    match as found (its inputs and outputs), and the kept views expire."""
+    kept = []
+
+    @register_fusion_pass(name="KeepAndFuse", stage=AFTER)
+    class KeepAndFuse(AddReluPass):
+        def meet_requirements(self, match_result):
+            kept.append(match_result)
+            return True
+
+        def replacement(self, match_result):
+            kept.append(match_result)
+            return sub_relu_replacement()
+
+    g = chain(3)
+    (stats,) = run_passes(g)
+    assert stats.rewritten == 3
+    assert sorted(types(g)) == sorted(["Data"] + ["Const"] * 3 + ["Sub", "Relu"] * 3)
+    # Each Sub reads the block before it (the input for the first) and a constant.
+    subs = [n for n in g.get_all_nodes() if n.type == "Sub"]
+    feeds = sorted(n.get_in_data_nodes_and_port_indexes(0)[0].type for n in subs)
+    assert feeds == ["Data", "Relu", "Relu"]
+    assert {n.get_in_data_nodes_and_port_indexes(1)[0].type for n in subs} == {"Const"}
+    assert len(kept) == 6
+    with pytest.raises(RuntimeError, match="graph handle has expired"):
+        kept[0].get_matched_nodes()
+
+
 def test_views_expire_after_the_run():
     kept = {}
 

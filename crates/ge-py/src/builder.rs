@@ -338,7 +338,7 @@ guarded! {
 impl GraphBuilderBase {
     /// The node `create` adds (`what` names it in errors), under the current scopes, as a new
     /// tensor of this builder.
-    fn add_node<E: Into<crate::errors::Error>>(
+    pub(crate) fn add_node<E: Into<crate::errors::Error>>(
         slf: &Bound<'_, Self>,
         what: &str,
         create: impl FnOnce(&mut GraphBuilder) -> Result<OutPort, E>,

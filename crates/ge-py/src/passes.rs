@@ -9,7 +9,7 @@
 //! `RuntimeError("graph handle has expired")`. The GIL is released while the executor matches
 //! and rewrites, and taken only around Python hooks.
 
-use crate::builder::TensorHolder;
+use crate::builder::{GraphBuilderBase, TensorHolder};
 use crate::convert::{downcast_arg, set_fields};
 use crate::errors::IntoPyResult;
 use crate::graph::{Graph, Node};
@@ -19,7 +19,7 @@ use es_core::pattern::{
     MatchResult as CoreMatchResult, Pattern as CorePattern,
     PatternMatcherConfig as CoreMatcherConfig, SubgraphBoundary as CoreBoundary,
 };
-use es_core::{Graph as CoreGraph, InPort, NodeId, OutPort};
+use es_core::{DataType, Format, Graph as CoreGraph, InPort, NodeId, OutPort, Shape};
 use pass_bridge::{
     Decision, DecomposePass, FusionPass, HookError, HookResult, PassContext as CorePassContext,
     PassDescriptor, PassInstance, PassKind, PassRegistry, PassStage, PatternFusionPass, RunOptions,
@@ -539,6 +539,35 @@ guarded! {
                     })
                     .collect()
             })
+        }
+        /// Creates the match's inputs in `builder` (a replacement's builder), in input order:
+        /// input `i` named `input_<i>`, a `Data` node with the dtype, shape and format of the
+        /// matched tensor it stands for; the same nodes as `_create_input(i, None, "Data", ...)`
+        /// with [`MatchResult::_input_descs`]' values, in one call.
+        fn _create_inputs(
+            &self,
+            builder: &Bound<'_, GraphBuilderBase>,
+        ) -> PyResult<Vec<Py<TensorHolder>>> {
+            self.check()?;
+            let descs: Vec<(DataType, Format, Shape)> = self.src().read(&Vec::new(), |g| {
+                self.m
+                    .inputs
+                    .iter()
+                    .map(|p| {
+                        let d = g.out_desc(*p).py()?;
+                        Ok((d.dtype, d.format, Shape::new(d.shape.dims().to_vec())))
+                    })
+                    .collect()
+            })?;
+            descs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (dt, fmt, shape))| {
+                    GraphBuilderBase::add_node(builder, "create input", |b| {
+                        b.create_input(i as i64, None, "Data", dt, fmt, shape)
+                    })
+                })
+                .collect()
         }
         fn get_pattern_graph_name(&self) -> PyResult<String> {
             self.check()?;
@@ -1205,15 +1234,14 @@ impl PatternFusionPass for PyPatternPass {
         &mut self,
         graph: &mut CoreGraph,
         pattern: usize,
-        m: &CoreMatchResult,
+        m: &Arc<CoreMatchResult>,
         ctx: &mut CorePassContext,
     ) -> HookResult<Decision> {
         // One match record shared by both views (each hook still gets its own view).
-        let m = Arc::new(m.clone());
         self.core.call_hooks(graph, |py, _| {
             let fail = |e: PyErr| classify(py, e);
             let ok = self
-                .call_hook(py, pattern, &m, ctx, intern!(py, "meet_requirements"))
+                .call_hook(py, pattern, m, ctx, intern!(py, "meet_requirements"))
                 .and_then(|r| r.is_truthy());
             match ok.map_err(fail) {
                 Ok(true) => {}
@@ -1222,7 +1250,7 @@ impl PatternFusionPass for PyPatternPass {
                 Err(e) => return Err(e),
             }
             let g = self
-                .call_hook(py, pattern, &m, ctx, intern!(py, "replacement"))
+                .call_hook(py, pattern, m, ctx, intern!(py, "replacement"))
                 .and_then(|r| returned_graph(&r, "replacement"));
             match g.map_err(fail) {
                 Ok(g) => Ok(Decision::Replace(g)),

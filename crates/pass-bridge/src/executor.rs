@@ -14,6 +14,7 @@ use es_core::{Graph, NodeId, OutPort};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which passes [`run_passes`] runs, and the options their contexts see.
@@ -301,14 +302,18 @@ pub fn run_pattern_pass(
                     for p in m.inputs.iter_mut() {
                         *p = follow(&moved, *p);
                     }
-                    for ports in m.captures.values_mut() {
+                    for (_, ports) in m.captures.iter_mut() {
                         for p in ports.iter_mut() {
                             *p = follow(&moved, *p);
                         }
                     }
                 }
                 stats.matches_tried += 1;
-                let replacement = match pass.decide(graph, pi, &m, ctx)? {
+                let shared = Arc::new(m);
+                let decision = pass.decide(graph, pi, &shared, ctx)?;
+                // The hooks' views of the match have expired; a copy only if one was kept.
+                let mut m = Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone());
+                let replacement = match decision {
                     Decision::Rejected => continue,
                     Decision::Skipped { accepted } => {
                         stats.matches_accepted += usize::from(accepted);

@@ -5,6 +5,7 @@
 use es_core::pattern::{MatchResult, Pattern, PatternMatcherConfig};
 use es_core::{Graph, NodeId};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// How a pass hook (a `run`, `meet_requirements` or `replacement` call) can end badly.
@@ -156,12 +157,13 @@ pub trait PatternFusionPass: Send {
     /// Both hooks for one match, as the executor calls them: [`meet_requirements`]
     /// (Self::meet_requirements), then, if it accepted, [`replacement`](Self::replacement).
     /// A binding may override it to make one crossing into its language per match; the
-    /// outcome must be the one the default gives.
+    /// outcome must be the one the default gives. The match is shared (`Arc`) so that a
+    /// binding can hand it to its hooks' views without copying it.
     fn decide(
         &mut self,
         graph: &mut Graph,
         pattern: usize,
-        m: &MatchResult,
+        m: &Arc<MatchResult>,
         ctx: &mut PassContext,
     ) -> HookResult<Decision> {
         match self.meet_requirements(graph, pattern, m, ctx) {

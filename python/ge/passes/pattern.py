@@ -248,11 +248,14 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
     def replacement(self: Any, match_result: Any, context: Any = None) -> Graph:
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
         if type(match_result) is MatchResult:
-            descs: Optional[List[Tuple[int, List[int], int]]] = match_result._input_descs()
+            # Every input of the match exists in the replacement, used or not: made in one call.
+            inputs = PatternInputs(builder)
+            inputs._inputs = dict(enumerate(match_result._create_inputs(builder)))
+            descs: Optional[List[Tuple[int, List[int], int]]] = None
         else:
             input_descs = getattr(match_result, "_input_descs", None)
             descs = input_descs() if input_descs is not None else None
-        inputs = PatternInputs(builder, descs)
+            inputs = PatternInputs(builder, descs)
         if with_match:
             result = method(self, inputs, match_result, context) if with_context else method(self, inputs, match_result)
         else:

@@ -7,7 +7,6 @@ use crate::error::Result;
 use crate::graph::{Graph, InPort, NodeId, OutPort};
 use crate::types::Tensor;
 use rustc_hash::FxHashSet;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// What one pattern node is bound to during the search.
@@ -639,7 +638,7 @@ impl Ctx<'_> {
         let p = self.pattern;
         let mut nodes = Vec::new();
         let mut names = Vec::new();
-        let mut captures = BTreeMap::new();
+        let mut captures = Vec::with_capacity(p.ids.len());
         for q in 0..p.ids.len() {
             let pn = p.pnode(q);
             match self.bound[q] {
@@ -652,10 +651,10 @@ impl Ctx<'_> {
                             index: a as u32,
                         })
                         .collect();
-                    captures.insert(pn.name.clone(), ports);
+                    captures.push((pn.name.clone(), ports));
                 }
                 Bound::Port(port) => {
-                    captures.insert(pn.name.clone(), vec![port]);
+                    captures.push((pn.name.clone(), smallvec::smallvec![port]));
                 }
                 Bound::Free => {}
             }

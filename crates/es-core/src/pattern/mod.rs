@@ -43,7 +43,7 @@
 use crate::error::{Error, Result};
 use crate::graph::{is_data_op, Graph, Name, Node, NodeId, OutPort};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
+use smallvec::SmallVec;
 use std::fmt::Write as _;
 
 /// Options of the matcher.
@@ -240,9 +240,10 @@ pub struct MatchResult {
     pub inputs: Vec<OutPort>,
     /// The target port of each pattern output.
     pub outputs: Vec<OutPort>,
-    /// Captured tensors by pattern node name: the target ports of that node's outputs (for a
-    /// pattern input, the one bound port).
-    pub captures: BTreeMap<Name, Vec<OutPort>>,
+    /// Captured tensors by pattern node name, in pattern node order: the target ports of that
+    /// node's outputs (for a pattern input, the one bound port). A list, not a map: a pattern
+    /// has a handful of nodes, and a match is made for every candidate (one allocation).
+    pub captures: Vec<(Name, SmallVec<[OutPort; 2]>)>,
     /// Names of the pattern nodes, parallel to `nodes`.
     pattern_node_names: Vec<Name>,
 }
@@ -283,7 +284,10 @@ impl MatchResult {
 
     /// Captured tensor `index` of the pattern node named `name`.
     pub fn captured(&self, name: &str, index: usize) -> Option<OutPort> {
-        self.captures.get(name).and_then(|v| v.get(index).copied())
+        self.captures
+            .iter()
+            .find(|c| c.0 == name)
+            .and_then(|c| c.1.get(index).copied())
     }
 
     /// The match as a boundary to rewrite.
