@@ -208,7 +208,7 @@ struct Names {
     /// Name -> node. Removing a node leaves its entry (a hash-table removal per node was the
     /// largest part of a large graph's rewrite: cache misses): an entry whose node is gone is
     /// stale, read as absent ([`Names::live`]), overwritten when the name is used again, and
-    /// dropped when stale entries may outnumber the nodes ([`Names::compact`]).
+    /// dropped instead of growing the map once a quarter of it is stale ([`Names::compact`]).
     map: FxHashMap<Name, NodeId>,
     /// Automatically named nodes not in `map` yet, in creation order (removed ones are
     /// skipped when they are indexed). Names are unique over `map` and `pending` together.

@@ -310,10 +310,7 @@ pub fn run_pattern_pass(
                 }
                 stats.matches_tried += 1;
                 let shared = Arc::new(m);
-                let decision = pass.decide(graph, pi, &shared, ctx)?;
-                // The hooks' views of the match have expired; a copy only if one was kept.
-                let mut m = Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone());
-                let replacement = match decision {
+                let replacement = match pass.decide(graph, pi, &shared, ctx)? {
                     Decision::Rejected => continue,
                     Decision::Skipped { accepted } => {
                         stats.matches_accepted += usize::from(accepted);
@@ -322,6 +319,8 @@ pub fn run_pattern_pass(
                     }
                     Decision::Replace(g) => g,
                 };
+                // The hooks' views of the match have expired; a copy only if one was kept.
+                let mut m = Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone());
                 stats.matches_accepted += 1;
                 // The match is not read again: its ports move into the boundary.
                 let boundary = SubgraphBoundary::new(
