@@ -202,6 +202,8 @@ impl GraphBuilder {
         hint: bool,
     ) -> Result<OutPort> {
         node.attrs.insert("index".into(), AttrValue::Int(index));
+        // One description for both slots (copy-on-write: either may change alone).
+        let desc = SharedDesc::new(desc);
         node.inputs.push(InputSlot::new("x", 0, desc.clone()));
         node.outputs.push(OutputSlot::new("y", 0, desc));
         let id = self.graph.add_node(node)?;
@@ -740,6 +742,19 @@ mod shared_desc_tests {
         let x = data_input(b, vec![2, 3]);
         let p = b.proto("Relu").unwrap();
         (x, b.add_op_ports(&p, &[x]).unwrap())
+    }
+
+    #[test]
+    fn a_graph_input_describes_its_input_and_output_once_until_either_changes() {
+        let mut b = GraphBuilder::new("g");
+        let x = data_input(&mut b, vec![2, 3]);
+        let g = b.graph_mut();
+        let n = g.node(x.node).unwrap();
+        assert!(n.inputs[0].desc.is_shared_with(&n.outputs[0].desc));
+        g.node_mut(x.node).unwrap().outputs[0].desc.shape = Shape::new(vec![5]);
+        let n = g.node(x.node).unwrap();
+        assert_eq!(n.inputs[0].desc.shape, Shape::new(vec![2, 3]));
+        assert_eq!(n.outputs[0].desc.shape, Shape::new(vec![5]));
     }
 
     #[test]
