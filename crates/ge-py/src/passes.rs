@@ -483,6 +483,20 @@ impl MatchResult {
     fn src(&self) -> GraphSource {
         GraphSource::Cell(self.cell.clone())
     }
+    /// The dtype, format and dims of each of the match's inputs, in input order.
+    fn input_descs(&self) -> PyResult<Vec<(DataType, Format, Vec<i64>)>> {
+        self.check()?;
+        self.src().read(&Vec::new(), |g| {
+            self.m
+                .inputs
+                .iter()
+                .map(|p| {
+                    let d = g.out_desc(*p).py()?;
+                    Ok((d.dtype, d.format, d.shape.dims().to_vec()))
+                })
+                .collect()
+        })
+    }
     fn capture_port(&self, i: usize) -> PyResult<OutPort> {
         let (pn, idx) = *self.meta.captures.get(i).ok_or_else(|| {
             PyValueError::new_err(format!(
@@ -528,17 +542,11 @@ guarded! {
         /// The descriptions of the match's inputs, in input order, as (dtype value, dims, format
         /// value): expression-style replacements create their inputs with them.
         fn _input_descs(&self) -> PyResult<Vec<(i32, Vec<i64>, i32)>> {
-            self.check()?;
-            self.src().read(&Vec::new(), |g| {
-                self.m
-                    .inputs
-                    .iter()
-                    .map(|p| {
-                        let d = g.out_desc(*p).py()?;
-                        Ok((d.dtype.value(), d.shape.dims().to_vec(), d.format.value()))
-                    })
-                    .collect()
-            })
+            Ok(self
+                .input_descs()?
+                .into_iter()
+                .map(|(dt, fmt, dims)| (dt.value(), dims, fmt.value()))
+                .collect())
         }
         /// Creates the match's inputs in `builder` (a replacement's builder), in input order:
         /// input `i` named `input_<i>`, a `Data` node with the dtype, shape and format of the
@@ -548,23 +556,12 @@ guarded! {
             &self,
             builder: &Bound<'_, GraphBuilderBase>,
         ) -> PyResult<Vec<Py<TensorHolder>>> {
-            self.check()?;
-            let descs: Vec<(DataType, Format, Shape)> = self.src().read(&Vec::new(), |g| {
-                self.m
-                    .inputs
-                    .iter()
-                    .map(|p| {
-                        let d = g.out_desc(*p).py()?;
-                        Ok((d.dtype, d.format, Shape::new(d.shape.dims().to_vec())))
-                    })
-                    .collect()
-            })?;
-            descs
+            self.input_descs()?
                 .into_iter()
                 .enumerate()
-                .map(|(i, (dt, fmt, shape))| {
+                .map(|(i, (dt, fmt, dims))| {
                     GraphBuilderBase::add_node(builder, "create input", |b| {
-                        b.create_input(i as i64, None, "Data", dt, fmt, shape)
+                        b.create_input(i as i64, None, "Data", dt, fmt, Shape::new(dims))
                     })
                 })
                 .collect()

@@ -37,9 +37,11 @@ class PatternInputs:
     replacement each input has the dtype, shape and format of the matched tensor it stands for.
     """
 
-    def __init__(self, builder: GraphBuilder, descs: Optional[List[Tuple[int, List[int], int]]] = None) -> None:
+    def __init__(self, builder: GraphBuilder, descs: Optional[List[Tuple[int, List[int], int]]] = None,
+                 created: Optional[List[TensorHolder]] = None) -> None:
         self._builder = builder
-        self._inputs: Dict[int, TensorHolder] = {}
+        # ``created``: inputs 0..n-1 made already (a replacement's, in one native call).
+        self._inputs: Dict[int, TensorHolder] = dict(enumerate(created)) if created else {}
         self._descs = descs
 
     @overload
@@ -249,8 +251,7 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
         if type(match_result) is MatchResult:
             # Every input of the match exists in the replacement, used or not: made in one call.
-            inputs = PatternInputs(builder)
-            inputs._inputs = dict(enumerate(match_result._create_inputs(builder)))
+            inputs = PatternInputs(builder, created=match_result._create_inputs(builder))
             descs: Optional[List[Tuple[int, List[int], int]]] = None
         else:
             input_descs = getattr(match_result, "_input_descs", None)
