@@ -33,12 +33,13 @@ const PRODUCTS: [&str; 6] = [
 ];
 
 /// Activations a fused step may apply (unary float functions of the element-wise kernels).
-const ACTIVATIONS: [&str; 12] = [
+const ACTIVATIONS: [&str; 13] = [
     "Relu",
     "Relu6",
     "Sigmoid",
     "Tanh",
     "Gelu",
+    "GeluV2",
     "Swish",
     "Elu",
     "LeakyRelu",

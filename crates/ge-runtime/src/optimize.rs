@@ -61,6 +61,8 @@ pub struct OptimizeCounts {
     pub dead_removed: usize,
     pub transposes_absorbed: usize,
     pub gelus_fused: usize,
+    /// erf-Gelu chains made GeluV2 nodes (`gelus_fused` counts the tanh-Gelus).
+    pub erf_gelus_fused: usize,
     pub divisions_to_products: usize,
     pub constant_operands_laid_out: usize,
 }
@@ -72,7 +74,7 @@ impl std::fmt::Display for OptimizeCounts {
             "identities removed {}, constants folded {}, duplicates merged {}, \
              BatchNorms folded into convolutions {}, dead nodes removed {}, \
              transposes absorbed into products {}, transposed constant operands laid out {}, \
-             tanh-Gelus fused {}, divisions by powers of two made products {}",
+             tanh-Gelus fused {}, erf-Gelus fused {}, divisions by powers of two made products {}",
             self.identities_removed,
             self.constants_folded,
             self.duplicates_merged,
@@ -81,6 +83,7 @@ impl std::fmt::Display for OptimizeCounts {
             self.transposes_absorbed,
             self.constant_operands_laid_out,
             self.gelus_fused,
+            self.erf_gelus_fused,
             self.divisions_to_products
         )
     }
@@ -274,7 +277,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
     // transposed once (a one-row product reads the original in place).
     let transposes_absorbed = patterns::absorb_transposes(g)?;
     let constant_operands_laid_out = patterns::contiguous_const_operands(g)?;
-    let gelus_fused = patterns::fuse_tanh_gelu(g)?;
+    let (gelus_fused, erf_gelus_fused) = patterns::fuse_gelus(g)?;
     let divisions_to_products = patterns::div_to_mul(g)?;
     let constants_folded = fold_constants(g)?;
     let duplicates_merged = merge_duplicates(g)?;
@@ -288,6 +291,7 @@ pub fn optimize(g: &mut Graph) -> Result<OptimizeCounts> {
         dead_removed,
         transposes_absorbed,
         gelus_fused,
+        erf_gelus_fused,
         divisions_to_products,
         constant_operands_laid_out,
     })
@@ -328,6 +332,7 @@ mod tests {
                 dead_removed: 3,
                 transposes_absorbed: 0,
                 gelus_fused: 0,
+                erf_gelus_fused: 0,
                 divisions_to_products: 0,
                 constant_operands_laid_out: 0,
             }

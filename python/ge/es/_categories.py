@@ -221,6 +221,7 @@ CATEGORY_OPS: Dict[str, Dict[str, str]] = {
         "GatherV2": "gather_v2",
         "GatherV2D": "gather_v2_d",  # variant of GatherV2
         "Gelu": "gelu",
+        "GeluV2": "gelu_v2",
         "GroupNorm": "group_norm",
         "HardSigmoid": "hard_sigmoid",
         "If": "if_",  # extend header

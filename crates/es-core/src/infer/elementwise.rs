@@ -2,8 +2,8 @@
 //! bit operations and shifts, activations, casts, clipping and selection.
 
 use super::common::{
-    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, out_dtype_attr, output_allows,
-    outputs_are_inputs, same_as_x, single,
+    attr_dtype, bcast, check_one_element, dtype_like, opt_bool, opt_str, out_dtype_attr,
+    output_allows, outputs_are_inputs, same_as_x, single,
 };
 use super::{broadcast, InferCtx, InferFn};
 use crate::error::Result;
@@ -39,6 +39,7 @@ pub(super) fn rule(op_type: &str) -> Option<InferFn> {
         "Bitcast" => bitcast,
         "LeftShift" | "RightShift" => shift,
         "Threshold" => same_as_x,
+        "GeluV2" => gelu_v2,
         _ => return None,
     })
 }
@@ -63,6 +64,20 @@ fn elementwise_binary(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
 fn unary(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
     let x = ctx.inputs.first().copied().flatten();
     Ok(single(dtype_like(ctx, 0, x), shape_of(x)))
+}
+
+/// GeluV2's `approximate` values (ops-nn `activation/gelu_v2`: the tiling refuses any other).
+pub const GELU_APPROXIMATIONS: &[&str] = &["none", "tanh"];
+
+/// GeluV2: like x; `approximate` must be "none" (erf) or "tanh".
+fn gelu_v2(ctx: &InferCtx) -> Result<Vec<TensorDesc>> {
+    let a = opt_str(ctx, "approximate", "none")?;
+    if !GELU_APPROXIMATIONS.contains(&a) {
+        return Err(ctx.err(format!(
+            "attribute 'approximate' is {a:?}; expected \"none\" or \"tanh\""
+        )));
+    }
+    unary(ctx)
 }
 
 /// Cast: the input's shape, dtype `dst_type`.

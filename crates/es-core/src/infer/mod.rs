@@ -339,6 +339,7 @@ pub const LAYOUT_AGNOSTIC: &[&str] = &[
     // Activations.
     "Elu",
     "Gelu",
+    "GeluV2",
     "HardSigmoid",
     "LeakyRelu",
     "Mish",

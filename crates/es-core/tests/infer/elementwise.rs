@@ -227,6 +227,7 @@ pub(crate) const MATH_UNARY: &[&str] = &[
     "LeakyRelu",
     "HardSigmoid",
     "Gelu",
+    "GeluV2",
     "Mish",
     "Swish",
     "IsNan",
@@ -760,4 +761,34 @@ fn threshold_keeps_x() {
     );
     let i = t.input(INT32, &[3]);
     assert!(t.call("Threshold", &[("x", &[i])], &[]).is_err());
+}
+
+#[test]
+fn gelu_v2_keeps_x_and_checks_approximate() {
+    let mut t = T::new();
+    let x = t.input(BF16, &[3, U]);
+    for a in ["none", "tanh"] {
+        assert_eq!(
+            t.ok(
+                "GeluV2",
+                &[("x", &[x])],
+                &[("approximate", AttrValue::String(a.into()))]
+            ),
+            (BF16, vec![3, U]),
+            "{a}"
+        );
+    }
+    // The default is "none"; an unshaped x still has its attribute checked.
+    assert_eq!(t.ok("GeluV2", &[("x", &[x])], &[]), (BF16, vec![3, U]));
+    let any = t.input(FLOAT, &[-2]);
+    let e = t
+        .fail(
+            "GeluV2",
+            &[("x", &[any])],
+            &[("approximate", AttrValue::String("erf".into()))],
+        )
+        .to_string();
+    has(&e, &["GeluV2", "attribute 'approximate'", "\"erf\"", "\"tanh\""]);
+    let d = t.input(DOUBLE, &[2]);
+    assert!(t.call("GeluV2", &[("x", &[d])], &[]).is_err());
 }

@@ -779,6 +779,25 @@ fn float_fn(op: &str) -> Option<FloatFn> {
             f32: |x, _| x * sigmoid!(1.595_769_2_f32 * (x + 0.044_715 * x * x * x)),
             f64: |x, _| x * sigmoid!(1.595_769_121_605_730_8_f64 * (x + 0.044_715 * x * x * x)),
         },
+        // GE's GeluV2: p[0] 0 is `approximate` "none", x Phi(x) by erf (f32: the vectorised
+        // kernel's arithmetic at every layout; f64: 0.5 x erfc(-x / sqrt 2), no cancellation);
+        // 1 is "tanh", Gelu's arithmetic.
+        "GeluV2" => FloatFn {
+            f32: |x, p| {
+                if p[0] == 0.0 {
+                    super::vmath::gelu_erf(x)
+                } else {
+                    x * sigmoid!(1.595_769_2_f32 * (x + 0.044_715 * x * x * x))
+                }
+            },
+            f64: |x, p| {
+                if p[0] == 0.0 {
+                    0.5 * x * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+                } else {
+                    x * sigmoid!(1.595_769_121_605_730_8_f64 * (x + 0.044_715 * x * x * x))
+                }
+            },
+        },
         // Parameterised ones: p holds the attributes in the order `unary_params` gives.
         "Elu" => ff!(|x, p| if x > 0.0 {
             p[2] * x
@@ -801,6 +820,16 @@ fn unary_params(info: &NodeInfo) -> Result<Vec<f64>> {
         "HardSigmoid" => vec![f("alpha", 0.166_666_67)?, f("beta", 0.5)?],
         "Exp" | "Log" => vec![f("base", -1.0)?, f("scale", 1.0)?, f("shift", 0.0)?],
         "Swish" => vec![f("scale", 1.0)?],
+        "GeluV2" => match info.typed_attr::<&str>("approximate", "none")? {
+            "none" => vec![0.0],
+            "tanh" => vec![1.0],
+            a => {
+                return Err(Error::Compile(format!(
+                    "node '{}' (GeluV2): attribute 'approximate' is {a:?}; expected \"none\" or \"tanh\"",
+                    info.node.name
+                )))
+            }
+        },
         _ => Vec::new(),
     })
 }
@@ -840,6 +869,7 @@ const UNARY: &[&str] = &[
     "Selu",
     "Erf",
     "Gelu",
+    "GeluV2",
     "Elu",
     "LeakyRelu",
     "HardSigmoid",

@@ -14,6 +14,8 @@
 //! | [`exp`] | Cody–Waite reduction by ln 2, Cephes' degree-7 polynomial, 2^n in two factors | 1.5 ulp where the result is normal; below, gradual underflow (absolute error under 2^-149) |
 //! | [`sigmoid`] | e = exp(-\|x\|) in f32, 1 / (1 + e) (or e / (1 + e) for x < 0) in f64 | 2 ulp |
 //! | [`erf`] | Eigen's rational approximation x·P(x²)/Q(x²) on \|x\| ≤ 4 evaluated in f64, ±1 beyond | 2 ulp |
+//! | [`erf_f32`] | the same rational function evaluated in f32 (coefficients rounded to f32, no FMA) | 8 ulp (largest near \|x\| = 3.2, where an ulp of the result is 6e-8) |
+//! | [`gelu_erf`] | (1 + erf_f32(x·√½))·(0.5x), GE's GeluV2 order | 3 ulp of the result + \|x\|·2^-22 (the absolute part from 1 + erf: for x < -3 the result, under 4e-3·\|x\|, has an absolute error, as in onnxruntime's and GE's f32 kernels) |
 //! | [`tanh`] | \|x\| < 0.625: Cephes' odd polynomial x + x³·P(x²) in f64; beyond: 1 - 2 / (e^2\|x\| + 1) with e in f32 (exp above), the rest in f64, the sign copied; ±1 from \|x\| = 10 | 2 ulp |
 //! | [`softmax_rows`] | x - max exactly (two-sum), exp in f32, the sum and the product by its reciprocal in f64 | 2.5 ulp |
 //!
@@ -148,29 +150,56 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
     (if x >= 0.0 { r } else { e * r }) as f32
 }
 
+/// The numerator of Eigen's `generic_fast_erf_float`: erf(x) = x P(x^2) / Q(x^2) on |x| <= 4.
+const ERF_P: [f64; 7] = [
+    -2.726_142_258_013_06e-10,
+    2.770_681_424_959_02e-8,
+    -2.101_024_020_825_08e-6,
+    -5.692_506_394_623_46e-5,
+    -7.349_906_303_268_55e-4,
+    -2.954_599_808_540_25e-3,
+    -1.609_603_332_624_15e-2,
+];
+/// The denominator of Eigen's `generic_fast_erf_float`.
+const ERF_Q: [f64; 5] = [
+    -1.456_607_184_649_96e-5,
+    -2.133_740_552_789_05e-4,
+    -1.682_826_974_382_03e-3,
+    -7.373_329_167_204_68e-3,
+    -1.426_473_905_141_89e-2,
+];
+
+/// `a` rounded to f32, element by element.
+const fn to_f32<const N: usize>(a: [f64; N]) -> [f32; N] {
+    let mut out = [0.0f32; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = a[i] as f32;
+        i += 1;
+    }
+    out
+}
+const ERF_P32: [f32; 7] = to_f32(ERF_P);
+const ERF_Q32: [f32; 5] = to_f32(ERF_Q);
+
 /// erf(x): Eigen's `generic_fast_erf_float` rational function, evaluated in f64.
 #[inline(always)]
 pub(crate) fn erf(x: f32) -> f32 {
-    const P: [f64; 7] = [
-        -2.726_142_258_013_06e-10,
-        2.770_681_424_959_02e-8,
-        -2.101_024_020_825_08e-6,
-        -5.692_506_394_623_46e-5,
-        -7.349_906_303_268_55e-4,
-        -2.954_599_808_540_25e-3,
-        -1.609_603_332_624_15e-2,
-    ];
-    const Q: [f64; 5] = [
-        -1.456_607_184_649_96e-5,
-        -2.133_740_552_789_05e-4,
-        -1.682_826_974_382_03e-3,
-        -7.373_329_167_204_68e-3,
-        -1.426_473_905_141_89e-2,
-    ];
     let c = pick(x > 4.0, 4.0, x);
     let c = f64::from(pick(c < -4.0, -4.0, c));
     let x2 = c * c;
-    (c * horner64(x2, &P) / horner64(x2, &Q)) as f32
+    (c * horner64(x2, &ERF_P) / horner64(x2, &ERF_Q)) as f32
+}
+
+/// erf(x) all in f32: the rational function of [`erf`] with its coefficients rounded to f32
+/// (8 ulp, 4.5e-7 absolute; see the module table). Twice [`erf`]'s vector lanes and an f32
+/// division instead of an f64 one.
+#[inline(always)]
+pub(crate) fn erf_f32(x: f32) -> f32 {
+    let c = pick(x > 4.0, 4.0, x);
+    let c = pick(c < -4.0, -4.0, c);
+    let x2 = c * c;
+    c * horner(x2, &ERF_P32) / horner(x2, &ERF_Q32)
 }
 
 /// tanh(x) (2 ulp; see the module table). -0 stays -0; NaN gives NaN.
@@ -202,6 +231,15 @@ pub(crate) fn gelu_tanh(x: f32) -> f32 {
     x * sigmoid(1.595_769_2 * (x + 0.044_715 * x * x * x))
 }
 
+/// GeluV2 with `approximate` "none", the erf form x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))),
+/// as GE's kernel computes it: (1 + erf(x * 0.70710678)) * (0.5 x), erf by [`erf_f32`]. Within
+/// 3 ulp of the result plus |x| 2^-22 (see the module table): as in any f32 evaluation of
+/// 1 + erf, the result for x below about -3 keeps an absolute error, not a relative one.
+#[inline(always)]
+pub(crate) fn gelu_erf(x: f32) -> f32 {
+    (1.0 + erf_f32(x * std::f32::consts::FRAC_1_SQRT_2)) * (0.5 * x)
+}
+
 /// A function of this module applied over slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum VFn {
@@ -210,6 +248,7 @@ pub(crate) enum VFn {
     Erf,
     Tanh,
     GeluTanh,
+    GeluErf,
 }
 
 impl VFn {
@@ -223,6 +262,9 @@ impl VFn {
             "Erf" => VFn::Erf,
             "Tanh" => VFn::Tanh,
             "Gelu" => VFn::GeluTanh,
+            // GeluV2's `approximate`: 0 "none" (erf), 1 "tanh".
+            "GeluV2" if params == [0.0] => VFn::GeluErf,
+            "GeluV2" if params == [1.0] => VFn::GeluTanh,
             _ => return None,
         })
     }
@@ -236,6 +278,7 @@ impl VFn {
             VFn::Erf => erf(x),
             VFn::Tanh => tanh(x),
             VFn::GeluTanh => gelu_tanh(x),
+            VFn::GeluErf => gelu_erf(x),
         }
     }
 }
@@ -264,6 +307,7 @@ slice_fns!(sigmoid_map, sigmoid_inplace, sigmoid);
 slice_fns!(erf_map, erf_inplace, erf);
 slice_fns!(tanh_map, tanh_inplace, tanh);
 slice_fns!(gelu_map, gelu_inplace, gelu_tanh);
+slice_fns!(gelu_erf_map, gelu_erf_inplace, gelu_erf);
 
 /// `y[i] = f(x[i])` over the shorter of the two slices.
 pub(crate) fn map(f: VFn, x: &[f32], y: &mut [f32]) {
@@ -273,6 +317,7 @@ pub(crate) fn map(f: VFn, x: &[f32], y: &mut [f32]) {
         VFn::Erf => erf_map(x, y),
         VFn::Tanh => tanh_map(x, y),
         VFn::GeluTanh => gelu_map(x, y),
+        VFn::GeluErf => gelu_erf_map(x, y),
     }
 }
 
@@ -284,6 +329,7 @@ pub(crate) fn map_in_place(f: VFn, y: &mut [f32]) {
         VFn::Erf => erf_inplace(y),
         VFn::Tanh => tanh_inplace(y),
         VFn::GeluTanh => gelu_inplace(y),
+        VFn::GeluErf => gelu_erf_inplace(y),
     }
 }
 
@@ -492,6 +538,44 @@ mod tests {
         assert_eq!(tanh(f32::from_bits(1)), f32::from_bits(1));
     }
 
+    /// erf_f32 within 8 ulp of erf over a dense sweep (the module table's bound), and the
+    /// erf-Gelu within 3 ulp + |x| 2^-22 of x Phi(x) in f64 (0.5 x erfc(-x / sqrt 2): no
+    /// cancellation in the reference).
+    #[test]
+    fn erf_f32_and_gelu_erf_are_within_their_bounds() {
+        let xs = sweep(-8.0, 8.0, 2_000_000);
+        let e = max_ulps(&xs, erf_f32, libm::erf);
+        assert!(e <= 8.0, "erf_f32: {e} ulp");
+        // Where the f64 evaluation is 2 ulp, the f32 one is more: the bound is not loose.
+        assert!(e > 4.0, "erf_f32: {e} ulp");
+        assert_eq!(erf_f32(f32::INFINITY), 1.0);
+        assert_eq!(erf_f32(f32::NEG_INFINITY), -1.0);
+        assert_eq!(erf_f32(1e30), 1.0);
+        assert_eq!(erf_f32(0.0), 0.0);
+        assert!(erf_f32(f32::NAN).is_nan());
+        let mut worst = 0.0f64;
+        for x in sweep(-14.0, 14.0, 2_000_000) {
+            let xd = f64::from(x);
+            let w = 0.5 * xd * libm::erfc(-xd * std::f64::consts::FRAC_1_SQRT_2);
+            let g = f64::from(gelu_erf(x));
+            let tol = 3.0 * ulp(w) + xd.abs() * 2f64.powi(-22);
+            assert!(
+                (g - w).abs() <= tol + 1e-44,
+                "gelu_erf({x}) = {g}, want {w}"
+            );
+            worst = worst.max((g - w).abs() / tol);
+        }
+        assert!(worst > 0.5, "the bound is loose: {worst}");
+        assert_eq!(gelu_erf(0.0), 0.0);
+        assert_eq!(gelu_erf(f32::INFINITY), f32::INFINITY);
+        assert!(gelu_erf(f32::NAN).is_nan());
+        // Large positive x: exactly x (erf rounds to 1).
+        assert_eq!(gelu_erf(6.0), 6.0);
+        assert_eq!(VFn::of_op("GeluV2", &[0.0]), Some(VFn::GeluErf));
+        assert_eq!(VFn::of_op("GeluV2", &[1.0]), Some(VFn::GeluTanh));
+        assert_eq!(VFn::of_op("GeluV2", &[]), None);
+    }
+
     /// Gelu within 3 ulp of its formula in f64 with u rounded in f32 (as the kernel tests
     /// check it): exp(-2u) multiplies u's rounding by |2u|.
     #[test]
@@ -509,7 +593,14 @@ mod tests {
     /// and are not multiples of the vector widths, in place and not.
     #[test]
     fn slices_agree_with_the_scalar_functions() {
-        for f in [VFn::Exp, VFn::Sigmoid, VFn::Erf, VFn::Tanh, VFn::GeluTanh] {
+        for f in [
+            VFn::Exp,
+            VFn::Sigmoid,
+            VFn::Erf,
+            VFn::Tanh,
+            VFn::GeluTanh,
+            VFn::GeluErf,
+        ] {
             for n in [0, 1, 7, 16, 33, 1000] {
                 let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 12.0).collect();
                 let mut y = vec![0.0; n];

@@ -24,6 +24,12 @@
 //!   GE's Gelu being that function. The fused result is the vectorised Gelu's (3 ulp of the
 //!   formula in f32; see kernels/vmath.rs), not the op-by-op rounding of the unfused chain; the
 //!   two agree within a few ulp where the result is not near zero (tests below).
+//! - **erf-Gelu** (BERT's and ViT's exporters, torch's exact `gelu`): `0.5 x (1 + erf(x / sqrt 2))`
+//!   with the division written `Div(x, sqrt 2)`, `RealDiv(x, sqrt 2)` or `Mul(x, 1/sqrt 2)` and
+//!   the factors `x`, `0.5` and `1 + erf(..)` in any grouping (the same conditions as the
+//!   tanh-Gelu) becomes one `GeluV2` node with `approximate` "none", GE's erf-Gelu. Its kernel
+//!   (kernels/vmath.rs `gelu_erf`) is within 3 ulp + |x| 2^-22 of the exact function; the
+//!   unfused chain, in f32 with its own roundings, agrees with it to that order.
 //! - **Division by a power of two** (`scores / sqrt(64)` in attention): `Div(x, c)` or
 //!   `RealDiv(x, c)` (ONNX's float Div) with `c` a
 //!   one-element float constant ±2^k (|k| <= 100) becomes `Mul(x, 1/c)`, which gives the same
@@ -267,7 +273,16 @@ fn near(a: f64, want: f64) -> bool {
     (a - want).abs() <= 1e-6 * want.abs()
 }
 
-/// A tanh-Gelu match: its input and the node whose output it replaces.
+/// The two written-out Gelu forms.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum GeluForm {
+    /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GE's `Gelu`.
+    Tanh,
+    /// 0.5 x (1 + erf(x / sqrt(2))): GE's `GeluV2` with `approximate` "none".
+    Erf,
+}
+
+/// A Gelu match: its input and the node whose output it replaces.
 struct Gelu {
     x: OutPort,
     last: NodeId,
@@ -357,8 +372,29 @@ impl<'g> Matcher<'g> {
         inner().unwrap_or(false)
     }
 
-    /// The Gelu whose last Mul is `last`.
-    fn gelu(&mut self, last: NodeId) -> Option<Gelu> {
+    /// Whether `p` is 1 + erf(x / sqrt(2)), the division written `Div(x, sqrt 2)`,
+    /// `RealDiv(x, sqrt 2)` or `Mul(x, 1 / sqrt 2)`.
+    fn one_plus_erf(&self, p: OutPort, x: OutPort) -> bool {
+        let inner = || -> Option<bool> {
+            let e = self.with_const(self.binary(p, "Add")?, 1.0)?;
+            let en = self.interior(e, "Erf")?;
+            let t = en.inputs.first()?.source?;
+            let sqrt2 = std::f64::consts::SQRT_2;
+            let scaled = |op: &str, c: f64| {
+                self.binary(t, op)
+                    .filter(|&(_, d)| matches!(const_f64(self.g, d).as_deref(), Some([v]) if near(*v, c)))
+                    .map(|(a, _)| a)
+            };
+            let over = scaled("Div", sqrt2)
+                .or_else(|| scaled("RealDiv", sqrt2))
+                .or_else(|| self.with_const(self.binary(t, "Mul")?, 1.0 / sqrt2));
+            Some(over? == x)
+        };
+        inner().unwrap_or(false)
+    }
+
+    /// The Gelu of `form` whose last Mul is `last`.
+    fn gelu(&mut self, last: NodeId, form: GeluForm) -> Option<Gelu> {
         let out = OutPort {
             node: last,
             index: 0,
@@ -398,7 +434,11 @@ impl<'g> Matcher<'g> {
                 continue;
             }
             self.desc = Some(xd);
-            if self.one_plus_tanh(t, x) {
+            let hit = match form {
+                GeluForm::Tanh => self.one_plus_tanh(t, x),
+                GeluForm::Erf => self.one_plus_erf(t, x),
+            };
+            if hit {
                 return Some(Gelu { x, last });
             }
             self.desc = None;
@@ -407,25 +447,37 @@ impl<'g> Matcher<'g> {
     }
 }
 
-/// Replaces tanh-Gelu chains by Gelu nodes; the number replaced.
-pub(super) fn fuse_tanh_gelu(g: &mut Graph) -> Result<usize> {
+/// Replaces tanh-Gelu chains by Gelu nodes and erf-Gelu chains by GeluV2 nodes
+/// (`approximate` "none"); the numbers replaced, tanh and erf.
+pub(super) fn fuse_gelus(g: &mut Graph) -> Result<(usize, usize)> {
     let mut found = Vec::new();
     for id in g.topo_order()? {
-        let mut m = Matcher { g, desc: None };
-        if let Some(hit) = m.gelu(id) {
-            found.push(hit);
+        for form in [GeluForm::Tanh, GeluForm::Erf] {
+            let mut m = Matcher { g, desc: None };
+            if let Some(hit) = m.gelu(id, form) {
+                found.push((hit, form));
+                break;
+            }
         }
     }
     // A chain whose x is an earlier chain's result takes that chain's Gelu.
     let mut moved: Vec<(OutPort, OutPort)> = Vec::new();
-    for Gelu { x, last } in &found {
+    for (Gelu { x, last }, form) in &found {
         let x = moved
             .iter()
             .find(|(old, _)| old == x)
             .map_or(*x, |&(_, new)| new);
         let n = g.node(*last)?;
         let (name, desc) = (n.name.to_string(), n.outputs[0].desc.clone());
-        let mut gelu = Node::new(g.unique_name(&format!("{name}_gelu")), "Gelu");
+        let mut gelu = match form {
+            GeluForm::Tanh => Node::new(g.unique_name(&format!("{name}_gelu")), "Gelu"),
+            GeluForm::Erf => {
+                let mut v2 = Node::new(g.unique_name(&format!("{name}_gelu")), "GeluV2");
+                v2.attrs
+                    .insert("approximate".into(), AttrValue::String("none".into()));
+                v2
+            }
+        };
         gelu.inputs.push(InputSlot::new("x", 0, desc.clone()));
         gelu.outputs.push(OutputSlot::new("y", 0, desc));
         let gid = g.add_node(gelu)?;
@@ -450,13 +502,15 @@ pub(super) fn fuse_tanh_gelu(g: &mut Graph) -> Result<usize> {
         moved.push((old, new));
     }
     // The chains' nodes are dead now; the dead-node pass removes them.
-    Ok(found.len())
+    let erf = found.iter().filter(|(_, f)| *f == GeluForm::Erf).count();
+    Ok((found.len() - erf, erf))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::optimize;
     use crate::value::{signature, Value};
+    use es_core::attr::AttrValue;
     use es_core::{es, DataType, Format, Graph, GraphBuilder, OutPort, Shape, Tensor};
     use ndarray::{ArrayD, IxDyn};
 
@@ -769,6 +823,117 @@ mod tests {
             let counts = optimize(&mut g).unwrap();
             assert_eq!(counts.gelus_fused, 0, "miss {miss}");
             assert!(ops(&g).contains(&"Tanh".to_string()));
+        }
+    }
+
+    /// The erf-Gelu 0.5 x (1 + erf(x / sqrt 2)) built with the division `form` (0 Div,
+    /// 1 RealDiv, 2 Mul by 1/sqrt 2) and the factors grouped by `group` (as `mul3`'s
+    /// variants); `share` also makes the Erf's result a graph output.
+    fn erf_gelu(form: usize, group: usize, share: bool) -> Graph {
+        let mut b = GraphBuilder::new("g");
+        let x = input(&mut b, 0, &[3, 37]);
+        let k = |b: &mut GraphBuilder, v: f32| konst(b, &[], &[v]);
+        let t = match form {
+            0 => {
+                let c = k(&mut b, std::f32::consts::SQRT_2);
+                es::div(&mut b, x, c).unwrap()
+            }
+            1 => {
+                let c = k(&mut b, std::f32::consts::SQRT_2);
+                es::real_div(&mut b, x, c).unwrap()
+            }
+            _ => {
+                let c = k(&mut b, std::f32::consts::FRAC_1_SQRT_2);
+                es::mul(&mut b, c, x).unwrap()
+            }
+        };
+        let e = es::erf(&mut b, t).unwrap();
+        let one = k(&mut b, 1.0);
+        let a = if group == 1 {
+            es::add(&mut b, one, e).unwrap()
+        } else {
+            es::add(&mut b, e, one).unwrap()
+        };
+        let half = k(&mut b, 0.5);
+        let y = match group {
+            0 => mul3(&mut b, [x, half, a], false),
+            1 => mul3(&mut b, [x, a, half], false),
+            2 => mul3(&mut b, [x, half, a], true),
+            _ => mul3(&mut b, [a, x, half], true),
+        };
+        b.set_output(y, 0).unwrap();
+        if share {
+            b.set_output(e, 1).unwrap();
+        }
+        b.build_and_reset().unwrap()
+    }
+
+    /// The erf-Gelu in the groupings exporters write (x / sqrt 2 or x * (1 / sqrt 2), the 0.5
+    /// on either side): one GeluV2 with `approximate` "none" each, the chain gone, the results
+    /// within the kernel's bound of x Phi(x).
+    #[test]
+    fn erf_gelu_chains_become_gelu_v2() {
+        for form in 0..3 {
+            for group in 0..4 {
+                let g = erf_gelu(form, group, false);
+                let mut h = g.clone();
+                let counts = optimize(&mut h).unwrap();
+                assert_eq!(counts.erf_gelus_fused, 1, "form {form}, group {group}");
+                assert_eq!(counts.gelus_fused, 0);
+                let rest: Vec<_> = h.iter().filter(|(_, n)| n.op_type != "Data").collect();
+                assert_eq!(rest.len(), 1, "{:?}", ops(&h));
+                let n = rest[0].1;
+                assert_eq!(n.op_type, "GeluV2");
+                assert_eq!(
+                    n.attr("approximate").and_then(AttrValue::as_str),
+                    Some("none")
+                );
+                let xv = f32s(&[3, 37], |i| (i as f32 - 55.0) / 9.0);
+                let got = run(&g, vec![xv.clone()]);
+                for (&x, &y) in xv.to_f64_vec().iter().zip(&got[0]) {
+                    let w = 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2);
+                    let tol = 3.0 * f64::from(f32::EPSILON) * w.abs() + x.abs() * 2f64.powi(-22);
+                    assert!((y - w).abs() <= tol, "gelu({x}) = {y}, want {w}");
+                }
+            }
+        }
+    }
+
+    /// Erf-Gelu near misses stay unfused: the Erf's result read elsewhere, a wrong divisor,
+    /// a Div with the constant first, and 1 + erf of another tensor.
+    #[test]
+    fn erf_gelu_near_misses_are_left_alone() {
+        let mut g = erf_gelu(0, 0, true);
+        assert_eq!(optimize(&mut g).unwrap().erf_gelus_fused, 0);
+        assert!(ops(&g).contains(&"Erf".to_string()));
+        for miss in 0..3 {
+            let mut b = GraphBuilder::new("g");
+            let x = input(&mut b, 0, &[2, 5]);
+            let z = input(&mut b, 1, &[2, 5]);
+            let k = |b: &mut GraphBuilder, v: f32| konst(b, &[], &[v]);
+            let t = match miss {
+                0 => {
+                    let c = k(&mut b, 1.5);
+                    es::div(&mut b, x, c).unwrap()
+                }
+                1 => {
+                    let c = k(&mut b, std::f32::consts::SQRT_2);
+                    es::div(&mut b, c, x).unwrap()
+                }
+                _ => {
+                    let c = k(&mut b, std::f32::consts::SQRT_2);
+                    es::div(&mut b, z, c).unwrap()
+                }
+            };
+            let e = es::erf(&mut b, t).unwrap();
+            let one = k(&mut b, 1.0);
+            let a = es::add(&mut b, e, one).unwrap();
+            let half = k(&mut b, 0.5);
+            let y = mul3(&mut b, [x, half, a], false);
+            b.set_output(y, 0).unwrap();
+            let mut g = b.build_and_reset().unwrap();
+            assert_eq!(optimize(&mut g).unwrap().erf_gelus_fused, 0, "miss {miss}");
+            assert!(ops(&g).contains(&"Erf".to_string()));
         }
     }
 
