@@ -170,6 +170,7 @@ TESTED: set = set()  # filled by the tables below
 # Kernels of the four files tested in a file of their own (the check confirms it tests them).
 OWN_TEST_FILE = {
     "StridedSliceV2": Path(__file__).resolve().parents[1] / "reliability" / "test_strided_slice_v2.py",
+    "GeluV2": Path(__file__).resolve().parent / "test_gelu_erf.py",
 }
 
 

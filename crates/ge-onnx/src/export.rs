@@ -560,6 +560,51 @@ fn activation(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     Ok(())
 }
 
+/// GE's Gelu (the tanh form) and GeluV2 (`approximate` "none": the erf form, or "tanh") as
+/// their formulas: ONNX's Gelu is opset 20, above the exported opset. onnxruntime fuses both
+/// back into its Gelu / FastGelu.
+fn gelu(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
+    let approx = if n.op_type == "GeluV2" {
+        check_attrs(n, &["approximate"])?;
+        attr_s(n, "approximate", "none")?
+    } else {
+        check_attrs(n, &[])?;
+        "tanh".to_string()
+    };
+    let dt = in_dtype(n, 0);
+    let x = io.input(0, n)?;
+    let inner = match approx.as_str() {
+        "none" => {
+            let c = ex.scalar(n, dt, std::f64::consts::FRAC_1_SQRT_2)?;
+            let u = ex.op1("Mul", n, vec![x.clone(), c], vec![]);
+            ex.op1("Erf", n, vec![u], vec![])
+        }
+        "tanh" => {
+            // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+            let x2 = ex.op1("Mul", n, vec![x.clone(), x.clone()], vec![]);
+            let x3 = ex.op1("Mul", n, vec![x2, x.clone()], vec![]);
+            let k = ex.scalar(n, dt, 0.044715)?;
+            let t = ex.op1("Mul", n, vec![x3, k], vec![]);
+            let s = ex.op1("Add", n, vec![x.clone(), t], vec![]);
+            let c = ex.scalar(n, dt, (2.0 / std::f64::consts::PI).sqrt())?;
+            let u = ex.op1("Mul", n, vec![s, c], vec![]);
+            ex.op1("Tanh", n, vec![u], vec![])
+        }
+        other => {
+            return Err(bad(
+                n,
+                format!("approximate must be \"none\" or \"tanh\", got {other:?}"),
+            ))
+        }
+    };
+    let one = ex.scalar(n, dt, 1.0)?;
+    let half = ex.scalar(n, dt, 0.5)?;
+    let p = ex.op1("Add", n, vec![inner, one], vec![]);
+    let hx = ex.op1("Mul", n, vec![x, half], vec![]);
+    ex.emit_as(n, io, "Mul", vec![hx, p], vec![]);
+    Ok(())
+}
+
 fn cast(ex: &mut Ex<'_>, n: &Node, io: &Io) -> Result<()> {
     check_attrs(n, &["dst_type"])?;
     let dt = match n.attrs.get("dst_type") {
@@ -1206,6 +1251,7 @@ macro_rules! with_d_forms {
 const EXPORTERS: &[(&[&str], ExportFn)] = &[
     (&["Div"], div),
     (&["Elu", "LeakyRelu", "HardSigmoid", "Swish"], activation),
+    (&["Gelu", "GeluV2"], gelu),
     (&["Cast"], cast),
     (
         &["MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2"],

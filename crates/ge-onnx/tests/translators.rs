@@ -287,3 +287,47 @@ fn attention_with_static_lengths_keeps_a_constant_causal_mask() {
     assert!(!op_types(&g).contains(&"Range".to_string()));
     assert_eq!(out_dims(&g, 0), vec![1, 3, 8]);
 }
+
+fn attr_s(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        s: Some(v.as_bytes().to_vec()),
+        ..attr(name, AttributeType::String)
+    }
+}
+
+/// Gelu (opset 20): approximate "none" (the default) is GE's GeluV2 with approximate "none",
+/// "tanh" GE's Gelu; double (neither takes it) the formulas; another value an error.
+#[test]
+fn gelu_imports_to_gelu_v2_and_gelu() {
+    let gelu = |attrs: Vec<AttributeProto>, elem: ElemType| {
+        let x = typed_input("x", &[2, 3], elem);
+        load("Gelu", vec![x], vec![], &["x"], attrs, (1, 20))
+    };
+    for attrs in [vec![], vec![attr_s("approximate", "none")]] {
+        let g = gelu(attrs, ElemType::Float).unwrap();
+        let v2: Vec<_> = g
+            .nodes()
+            .into_iter()
+            .map(|n| g.node(n).unwrap())
+            .filter(|n| n.op_type == "GeluV2")
+            .collect();
+        assert_eq!(v2.len(), 1, "{:?}", op_types(&g));
+        assert_eq!(
+            v2[0].attr("approximate").and_then(|a| a.as_str()),
+            Some("none")
+        );
+        assert!(!op_types(&g).contains(&"Erf".to_string()));
+        assert_eq!(out_dims(&g, 0), vec![2, 3]);
+    }
+    let g = gelu(vec![attr_s("approximate", "tanh")], ElemType::Float).unwrap();
+    assert!(op_types(&g).contains(&"Gelu".to_string()));
+    let g = gelu(vec![], ElemType::Double).unwrap();
+    assert!(
+        op_types(&g).contains(&"Erf".to_string()),
+        "{:?}",
+        op_types(&g)
+    );
+    assert!(!op_types(&g).contains(&"GeluV2".to_string()));
+    let e = gelu(vec![attr_s("approximate", "fast")], ElemType::Float).unwrap_err();
+    assert!(e.to_string().contains("approximate"), "{e}");
+}

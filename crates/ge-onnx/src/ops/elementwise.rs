@@ -438,8 +438,9 @@ fn celu(ctx: &mut NodeCtx<'_>) -> Out {
     elu(ctx, x, alpha, 1.0, 1.0 / alpha)
 }
 
-/// approximate="none": 0.5 x (1 + erf(x / sqrt 2)); "tanh": GE's Gelu (the tanh form), or the
-/// formula for dtypes it does not take.
+/// approximate="none": GE's GeluV2 (approximate "none", the erf form); "tanh": GE's Gelu (the
+/// tanh form); for dtypes they do not take (double), the formula 0.5 x (1 + erf(x / sqrt 2)) or
+/// its tanh form.
 fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
     ctx.known_attrs(&["approximate"])?;
     let approx = ctx.attr_s("approximate", "none")?;
@@ -447,6 +448,13 @@ fn gelu(ctx: &mut NodeCtx<'_>) -> Out {
     let dt = ctx.in_dtype(0)?;
     let inner = match approx.as_str() {
         "none" => {
+            if ctx.accepts("GeluV2", dt)? {
+                return one(ctx.op1(
+                    "GeluV2",
+                    &[x],
+                    vec![("approximate", AttrValue::String("none".into()))],
+                )?);
+            }
             let c = ctx.scalar(dt, std::f64::consts::FRAC_1_SQRT_2)?;
             let u = ctx.bin("Mul", x, c)?;
             ctx.un("Erf", u)?
