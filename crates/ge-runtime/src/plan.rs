@@ -343,6 +343,17 @@ struct IntoStep {
     epilogue: Option<std::sync::Arc<kernels::Epilogue>>,
 }
 
+/// The steps whose product packed its constant weight once, and the bytes those copies hold.
+fn packed_weights(steps: &[Step]) -> (usize, u64) {
+    steps.iter().fold((0, 0), |(n, b), s| match &s.exec {
+        Exec::Into(i) => match &i.op {
+            IntoOp::Matmul(m) if m.packed_bytes() > 0 => (n + 1, b + m.packed_bytes() as u64),
+            _ => (n, b),
+        },
+        _ => (n, b),
+    })
+}
+
 /// Reshape-like ops whose kernel only gives its input the output's shape.
 const MOVE_OPS: &[&str] = &["Reshape", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims"];
 
@@ -380,6 +391,8 @@ pub struct Plan {
     steps: Vec<Step>,
     /// Steps that absorbed a bias Add and/or an activation.
     fused: usize,
+    /// Products whose constant weight was packed once for their kernel, and its bytes.
+    packed: (usize, u64),
     slots: usize,
     consts: Vec<Value>,
     /// Slot of each graph input, in input-index order (`None`: the input is not used).
@@ -561,8 +574,9 @@ pub(crate) fn plan_prepared(mut p: Prepared, sig: &Signature) -> Result<Plan> {
         before,
         plan.steps.len() - plan.started,
         format!(
-            "products fused with their bias and activation: {}",
-            plan.fused
+            "products fused with their bias and activation: {}; weights packed once: {} \
+             ({} bytes)",
+            plan.fused, plan.packed.0, plan.packed.1
         ),
         (t, p.start),
     );
@@ -900,6 +914,9 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
     let const_bytes = consts.iter().fold(0u64, |a, v| {
         a.saturating_add((v.len() as u64).saturating_mul(v.dtype().size().unwrap_or(1) as u64))
     });
+    // Weights packed once for a product's kernel are constants the plan holds too.
+    let packed = packed_weights(&steps);
+    let const_bytes = const_bytes.saturating_add(packed.1);
     let input_bytes = signature.iter().fold(0u64, |a, s| {
         let n = s.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
         a.saturating_add(n.saturating_mul(s.dtype.size().unwrap_or(1) as u64))
@@ -908,6 +925,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
     Ok(Plan {
         steps,
         fused,
+        packed,
         slots,
         consts,
         inputs,

@@ -21,6 +21,7 @@ use std::ops::Range;
 
 mod determinant;
 mod einsum;
+mod packed;
 
 /// Products with at most this many rows go through the `gemm` crate (f32, f64).
 const THIN_ROWS: usize = 16;
@@ -409,6 +410,9 @@ pub(crate) struct MatmulInto {
     ta: bool,
     tb: bool,
     two_d: bool,
+    /// The f32 weight (input 1, a rank-2 constant) packed once for [`packed`]'s kernels,
+    /// where this CPU has them and the product has enough rows ([`packs`]).
+    packed: Option<packed::PackedWeight>,
 }
 
 impl MatmulInto {
@@ -418,7 +422,18 @@ impl MatmulInto {
             return Ok(None);
         }
         let (ta, tb, two_d) = matmul_attrs(info)?;
-        Ok(Some(MatmulInto { ta, tb, two_d }))
+        let packed = packed_weight(info, tb)?;
+        Ok(Some(MatmulInto {
+            ta,
+            tb,
+            two_d,
+            packed,
+        }))
+    }
+
+    /// Bytes of the weight packed at compile (0 without one).
+    pub(crate) fn packed_bytes(&self) -> usize {
+        self.packed.as_ref().map_or(0, packed::PackedWeight::bytes)
     }
 
     pub(crate) fn accepts(&self, args: &[Option<&Value>], dtype: DataType, dims: &[usize]) -> bool {
@@ -473,6 +488,11 @@ impl MatmulInto {
             args: &[Option<&Value>],
             out: &mut [T],
             dims: &[usize],
+            product: impl FnOnce(
+                ArrayView2<'_, T>,
+                ArrayView2<'_, T>,
+                ArrayViewMut2<'_, T>,
+            ) -> Result<()>,
         ) -> Result<()> {
             let arr = |i: usize| {
                 T::array(input(args, i)?)
@@ -482,22 +502,96 @@ impl MatmulInto {
             let Some((a2, b2)) = as_2d(a, b, m.ta, m.tb)? else {
                 return Err(Error::kernel("the product's operands are not matrices"));
             };
-            out.fill(T::zero());
             let ov = ArrayViewMut2::from_shape((a2.nrows(), b2.ncols()), &mut *out)
                 .map_err(|e| Error::kernel(e.to_string()))?;
-            gemm_into(a2, b2, ov);
+            product(a2, b2, ov)?;
             if let Some(c) = args.get(2).copied().flatten() {
                 let c = T::array(c).ok_or_else(|| Error::kernel("the bias has another dtype"))?;
                 super::elementwise::zip_into(None, Some(c), out, dims, |p, q| p + q)?;
             }
             Ok(())
         }
+        /// `c = a @ b` through [`gemm_into`] (c zeroed first, as the allocating kernel's
+        /// output starts).
+        fn plain<T: LinalgScalar + Send + Sync>(
+            a: ArrayView2<'_, T>,
+            b: ArrayView2<'_, T>,
+            mut c: ArrayViewMut2<'_, T>,
+        ) -> Result<()> {
+            c.fill(T::zero());
+            gemm_into(a, b, c);
+            Ok(())
+        }
         let dt = out.dtype();
         match dt {
-            DataType::FLOAT => go::<f32>(self, args, out_slice_of(out, range)?, dims),
-            DataType::DOUBLE => go::<f64>(self, args, out_slice_of(out, range)?, dims),
+            DataType::FLOAT => {
+                go::<f32>(
+                    self,
+                    args,
+                    out_slice_of(out, range)?,
+                    dims,
+                    |a, b, c| match self.packed.as_ref().filter(|p| b.dim() == (p.k(), p.n())) {
+                        Some(p) => p.matmul_into(a, c),
+                        None => plain(a, b, c),
+                    },
+                )
+            }
+            DataType::DOUBLE => go::<f64>(self, args, out_slice_of(out, range)?, dims, plain),
             _ => Err(Error::unsupported(format!("a product into {dt}"))),
         }
+    }
+}
+
+/// The weight of an f32 product packed once ([`packed::PackedWeight`]): input 1 a rank-2
+/// constant (read transposed where `tb`), the output static with enough rows for [`packs`],
+/// kernels for this CPU. None otherwise (the product runs through [`gemm_into`]).
+fn packed_weight(info: &NodeInfo, tb: bool) -> Result<Option<packed::PackedWeight>> {
+    let Some(Some(Value::F32(w))) = info.const_inputs.get(1) else {
+        return Ok(None);
+    };
+    if std::env::var_os(NO_PACKING).is_some_and(|v| v == "0") {
+        return Ok(None);
+    }
+    let Some(isa) = packed::Isa::detect() else {
+        return Ok(None);
+    };
+    let out = match info.node.outputs.as_slice() {
+        [o] if o.desc.dtype == DataType::FLOAT => &o.desc,
+        _ => return Ok(None),
+    };
+    let rows = match crate::value::usize_dims(out.shape.dims()) {
+        Some(d) if !out.shape.is_unknown_rank() && d.len() >= 2 => d[..d.len() - 1]
+            .iter()
+            .try_fold(1usize, |a, &x| a.checked_mul(x)),
+        _ => None,
+    };
+    if w.ndim() != 2 || !rows.is_some_and(|m| packs(isa, m)) {
+        return Ok(None);
+    }
+    let mut v = w
+        .view()
+        .into_dimensionality::<ndarray::Ix2>()
+        .map_err(|e| Error::kernel(e.to_string()))?;
+    if tb {
+        v.swap_axes(0, 1);
+    }
+    packed::PackedWeight::pack(v, isa).map(Some)
+}
+
+/// The environment variable that, set to `0`, keeps constant weights unpacked (the `gemm`
+/// crate's path for every product) in plans compiled from then on: for comparisons.
+const NO_PACKING: &str = "GE_CPU_PACKED_WEIGHTS";
+
+/// Whether a product of `rows` output rows takes the packed weight with `isa`'s kernels:
+/// measured against the path it replaces (docs/perf-runtime.md, "Weights packed once,
+/// session 27"). AVX-512: from one whole tile of rows (8); below, the `gemm` crate (its GEMV
+/// for one row) is as fast. AVX2: above [`THIN_ROWS`], where the product would otherwise take
+/// matrixmultiply (the `gemm` crate's AVX2 kernels, which take the thin products, were not
+/// measured against: this VM has AVX-512).
+fn packs(isa: packed::Isa, rows: usize) -> bool {
+    match isa {
+        packed::Isa::Avx512 => rows >= 8,
+        packed::Isa::Avx2 => rows > THIN_ROWS,
     }
 }
 
