@@ -9,6 +9,9 @@
 //! engine multiplies (`tile_rows`: about 512 KiB of columns, whole image rows, all of N for a
 //! 1x1 kernel read in place); and whole 3x3 convolutions, unfolding included. The prototype
 //! was not adopted: docs/perf-runtime.md, "Filters packed once, session 25", has the numbers.
+//! Its normal orientation, with the weight of a MatMul/Gemm against a constant as the packed
+//! operand and the activations read in place, became `src/kernels/matmul/packed.rs` in session
+//! 27 (docs/perf-runtime.md, "Weights packed once, session 27").
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::time::Duration;
 
