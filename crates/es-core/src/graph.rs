@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use slotmap::{new_key_type, SlotMap};
 use smol_str::format_smolstr;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Names of nodes, ports and subgraph slots: up to 23 bytes inline, O(1) clone.
 pub type Name = smol_str::SmolStr;
@@ -165,14 +166,65 @@ impl Node {
     }
 }
 
+/// A node record shared copy-on-write between clones of a graph: cloning a graph copies a
+/// pointer per node, and the first change to a shared record (`DerefMut`) copies that record
+/// for the graph making it (`Arc::make_mut`), so every clone keeps value semantics. A
+/// pattern pass's undo copy of the graph then costs a pointer per node, and only the nodes
+/// the pass changes are copied. `Debug` and the saved form are the node's.
+#[derive(Clone)]
+pub(crate) struct SharedNode(Arc<Node>);
+
+impl SharedNode {
+    fn new(node: Node) -> Self {
+        SharedNode(Arc::new(node))
+    }
+    /// The node, moved out when no other graph shares it.
+    pub(crate) fn into_inner(self) -> Node {
+        Arc::unwrap_or_clone(self.0)
+    }
+}
+
+impl std::ops::Deref for SharedNode {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SharedNode {
+    fn deref_mut(&mut self) -> &mut Node {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::fmt::Debug for SharedNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for SharedNode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SharedNode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Node::deserialize(d).map(SharedNode::new)
+    }
+}
+
 /// A computation graph.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Graph {
     pub name: String,
-    /// Nodes boxed: the arena's slots stay small, so growing it moves pointers, not node
-    /// records (a node record is ~260 bytes; copying them at every doubling of the arena was a
-    /// fifth of an op call's time when building large graphs).
-    nodes: SlotMap<NodeId, Box<Node>>,
+    /// Node records behind pointers: the arena's slots stay small, so growing it moves
+    /// pointers, not node records (a node record is ~260 bytes; copying them at every doubling
+    /// of the arena was a fifth of an op call's time when building large graphs). The records
+    /// are shared copy-on-write ([`SharedNode`]), so cloning a graph copies pointers, and a
+    /// node is copied when one of the clones changes it.
+    nodes: SlotMap<NodeId, SharedNode>,
     /// Which node has which name (completed lazily: see [`NameIndex`]).
     #[serde(skip)]
     names: NameIndex,
@@ -236,7 +288,7 @@ impl NameIndex {
 
 impl Names {
     /// Indexes the pending nodes: `map` then holds every node of `nodes`.
-    fn complete(&mut self, nodes: &SlotMap<NodeId, Box<Node>>) {
+    fn complete(&mut self, nodes: &SlotMap<NodeId, SharedNode>) {
         if self.pending.is_empty() {
             return;
         }
@@ -248,7 +300,7 @@ impl Names {
         }
     }
     /// The node of `nodes` named `name`, if any (a stale entry is no node).
-    fn live(&self, name: &str, nodes: &SlotMap<NodeId, Box<Node>>) -> Option<NodeId> {
+    fn live(&self, name: &str, nodes: &SlotMap<NodeId, SharedNode>) -> Option<NodeId> {
         self.map
             .get(name)
             .copied()
@@ -257,7 +309,7 @@ impl Names {
     /// Drops the stale entries instead of growing the map when at least a quarter of it is
     /// stale (live entries are at most the node count). The map then holds at most 4/3 of
     /// the nodes when it grows, and a compaction frees at least a quarter of what it scans.
-    fn compact(&mut self, nodes: &SlotMap<NodeId, Box<Node>>) {
+    fn compact(&mut self, nodes: &SlotMap<NodeId, SharedNode>) {
         let len = self.map.len();
         if len >= self.map.capacity() && len.saturating_sub(nodes.len()) * 4 >= len {
             self.map.retain(|_, id| nodes.contains_key(*id));
@@ -267,11 +319,12 @@ impl Names {
 
 /// Puts a node into the arena with no edges and the next creation number (its name is the
 /// caller's to index).
-fn insert_boxed(
-    nodes: &mut SlotMap<NodeId, Box<Node>>,
+fn insert_record(
+    nodes: &mut SlotMap<NodeId, SharedNode>,
     next_seq: &mut u64,
-    mut node: Box<Node>,
+    mut record: SharedNode,
 ) -> NodeId {
+    let node: &mut Node = &mut record;
     for i in &mut node.inputs {
         i.source = None;
         i.consumer_pos = 0;
@@ -283,7 +336,7 @@ fn insert_boxed(
     node.out_control.clear();
     node.seq = *next_seq;
     *next_seq += 1;
-    nodes.insert(node)
+    nodes.insert(record)
 }
 
 impl PartialEq for Graph {
@@ -385,6 +438,9 @@ impl Graph {
             }
         }
         for n in self.nodes.values_mut() {
+            if n.subgraphs.is_empty() {
+                continue; // not copied when shared
+            }
             for s in &mut n.subgraphs {
                 s.graph.reindex();
             }
@@ -492,7 +548,7 @@ impl Graph {
                 self.auto_counters.insert(node.op_type.clone(), next);
             }
         }
-        let id = insert_boxed(&mut self.nodes, &mut self.next_seq, Box::new(node));
+        let id = insert_record(&mut self.nodes, &mut self.next_seq, SharedNode::new(node));
         self.names.get_mut().pending.push(id);
         Ok(id)
     }
@@ -500,12 +556,24 @@ impl Graph {
     /// Adds a node; its name must be unique in the graph. Edges stored in `node` are ignored:
     /// connect with [`Graph::add_data_edge`].
     pub fn add_node(&mut self, node: Node) -> Result<NodeId> {
-        self.add_boxed(Box::new(node))
+        self.add_record(SharedNode::new(node))
     }
 
-    /// [`Graph::add_node`] for a node already boxed (one taken out of another graph by
-    /// [`Graph::take_boxed`]): the record is not copied.
-    pub(crate) fn add_boxed(&mut self, node: Box<Node>) -> Result<NodeId> {
+    /// [`Graph::add_node`] for a node record taken out of another graph (by
+    /// [`Graph::take_record`]) or shared with one: the record is not copied here.
+    pub(crate) fn add_record(&mut self, node: SharedNode) -> Result<NodeId> {
+        self.insert_named(node, false)
+    }
+
+    /// [`Graph::add_record`] that renames the node when its name is taken: to the first free
+    /// of `<name>_1`, `<name>_2`, ... ([`Graph::unique_name`]). One name-index probe when the
+    /// name is free.
+    pub(crate) fn add_record_renaming(&mut self, node: SharedNode) -> Result<NodeId> {
+        self.insert_named(node, true)
+    }
+
+    fn insert_named(&mut self, mut node: SharedNode, rename: bool) -> Result<NodeId> {
+        use std::collections::hash_map::Entry;
         if node.name.is_empty() {
             return Err(Error::build("a node needs a name"));
         }
@@ -513,28 +581,39 @@ impl Graph {
         names.complete(&self.nodes);
         names.compact(&self.nodes);
         match names.map.entry(node.name.clone()) {
-            std::collections::hash_map::Entry::Occupied(e) if self.nodes.contains_key(*e.get()) => {
-                Err(Error::build(format!(
-                    "graph '{}' already has a node named '{}'",
-                    self.name, node.name
-                )))
-            }
-            std::collections::hash_map::Entry::Occupied(mut stale) => {
-                let id = insert_boxed(&mut self.nodes, &mut self.next_seq, node);
+            Entry::Occupied(e) if self.nodes.contains_key(*e.get()) => {}
+            Entry::Occupied(mut stale) => {
+                let id = insert_record(&mut self.nodes, &mut self.next_seq, node);
                 stale.insert(id);
-                Ok(id)
+                return Ok(id);
             }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                Ok(*slot.insert(insert_boxed(&mut self.nodes, &mut self.next_seq, node)))
+            Entry::Vacant(slot) => {
+                return Ok(*slot.insert(insert_record(&mut self.nodes, &mut self.next_seq, node)));
             }
         }
+        if !rename {
+            return Err(Error::build(format!(
+                "graph '{}' already has a node named '{}'",
+                self.name, node.name
+            )));
+        }
+        node.name = Name::new(self.unique_name(&node.name));
+        self.insert_named(node, false)
+    }
+
+    /// Node `id`'s record, shared (copied when either graph changes it).
+    pub(crate) fn shared_record(&self, id: NodeId) -> Result<SharedNode> {
+        self.nodes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::value("the node has been removed from the graph"))
     }
 
     /// Takes node `id` out of the arena as it is, with its edge lists, and out of the name
     /// index, without touching the nodes it is connected to (they keep pointing at it). Only
     /// for a graph whose nodes are all being moved elsewhere before it is dropped (a
     /// replacement consumed by [`crate::pattern::rewrite_owned`]).
-    pub(crate) fn take_boxed(&mut self, id: NodeId) -> Option<Box<Node>> {
+    pub(crate) fn take_record(&mut self, id: NodeId) -> Option<SharedNode> {
         // Its name-index entry goes stale (see `Names::map`).
         self.nodes.remove(id)
     }
@@ -686,7 +765,7 @@ impl Graph {
         self.outputs.retain(|p| p.node != id);
         let len = self.outputs.len();
         self.missing_outputs.retain(|&i| i < len);
-        Ok(*node)
+        Ok(node.into_inner())
     }
 
     /// Takes node `id`'s inputs out of their producers' consumer lists, except those whose
@@ -712,7 +791,7 @@ impl Graph {
     /// consumers their producers have. Graph outputs that pointed at them are dropped.
     pub fn remove_nodes(&mut self, ids: &[NodeId]) -> Result<Vec<Node>> {
         let mut removed = Vec::with_capacity(ids.len());
-        self.remove_nodes_with(ids, |n| removed.push(*n))?;
+        self.remove_nodes_with(ids, |n| removed.push(n.into_inner()))?;
         Ok(removed)
     }
 
@@ -722,7 +801,11 @@ impl Graph {
     }
 
     /// [`Graph::remove_nodes`], handing each removed node to `take`.
-    fn remove_nodes_with(&mut self, ids: &[NodeId], mut take: impl FnMut(Box<Node>)) -> Result<()> {
+    fn remove_nodes_with(
+        &mut self,
+        ids: &[NodeId],
+        mut take: impl FnMut(SharedNode),
+    ) -> Result<()> {
         // A few nodes (a rewrite's match) are scanned; many are hashed.
         let hashed: Option<rustc_hash::FxHashSet<NodeId>> =
             (ids.len() > 16).then(|| ids.iter().copied().collect());
@@ -1540,5 +1623,51 @@ mod name_index_tests {
         assert!(g.add_auto_named(Node::new(name, "Add"), next).is_err());
         assert_eq!(g.find("Add_0"), Some(a));
         assert_eq!(g.next_auto_name("Add").0, "Add_1");
+    }
+}
+
+#[cfg(test)]
+mod shared_node_tests {
+    use super::{Graph, InPort, InputSlot, Node, NodeId, OutPort, OutputSlot};
+    use crate::types::TensorDesc;
+    use std::sync::Arc;
+
+    #[test]
+    fn clones_share_node_records_until_one_changes() {
+        let mut g = Graph::new("g");
+        let a = g.add_node(Node::new("a", "Relu")).unwrap();
+        let b = g.add_node(Node::new("b", "Relu")).unwrap();
+        g.node_mut(a)
+            .unwrap()
+            .outputs
+            .push(OutputSlot::new("y", 0, TensorDesc::default()));
+        g.node_mut(b)
+            .unwrap()
+            .inputs
+            .push(InputSlot::new("x", 0, TensorDesc::default()));
+        let backup = g.clone();
+        let same = |x: &Graph, y: &Graph, id: NodeId| Arc::ptr_eq(&x.nodes[id].0, &y.nodes[id].0);
+        assert!(same(&g, &backup, a) && same(&g, &backup, b));
+        // An edge changes both ends: those two records are copied, in `g` only.
+        g.add_data_edge(OutPort { node: a, index: 0 }, InPort { node: b, index: 0 })
+            .unwrap();
+        assert!(!same(&g, &backup, a) && !same(&g, &backup, b));
+        assert_eq!(backup.node(a).unwrap().outputs[0].consumers, vec![]);
+        assert_eq!(backup.node(b).unwrap().inputs[0].source, None);
+        // A removal in the clone leaves the original's record whole.
+        let c = g.add_node(Node::new("c", "Relu")).unwrap();
+        let before = g.clone();
+        g.remove_node(a).unwrap();
+        assert_eq!(g.node(b).unwrap().inputs[0].source, None);
+        assert_eq!(
+            before.node(b).unwrap().inputs[0].source,
+            Some(OutPort { node: a, index: 0 })
+        );
+        assert!(same(&g, &before, c));
+        // The removed node is moved out of `g`, copied only because `before` still holds it.
+        assert_eq!(before.node(a).unwrap().outputs[0].consumers.len(), 1);
+        for x in [&g, &backup, &before] {
+            x.check_integrity().unwrap();
+        }
     }
 }

@@ -3,8 +3,8 @@
 use super::{MatchResult, SubgraphBoundary};
 use crate::attr::AttrValue;
 use crate::error::{Error, Result};
-use crate::graph::{Graph, InPort, Name, Node, NodeId, OutPort};
-use crate::types::DataType;
+use crate::graph::{Graph, InPort, Name, NodeId, OutPort, SharedNode};
+use crate::types::{DataType, TensorDesc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -86,11 +86,11 @@ impl Replacement<'_> {
         }
     }
     /// Node `r`, copied or moved out.
-    fn take(&mut self, r: NodeId) -> Result<Box<Node>> {
+    fn take(&mut self, r: NodeId) -> Result<SharedNode> {
         match self {
-            Replacement::Borrowed(g) => Ok(Box::new(g.node(r)?.clone())),
+            Replacement::Borrowed(g) => Ok(g.shared_record(r)?),
             Replacement::Owned(g) => g
-                .take_boxed(r)
+                .take_record(r)
                 .ok_or_else(|| Error::value("the node has been removed from the graph")),
         }
     }
@@ -128,18 +128,13 @@ impl<'a> NodeSet<'a> {
     }
 }
 
-/// A name for a node copied into `target`: `<prefix>/<name>` (or `name` without a prefix),
-/// made unique.
-fn copied_name(target: &Graph, prefix: &str, name: &str) -> Name {
-    let base = if prefix.is_empty() {
+/// The name a node copied into the target graph asks for: `<prefix>/<name>` (or `name`
+/// without a prefix); made unique when it is added.
+fn copied_name(prefix: &str, name: &str) -> Name {
+    if prefix.is_empty() {
         Name::new(name)
     } else {
         smol_str::format_smolstr!("{prefix}/{name}")
-    };
-    if target.find(&base).is_none() {
-        base
-    } else {
-        Name::new(target.unique_name(&base))
     }
 }
 
@@ -262,8 +257,8 @@ fn rewrite_impl(
             node.inputs.iter().map(|i| i.source).collect(),
             std::mem::take(&mut node.in_control),
         ));
-        node.name = copied_name(target, &prefix, &node.name);
-        let id = target.add_boxed(node)?;
+        node.name = copied_name(&prefix, &node.name);
+        let id = target.add_record_renaming(node)?;
         map.insert(r, id);
         created.push(id);
     }
@@ -337,20 +332,20 @@ fn rewrite_impl(
 /// Fills what new output `new` (of a node copied from the replacement) leaves unset from old
 /// boundary output `old` and its node (see [`rewrite`]'s carry-over).
 fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
-    // The old node is removed after the rewrite: its output description is taken, not copied
-    // (each boundary output is carried over once); its private attributes may be carried to
-    // several new nodes.
-    let old_node = target.node_mut(old.node)?;
-    let old_private = old_node.private_attrs.clone();
-    let Some(old_slot) = old_node.outputs.get_mut(old.index as usize) else {
+    // The old node is removed after the rewrite: it is read, not changed (a graph shared
+    // copy-on-write with an undo copy would copy its record). Its private attributes may be
+    // carried to several new nodes.
+    let old_node = target.node(old.node)?;
+    let Some(old_slot) = old_node.outputs.get(old.index as usize) else {
         return Err(Error::build(format!(
             "node '{}' has no output {}",
             old_node.name, old.index
         )));
     };
-    let old_desc = std::mem::take(&mut old_slot.desc).into_inner();
+    let old_desc = old_slot.desc.clone();
+    let old_private = (!old_node.private_attrs.is_empty()).then(|| old_node.private_attrs.clone());
     let node = target.node_mut(new.node)?;
-    for (k, v) in old_private {
+    for (k, v) in old_private.into_iter().flatten() {
         node.private_attrs.entry(k).or_insert(v);
     }
     let Some(slot) = node.outputs.get_mut(new.index as usize) else {
@@ -359,20 +354,28 @@ fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
             node.name, new.index
         )));
     };
-    let d = &mut slot.desc;
-    let dtype_unknown = d.dtype == DataType::UNDEFINED;
-    let rank_unknown = d.shape.is_unknown_rank();
+    let dtype_unknown = slot.desc.dtype == DataType::UNDEFINED;
+    let rank_unknown = slot.desc.shape.is_unknown_rank();
+    let dims_unknown = !rank_unknown
+        && slot.desc.shape.dims().len() == old_desc.shape.dims().len()
+        && slot.desc.shape.dims().contains(&crate::types::UNKNOWN_DIM);
+    let attrs_missing = old_desc
+        .attrs
+        .keys()
+        .any(|k| !slot.desc.attrs.contains_key(k));
+    if !(dtype_unknown || rank_unknown || dims_unknown || attrs_missing) {
+        return Ok(()); // nothing to fill: the description is not written (nor copied)
+    }
+    let d: &mut TensorDesc = &mut slot.desc;
     if dtype_unknown {
         d.dtype = old_desc.dtype;
     }
     if rank_unknown {
         d.shape = old_desc.shape.clone();
         if d.origin_shape.is_unknown_rank() {
-            d.origin_shape = old_desc.origin_shape;
+            d.origin_shape = old_desc.origin_shape.clone();
         }
-    } else if d.shape.dims().len() == old_desc.shape.dims().len()
-        && d.shape.dims().contains(&crate::types::UNKNOWN_DIM)
-    {
+    } else if dims_unknown {
         // The new output computes the same tensor as the old: an unknown dim takes the old
         // one's value (a replacement input that carried only a value, such as a shape, leaves
         // dims unknown that the old graph knew).
@@ -390,8 +393,8 @@ fn carry_over(target: &mut Graph, old: OutPort, new: OutPort) -> Result<()> {
         d.origin_format = old_desc.origin_format;
         d.placement = old_desc.placement;
     }
-    for (k, v) in old_desc.attrs {
-        d.attrs.entry(k).or_insert(v);
+    for (k, v) in &old_desc.attrs {
+        d.attrs.entry(k.clone()).or_insert_with(|| v.clone());
     }
     Ok(())
 }

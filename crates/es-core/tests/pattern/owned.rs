@@ -50,27 +50,29 @@ fn both_ways(g: &Graph, bd: &SubgraphBoundary, rep: &Graph) -> Graph {
     moved
 }
 
+/// x, y -> Add -> Relu -> Neg, outputs (Neg, Relu); Relu's output has a format and a tensor
+/// attribute, Relu a private attribute (what a rewrite carries over). The boundary: Add and
+/// Relu.
+fn add_relu_neg() -> (Graph, SubgraphBoundary) {
+    let (mut b, [x, y]) = inputs("g");
+    let a = op(&mut b, "Add", &[x, y]);
+    let r = op(&mut b, "Relu", &[a]);
+    let n = op(&mut b, "Neg", &[r]);
+    let mut g = finish(b, &[n, r]);
+    let node = g.node_mut(r.node).unwrap();
+    node.outputs[0].desc.format = Format::NCHW;
+    node.outputs[0]
+        .desc
+        .attrs
+        .insert("_a".into(), AttrValue::Int(1));
+    node.private_attrs.insert("_p".into(), AttrValue::Int(2));
+    let bd = SubgraphBoundary::new(vec![a.node, r.node], vec![x, y], vec![r]);
+    (g, bd)
+}
+
 #[test]
 fn owned_rewrite_equals_copied_rewrite() {
-    let (g, bd, _) = {
-        let (mut b, [x, y]) = inputs("g");
-        let a = op(&mut b, "Add", &[x, y]);
-        let r = op(&mut b, "Relu", &[a]);
-        let n = op(&mut b, "Neg", &[r]);
-        let mut g = finish(b, &[n, r]);
-        let node = g.node_mut(r.node).unwrap();
-        node.outputs[0].desc.format = Format::NCHW;
-        node.outputs[0]
-            .desc
-            .attrs
-            .insert("_a".into(), AttrValue::Int(1));
-        node.private_attrs.insert("_p".into(), AttrValue::Int(2));
-        (
-            g,
-            SubgraphBoundary::new(vec![a.node, r.node], vec![x, y], vec![r]),
-            n,
-        )
-    };
+    let (g, bd) = add_relu_neg();
     // A replacement of two nodes (inner edge, control edge), output description left unknown
     // (carried over from the old output).
     let (mut b, [x, y]) = inputs("rep");
@@ -126,4 +128,38 @@ fn owned_rewrite_errors_leave_the_target_unchanged() {
     let e = rewrite_owned(&mut t, &bd, rep).unwrap_err();
     assert!(e.to_string().contains("listed twice"), "{e}");
     assert_eq!(t, g);
+}
+
+#[test]
+fn a_rewrite_leaves_an_earlier_copy_of_the_graph_as_it_was() {
+    // The pass executor's undo copy shares node records with the graph it rewrites (copy on
+    // write): rewriting, carrying descriptions over and removing the match change the
+    // rewritten graph only.
+    let (mut g, bd) = add_relu_neg();
+    let (pristine, _) = add_relu_neg();
+    let undo = g.clone();
+    // The replacement's output description is unknown: carried over from Relu's.
+    let (mut b, [x, y]) = inputs("rep");
+    let m = op(&mut b, "Mul", &[x, y]);
+    let mut rep = finish(b, &[m]);
+    *rep.node_mut(m.node).unwrap().outputs[0].desc = TensorDesc::default();
+    let (_, outs) = rewrite_owned(&mut g, &bd, rep).unwrap();
+    check(&g);
+    check(&undo);
+    assert_eq!(undo, pristine);
+    assert_ne!(g, undo);
+    let new = g.node(outs[0].node).unwrap();
+    assert_eq!(
+        new.outputs[0].desc.attrs.get("_a"),
+        Some(&AttrValue::Int(1))
+    );
+    assert_eq!(new.outputs[0].desc.dtype, DataType::FLOAT);
+    assert_eq!(new.private_attrs.get("_p"), Some(&AttrValue::Int(2)));
+    let relu = undo.node(bd.outputs[0].node).unwrap();
+    assert_eq!(
+        relu.outputs[0].desc.attrs.get("_a"),
+        Some(&AttrValue::Int(1))
+    );
+    assert_eq!(relu.outputs[0].consumers.len(), 1);
+    assert!(!g.contains(bd.outputs[0].node));
 }
