@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union, overload
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Union, overload
 
 from ge._native import MatchResult, PassContext, Pattern
 from ge.es.graph_builder import GraphBuilder
@@ -37,11 +37,14 @@ class PatternInputs:
     replacement each input has the dtype, shape and format of the matched tensor it stands for.
     """
 
+    __slots__ = ("_builder", "_inputs", "_descs")
+
     def __init__(self, builder: GraphBuilder, descs: Optional[List[Tuple[int, List[int], int]]] = None,
                  created: Optional[List[TensorHolder]] = None) -> None:
         self._builder = builder
-        # ``created``: inputs 0..n-1 made already (a replacement's, in one native call).
-        self._inputs: Dict[int, TensorHolder] = dict(enumerate(created)) if created else {}
+        # Input i at position i (inputs are created in index order). ``created``: inputs
+        # 0..n-1 made already (a replacement's, in one native call), taken as they are.
+        self._inputs: List[TensorHolder] = created if created is not None else []
         self._descs = descs
 
     @overload
@@ -51,19 +54,13 @@ class PatternInputs:
     def __getitem__(self, index: slice) -> List[TensorHolder]: ...
 
     def __getitem__(self, index: Union[int, slice]) -> Union[TensorHolder, List[TensorHolder]]:
+        inputs = self._inputs
         if type(index) is int:
-            t = self._inputs.get(index)
-            if t is not None:
-                return t
-            descs = self._descs
-            if index == len(self._inputs) and descs is not None and index < len(descs):
-                # The next input of a replacement (the common case): created here, not in a loop.
-                dt, dims, fmt = descs[index]
-                t = self._inputs[index] = self._builder._create_input(index, None, "Data", dt, fmt, dims)
-                return t
+            if 0 <= index < len(inputs):
+                return inputs[index]
             if index >= 0:  # the next inputs, in index order
                 self._ensure(index + 1)
-                return self._inputs[index]
+                return inputs[index]
         if isinstance(index, slice):
             if index.step not in (None, 1):
                 raise ValueError("PatternInputs slice step must be 1")
@@ -73,32 +70,30 @@ class PatternInputs:
             if start < 0 or index.stop < start:
                 raise ValueError(f"bad PatternInputs slice {start}:{index.stop}")
             self._ensure(index.stop)
-            return [self._inputs[i] for i in range(start, index.stop)]
+            return inputs[start:index.stop]
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError("PatternInputs index must be an int or a slice")
-        if index < 0:
-            raise ValueError("PatternInputs index must be non-negative")
-        self._ensure(index + 1)
-        return self._inputs[index]
+        raise ValueError("PatternInputs index must be non-negative")
 
     def _ensure(self, count: int) -> None:
         """Creates inputs 0..count-1 that do not exist yet: with the matched tensor's dtype,
         shape and format in a replacement, of unknown dtype and rank in a pattern (a pattern
         input matches any producer)."""
         descs = self._descs
-        for i in range(len(self._inputs), count):
+        inputs = self._inputs
+        for i in range(len(inputs), count):
             if descs is not None and i < len(descs):
                 dt, dims, fmt = descs[i]
             else:
                 dt, dims, fmt = _PATTERN_INPUT
-            self._inputs[i] = self._builder._create_input(i, None, "Data", dt, fmt, dims)
+            inputs.append(self._builder._create_input(i, None, "Data", dt, fmt, dims))
 
     def __iter__(self) -> Iterator[TensorHolder]:
         raise TypeError("PatternInputs cannot be iterated (the input count is open); use inputs[:n]")
 
     def created(self) -> List[TensorHolder]:
         """The inputs created so far, in index order."""
-        return [self._inputs[i] for i in sorted(self._inputs)]
+        return list(self._inputs)
 
 
 def create_pattern(graph: Graph) -> Pattern:
@@ -251,7 +246,7 @@ def _adapt_expression_replacement(method: Callable[..., Any]) -> Callable[..., A
         builder = GraphBuilder(f"{type(self).__name__}_replacement")
         if type(match_result) is MatchResult:
             # Every input of the match exists in the replacement, used or not: made in one call.
-            inputs = PatternInputs(builder, created=match_result._create_inputs(builder))
+            inputs = PatternInputs(builder, None, match_result._create_inputs(builder))
             descs: Optional[List[Tuple[int, List[int], int]]] = None
         else:
             input_descs = getattr(match_result, "_input_descs", None)
