@@ -28,8 +28,11 @@ from ge.es import GraphBuilder
 from ge.es import all as es
 from ge.graph import DataType
 from ge.session import Session
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
-from kernel_harness import bf16_round, run1
+from kernel_harness import bf16_round, run, run1
 
 ONE_OVER_SQRT2 = 1.0 / math.sqrt(2.0)
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
@@ -85,6 +88,16 @@ def test_gelu_v2_dense_sweep() -> None:
     assert np.max(np.abs(y[pos] - want[pos]) / ulp) <= 4.0
 
 
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float32, st.integers(1, 70),
+              elements=st.floats(allow_nan=False, allow_infinity=False, width=32)))
+def test_gelu_v2_any_finite_input_is_within_its_bound(x: np.ndarray) -> None:
+    # Graph and eager mode agree bit for bit (run1), and both are within the bound.
+    _, y = run1(gelu_v2("none"), x)
+    want = gelu64(x)
+    assert np.all(np.abs(y.astype(np.float64) - want) <= bound32(x, want))
+
+
 @pytest.mark.parametrize("d", ["float16", "bfloat16"])
 def test_gelu_v2_low_precision(d: str) -> None:
     x = sample(1027, 7)
@@ -104,8 +117,6 @@ def test_gelu_v2_tanh_is_ge_gelu_bit_for_bit() -> None:
 
     def both(b: GraphBuilder, h: Any) -> Any:
         return [es.GeluV2(h, approximate="tanh"), es.Gelu(h)]
-
-    from kernel_harness import run
 
     (_, a), (_, g) = run(both, x)
     assert a.tobytes() == g.tobytes()
