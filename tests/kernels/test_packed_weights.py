@@ -72,8 +72,8 @@ def note(report: str, pattern: str) -> int:
     return int(m.group(1))
 
 
-def run_ge(model, xs, threads):
-    s = Session({"ge.threads": str(threads)})
+def run_ge(model, xs, threads, mode="on"):
+    s = Session({"ge.threads": str(threads), "ge.graphMode": mode})
     s.add_graph(1, ge.onnx.load(model))
     y = s.run_graph(1, list(xs))[0].numpy()
     rep = s.compile_report(1)
@@ -83,15 +83,19 @@ def run_ge(model, xs, threads):
     return y, packed, packed_bytes, consts
 
 
-def check(model, xs, want64, packed_products, weight_elems=0, k_n=None):
-    """Bit-identical at 1, 2 and 3 threads; onnxruntime's values and the f64 product's within
-    f32 rounding; `packed_products` weights packed (None: not checked on this CPU)."""
+def check(model, xs, want64, packed_products, weight_elems=0, k_n=None, others=None):
+    """Bit-identical at 1, 2 and 3 threads and in eager mode; onnxruntime's values and the f64
+    product's within f32 rounding; `packed_products` weights packed (None: not checked on this
+    CPU). With `others` (the bytes of the other constants), the plan holds the packed copy
+    instead of the weight; without, beside it."""
     got = [run_ge(model, xs, t) for t in THREADS]
     y0, n0, b0, c0 = got[0]
     for t, (y, n, b, c) in zip(THREADS, got):
         assert y.shape == y0.shape
         assert np.array_equal(y, y0), f"{t} threads differ from 1 thread"
         assert (n, b, c) == (n0, b0, c0)
+    eager = run_ge(model, xs, 1, "off")[0]
+    assert np.array_equal(eager, y0), "eager mode differs from the captured plan"
     if packed_products is not None:
         assert n0 == packed_products, f"{n0} weights packed, want {packed_products}"
     if n0 == 0:
@@ -101,7 +105,10 @@ def check(model, xs, want64, packed_products, weight_elems=0, k_n=None):
         k, n = k_n
         nr = tile_cols()
         assert b0 == n0 * -(-n // nr) * nr * k * 4
-        assert c0 >= b0 + weight_elems * 4
+        if others is not None:
+            assert b0 <= c0 <= b0 + others, "the plan still holds the weight"
+        else:
+            assert c0 >= b0 + weight_elems * 4
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
@@ -133,7 +140,7 @@ def test_gemm(m, k, n, ta, tb):
     w64 = f64(w).T if tb else f64(w)
     want = 0.75 * (a64 @ w64) + 1.5 * f64(c)
     p = packs(m)
-    check(model, [x], want, None if p is None else int(p), k * n, (k, n))
+    check(model, [x], want, None if p is None else int(p), k * n, (k, n), others=n * 4 + 64)
 
 
 @pytest.mark.parametrize("batch,m", [((2, 3), 9), ((1,), 1), ((4,), 2), ((3, 1), 45)])
@@ -147,7 +154,7 @@ def test_batched_matmul_with_a_rank2_weight(batch, m):
     model = make([helper.make_node("MatMul", ["x0", "w"], ["y"])], [x.shape], [("w", w)])
     rows = int(np.prod(batch)) * m
     p = packs(rows)
-    check(model, [x], f64(x) @ f64(w), None if p is None else int(p), k * n, (k, n))
+    check(model, [x], f64(x) @ f64(w), None if p is None else int(p), k * n, (k, n), others=64)
 
 
 @pytest.mark.parametrize("act", ["Relu", "Tanh", "Sigmoid"])
@@ -173,6 +180,24 @@ def test_fused_bias_and_activation(act):
     check(model, [x], a @ f64(w2), None if p is None else 2 * int(p))
 
 
+def test_weight_read_elsewhere_is_kept():
+    """A weight also read by another node (a Mul: an Add would be fused into the product as its
+    bias) stays in the plan beside its packed copy; the product's result is the same."""
+    k = 24
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((k, k)).astype(np.float32)
+    x = rng.standard_normal((k, k)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x0", "w"], ["h"]),
+        helper.make_node("Mul", ["h", "w"], ["hw"]),
+        helper.make_node("Relu", ["hw"], ["y"]),
+    ]
+    model = make(nodes, [x.shape], [("w", w)])
+    want = np.maximum((f64(x) @ f64(w)) * f64(w), 0)
+    p = packs(k)
+    check(model, [x], want, None if p is None else int(p), k * k, (k, k))
+
+
 def test_large_product_splits_bit_identically():
     """Enough work to split across threads, by panels (many columns) and by strips of rows
     (few columns): the same bits at 1, 2 and 3 threads."""
@@ -182,7 +207,8 @@ def test_large_product_splits_bit_identically():
         x = rng.standard_normal((m, k)).astype(np.float32)
         model = make([helper.make_node("MatMul", ["x0", "w"], ["y"])], [x.shape], [("w", w)])
         p = packs(m)
-        check(model, [x], f64(x) @ f64(w), None if p is None else int(p), k * n, (k, n))
+        check(model, [x], f64(x) @ f64(w), None if p is None else int(p), k * n, (k, n),
+              others=64)
 
 
 def test_activation_weight_does_not_pack():
@@ -215,4 +241,3 @@ def test_memory_limit_counts_the_packed_weight():
     s2.add_graph(1, ge.onnx.load(model))
     with pytest.raises(ge.ResourceError, match="memory limit"):
         s2.run_graph(1, [x])
-    assert s2.plan_memory(1)["peak_bytes"] == peak

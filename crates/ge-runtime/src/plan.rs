@@ -354,6 +354,49 @@ fn packed_weights(steps: &[Step]) -> (usize, u64) {
     })
 }
 
+/// Constants read only as the weight (input 1) of products that packed a copy of it, and
+/// not a graph output: each such product is told to take its packed copy for the weight and
+/// the constant becomes an empty placeholder, so the plan does not hold the weight twice.
+fn drop_packed_weights(steps: &mut [Step], consts: &mut [Value], outputs: &[Src]) {
+    fn packed(s: &Step) -> bool {
+        matches!(&s.exec, Exec::Into(i) if matches!(&i.op, IntoOp::Matmul(m) if m.has_packed_weight()))
+    }
+    // Per constant: (read as a packed weight, read otherwise).
+    let mut uses = vec![(false, false); consts.len()];
+    for o in outputs {
+        if let Src::Const(c) = o {
+            uses[*c].1 = true;
+        }
+    }
+    for s in steps.iter() {
+        let p = packed(s);
+        for (j, src) in s.inputs.iter().enumerate() {
+            if let Some(Src::Const(c)) = src {
+                if p && j == 1 {
+                    uses[*c].0 = true;
+                } else {
+                    uses[*c].1 = true;
+                }
+            }
+        }
+    }
+    let only = |c: usize| uses[c] == (true, false);
+    for s in steps.iter_mut() {
+        if let (Some(Some(Src::Const(c))), Exec::Into(i)) = (s.inputs.get(1), &mut s.exec) {
+            if let IntoOp::Matmul(m) = &mut i.op {
+                if only(*c) {
+                    m.drop_weight();
+                }
+            }
+        }
+    }
+    for (c, v) in consts.iter_mut().enumerate() {
+        if only(c) {
+            *v = Value::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[0, 0])));
+        }
+    }
+}
+
 /// Reshape-like ops whose kernel only gives its input the output's shape.
 const MOVE_OPS: &[&str] = &["Reshape", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims"];
 
@@ -911,6 +954,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
             last: last.get(&k).copied().unwrap_or(end),
         });
     }
+    drop_packed_weights(&mut steps, &mut consts, &outputs);
     let const_bytes = consts.iter().fold(0u64, |a, v| {
         a.saturating_add((v.len() as u64).saturating_mul(v.dtype().size().unwrap_or(1) as u64))
     });

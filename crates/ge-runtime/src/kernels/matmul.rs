@@ -413,6 +413,8 @@ pub(crate) struct MatmulInto {
     /// The f32 weight (input 1, a rank-2 constant) packed once for [`packed`]'s kernels,
     /// where this CPU has them and the product has enough rows ([`packs`]).
     packed: Option<packed::PackedWeight>,
+    /// The plan gives this step an empty placeholder for input 1: `packed` is the weight.
+    weight_dropped: bool,
 }
 
 impl MatmulInto {
@@ -428,7 +430,30 @@ impl MatmulInto {
             tb,
             two_d,
             packed,
+            weight_dropped: false,
         }))
+    }
+
+    /// Whether it multiplies by a packed copy of its weight, so that the plan may hand it an
+    /// empty placeholder for input 1 instead ([`Self::drop_weight`]).
+    pub(crate) fn has_packed_weight(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// From now on input 1 is an empty placeholder: the packed copy is the weight. Only with
+    /// a packed weight ([`Self::has_packed_weight`]).
+    pub(crate) fn drop_weight(&mut self) {
+        self.weight_dropped = self.packed.is_some();
+    }
+
+    /// The weight's (k, n): the packed copy's where the plan dropped input 1, else `b`'s
+    /// (transposed where `tb`); None unless `b` is a matrix.
+    fn weight_dims(&self, b: &[usize]) -> Option<(usize, usize)> {
+        match (&self.packed, b) {
+            (Some(p), _) if self.weight_dropped => Some((p.k(), p.n())),
+            (_, &[r, c]) => Some(if self.tb { (c, r) } else { (r, c) }),
+            _ => None,
+        }
     }
 
     /// Bytes of the weight packed at compile (0 without one).
@@ -444,9 +469,11 @@ impl MatmulInto {
             let (Some(a), Some(b)) = (T::array(a), T::array(b)) else {
                 return false;
             };
-            let (ra, rb) = (a.ndim(), b.ndim());
-            if ra < 2 || rb != 2 || (m.two_d && ra != 2) || args.get(3).is_some_and(Option::is_some)
-            {
+            let ra = a.ndim();
+            let Some((k2, n)) = m.weight_dims(b.shape()) else {
+                return false;
+            };
+            if ra < 2 || (m.two_d && ra != 2) || args.get(3).is_some_and(Option::is_some) {
                 return false;
             }
             let (k, m_rows) = if m.ta {
@@ -454,16 +481,11 @@ impl MatmulInto {
             } else {
                 (a.shape()[ra - 1], a.shape()[ra - 2])
             };
-            let (k2, n) = if m.tb {
-                (b.shape()[1], b.shape()[0])
-            } else {
-                (b.shape()[0], b.shape()[1])
-            };
             let want = dims.len() == ra
                 && dims[..ra - 2] == a.shape()[..ra - 2]
                 && dims[ra - 2..] == [m_rows, n];
-            // The operands [`as_2d`] takes.
-            let views = ra == 2 || (!m.ta && a.is_standard_layout());
+            // The operands [`as_2d`] takes (`a` made standard where the weight was dropped).
+            let views = ra == 2 || (!m.ta && (a.is_standard_layout() || m.weight_dropped));
             let bias_ok = match args.get(2).copied().flatten() {
                 None => true,
                 Some(c) => {
@@ -498,11 +520,17 @@ impl MatmulInto {
                 T::array(input(args, i)?)
                     .ok_or_else(|| Error::kernel(format!("input {i} has another dtype")))
             };
-            let (a, b) = (arr(0)?, arr(1)?);
+            let (mut a, b) = (arr(0)?, arr(1)?);
+            let standard;
+            if m.weight_dropped && a.ndim() > 2 && !a.is_standard_layout() {
+                standard = a.as_standard_layout().into_owned();
+                a = &standard;
+            }
             let Some((a2, b2)) = as_2d(a, b, m.ta, m.tb)? else {
                 return Err(Error::kernel("the product's operands are not matrices"));
             };
-            let ov = ArrayViewMut2::from_shape((a2.nrows(), b2.ncols()), &mut *out)
+            let n = dims.last().copied().unwrap_or(0);
+            let ov = ArrayViewMut2::from_shape((a2.nrows(), n), &mut *out)
                 .map_err(|e| Error::kernel(e.to_string()))?;
             product(a2, b2, ov)?;
             if let Some(c) = args.get(2).copied().flatten() {
@@ -524,18 +552,16 @@ impl MatmulInto {
         }
         let dt = out.dtype();
         match dt {
-            DataType::FLOAT => {
-                go::<f32>(
-                    self,
-                    args,
-                    out_slice_of(out, range)?,
-                    dims,
-                    |a, b, c| match self.packed.as_ref().filter(|p| b.dim() == (p.k(), p.n())) {
-                        Some(p) => p.matmul_into(a, c),
-                        None => plain(a, b, c),
-                    },
-                )
-            }
+            DataType::FLOAT => go::<f32>(self, args, out_slice_of(out, range)?, dims, |a, b, c| {
+                // `b` is the weight as [k, n] (as_2d transposed it), or the placeholder where
+                // the plan dropped it.
+                let kn = (!self.weight_dropped).then(|| b.dim());
+                let fits = |p: &&packed::PackedWeight| kn.is_none_or(|d| d == (p.k(), p.n()));
+                match self.packed.as_ref().filter(fits) {
+                    Some(p) => p.matmul_into(a, c),
+                    None => plain(a, b, c),
+                }
+            }),
             DataType::DOUBLE => go::<f64>(self, args, out_slice_of(out, range)?, dims, plain),
             _ => Err(Error::unsupported(format!("a product into {dt}"))),
         }
