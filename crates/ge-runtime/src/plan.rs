@@ -354,6 +354,72 @@ fn packed_weights(steps: &[Step]) -> (usize, u64) {
     })
 }
 
+/// Drops a constant from the plan as soon as its last reader is planned, where every reader
+/// is a product that packed a copy of it (input 1) and it is no graph output: so that the
+/// originals and their packed copies are not all held at once while a plan is built (the
+/// steps learn it from [`drop_packed_weights`] when the plan is finished).
+struct EarlyDrop {
+    /// Steps yet to read each constant node, and whether it is a graph output.
+    reads: FxHashMap<NodeId, (usize, bool)>,
+    /// Per constant of the plan: its steps yet to read it, and whether a reader was not a
+    /// packed product's weight.
+    left: Vec<(usize, bool)>,
+}
+
+impl EarlyDrop {
+    fn new(
+        g: &Graph,
+        order: &[NodeId],
+        absorbed: &rustc_hash::FxHashSet<NodeId>,
+    ) -> Result<EarlyDrop> {
+        let mut reads: FxHashMap<NodeId, (usize, bool)> = FxHashMap::default();
+        for &id in order {
+            let n = g.node(id)?;
+            if is_data_op(&n.op_type) || n.const_value().is_some() || absorbed.contains(&id) {
+                continue;
+            }
+            for p in n.inputs.iter().filter_map(|i| i.source) {
+                if g.node(p.node)?.const_value().is_some() {
+                    reads.entry(p.node).or_default().0 += 1;
+                }
+            }
+        }
+        for p in &g.outputs {
+            reads.entry(p.node).or_default().1 = true;
+        }
+        Ok(EarlyDrop {
+            reads,
+            left: Vec::new(),
+        })
+    }
+
+    /// The plan's next constant is node `id`'s value.
+    fn constant(&mut self, id: NodeId) {
+        let (n, output) = self.reads.get(&id).copied().unwrap_or_default();
+        self.left.push((n, output));
+    }
+
+    /// `step` is planned: the constants whose last reader it was, each read only as a packed
+    /// weight, become empty placeholders.
+    fn read_by(&mut self, step: &Step, consts: &mut [Value]) {
+        let packed = matches!(&step.exec, Exec::Into(i)
+            if matches!(&i.op, IntoOp::Matmul(m) if m.has_packed_weight()));
+        for (j, src) in step.inputs.iter().enumerate() {
+            let Some(Src::Const(c)) = src else { continue };
+            let Some((left, other)) = self.left.get_mut(*c) else {
+                continue;
+            };
+            *left = left.saturating_sub(1);
+            *other |= !(packed && j == 1);
+            if *left == 0 && !*other {
+                if let Some(v) = consts.get_mut(*c) {
+                    *v = Value::F32(ndarray::ArrayD::zeros(ndarray::IxDyn(&[0, 0])));
+                }
+            }
+        }
+    }
+}
+
 /// Constants read only as the weight (input 1) of products that packed a copy of it, and
 /// not a graph output: each such product is told to take its packed copy for the weight and
 /// the constant becomes an empty placeholder, so the plan does not hold the weight twice.
@@ -741,6 +807,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
     // Per slot a step produces: (slot, step, output index, node), for the memory plan.
     let mut produced: Vec<(usize, usize, usize, NodeId)> = Vec::new();
     let mut unsupported: Vec<String> = Vec::new();
+    let mut weights = EarlyDrop::new(g, order, &absorbed)?;
     for &id in order {
         let n = g.node(id)?;
         if is_data_op(&n.op_type) {
@@ -755,6 +822,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
         if let Some(t) = n.const_value() {
             let v = Value::from_tensor(t).map_err(|e| e.at(&n.name, &n.op_type))?;
             slot_of.insert(OutPort { node: id, index: 0 }, Src::Const(consts.len()));
+            weights.constant(id);
             consts.push(v);
             continue;
         }
@@ -871,7 +939,7 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
                 Src::Slot(outs[0]),
             );
         }
-        steps.push(Step {
+        let step = Step {
             name: n.name.to_string(),
             op: n.op_type.to_string(),
             kernel,
@@ -879,7 +947,9 @@ fn build(g: &Graph, order: &[NodeId], data: &[NodeId], signature: Signature) -> 
             inputs: in_src,
             outputs: outs,
             free: Vec::new(),
-        });
+        };
+        weights.read_by(&step, &mut consts);
+        steps.push(step);
     }
     if !unsupported.is_empty() {
         return Err(Error::unsupported(format!(
