@@ -183,10 +183,11 @@ impl GraphBuilder {
                 self.graph.node(id)?.name
             )));
         }
-        let (name, _) = self.node_name(
-            op_type,
-            Some(name.unwrap_or_else(|| format!("input_{index}"))),
-        )?;
+        // A name in use is refused when the node is added (the same error as `node_name`'s).
+        let name = match name {
+            Some(n) => Name::from(n),
+            None => format_smolstr!("input_{index}"),
+        };
         let desc = TensorDesc::new(dtype, shape).with_format(format);
         let hint = desc_is_hint(&desc);
         self.add_graph_input(Node::new(name, op_type), index, desc, hint)
