@@ -241,3 +241,30 @@ def test_memory_limit_counts_the_packed_weight():
     s2.add_graph(1, ge.onnx.load(model))
     with pytest.raises(ge.ResourceError, match="memory limit"):
         s2.run_graph(1, [x])
+
+
+@pytest.mark.parametrize("batch,m", [((16,), 1), ((3,), 5), ((2, 2), 3)])
+def test_batched_product_with_a_transposed_first_operand_keeps_its_weight(batch, m):
+    """BatchMatMulV2(x, w, adj_x1=True) with x [*batch, k, m] and a constant w [k, n]: the
+    weight packs, but a batched transposed operand runs on the allocating kernel, which reads
+    the weight: the plan keeps it (found by the differential fuzzer, with 262144 batches of 1 x 1)."""
+    from ge.es import GraphBuilder
+    from ge.es.all import BatchMatMulV2
+
+    k, n = 3, 5
+    rng = np.random.default_rng(len(batch) * 10 + m)
+    x = rng.standard_normal((*batch, k, m)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    want = np.swapaxes(f64(x), -1, -2) @ f64(w)
+    outs = []
+    for threads, mode in [(1, "on"), (2, "on"), (1, "off")]:
+        b = GraphBuilder("g")
+        t = b.create_input(0, shape=list(x.shape))
+        c = b.create_const_float(w.ravel().tolist(), [k, n])
+        g = b.build_and_reset([BatchMatMulV2(t, c, adj_x1=True)])
+        s = Session({"ge.threads": str(threads), "ge.graphMode": mode})
+        s.add_graph(1, g)
+        outs.append(s.run_graph(1, [x])[0].numpy())
+    for y in outs:
+        assert np.array_equal(y, outs[0])
+    np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-5)

@@ -434,16 +434,18 @@ impl MatmulInto {
         }))
     }
 
-    /// Whether it multiplies by a packed copy of its weight, so that the plan may hand it an
-    /// empty placeholder for input 1 instead ([`Self::drop_weight`]).
+    /// Whether it multiplies by a packed copy of its weight on every run, so that the plan may
+    /// hand it an empty placeholder for input 1 instead ([`Self::drop_weight`]). Not with a
+    /// transposed first operand that may be batched: that is left to the allocating kernel
+    /// ([`Self::accepts`]), which reads the weight itself.
     pub(crate) fn has_packed_weight(&self) -> bool {
-        self.packed.is_some()
+        self.packed.is_some() && (!self.ta || self.two_d)
     }
 
     /// From now on input 1 is an empty placeholder: the packed copy is the weight. Only with
     /// a packed weight ([`Self::has_packed_weight`]).
     pub(crate) fn drop_weight(&mut self) {
-        self.weight_dropped = self.packed.is_some();
+        self.weight_dropped = self.has_packed_weight();
     }
 
     /// The weight's (k, n): the packed copy's where the plan dropped input 1, else `b`'s
